@@ -1,0 +1,184 @@
+"""The command line: each command builds one options object and calls one function."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Optional
+
+import typer
+
+from synth import __version__, console
+from synth.config import Settings
+from synth.errors import SynthError
+
+app = typer.Typer(
+    help="Audit an agent's setup of a research repo, distill it into a rebuildable artifact, "
+    "and prove the artifact research-ready.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+base_app = typer.Typer(help="Base images made locally (debootstrap), for air-gapped sites.")
+task_app = typer.Typer(help="Task files: tasks/<name>/task.toml.")
+app.add_typer(base_app, name="base")
+app.add_typer(task_app, name="task")
+
+_state: dict[str, object] = {"debug": False}
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+CaBundleOpt = Annotated[
+    Optional[Path],  # noqa: UP045 - typer needs Optional here
+    typer.Option("--ca-bundle", help="CA bundle for a TLS-intercepting proxy "
+                 "(env SYNTH_CA_BUNDLE). Mounted at run time, a BuildKit secret at build "
+                 "time; never stored in an image."),
+]
+ArtifactsOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--artifacts", help="Where runs and exports go (env SYNTH_ARTIFACTS).",
+                 envvar="SYNTH_ARTIFACTS"),
+]
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+) -> None:
+    _state["debug"] = debug
+
+
+@app.command()
+def version() -> None:
+    """Print synth's version."""
+    typer.echo(__version__)
+
+
+@app.command()
+def doctor(json_out: JsonOpt = False, ca_bundle: CaBundleOpt = None) -> None:
+    """Check the engine, BuildKit CLI, debootstrap, GPU runtime, base images and CA bundle."""
+    from synth.doctor import run_checks
+
+    checks = run_checks(Settings.load(ca_bundle=ca_bundle))
+    if json_out:
+        console.print_json({
+            "ok": all(c.status != "fail" for c in checks),
+            "checks": [c.to_json() for c in checks],
+        })
+    else:
+        marks = {"ok": "[green]ok  [/]", "warn": "[yellow]warn[/]", "fail": "[red]FAIL[/]"}
+        for c in checks:
+            console.out.print(f"{marks[c.status]} {c.name:<28} {c.detail}")
+            if c.fix and c.status != "ok":
+                console.out.print(f"     [dim]fix: {c.fix}[/]")
+    if any(c.status == "fail" for c in checks):
+        raise typer.Exit(1)
+
+
+@app.command()
+def gc(
+    images: Annotated[bool, typer.Option(help="Also remove live and rebuilt images "
+                                         "(base images are kept).")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Remove containers (and temporary images) synth left behind."""
+    from synth.engine.docker import DockerEngine
+
+    removed = DockerEngine.connect().gc(images=images)
+    if json_out:
+        console.print_json({"removed": removed})
+    else:
+        for item in removed:
+            console.out.print(f"removed {item}")
+        console.out.print(f"{len(removed)} object(s) removed")
+
+
+@base_app.command("bootstrap")
+def base_bootstrap(
+    suite: Annotated[str, typer.Option(help="Debian suite.")] = "bookworm",
+    tag: Annotated[str, typer.Option(help="Image tag to create.")] = "synth/debian:bookworm",
+    include: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="Comma-separated extra packages (default: the recipe of a known "
+                     "synth/… tag)."),
+    ] = None,
+    mirror: Annotated[Optional[str], typer.Option(help="Debian mirror URL.")] = None,  # noqa: UP045
+    force: Annotated[bool, typer.Option(help="Rebuild even if it exists.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Make a minimal Debian base image with debootstrap + docker import."""
+    from synth.base_images import BaseRecipe, bootstrap, recipe_for
+    from synth.engine.docker import DockerEngine
+
+    known = recipe_for(tag, mirror)
+    recipe = BaseRecipe(
+        suite=suite,
+        include=tuple(sorted(i for i in include.split(",") if i)) if include is not None
+        else (known.include if known else ()),
+        mirror=mirror or (known.mirror if known else BaseRecipe(suite).mirror),
+    )
+    image_id = bootstrap(DockerEngine.connect(), tag, recipe, force=force, say=console.say)
+    if json_out:
+        console.print_json({"image": tag, "id": image_id, "recipe": recipe.describe()})
+
+
+@task_app.command("check")
+def task_check(
+    paths: Annotated[list[Path], typer.Argument(help="Task directories or task.toml files.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Validate task files; errors name the file, the field and the line."""
+    from synth.task import load_task
+
+    results = []
+    failed = False
+    for p in paths:
+        try:
+            t = load_task(p)
+            results.append({"path": str(p), "ok": True, "name": t.name})
+        except SynthError as exc:
+            failed = True
+            results.append({"path": str(p), "ok": False, "error": exc.message})
+    if json_out:
+        console.print_json({"ok": not failed, "tasks": results})
+    else:
+        for r in results:
+            if r["ok"]:
+                console.out.print(f"[green]ok[/]   {r['path']} ({r['name']})")
+            else:
+                console.err.print(f"[red]fail[/] {r['error']}", markup=True)
+    if failed:
+        raise typer.Exit(SynthError.exit_code + 2)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # Let `finally` blocks remove containers, exactly as for Ctrl-C.
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        app(standalone_mode=False)
+    except SynthError as exc:
+        if _state["debug"]:
+            raise
+        console.err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
+        if exc.hint:
+            console.err.print(f"[bold]hint:[/] {exc.hint}", markup=True, highlight=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        console.err.print("interrupted; cleaned up.", markup=False)
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except Exception as exc:  # click usage errors surface here with standalone_mode=False
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

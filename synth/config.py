@@ -1,0 +1,71 @@
+"""Settings shared by every command: where artifacts go, the CA bundle, the wheelhouse.
+
+Values come from the command line first, then the environment (``SYNTH_*``), then defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from synth.errors import UsageError
+
+#: Where the CA bundle is mounted inside session and probe containers (never in an image).
+CONTAINER_CA_PATH = "/synth/ca/ca-bundle.crt"
+#: Where a wheelhouse is mounted read-only inside containers.
+CONTAINER_WHEELHOUSE = "/synth/wheelhouse"
+#: Environment variables that make pip, uv, requests and curl trust the mounted bundle.
+CA_ENV_NAMES = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+
+
+def ca_env(path: str = CONTAINER_CA_PATH) -> dict[str, str]:
+    return dict.fromkeys(CA_ENV_NAMES, path)
+
+
+@dataclass(frozen=True)
+class Settings:
+    artifacts_dir: Path
+    ca_bundle: Path | None
+    wheelhouse: Path | None
+    docker_cli: str | None
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        artifacts_dir: Path | None = None,
+        ca_bundle: Path | None = None,
+        wheelhouse: Path | None = None,
+        docker_cli: str | None = None,
+    ) -> Settings:
+        env = os.environ
+        art = artifacts_dir or Path(env.get("SYNTH_ARTIFACTS", "artifacts"))
+        ca = ca_bundle or _env_path("SYNTH_CA_BUNDLE")
+        if ca is not None and not ca.is_file():
+            raise UsageError(
+                f"CA bundle {ca} does not exist or is not a file.",
+                hint="Pass the PEM bundle your proxy needs with --ca-bundle or SYNTH_CA_BUNDLE.",
+            )
+        wh = wheelhouse or _env_path("SYNTH_WHEELHOUSE")
+        if wh is not None and not wh.is_dir():
+            raise UsageError(
+                f"Wheelhouse {wh} is not a directory.",
+                hint="Pass a folder of wheels with --wheelhouse or SYNTH_WHEELHOUSE.",
+            )
+        cli = docker_cli or env.get("SYNTH_DOCKER_CLI") or None
+        return cls(
+            artifacts_dir=art.resolve(),
+            ca_bundle=ca.resolve() if ca else None,
+            wheelhouse=wh.resolve() if wh else None,
+            docker_cli=cli,
+        )
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.artifacts_dir / "runs"
+
+
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name, "").strip()
+    return Path(value).expanduser() if value else None

@@ -1,0 +1,154 @@
+"""Image builds through a BuildKit-capable docker CLI.
+
+docker-py only drives the legacy builder, which has no ``RUN --mount=type=secret``; the CA
+bundle must reach builds as a BuildKit secret so it never lands in a layer. So builds shell
+out to ``docker buildx build`` where buildx exists, else to a CLI whose built-in BuildKit is
+switched on with ``DOCKER_BUILDKIT=1`` (docker CLI < 23).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from synth.errors import BuildError, EngineUnavailableError
+
+_CANDIDATES = ("docker", "/usr/bin/docker", "/usr/local/bin/docker")
+
+
+@dataclass(frozen=True)
+class BuildCli:
+    path: str
+    #: "buildx" (``docker buildx build``) or "builtin" (``DOCKER_BUILDKIT=1 docker build``).
+    mode: str
+    client_version: str
+
+    def build_argv(self) -> list[str]:
+        return [self.path, "buildx", "build", "--load"] if self.mode == "buildx" else [
+            self.path, "build"
+        ]
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "DOCKER_BUILDKIT": "1"}
+
+
+def _client_version(path: str) -> str | None:
+    try:
+        out = subprocess.run(
+            [path, "version", "--format", "{{.Client.Version}}"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    version = out.stdout.strip()
+    return version or None
+
+
+def _has_buildx(path: str) -> bool:
+    try:
+        out = subprocess.run(
+            [path, "buildx", "version"], capture_output=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0
+
+
+def find_build_cli(configured: str | None = None) -> BuildCli:
+    """The first docker CLI that can build with BuildKit, ``configured`` first."""
+    tried: list[str] = []
+    candidates = [configured] if configured else list(_CANDIDATES)
+    seen: set[str] = set()
+    for cand in candidates:
+        path = shutil.which(cand) if cand else None
+        if not path or path in seen:
+            if cand:
+                tried.append(f"{cand}: not found")
+            continue
+        seen.add(path)
+        version = _client_version(path)
+        if version is None:
+            tried.append(f"{path}: does not run")
+            continue
+        if _has_buildx(path):
+            return BuildCli(path, "buildx", version)
+        major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else 99
+        if major < 23:
+            return BuildCli(path, "builtin", version)
+        tried.append(f"{path} {version}: no buildx plugin, and no built-in BuildKit after 23.0")
+    raise EngineUnavailableError(
+        "No BuildKit-capable docker CLI found (" + "; ".join(tried) + ").",
+        hint="Install the buildx plugin (Debian: `apt-get install docker-buildx` where packaged, "
+        "or docker.io < 23 which has BuildKit built in), or point SYNTH_DOCKER_CLI at one.",
+    )
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    context: Path
+    tag: str
+    dockerfile: Path | None = None
+    #: BuildKit secrets: id -> host file (e.g. ``{"cacert": Path("/etc/ssl/certs/ca.crt")}``).
+    secrets: Mapping[str, Path] = field(default_factory=dict)
+    build_args: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    no_cache: bool = False
+    network: str | None = None
+
+
+def build_image(
+    cli: BuildCli,
+    request: BuildRequest,
+    *,
+    log_path: Path | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> None:
+    """Build ``request``; the whole log goes to ``log_path``, each line to ``on_line``."""
+    argv = [*cli.build_argv(), "--progress=plain", "-t", request.tag]
+    if request.dockerfile is not None:
+        argv += ["-f", str(request.dockerfile)]
+    if request.no_cache:
+        argv.append("--no-cache")
+    if request.network:
+        argv += ["--network", request.network]
+    for sid, src in sorted(request.secrets.items()):
+        argv += ["--secret", f"id={sid},src={src}"]
+    for k, v in sorted(request.build_args.items()):
+        argv += ["--build-arg", f"{k}={v}"]
+    for k, v in sorted({"synth.managed": "1", **request.labels}.items()):
+        argv += ["--label", f"{k}={v}"]
+    argv.append(str(request.context))
+    tail: list[str] = []
+    log = log_path.open("w", encoding="utf-8") if log_path else None
+    try:
+        if log:
+            log.write("+ " + " ".join(argv) + "\n")
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=cli.env(), errors="replace",
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if log:
+                log.write(line)
+                log.flush()
+            tail.append(line.rstrip("\n"))
+            del tail[:-40]
+            if on_line:
+                on_line(line.rstrip("\n"))
+        code = proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        raise
+    finally:
+        if log:
+            log.close()
+    if code != 0:
+        where = f" Full log: {log_path}." if log_path else ""
+        raise BuildError(
+            f"Building {request.tag} failed (exit {code}).{where}\n" + "\n".join(tail[-25:])
+        )

@@ -1,0 +1,336 @@
+"""Docker implementation of the engine: containers, exec, copy, diff, commit, images.
+
+docker-py talks to the daemon; image builds go through a BuildKit-capable CLI instead
+(:mod:`synth.engine.build`) because docker-py only drives the legacy builder.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import docker.types
+from docker.models.containers import Container as DockerContainer
+
+from synth.engine.base import (
+    TIMEOUT_EXIT,
+    ContainerSpec,
+    ExecResult,
+    OutputCallback,
+)
+from synth.errors import EngineError, EngineUnavailableError, GpuRuntimeUnavailableError
+
+#: Every object synth creates carries this label, so ``synth gc`` can find leftovers.
+MANAGED_LABEL = "synth.managed"
+#: Images that only live for one operation (probe images, scratch builds).
+TEMPORARY_LABEL = "synth.temporary"
+
+
+def docker_host() -> str:
+    return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+
+
+class DockerEngine:
+    """A connection to one Docker engine."""
+
+    def __init__(self, client: docker.DockerClient) -> None:
+        self.client = client
+        self.api = client.api
+
+    @classmethod
+    def connect(cls, timeout: int = 120) -> DockerEngine:
+        try:
+            client = docker.from_env(version="auto", timeout=timeout)
+            client.ping()
+        except docker.errors.DockerException as exc:
+            raise EngineUnavailableError(
+                f"No Docker engine answers at {docker_host()} ({_short(exc)})."
+            ) from exc
+        return cls(client)
+
+    # ----------------------------------------------------------------- facts
+    def version(self) -> dict[str, Any]:
+        return dict(self.client.version())
+
+    def info(self) -> dict[str, Any]:
+        return dict(self.client.info())
+
+    def has_gpu_runtime(self) -> bool:
+        runtimes = self.info().get("Runtimes") or {}
+        return "nvidia" in runtimes
+
+    # ------------------------------------------------------------ containers
+    def create(self, spec: ContainerSpec) -> Container:
+        labels = {MANAGED_LABEL: "1", **spec.labels}
+        mounts = [
+            docker.types.Mount(
+                target=m.target, source=str(m.source), type="bind", read_only=m.read_only
+            )
+            for m in spec.mounts
+        ]
+        kwargs: dict[str, Any] = {
+            "image": spec.image,
+            "command": list(spec.command),
+            "labels": labels,
+            "mounts": mounts,
+            "environment": dict(spec.env),
+            "working_dir": spec.workdir,
+            "name": spec.name,
+            "detach": True,
+            "tty": spec.tty,
+            "stdin_open": spec.tty,
+        }
+        if not spec.network:
+            kwargs["network_mode"] = "none"
+        if spec.gpus:
+            kwargs["device_requests"] = [
+                docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])
+            ]
+        try:
+            raw = self.client.containers.create(**kwargs)
+        except docker.errors.ImageNotFound as exc:
+            raise EngineError(f"Image {spec.image} does not exist on this engine.") from exc
+        except docker.errors.APIError as exc:
+            raise EngineError(f"Cannot create a container from {spec.image}: {_short(exc)}") from exc
+        container = Container(self, raw)
+        try:
+            raw.start()
+        except docker.errors.APIError as exc:
+            container.remove()
+            if "could not select device driver" in str(exc):
+                raise GpuRuntimeUnavailableError(
+                    "No GPU runtime on this engine: it cannot give containers a GPU."
+                ) from exc
+            raise EngineError(f"Cannot start a container from {spec.image}: {_short(exc)}") from exc
+        return container
+
+    @contextmanager
+    def container(self, spec: ContainerSpec) -> Iterator[Container]:
+        """A started container, removed on every way out (errors and Ctrl-C included)."""
+        c = self.create(spec)
+        try:
+            yield c
+        finally:
+            c.remove()
+
+    def managed_containers(self, extra_label: str | None = None) -> list[DockerContainer]:
+        filters = [MANAGED_LABEL + "=1"] + ([extra_label] if extra_label else [])
+        return list(self.client.containers.list(all=True, filters={"label": filters}))
+
+    # ---------------------------------------------------------------- images
+    def image_exists(self, ref: str) -> bool:
+        try:
+            self.client.images.get(ref)
+        except docker.errors.ImageNotFound:
+            return False
+        return True
+
+    def image_inspect(self, ref: str) -> dict[str, Any]:
+        try:
+            return dict(self.api.inspect_image(ref))
+        except docker.errors.ImageNotFound as exc:
+            raise EngineError(f"Image {ref} does not exist on this engine.") from exc
+
+    def import_image(
+        self, tar_path: Path, ref: str, *, labels: Mapping[str, str], cmd: str = "bash"
+    ) -> str:
+        """``docker import`` of a root filesystem tarball; returns the image ID."""
+        changes = [f'CMD ["{cmd}"]'] + [
+            f"LABEL {k}={json.dumps(v)}" for k, v in sorted(labels.items())
+        ]
+        repo, _, tag = ref.rpartition(":") if ":" in ref.split("/")[-1] else (ref, "", "latest")
+        try:
+            self.api.import_image_from_file(
+                str(tar_path), repository=repo, tag=tag, changes=changes
+            )
+        except docker.errors.APIError as exc:
+            raise EngineError(f"docker import of {ref} failed: {_short(exc)}") from exc
+        return str(self.image_inspect(ref)["Id"])
+
+    def save_image(self, ref: str, dest: Path) -> None:
+        image = self.client.images.get(ref)
+        with dest.open("wb") as fh:
+            for chunk in image.save(named=True):
+                fh.write(chunk)
+
+    def remove_image(self, ref: str) -> None:
+        try:
+            self.client.images.remove(ref, force=True)
+        except docker.errors.ImageNotFound:
+            pass
+
+    def managed_images(self, extra_label: str | None = None) -> list[Any]:
+        filters = [MANAGED_LABEL + "=1"] + ([extra_label] if extra_label else [])
+        return list(self.client.images.list(filters={"label": filters}))
+
+    # -------------------------------------------------------------------- gc
+    def gc(self, *, images: bool = False) -> list[str]:
+        """Remove synth containers left behind, temporary images, and (if asked) all images."""
+        removed: list[str] = []
+        for c in self.managed_containers():
+            c.remove(force=True, v=True)
+            removed.append(f"container {c.name}")
+        label = None if images else f"{TEMPORARY_LABEL}=1"
+        for img in self.managed_images(label):
+            if images and img.labels.get("synth.kind") == "base":
+                continue  # base images are expensive to make and hold no run data
+            for ref in img.tags or [img.id]:
+                self.remove_image(ref)
+                removed.append(f"image {ref}")
+        return removed
+
+
+class Container:
+    """One running container; every command goes through :meth:`exec`."""
+
+    def __init__(self, engine: DockerEngine, raw: DockerContainer) -> None:
+        self.engine = engine
+        self.raw = raw
+        self.id: str = raw.id
+        self.name: str = raw.name
+        self.description = f"container {self.name}"
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        timeout: float | None = None,
+        on_output: OutputCallback | None = None,
+        user: str | None = None,
+    ) -> ExecResult:
+        cmd = list(argv)
+        if timeout is not None:
+            # coreutils timeout is in every Debian image; it kills the whole command.
+            cmd = ["timeout", "--kill-after=10", str(max(1, int(timeout))), *cmd]
+        api = self.engine.api
+        try:
+            exec_id = api.exec_create(
+                self.id,
+                cmd,
+                environment=dict(env or {}),
+                workdir=workdir,
+                user=user or "",
+                stdout=True,
+                stderr=True,
+            )["Id"]
+            stream = api.exec_start(exec_id, stream=True, demux=True)
+            out: list[bytes] = []
+            err: list[bytes] = []
+            for o, e in stream:
+                if o:
+                    out.append(o)
+                    if on_output:
+                        on_output("stdout", o)
+                if e:
+                    err.append(e)
+                    if on_output:
+                        on_output("stderr", e)
+            code = api.exec_inspect(exec_id)["ExitCode"]
+        except docker.errors.APIError as exc:
+            raise EngineError(f"exec in {self.description} failed: {_short(exc)}") from exc
+        code = -1 if code is None else int(code)
+        return ExecResult(
+            argv=tuple(argv),
+            exit_code=code,
+            stdout=b"".join(out).decode("utf-8", "replace"),
+            stderr=b"".join(err).decode("utf-8", "replace"),
+            timed_out=timeout is not None and code in (TIMEOUT_EXIT, 137),
+        )
+
+    def sh(self, script: str, **kwargs: Any) -> ExecResult:
+        return self.exec(["bash", "-c", script], **kwargs)
+
+    def copy_in(self, src: Path, dest: str) -> None:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(src, arcname=src.name)
+        self.exec(["mkdir", "-p", dest])
+        if not self.raw.put_archive(dest, buf.getvalue()):
+            raise EngineError(f"Copying {src} into {self.description}:{dest} failed.")
+
+    def put_bytes(self, data: bytes, dest: str, mode: int = 0o644) -> None:
+        """Write one file in the container from memory."""
+        directory, _, name = dest.rpartition("/")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = mode
+            tar.addfile(info, io.BytesIO(data))
+        self.exec(["mkdir", "-p", directory or "/"])
+        if not self.raw.put_archive(directory or "/", buf.getvalue()):
+            raise EngineError(f"Writing {dest} in {self.description} failed.")
+
+    def copy_out(self, src: str, dest: Path) -> None:
+        try:
+            chunks, _ = self.raw.get_archive(src)
+        except docker.errors.NotFound as exc:
+            raise EngineError(f"{src} does not exist in {self.description}.") from exc
+        buf = io.BytesIO(b"".join(chunks))
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=buf) as tar:
+            tar.extractall(dest, filter="tar")
+
+    def read_file(self, path: str) -> bytes | None:
+        """The bytes of one file in the container, or None if it does not exist."""
+        try:
+            chunks, _ = self.raw.get_archive(path)
+        except docker.errors.NotFound:
+            return None
+        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                return None
+            fh = tar.extractfile(member)
+            return fh.read() if fh else None
+
+    def diff(self) -> list[tuple[str, str]]:
+        """``docker diff``: (kind, path) with kind one of A (added), C (changed), D (deleted)."""
+        kinds = {0: "C", 1: "A", 2: "D"}
+        changes = self.raw.diff() or []
+        return sorted((kinds[int(c["Kind"])], str(c["Path"])) for c in changes)
+
+    def commit(self, ref: str, *, labels: Mapping[str, str]) -> str:
+        repo, _, tag = ref.rpartition(":")
+        image = self.raw.commit(
+            repository=repo, tag=tag, conf={"Labels": {MANAGED_LABEL: "1", **labels}}
+        )
+        return str(image.id)
+
+    def kill(self) -> None:
+        try:
+            self.raw.kill()
+        except docker.errors.APIError:
+            pass
+
+    def remove(self) -> None:
+        try:
+            self.raw.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            if "already in progress" not in str(exc):
+                raise EngineError(f"Cannot remove {self.description}: {_short(exc)}") from exc
+
+    def kill_after(self, seconds: float) -> threading.Timer:
+        """Kill the container after ``seconds`` (a session's overall timeout)."""
+        timer = threading.Timer(seconds, self.kill)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[-1] if text else type(exc).__name__

@@ -1,0 +1,105 @@
+"""One error hierarchy for synth, caught once at the CLI edge.
+
+Each kind has its own exit code so scripts can tell failures apart, and a hint that says
+what to do about it. Library code raises these; it never calls ``sys.exit``.
+"""
+
+from __future__ import annotations
+
+
+class SynthError(Exception):
+    """Base of every error synth reports to a user."""
+
+    exit_code = 10
+    default_hint: str | None = None
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint if hint is not None else self.default_hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(SynthError):
+    """The command line asks for something that cannot be done as asked."""
+
+    exit_code = 11
+
+
+class TaskError(SynthError):
+    """A task file is malformed; the message names the file, the field and the line."""
+
+    exit_code = 12
+
+
+class EngineUnavailableError(SynthError):
+    """No container engine answers."""
+
+    exit_code = 13
+    default_hint = (
+        "Start the Docker engine: `systemctl start docker`, or as root without systemd "
+        "`nohup dockerd >/var/log/dockerd.log 2>&1 &`. Install it on Debian with "
+        "`apt-get install docker.io`. Set DOCKER_HOST if the engine listens elsewhere."
+    )
+
+
+class EngineError(SynthError):
+    """The engine answered but an operation failed."""
+
+    exit_code = 14
+
+
+class BuildError(SynthError):
+    """An image build failed; the message ends with the tail of the build log."""
+
+    exit_code = 15
+
+
+class BaseImageError(SynthError):
+    """A base image is missing and cannot be made."""
+
+    exit_code = 16
+
+
+class RunError(SynthError):
+    """An agent session could not be started or recorded."""
+
+    exit_code = 17
+
+
+class ExportError(SynthError):
+    """A run cannot be distilled into an artifact."""
+
+    exit_code = 18
+
+
+class LockError(SynthError):
+    """Pinned packages could not be locked with hashes."""
+
+    exit_code = 19
+    default_hint = "Check that the package index is reachable (and --ca-bundle behind a proxy)."
+
+
+class VerifyError(SynthError):
+    """Verification could not be carried out (not: a level failed)."""
+
+    exit_code = 20
+
+
+class NotFoundError(SynthError):
+    """A run, artifact, task or image named on the command line does not exist."""
+
+    exit_code = 21
+
+
+class GpuRuntimeUnavailableError(EngineError):
+    """The engine cannot give containers a GPU."""
+
+    exit_code = 22
+    default_hint = (
+        "Install the NVIDIA Container Toolkit and register its runtime "
+        "(`nvidia-ctk runtime configure --runtime=docker`), or verify on the GPU host "
+        "itself with `--runtime host --python PATH`."
+    )

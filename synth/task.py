@@ -1,0 +1,191 @@
+"""Task files: ``tasks/<name>/task.toml`` — what to set up and how to probe it per level.
+
+The format is documented in ``docs/task-format.md``. Errors name the file, the field and
+the line: pydantic validates, and :func:`_locate` maps a field path back to its TOML line.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from synth.errors import NotFoundError, TaskError
+
+Level = Literal["C0", "C1", "C2", "C3", "C4", "C5"]
+LEVELS: tuple[Level, ...] = ("C0", "C1", "C2", "C3", "C4", "C5")
+
+_Strict = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class RepoSpec(BaseModel):
+    model_config = _Strict
+    #: A folder relative to the task directory ...
+    path: str | None = None
+    #: ... or a git URL pinned at a commit.
+    url: str | None = None
+    commit: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RepoSpec:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("give exactly one of `path` or `url`")
+        if self.url is not None and not (
+            self.commit and re.fullmatch(r"[0-9a-f]{7,40}", self.commit)
+        ):
+            raise ValueError("a git `url` needs `commit`, a hex commit id")
+        return self
+
+
+class PythonSpec(BaseModel):
+    model_config = _Strict
+    #: The Python version the research code targets (a hint for agents and reports).
+    version: str | None = None
+    #: True when the setup takes packages (e.g. a CPU torch) from a wheelhouse if one exists.
+    wheelhouse: bool = False
+
+
+class Probe(BaseModel):
+    model_config = _Strict
+    command: str = Field(min_length=1)
+    timeout: Annotated[int, Field(gt=0, le=24 * 3600)] = 300
+
+
+class DdpProbe(Probe):
+    gpus: Annotated[int, Field(ge=2)] = 2
+
+
+class Probes(BaseModel):
+    model_config = _Strict
+    workdir: str = "/workspace"
+    cpu: Probe | None = None
+    gpu: Probe | None = None
+    ddp: DdpProbe | None = None
+    #: Compiled modules of the repo (e.g. ``fastops._ext``) smoke-tested by import, and on GPU.
+    native_modules: tuple[str, ...] = ()
+
+
+class Task(BaseModel):
+    model_config = _Strict
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
+    description: str = ""
+    base_image: str = Field(min_length=1)
+    repo: RepoSpec
+    python: PythonSpec = PythonSpec()
+    probes: Probes = Probes()
+    #: Levels that do not apply to this task, each with the reason shown in reports.
+    not_applicable: dict[Level, str] = Field(default_factory=dict)
+
+    # Set by load_task, not part of the file.
+    task_dir: Path = Field(default=Path("."), exclude=True)
+    task_file: Path = Field(default=Path("task.toml"), exclude=True)
+
+    @model_validator(mode="after")
+    def _levels_consistent(self) -> Task:
+        for level, probe in (("C1", self.probes.cpu), ("C3", self.probes.gpu),
+                             ("C4", self.probes.ddp)):
+            if probe is None and level not in self.not_applicable:
+                raise ValueError(
+                    f"no probe for {level}: add its probe or say why in "
+                    f"[not_applicable] {level} = \"reason\""
+                )
+        return self
+
+    @property
+    def repo_path(self) -> Path | None:
+        return (self.task_dir / self.repo.path).resolve() if self.repo.path else None
+
+    @property
+    def agents_dir(self) -> Path:
+        return self.task_dir / "agents"
+
+
+def find_task_file(ref: str | Path, tasks_root: Path | None = None) -> Path:
+    """A task named by directory, by ``task.toml`` path, or by name under ``tasks/``."""
+    p = Path(ref)
+    candidates = [p / "task.toml" if p.is_dir() else p]
+    if tasks_root is not None and not p.exists():
+        candidates.append(tasks_root / str(ref) / "task.toml")
+    for cand in candidates:
+        if cand.is_file():
+            return cand.resolve()
+    raise NotFoundError(
+        f"No task file at {ref}.",
+        hint="Name a task directory holding task.toml, or a task under tasks/.",
+    )
+
+
+def load_task(ref: str | Path, tasks_root: Path | None = None) -> Task:
+    path = find_task_file(ref, tasks_root)
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskError(f"{path}: not valid TOML: {exc}") from exc
+    try:
+        task = Task.model_validate({**data, "task_dir": path.parent, "task_file": path})
+    except ValidationError as exc:
+        raise TaskError(_format_errors(path, text, exc)) from exc
+    if task.repo_path is not None and not task.repo_path.is_dir():
+        line = _locate(text, ("repo", "path"))
+        raise TaskError(f"{path}:{line}: field `repo.path`: {task.repo_path} is not a directory")
+    return task
+
+
+def _format_errors(path: Path, text: str, exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = tuple(str(p) for p in err["loc"] if not str(p).startswith("function-after"))
+        field = ".".join(loc) or "(file)"
+        msg = err["msg"]
+        if err["type"] == "missing":
+            msg = "required field is missing"
+            line = _locate(text, loc[:-1]) if len(loc) > 1 else 1
+        else:
+            line = _locate(text, loc)
+        got = err.get("input")
+        if err["type"] not in ("missing",) and not isinstance(got, dict):
+            msg += f" (got {got!r})"
+        lines.append(f"{path}:{line}: field `{field}`: {msg}")
+    return "\n".join(lines)
+
+
+_HEADER = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"]+)\s*=")
+
+
+def _locate(text: str, loc: tuple[str, ...]) -> int:
+    """Best line for a field path: its key line, else its table, else line 1."""
+    if not loc:
+        return 1
+    best = 1
+    table: tuple[str, ...] = ()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0] if "=" not in raw else raw
+        header = _HEADER.match(line)
+        if header:
+            table = tuple(part.strip().strip('"') for part in header.group(1).split("."))
+            if loc[: len(table)] == table:
+                best = number
+                if table == loc:
+                    return number
+            continue
+        key = _KEY.match(line)
+        if key:
+            path = (*table, key.group(1).strip('"'))
+            if loc[: len(path)] == path:
+                if path == loc:
+                    return number
+                best = number  # an inline table holding the field
+                rest = loc[len(path):]
+                if rest and re.search(rf"\b{re.escape(rest[0])}\s*=", raw):
+                    return number
+    return best
+
+
+def discover_tasks(root: Path) -> list[Path]:
+    """Every task directory under ``root`` (sorted)."""
+    return sorted(p.parent for p in root.glob("*/task.toml"))
