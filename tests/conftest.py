@@ -1,0 +1,71 @@
+"""Shared fixtures.
+
+Docker tests are marked ``docker``. Without an engine they skip with the reason, unless
+``SYNTH_REQUIRE_DOCKER=1`` (CI), where a missing engine fails them instead.
+Expensive things (base image, task runs) are made once per test session and shared.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TASKS_DIR = REPO_ROOT / "tasks"
+BASE_IMAGE = "synth/python:bookworm"
+HOST_CA_BUNDLE = Path(os.environ.get("SYNTH_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"))
+HOST_WHEELHOUSE = Path(os.environ.get("SYNTH_WHEELHOUSE", "/opt/wheels"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/integration/" in str(item.fspath) and "docker" not in item.keywords:
+            item.add_marker(pytest.mark.docker)
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A developer's SYNTH_* settings must not change what the tests see.
+    for name in list(os.environ):
+        if name.startswith("SYNTH_") and name not in (
+            "SYNTH_REQUIRE_DOCKER", "SYNTH_CA_BUNDLE", "SYNTH_WHEELHOUSE", "SYNTH_DOCKER_CLI"
+        ):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def engine() -> Iterator[object]:
+    """A connected DockerEngine, or a skip (a failure under SYNTH_REQUIRE_DOCKER=1)."""
+    from synth.engine.docker import DockerEngine
+    from synth.errors import EngineUnavailableError
+
+    try:
+        eng = DockerEngine.connect(timeout=30)
+    except EngineUnavailableError as exc:
+        if os.environ.get("SYNTH_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"SYNTH_REQUIRE_DOCKER=1 but no engine: {exc.message}")
+        pytest.skip(f"no Docker engine: {exc.message}")
+    yield eng
+
+
+@pytest.fixture(scope="session")
+def base_image(engine: object) -> str:
+    """The synth/python:bookworm base, made with debootstrap if missing."""
+    from synth.base_images import ensure_base_image
+
+    ensure_base_image(engine, BASE_IMAGE)  # type: ignore[arg-type]
+    return BASE_IMAGE
+
+
+@pytest.fixture(scope="session")
+def ca_bundle() -> Path | None:
+    """The host's CA bundle (the proxy's CA lives in it) or None where there is none."""
+    return HOST_CA_BUNDLE if HOST_CA_BUNDLE.is_file() else None
+
+
+@pytest.fixture(scope="session")
+def wheelhouse() -> Path | None:
+    return HOST_WHEELHOUSE if HOST_WHEELHOUSE.is_dir() else None
