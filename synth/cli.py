@@ -80,12 +80,14 @@ def doctor(json_out: JsonOpt = False, ca_bundle: CaBundleOpt = None) -> None:
 def gc(
     images: Annotated[bool, typer.Option(help="Also remove live and rebuilt images "
                                          "(base images are kept).")] = False,
+    force: Annotated[bool, typer.Option(help="Also remove containers of synth processes "
+                                        "still running.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Remove containers (and temporary images) synth left behind."""
     from synth.engine.docker import DockerEngine
 
-    removed = DockerEngine.connect().gc(images=images)
+    removed = DockerEngine.connect().gc(images=images, force=force)
     if json_out:
         console.print_json({"removed": removed})
     else:

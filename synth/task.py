@@ -65,7 +65,7 @@ class Probes(BaseModel):
     gpu: Probe | None = None
     ddp: DdpProbe | None = None
     #: Compiled modules of the repo (e.g. ``fastops._ext``) smoke-tested by import, and on GPU.
-    native_modules: tuple[str, ...] = ()
+    native_modules: list[str] = Field(default_factory=list)
 
 
 class Task(BaseModel):
@@ -138,7 +138,10 @@ def load_task(ref: str | Path, tasks_root: Path | None = None) -> Task:
 def _format_errors(path: Path, text: str, exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
-        loc = tuple(str(p) for p in err["loc"] if not str(p).startswith("function-after"))
+        loc = tuple(
+            str(p) for p in err["loc"]
+            if not str(p).startswith("function-after") and str(p) != "[key]"
+        )
         field = ".".join(loc) or "(file)"
         msg = err["msg"]
         if err["type"] == "missing":

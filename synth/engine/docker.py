@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import tarfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,6 +32,9 @@ from synth.errors import EngineError, EngineUnavailableError, GpuRuntimeUnavaila
 
 #: Every object synth creates carries this label, so ``synth gc`` can find leftovers.
 MANAGED_LABEL = "synth.managed"
+#: Which process on which host created a container: gc leaves a live owner's containers alone.
+OWNER_PID_LABEL = "synth.owner_pid"
+OWNER_HOST_LABEL = "synth.owner_host"
 #: Images that only live for one operation (probe images, scratch builds).
 TEMPORARY_LABEL = "synth.temporary"
 
@@ -70,7 +74,12 @@ class DockerEngine:
 
     # ------------------------------------------------------------ containers
     def create(self, spec: ContainerSpec) -> Container:
-        labels = {MANAGED_LABEL: "1", **spec.labels}
+        labels = {
+            MANAGED_LABEL: "1",
+            OWNER_PID_LABEL: str(os.getpid()),
+            OWNER_HOST_LABEL: socket.gethostname(),
+            **spec.labels,
+        }
         mounts = [
             docker.types.Mount(
                 target=m.target, source=str(m.source), type="bind", read_only=m.read_only
@@ -173,10 +182,18 @@ class DockerEngine:
         return list(self.client.images.list(filters={"label": filters}))
 
     # -------------------------------------------------------------------- gc
-    def gc(self, *, images: bool = False) -> list[str]:
-        """Remove synth containers left behind, temporary images, and (if asked) all images."""
+    def gc(
+        self, *, images: bool = False, force: bool = False, label: str | None = None
+    ) -> list[str]:
+        """Remove synth containers left behind, temporary images, and (if asked) all images.
+
+        A container whose creating synth process is still alive on this host is in use,
+        not left behind: it is kept unless ``force``.
+        """
         removed: list[str] = []
-        for c in self.managed_containers():
+        for c in self.managed_containers(label):
+            if not force and _owner_alive(c.labels):
+                continue
             c.remove(force=True, v=True)
             removed.append(f"container {c.name}")
         label = None if images else f"{TEMPORARY_LABEL}=1"
@@ -329,6 +346,19 @@ class Container:
         timer.daemon = True
         timer.start()
         return timer
+
+
+def _owner_alive(labels: Mapping[str, str]) -> bool:
+    pid = labels.get(OWNER_PID_LABEL, "")
+    if labels.get(OWNER_HOST_LABEL) != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _short(exc: BaseException) -> str:

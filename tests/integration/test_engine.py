@@ -1,0 +1,130 @@
+"""The Docker engine layer against a real engine: exec, exit codes, copy, diff, commit."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from synth.engine import ContainerSpec, DockerEngine, Mount
+from synth.errors import EngineError
+
+pytestmark = pytest.mark.docker
+
+
+def test_exec_streams_output_and_returns_exit_code(engine: DockerEngine, base_image: str) -> None:
+    chunks: list[tuple[str, bytes]] = []
+    with engine.container(ContainerSpec(image=base_image, network=False)) as c:
+        result = c.sh(
+            "echo one; echo two >&2; exit 7", on_output=lambda s, b: chunks.append((s, b))
+        )
+        assert result.exit_code == 7
+        assert result.stdout == "one\n"
+        assert result.stderr == "two\n"
+        assert ("stdout", b"one\n") in chunks
+        assert c.sh("true").ok
+        assert c.exec(["false"]).exit_code == 1
+        env = c.exec(["sh", "-c", "echo $X:$PWD"], env={"X": "42"}, workdir="/tmp")
+        assert env.stdout == "42:/tmp\n"
+
+
+def test_exec_timeout_kills_the_command(engine: DockerEngine, base_image: str) -> None:
+    with engine.container(ContainerSpec(image=base_image, network=False)) as c:
+        result = c.exec(["sleep", "30"], timeout=1)
+        assert result.timed_out
+        assert result.exit_code == 124
+
+
+def test_copy_in_copy_out_and_read(
+    engine: DockerEngine, base_image: str, tmp_path: Path
+) -> None:
+    src = tmp_path / "payload"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "a.txt").write_text("alpha\n")
+    with engine.container(ContainerSpec(image=base_image, network=False)) as c:
+        c.copy_in(src, "/data")
+        assert c.sh("cat /data/payload/sub/a.txt").stdout == "alpha\n"
+        c.put_bytes(b"beta", "/data/b.bin")
+        assert c.read_file("/data/b.bin") == b"beta"
+        assert c.read_file("/data/none") is None
+        out = tmp_path / "out"
+        c.copy_out("/data/payload", out)
+        assert (out / "payload" / "sub" / "a.txt").read_text() == "alpha\n"
+        with pytest.raises(EngineError, match="does not exist"):
+            c.copy_out("/nowhere", out)
+
+
+def test_diff_and_commit(engine: DockerEngine, base_image: str) -> None:
+    ref = "synth-test/engine-commit:1"
+    with engine.container(ContainerSpec(image=base_image, network=False)) as c:
+        c.sh("mkdir -p /opt/x && echo hi > /opt/x/f && rm /etc/debian_version")
+        changes = c.diff()
+        assert ("A", "/opt/x/f") in changes
+        assert ("D", "/etc/debian_version") in changes
+        c.commit(ref, labels={"synth.temporary": "1", "synth.run": "test"})
+    try:
+        labels = engine.image_inspect(ref)["Config"]["Labels"]
+        assert labels["synth.run"] == "test"
+        assert labels["synth.managed"] == "1"
+        with engine.container(ContainerSpec(image=ref, network=False)) as c2:
+            assert c2.sh("cat /opt/x/f").stdout == "hi\n"
+    finally:
+        engine.remove_image(ref)
+
+
+def test_containers_are_labelled_and_removed(engine: DockerEngine, base_image: str) -> None:
+    spec = ContainerSpec(image=base_image, network=False, labels={"synth.run": "label-test"})
+    with engine.container(spec) as c:
+        found = engine.managed_containers("synth.run=label-test")
+        assert [x.id for x in found] == [c.id]
+    assert engine.managed_containers("synth.run=label-test") == []
+
+
+def test_container_removed_when_body_raises(engine: DockerEngine, base_image: str) -> None:
+    spec = ContainerSpec(image=base_image, network=False, labels={"synth.run": "raise-test"})
+    with pytest.raises(KeyboardInterrupt), engine.container(spec):
+        raise KeyboardInterrupt
+    assert engine.managed_containers("synth.run=raise-test") == []
+
+
+def test_missing_image_is_a_clear_error(engine: DockerEngine) -> None:
+    with pytest.raises(EngineError, match="does not exist"):
+        engine.create(ContainerSpec(image="synth-test/no-such-image:0"))
+
+
+def test_gpu_request_without_runtime_says_so(engine: DockerEngine, base_image: str) -> None:
+    if engine.has_gpu_runtime():
+        pytest.skip("this engine has a GPU runtime")
+    from synth.errors import GpuRuntimeUnavailableError
+
+    with pytest.raises(GpuRuntimeUnavailableError, match="No GPU runtime"):
+        engine.create(ContainerSpec(image=base_image, gpus=True, labels={"synth.run": "gpu"}))
+    assert engine.managed_containers("synth.run=gpu") == []
+
+
+def test_read_only_mount(engine: DockerEngine, base_image: str, tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    spec = ContainerSpec(image=base_image, network=False, mounts=[Mount(tmp_path, "/m")])
+    with engine.container(spec) as c:
+        assert c.sh("cat /m/f").stdout == "x"
+        assert not c.sh("touch /m/g").ok
+
+
+def test_gc_removes_leftovers_only(engine: DockerEngine, base_image: str) -> None:
+    # A container whose creator is gone is a leftover; one whose creator lives is in use.
+    dead = subprocess.run(["true"], check=True)
+    del dead
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    leftover = engine.create(ContainerSpec(
+        image=base_image, network=False,
+        labels={"synth.run": "gc", "synth.owner_pid": str(proc.pid)},
+    ))
+    with engine.container(ContainerSpec(
+        image=base_image, network=False, labels={"synth.run": "gc"}
+    )) as in_use:
+        removed = engine.gc(label="synth.run=gc")
+        assert f"container {leftover.name}" in removed
+        assert f"container {in_use.name}" not in removed
+        assert [c.id for c in engine.managed_containers("synth.run=gc")] == [in_use.id]
