@@ -162,7 +162,9 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 def main() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns a command's exit code instead of exiting.
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except SynthError as exc:
         if _state["debug"]:
             raise
@@ -177,10 +179,10 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except typer.Abort:
         sys.exit(130)
-    except Exception as exc:  # click usage errors surface here with standalone_mode=False
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+    except Exception as exc:
+        # Usage errors of the (vendored) click surface here without standalone mode.
+        show = getattr(exc, "show", None)
+        if callable(show) and isinstance(getattr(exc, "exit_code", None), int):
+            show()
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
         raise
