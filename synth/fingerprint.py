@@ -1,0 +1,408 @@
+"""Environment fingerprints: compare two environments by what they contain.
+
+Image IDs never repeat between builds, so "is the rebuilt image the live one?" is answered
+by content: the probe ``verify/probes/fingerprint.py`` runs under the target's own Python
+(in a container or on a host) and reports the interpreter, glibc, every distribution with a
+digest of its files, unowned site files, native ``.so`` files and dpkg packages.
+:func:`compare_fingerprints` is pure and says exactly what differs.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from synth.engine.base import ContainerSpec, Runtime
+from synth.engine.docker import DockerEngine
+from synth.errors import VerifyError
+
+#: The fingerprint format this module reads; the probe writes it in ``format``.
+FINGERPRINT_FORMAT = 1
+#: The probe script, shipped next to the other probes (stdlib-only, Python >= 3.8).
+PROBE_PATH = Path(__file__).resolve().parent.parent / "verify" / "probes" / "fingerprint.py"
+#: How long the probe may take (torch's ~700 MB site-packages hashes in about 1 s warm).
+PROBE_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class DistributionPrint:
+    """One installed distribution as the probe saw it."""
+
+    name: str
+    version: str | None
+    installer: str | None
+    direct_url: str | None
+    #: None (installed by name from an index or find-links), "vcs", "dir", "archive",
+    #: "local-archive" — PEP 610 ``direct_url.json``.
+    direct_url_kind: str | None
+    editable: bool
+    location: str
+    files: int
+    #: sha256 over sorted (path relative to the site dir, sha256) of the files it installed.
+    digest: str
+    scripts_digest: str | None = None
+    shadowed: bool = False
+    requested: bool = False
+    #: The metadata directory's name (``numpy-1.26.4.dist-info``, ``foo-1.0.egg-info``).
+    metadata_dir: str = ""
+    #: Where the file list came from: "RECORD", "installed-files.txt", "top_level.txt".
+    files_from: str | None = None
+
+    @property
+    def source(self) -> str:
+        """Where it came from, in words (see :func:`distribution_source`)."""
+        return distribution_source(
+            self.direct_url_kind, self.direct_url, self.editable,
+            installer=self.installer, metadata_dir=self.metadata_dir,
+            files_from=self.files_from,
+        )
+
+
+@dataclass(frozen=True)
+class NativeFile:
+    path: str
+    sha256: str | None
+    size: int | None
+    owner: str | None
+    #: "site" (a site-packages/dist-packages dir) or "workdir" (the repository).
+    where: str
+    symlink: str | None = None
+
+
+@dataclass(frozen=True)
+class SiteFile:
+    """A file in a site dir that no distribution owns."""
+
+    site: str
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    format: int
+    python_version: str
+    implementation: str
+    executable: str
+    glibc: str | None
+    machine: str
+    distributions: tuple[DistributionPrint, ...]
+    native: tuple[NativeFile, ...]
+    unowned: tuple[SiteFile, ...]
+    #: Debian packages name -> version, None where dpkg is absent.
+    dpkg: Mapping[str, str] | None
+    site_dirs: tuple[str, ...] = ()
+    workdir: str = "/workspace"
+    errors: tuple[str, ...] = ()
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    #: The probe's JSON as printed, for reports and ``--json``.
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def effective(self) -> dict[str, DistributionPrint]:
+        """Distributions that imports resolve to, by canonical name (shadowed ones apart)."""
+        return {d.name: d for d in self.distributions if not d.shadowed}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Fingerprint:
+        fmt = data.get("format")
+        if not isinstance(fmt, int) or fmt > FINGERPRINT_FORMAT:
+            raise VerifyError(
+                f"Fingerprint format {fmt!r} is not one this synth reads "
+                f"(up to {FINGERPRINT_FORMAT}).",
+                hint="Use the same synth version for the probe and the comparison.",
+            )
+        try:
+            py = data["python"]
+            return cls(
+                format=fmt,
+                python_version=str(py["version"]),
+                implementation=str(py["implementation"]),
+                executable=str(py["executable"]),
+                glibc=data.get("glibc"),
+                machine=str((data.get("platform") or {}).get("machine", "")),
+                distributions=tuple(
+                    DistributionPrint(
+                        name=d["name"], version=d.get("version"), installer=d.get("installer"),
+                        direct_url=d.get("direct_url"), direct_url_kind=d.get("direct_url_kind"),
+                        editable=bool(d.get("editable")), location=d["location"],
+                        files=int(d.get("files", 0)), digest=d["digest"],
+                        scripts_digest=d.get("scripts_digest"),
+                        shadowed=bool(d.get("shadowed")), requested=bool(d.get("requested")),
+                        metadata_dir=str(d.get("metadata_dir", "")),
+                        files_from=d.get("files_from"),
+                    )
+                    for d in data["distributions"]
+                ),
+                native=tuple(
+                    NativeFile(
+                        path=n["path"], sha256=n.get("sha256"), size=n.get("size"),
+                        owner=n.get("owner"), where=n.get("where", "site"),
+                        symlink=n.get("symlink"),
+                    )
+                    for n in data["native"]
+                ),
+                unowned=tuple(
+                    SiteFile(site=u["site"], path=u["path"], sha256=u["sha256"])
+                    for u in data.get("unowned", [])
+                ),
+                dpkg=dict(data["dpkg"]) if data.get("dpkg") is not None else None,
+                site_dirs=tuple(data.get("site_dirs", ())),
+                workdir=str((data.get("workdir") or {}).get("path", "/workspace")),
+                errors=tuple(data.get("errors", ())),
+                stats=dict(data.get("stats", {})),
+                raw=dict(data),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise VerifyError(f"Malformed fingerprint: {exc!r}.") from exc
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.raw)
+
+
+def distribution_source(
+    kind: str | None,
+    url: str | None,
+    editable: bool = False,
+    *,
+    installer: str | None = "pip",
+    metadata_dir: str = "",
+    files_from: str | None = None,
+) -> str:
+    """Where a distribution came from, in words, from its PEP 610 data and metadata layout.
+
+    "index" (installed by name: an index or a find-links wheelhouse; pip does not record
+    which), "local build" (a local directory), "editable", "vcs", "url" (a remote archive),
+    "local file" (a wheel or sdist file), "setup.py install" (a legacy egg-info install),
+    "os package" (no installer recorded: Debian's python3-* packages).
+    """
+    if editable:
+        return "editable"
+    if kind is None:
+        if metadata_dir.endswith(".egg-info"):
+            return "setup.py install" if files_from == "installed-files.txt" else "os package"
+        return "index" if installer else "os package"
+    if kind == "vcs":
+        return "vcs"
+    if kind == "dir":
+        return "local build"
+    if kind == "local-archive":
+        return "local file"
+    return "url"
+
+
+# ----------------------------------------------------------------------------- probing
+def fingerprint(runtime: Runtime, python: str, workdir: str = "/workspace") -> Fingerprint:
+    """Run the fingerprint probe under ``python`` in ``runtime`` and parse what it printed."""
+    if not PROBE_PATH.is_file():
+        raise VerifyError(f"The fingerprint probe {PROBE_PATH} is missing from this install.")
+    tmp = f"/tmp/synth-fingerprint-{uuid.uuid4().hex[:12]}"
+    runtime.copy_in(PROBE_PATH, tmp)
+    try:
+        result = runtime.exec(
+            [python, f"{tmp}/{PROBE_PATH.name}", "--workdir", workdir],
+            timeout=PROBE_TIMEOUT_S,
+        )
+    finally:
+        runtime.exec(["rm", "-rf", tmp])
+    if result.timed_out:
+        raise VerifyError(
+            f"The fingerprint probe timed out after {PROBE_TIMEOUT_S}s in {runtime.description}."
+        )
+    if not result.ok:
+        raise VerifyError(
+            f"The fingerprint probe failed under {python} in {runtime.description} "
+            f"(exit {result.exit_code}): {result.stderr.strip()[-500:] or result.stdout[-500:]}",
+            hint="Is the interpreter path right? The probe needs Python >= 3.8.",
+        )
+    try:
+        data = json.loads(result.stdout)
+    except ValueError as exc:
+        raise VerifyError(
+            f"The fingerprint probe printed no JSON in {runtime.description}: "
+            f"{result.stdout[:300]!r}"
+        ) from exc
+    return Fingerprint.from_json(data)
+
+
+def fingerprint_image(
+    engine: DockerEngine, image_ref: str, python: str, workdir: str = "/workspace"
+) -> Fingerprint:
+    """Fingerprint an image in a throwaway container with the network off."""
+    spec = ContainerSpec(image=image_ref, network=False, labels={"synth.kind": "fingerprint"})
+    with engine.container(spec) as container:
+        return fingerprint(container, python, workdir)
+
+
+# ---------------------------------------------------------------------------- comparing
+@dataclass(frozen=True)
+class Change:
+    """One thing that differs: ``a`` and ``b`` are the two sides' values (None: absent)."""
+
+    kind: str
+    key: str
+    a: str | None
+    b: str | None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "key": self.key, "a": self.a, "b": self.b,
+                "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class FingerprintComparison:
+    """What differs between two fingerprints, by kind; every tuple is sorted by key."""
+
+    interpreter: tuple[Change, ...]
+    #: Distributions added / removed / at another version (kind "added", "removed", "version").
+    packages: tuple[Change, ...]
+    #: Same name and version, different files (kind "content") or scripts ("scripts").
+    content: tuple[Change, ...]
+    #: Same name and version, installed from elsewhere (kind "source"); informational.
+    sources: tuple[Change, ...]
+    #: Native .so files added / removed / with another sha256 (kind "added", "removed",
+    #: "changed").
+    native: tuple[Change, ...]
+    unowned: tuple[Change, ...]
+    dpkg: tuple[Change, ...]
+
+    @property
+    def packages_equal(self) -> bool:
+        """Same distributions at the same versions."""
+        return not self.packages
+
+    @property
+    def content_equal(self) -> bool:
+        """Same distributions, versions and file contents (launcher scripts aside)."""
+        return not self.packages and not any(c.kind == "content" for c in self.content)
+
+    @property
+    def native_equal(self) -> bool:
+        return not self.native
+
+    @property
+    def equal(self) -> bool:
+        """Equal in everything the fingerprint sees except the informational sources."""
+        return not (self.interpreter or self.packages or self.content or self.native
+                    or self.unowned or self.dpkg)
+
+    def sections(self) -> dict[str, tuple[Change, ...]]:
+        return {
+            "interpreter": self.interpreter, "packages": self.packages,
+            "content": self.content, "sources": self.sources, "native": self.native,
+            "unowned": self.unowned, "dpkg": self.dpkg,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "equal": self.equal,
+            "packages_equal": self.packages_equal,
+            "content_equal": self.content_equal,
+            "native_equal": self.native_equal,
+            **{name: [c.to_json() for c in changes] for name, changes in self.sections().items()},
+        }
+
+    def summary(self) -> list[str]:
+        """One line per difference, most important first."""
+        return [
+            f"{name}: {c.kind} {c.key}" + (f" ({c.a} -> {c.b})" if c.a and c.b else "")
+            + (f" [{c.detail}]" if c.detail else "")
+            for name, changes in self.sections().items()
+            for c in changes
+        ]
+
+
+def _mapping_changes(a: Mapping[str, str], b: Mapping[str, str]) -> list[Change]:
+    out: list[Change] = []
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key), b.get(key)
+        if va == vb:
+            continue
+        kind = "added" if va is None else "removed" if vb is None else "changed"
+        out.append(Change(kind, key, va, vb))
+    return out
+
+
+def _native_key(n: NativeFile) -> str:
+    return n.path
+
+
+def _native_value(n: NativeFile) -> str:
+    return f"symlink:{n.symlink}" if n.symlink is not None else (n.sha256 or "")
+
+
+def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintComparison:
+    """What differs between ``a`` and ``b`` (pure; "added" means present in ``b`` only)."""
+    interp: list[Change] = []
+    for key, va, vb in (
+        ("python", a.python_version, b.python_version),
+        ("implementation", a.implementation, b.implementation),
+        ("glibc", a.glibc, b.glibc),
+        ("machine", a.machine, b.machine),
+    ):
+        if va != vb:
+            interp.append(Change("changed", key, va, vb))
+
+    da, db = a.effective, b.effective
+    packages: list[Change] = []
+    content: list[Change] = []
+    sources: list[Change] = []
+    for name in sorted(set(da) | set(db)):
+        x, y = da.get(name), db.get(name)
+        if x is None and y is not None:
+            packages.append(Change("added", name, None, y.version, y.source))
+        elif y is None and x is not None:
+            packages.append(Change("removed", name, x.version, None, x.source))
+        elif x is not None and y is not None:
+            if x.version != y.version:
+                packages.append(Change("version", name, x.version, y.version,
+                                       _source_detail(x, y)))
+                continue
+            if x.digest != y.digest:
+                content.append(Change("content", name, x.digest[:12], y.digest[:12],
+                                      f"{x.files} vs {y.files} files"))
+            elif x.scripts_digest != y.scripts_digest:
+                content.append(Change("scripts", name, x.installer, y.installer,
+                                      "launcher scripts differ"))
+            if x.source != y.source or x.installer != y.installer:
+                sources.append(Change("source", name, x.source, y.source,
+                                      f"installer {x.installer} vs {y.installer}"))
+
+    native = _mapping_changes(
+        {_native_key(n): _native_value(n) for n in a.native},
+        {_native_key(n): _native_value(n) for n in b.native},
+    )
+    owners = {n.path: n.owner for n in (*a.native, *b.native) if n.owner}
+    native = [Change(c.kind, c.key, _short(c.a), _short(c.b), owners.get(c.key) or "")
+              for c in native]
+    unowned = _mapping_changes(
+        {f"{u.site}/{u.path}": u.sha256 for u in a.unowned},
+        {f"{u.site}/{u.path}": u.sha256 for u in b.unowned},
+    )
+    unowned = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in unowned]
+    dpkg = _mapping_changes(a.dpkg, b.dpkg) if a.dpkg is not None and b.dpkg is not None else []
+    return FingerprintComparison(
+        interpreter=tuple(interp), packages=tuple(packages), content=tuple(content),
+        sources=tuple(sources), native=tuple(native), unowned=tuple(unowned),
+        dpkg=tuple(dpkg),
+    )
+
+
+def _source_detail(x: DistributionPrint, y: DistributionPrint) -> str:
+    return x.source if x.source == y.source else f"{x.source} -> {y.source}"
+
+
+def _short(value: str | None) -> str | None:
+    if value is None or value.startswith("symlink:"):
+        return value
+    return value[:12]
+
+
+def native_files(fp: Fingerprint, where: Iterable[str] = ("site", "workdir")) -> list[NativeFile]:
+    wanted = set(where)
+    return [n for n in fp.native if n.where in wanted]

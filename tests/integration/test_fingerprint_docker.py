@@ -1,0 +1,76 @@
+"""Fingerprints of real images: the same image twice is equal, a changed one differs exactly."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth.engine.base import ContainerSpec
+from synth.fingerprint import compare_fingerprints, fingerprint, fingerprint_image
+
+PKG_SETUP = """\
+from setuptools import setup
+setup(name="tiny_extra", version="0.3.0", packages=["tiny_extra"])
+"""
+
+
+@pytest.fixture(scope="module")
+def extra_image(engine: Any, base_image: str, tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[str]:
+    """The base plus a venv with one legacy `setup.py install` package and a workspace .so."""
+    src = tmp_path_factory.mktemp("pkg") / "tiny"
+    (src / "tiny_extra").mkdir(parents=True)
+    (src / "tiny_extra" / "__init__.py").write_text("VALUE = 3\n")
+    (src / "setup.py").write_text(PKG_SETUP)
+    ref = f"synth-test/fingerprint:{uuid.uuid4().hex[:8]}"
+    with engine.container(ContainerSpec(image=base_image, network=False)) as c:
+        c.copy_in(src, "/tmp")
+        r = c.sh(
+            "python3 -m venv /opt/venv && /opt/venv/bin/pip install -q --no-index "
+            "--no-build-isolation /tmp/tiny && mkdir -p /workspace && "
+            "printf '\\177ELFfake' > /workspace/_native.so && rm -rf /tmp/tiny"
+        )
+        assert r.ok, r.output
+        c.commit(ref, labels={"synth.temporary": "1"})
+    try:
+        yield ref
+    finally:
+        engine.remove_image(ref)
+
+
+def test_same_image_twice_is_equal(engine: Any, base_image: str) -> None:
+    a = fingerprint_image(engine, base_image, "python3")
+    b = fingerprint_image(engine, base_image, "python3")
+    cmp = compare_fingerprints(a, b)
+    assert cmp.equal, cmp.summary()
+    assert a.glibc and a.glibc.startswith("2.")
+    assert a.dpkg and "python3" in a.dpkg
+    assert "pip" in a.effective
+
+
+def test_extra_package_and_native_file_differ(engine: Any, base_image: str,
+                                              extra_image: str) -> None:
+    base = fingerprint_image(engine, base_image, "python3")
+    same_interp = fingerprint_image(engine, extra_image, "python3")
+    # The system interpreter sees the same packages; the .so in /workspace is new.
+    cmp = compare_fingerprints(base, same_interp)
+    assert cmp.packages_equal and cmp.content_equal, cmp.summary()
+    assert [(c.kind, c.key) for c in cmp.native] == [("added", "/workspace/_native.so")]
+
+    venv = fingerprint_image(engine, extra_image, "/opt/venv/bin/python")
+    added = {c.key: c for c in compare_fingerprints(base, venv).packages if c.kind == "added"}
+    assert "tiny-extra" in added
+    assert added["tiny-extra"].b == "0.3.0"
+    assert added["tiny-extra"].detail == "setup.py install"
+
+
+def test_fingerprint_in_running_container(engine: Any, extra_image: str, tmp_path: Path) -> None:
+    with engine.container(ContainerSpec(image=extra_image, network=False)) as c:
+        fp = fingerprint(c, "/opt/venv/bin/python", workdir="/workspace")
+        left = c.sh("ls /tmp")
+    assert fp.effective["tiny-extra"].source == "setup.py install"
+    assert "synth-fingerprint" not in left.stdout  # the probe cleans up after itself

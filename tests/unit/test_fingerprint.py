@@ -1,0 +1,259 @@
+"""The fingerprint probe on synthetic site dirs (host Python, no Docker) and the comparison."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth.engine.host import HostRuntime
+from synth.errors import VerifyError
+from synth.fingerprint import (
+    PROBE_PATH,
+    Fingerprint,
+    compare_fingerprints,
+    distribution_source,
+    fingerprint,
+)
+
+
+def make_dist(
+    site: Path,
+    name: str,
+    version: str,
+    files: dict[str, bytes],
+    *,
+    installer: str | None = "pip",
+    direct_url: dict[str, Any] | None = None,
+) -> None:
+    """A dist-info distribution with a RECORD listing ``files`` (paths relative to site)."""
+    meta = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    for rel, data in files.items():
+        p = site / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    if installer:
+        (meta / "INSTALLER").write_text(installer + "\n")
+    if direct_url is not None:
+        (meta / "direct_url.json").write_text(json.dumps(direct_url))
+    rows = [*files, f"{meta.name}/METADATA", f"{meta.name}/RECORD"]
+    if installer:
+        rows.append(f"{meta.name}/INSTALLER")
+    (meta / "RECORD").write_text("".join(f"{r},,\n" for r in rows))
+
+
+def run_probe(site: Path, workdir: Path) -> dict[str, Any]:
+    # -S: no site module, so the synthetic site dir on PYTHONPATH is the only one.
+    proc = subprocess.run(
+        [sys.executable, "-S", str(PROBE_PATH), "--workdir", str(workdir)],
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, check=True,
+    )
+    data: dict[str, Any] = json.loads(proc.stdout)
+    return data
+
+
+@pytest.fixture
+def env_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    site = tmp_path / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    work = tmp_path / "workspace"
+    (work / "pkg").mkdir(parents=True)
+    (work / "pkg" / "_ops.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF ops")
+    (work / ".git").mkdir()
+    (work / ".git" / "ignored.so").write_bytes(b"not scanned")
+    make_dist(site, "numpy", "1.26.4", {
+        "numpy/__init__.py": b"x = 1\n",
+        "numpy/core/_multiarray.cpython-311-x86_64-linux-gnu.so": b"\x7fELF np",
+        "numpy/__pycache__/__init__.cpython-311.pyc": b"cache",
+    })
+    make_dist(site, "fastops", "0.1.0", {"fastops/__init__.py": b""},
+              direct_url={"url": "file:///workspace", "dir_info": {}})
+    (site / "stray.pth").write_text("/somewhere\n")
+    egg = site / "oldpkg-2.0.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: Old_Pkg\nVersion: 2.0\n")
+    (egg / "top_level.txt").write_text("oldpkg\n")
+    (site / "oldpkg").mkdir()
+    (site / "oldpkg" / "__init__.py").write_text("")
+    return site, work
+
+
+def test_probe_reports_distributions_native_and_unowned(env_dirs: tuple[Path, Path]) -> None:
+    site, work = env_dirs
+    data = run_probe(site, work)
+    assert data["format"] == 1
+    assert data["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
+    assert data["site_dirs"] == [str(site)]
+    dists = {d["name"]: d for d in data["distributions"]}
+    assert set(dists) == {"numpy", "fastops", "old-pkg"}
+    assert dists["numpy"]["version"] == "1.26.4"
+    assert dists["numpy"]["installer"] == "pip"
+    assert dists["numpy"]["files"] == 3  # __init__.py, the .so, METADATA; no .pyc, no RECORD
+    assert dists["numpy"]["direct_url_kind"] is None
+    assert dists["fastops"]["direct_url_kind"] == "dir"
+    assert dists["old-pkg"]["files_from"] == "top_level.txt"
+    assert [u["path"] for u in data["unowned"]] == ["stray.pth"]
+    native = {n["path"]: n for n in data["native"]}
+    so = str(site / "numpy/core/_multiarray.cpython-311-x86_64-linux-gnu.so")
+    assert native[so]["owner"] == "numpy"
+    assert native[so]["where"] == "site"
+    ws_so = str(work / "pkg" / "_ops.cpython-311-x86_64-linux-gnu.so")
+    assert native[ws_so]["where"] == "workdir"
+    assert native[ws_so]["owner"] is None
+    assert not any(".git" in p for p in native)
+    assert data["errors"] == []
+
+
+def test_digest_ignores_installer_bookkeeping(env_dirs: tuple[Path, Path]) -> None:
+    site, work = env_dirs
+    before = {d["name"]: d["digest"] for d in run_probe(site, work)["distributions"]}
+    meta = site / "numpy-1.26.4.dist-info"
+    (meta / "INSTALLER").write_text("uv\n")
+    (meta / "REQUESTED").write_text("")
+    after_data = run_probe(site, work)
+    after = {d["name"]: d["digest"] for d in after_data["distributions"]}
+    assert before == after
+    numpy = next(d for d in after_data["distributions"] if d["name"] == "numpy")
+    assert numpy["installer"] == "uv"
+    assert numpy["requested"] is True
+
+
+def test_compare_sees_changed_file_and_native(env_dirs: tuple[Path, Path]) -> None:
+    site, work = env_dirs
+    a = Fingerprint.from_json(run_probe(site, work))
+    assert compare_fingerprints(a, a).equal
+    (site / "numpy/__init__.py").write_bytes(b"x = 2\n")
+    (work / "pkg" / "_ops.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF rebuilt")
+    b = Fingerprint.from_json(run_probe(site, work))
+    cmp = compare_fingerprints(a, b)
+    assert not cmp.equal
+    assert cmp.packages_equal
+    assert not cmp.content_equal
+    assert [c.key for c in cmp.content] == ["numpy"]
+    assert [(c.kind, c.key.rsplit("/", 1)[1]) for c in cmp.native] == [
+        ("changed", "_ops.cpython-311-x86_64-linux-gnu.so")
+    ]
+
+
+def test_fingerprint_through_host_runtime(env_dirs: tuple[Path, Path]) -> None:
+    _, work = env_dirs
+    fp = fingerprint(HostRuntime(Path(sys.executable)), sys.executable, workdir=str(work))
+    assert fp.python_version == ".".join(map(str, sys.version_info[:3]))
+    assert "synth" in fp.effective
+    assert any(n.where == "workdir" for n in fp.native)
+    assert fp.to_json()["format"] == 1
+
+
+def test_fingerprint_error_names_the_interpreter(tmp_path: Path) -> None:
+    with pytest.raises(VerifyError, match="failed under /bin/false"):
+        fingerprint(HostRuntime(Path(sys.executable)), "/bin/false", workdir=str(tmp_path))
+
+
+# ----------------------------------------------------------------- pure comparison
+def fp_json(
+    dists: list[dict[str, Any]] | None = None,
+    native: list[dict[str, Any]] | None = None,
+    dpkg: dict[str, str] | None = None,
+    python: str = "3.11.2",
+) -> dict[str, Any]:
+    return {
+        "format": 1,
+        "python": {"version": python, "implementation": "CPython",
+                   "executable": "/usr/bin/python3"},
+        "platform": {"machine": "x86_64"},
+        "glibc": "2.36",
+        "distributions": dists or [],
+        "native": native or [],
+        "unowned": [],
+        "dpkg": dpkg,
+    }
+
+
+def dist(name: str, version: str, digest: str = "d0", **kw: Any) -> dict[str, Any]:
+    return {"name": name, "version": version, "location": "/opt/venv/site-packages",
+            "digest": digest, "installer": "pip", "files": 3, **kw}
+
+
+def test_compare_packages_versions_sources() -> None:
+    a = Fingerprint.from_json(fp_json(
+        [dist("numpy", "1.26.4"), dist("requests", "2.31.0"), dist("fastops", "0.1.0")],
+        dpkg={"gcc": "12.2", "git": "1:2.39"},
+    ))
+    b = Fingerprint.from_json(fp_json(
+        [dist("numpy", "2.0.0"), dist("wandb", "0.17.0"),
+         dist("fastops", "0.1.0", direct_url="file:///workspace", direct_url_kind="dir",
+              installer="uv")],
+        dpkg={"gcc": "12.2", "build-essential": "12.9"},
+        python="3.11.9",
+    ))
+    cmp = compare_fingerprints(a, b)
+    assert [(c.kind, c.key, c.a, c.b) for c in cmp.packages] == [
+        ("version", "numpy", "1.26.4", "2.0.0"),
+        ("removed", "requests", "2.31.0", None),
+        ("added", "wandb", None, "0.17.0"),
+    ]
+    assert [(c.key, c.a, c.b) for c in cmp.sources] == [("fastops", "index", "local build")]
+    assert [(c.kind, c.key) for c in cmp.dpkg] == [("added", "build-essential"),
+                                                    ("removed", "git")]
+    assert [(c.key, c.a, c.b) for c in cmp.interpreter] == [("python", "3.11.2", "3.11.9")]
+    assert not cmp.packages_equal
+    j = cmp.to_json()
+    assert j["equal"] is False
+    assert set(j) == {"equal", "packages_equal", "content_equal", "native_equal", "interpreter",
+                      "packages", "content", "sources", "native", "unowned", "dpkg"}
+    assert cmp.summary()[0] == "interpreter: changed python (3.11.2 -> 3.11.9)"
+
+
+def test_shadowed_distributions_are_not_compared() -> None:
+    a = Fingerprint.from_json(fp_json([dist("pip", "24.0")]))
+    b = Fingerprint.from_json(fp_json([dist("pip", "24.0"),
+                                       dist("pip", "23.0.1", shadowed=True)]))
+    assert compare_fingerprints(a, b).equal
+
+
+def test_native_symlink_and_missing() -> None:
+    a = Fingerprint.from_json(fp_json(native=[
+        {"path": "/x/libfoo.so", "sha256": None, "size": None, "owner": "foo",
+         "where": "site", "symlink": "libfoo.so.1"},
+        {"path": "/x/_c.so", "sha256": "ab" * 32, "size": 10, "owner": "foo", "where": "site"},
+    ]))
+    b = Fingerprint.from_json(fp_json(native=[
+        {"path": "/x/libfoo.so", "sha256": None, "size": None, "owner": "foo",
+         "where": "site", "symlink": "libfoo.so.2"},
+    ]))
+    cmp = compare_fingerprints(a, b)
+    assert [(c.kind, c.key, c.detail) for c in cmp.native] == [
+        ("removed", "/x/_c.so", "foo"), ("changed", "/x/libfoo.so", "foo")]
+    assert not cmp.native_equal
+
+
+def test_newer_format_refused() -> None:
+    with pytest.raises(VerifyError, match="format 2"):
+        Fingerprint.from_json({**fp_json(), "format": 2})
+
+
+@pytest.mark.parametrize(("kind", "editable", "want"), [
+    (None, False, "index"), ("vcs", False, "vcs"), ("dir", False, "local build"),
+    ("dir", True, "editable"), ("archive", False, "url"), ("local-archive", False, "local file"),
+])
+def test_distribution_source(kind: str | None, editable: bool, want: str) -> None:
+    assert distribution_source(kind, None, editable) == want
+
+
+@pytest.mark.parametrize(("installer", "metadata_dir", "files_from", "want"), [
+    ("pip", "x-1.dist-info", "RECORD", "index"),
+    (None, "pip-23.0.1.dist-info", "RECORD", "os package"),
+    (None, "setuptools-66.1.1.egg-info", "top_level.txt", "os package"),
+    (None, "tiny-0.3.egg-info", "installed-files.txt", "setup.py install"),
+])
+def test_source_without_direct_url(installer: str | None, metadata_dir: str,
+                                   files_from: str, want: str) -> None:
+    assert distribution_source(None, None, installer=installer, metadata_dir=metadata_dir,
+                               files_from=files_from) == want

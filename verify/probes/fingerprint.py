@@ -1,0 +1,417 @@
+"""Environment fingerprint: what an interpreter's environment *contains*, as one JSON object.
+
+Runs under the target's own Python (stdlib only, Python >= 3.8), inside an image or on a
+host. Image IDs never repeat between builds, so two environments are compared by content:
+
+- the interpreter (version, implementation) and the C library (glibc version);
+- every distribution importable by this interpreter (canonical name, version, installer,
+  direct_url kind) with a digest over the sorted (relative path, sha256) pairs of the files
+  its RECORD lists (``__pycache__``/``*.pyc`` and pip/uv bookkeeping files left out, so the
+  same wheel installed by pip or by uv gives the same digest); launcher scripts outside the
+  site directory are digested apart, since pip and uv write them differently;
+- files in the site directories no distribution owns, each with its sha256;
+- every native shared object (``*.so``, ``*.so.N``) in the site directories and under the
+  repository's working directory, each with its sha256 and owning distribution;
+- the Debian packages (dpkg), where dpkg exists.
+
+Usage: python fingerprint.py [--workdir /workspace]
+Prints the JSON object on stdout; exits 0 unless the probe itself breaks.
+"""
+
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+
+FORMAT = 1
+BUF = 1 << 20
+# Files every installer writes differently (or not at all): not part of the content.
+BOOKKEEPING = frozenset(["RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "RECORD.jws",
+                         "RECORD.p7s"])
+META_SUFFIXES = (".dist-info", ".egg-info")
+
+_stats = {"files_hashed": 0, "bytes_hashed": 0}
+
+
+def canonical(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(BUF)
+            if not chunk:
+                break
+            h.update(chunk)
+            _stats["bytes_hashed"] += len(chunk)
+    _stats["files_hashed"] += 1
+    return h.hexdigest()
+
+
+def is_native(name):
+    return name.endswith(".so") or ".so." in name
+
+
+def skipped(rel):
+    parts = rel.split("/")
+    return "__pycache__" in parts or rel.endswith((".pyc", ".pyo"))
+
+
+def site_dirs():
+    seen = set()
+    out = []
+    for entry in sys.path:
+        if not entry or os.path.basename(entry.rstrip("/")) not in ("site-packages",
+                                                                   "dist-packages"):
+            continue
+        if not os.path.isdir(entry):
+            continue
+        real = os.path.realpath(entry)
+        if real in seen:
+            continue
+        seen.add(real)
+        out.append(os.path.abspath(entry))
+    return out
+
+
+def glibc_version():
+    try:
+        value = os.confstr("CS_GNU_LIBC_VERSION")
+    except (AttributeError, ValueError, OSError):
+        value = None
+    if value and value.startswith("glibc "):
+        return value.split(" ", 1)[1]
+    lib, version = platform.libc_ver()
+    return version if lib == "glibc" and version else None
+
+
+def read_text(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def meta_fields(text):
+    """Name and Version from METADATA / PKG-INFO (RFC 822 headers)."""
+    fields = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if ":" in line and not line[0].isspace():
+            key, _, value = line.partition(":")
+            key = key.strip().lower()
+            if key in ("name", "version") and key not in fields:
+                fields[key] = value.strip()
+    return fields
+
+
+def record_paths(meta_dir):
+    """Paths a distribution installed, relative to its site dir; and where the list came from."""
+    record = read_text(os.path.join(meta_dir, "RECORD"))
+    if record is not None:
+        paths = []
+        for line in record.splitlines():
+            if not line.strip():
+                continue
+            # RECORD is CSV; a path with a comma is quoted.
+            if line.startswith('"'):
+                end = line.find('"', 1)
+                paths.append(line[1:end])
+            else:
+                paths.append(line.split(",", 1)[0])
+        return paths, "RECORD"
+    installed = read_text(os.path.join(meta_dir, "installed-files.txt"))
+    if installed is not None:
+        rel_meta = os.path.basename(meta_dir)
+        paths = []
+        for line in installed.splitlines():
+            line = line.strip()
+            if line:
+                # Relative to the .egg-info directory.
+                paths.append(os.path.normpath(os.path.join(rel_meta, line)).replace(os.sep, "/"))
+        return paths, "installed-files.txt"
+    return None, None
+
+
+def top_level_paths(site, meta_dir):
+    """Files of an egg-info distribution without a file list (Debian's), by top_level.txt."""
+    text = read_text(os.path.join(meta_dir, "top_level.txt"))
+    if text is None:
+        return None
+    paths = []
+    for top in sorted(set(t.strip() for t in text.splitlines() if t.strip())):
+        pkg = os.path.join(site, top)
+        if os.path.isdir(pkg) and not os.path.islink(pkg):
+            for root, dirs, files in os.walk(pkg):
+                dirs.sort()
+                for f in files:
+                    paths.append(os.path.relpath(os.path.join(root, f), site).replace(os.sep, "/"))
+        for f in os.listdir(site):
+            stem = f.split(".", 1)[0]
+            if stem == top and os.path.isfile(os.path.join(site, f)):
+                paths.append(f)
+    for root, dirs, files in os.walk(meta_dir):
+        for f in files:
+            paths.append(os.path.relpath(os.path.join(root, f), site).replace(os.sep, "/"))
+    return paths
+
+
+def direct_url_info(meta_dir):
+    """(kind, url, editable) from PEP 610 direct_url.json; kind None when installed by name.
+
+    kind: "vcs" (git+https://...), "dir" (a local directory, e.g. the repo itself),
+    "archive" (a remote wheel or sdist URL), "local-archive" (a file:// wheel or sdist).
+    """
+    text = read_text(os.path.join(meta_dir, "direct_url.json"))
+    if text is None:
+        return None, None, False
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return "invalid", None, False
+    url = data.get("url")
+    if "vcs_info" in data:
+        return "vcs", url, False
+    if "dir_info" in data:
+        return "dir", url, bool((data.get("dir_info") or {}).get("editable"))
+    if (url or "").startswith("file:"):
+        return "local-archive", url, False
+    return "archive", url, False
+
+
+def digest_pairs(pairs):
+    h = hashlib.sha256()
+    for rel, digest in sorted(pairs):
+        h.update(rel.encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+        h.update(digest.encode("ascii"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def file_digest(path):
+    """sha256 of a regular file, 'symlink:<target>' of a link, None if absent."""
+    if os.path.islink(path):
+        return "symlink:" + os.readlink(path)
+    if os.path.isfile(path):
+        return sha256_file(path)
+    return None
+
+
+def scan_distributions(sites, errors):
+    dists = []
+    owned = set()  # absolute, normalised paths
+    owners = {}  # absolute path -> canonical name of the first distribution listing it
+    hashes = {}  # absolute path -> digest, so a file is hashed once
+    seen_names = set()
+    for site in sites:
+        try:
+            entries = sorted(os.listdir(site))
+        except OSError as exc:
+            errors.append("cannot list %s: %s" % (site, exc))
+            continue
+        for entry in entries:
+            if not entry.endswith(META_SUFFIXES):
+                continue
+            meta_dir = os.path.join(site, entry)
+            if not os.path.isdir(meta_dir):
+                continue  # a flat .egg-info file (distutils): name only
+            meta = read_text(os.path.join(meta_dir, "METADATA")) or read_text(
+                os.path.join(meta_dir, "PKG-INFO")) or ""
+            fields = meta_fields(meta)
+            name = fields.get("name")
+            if not name:
+                errors.append("no Name in %s" % meta_dir)
+                continue
+            rels, files_from = record_paths(meta_dir)
+            if rels is None:
+                rels = top_level_paths(site, meta_dir)
+                files_from = "top_level.txt" if rels is not None else None
+            rels = rels or []
+            cname = canonical(name)
+            inside = []
+            outside = []
+            missing = 0
+            for rel in rels:
+                if skipped(rel):
+                    continue
+                path = os.path.normpath(os.path.join(site, rel))
+                owners.setdefault(path, cname)
+                in_meta = os.path.dirname(path) == meta_dir
+                if in_meta and os.path.basename(path) in BOOKKEEPING:
+                    owned.add(path)
+                    continue
+                if path not in hashes:
+                    hashes[path] = file_digest(path)
+                digest = hashes[path]
+                if digest is None:
+                    missing += 1
+                    continue
+                owned.add(path)
+                if path.startswith(site + os.sep):
+                    inside.append((os.path.relpath(path, site).replace(os.sep, "/"), digest))
+                else:
+                    outside.append((path, digest))
+            # Everything in the metadata directory belongs to the distribution.
+            for root, _dirs, files in os.walk(meta_dir):
+                for f in files:
+                    owned.add(os.path.join(root, f))
+            kind, url, editable = direct_url_info(meta_dir)
+            installer = read_text(os.path.join(meta_dir, "INSTALLER"))
+            dists.append({
+                "name": cname,
+                "version": fields.get("version"),
+                "installer": installer.strip() if installer else None,
+                "requested": os.path.exists(os.path.join(meta_dir, "REQUESTED")),
+                "direct_url": url,
+                "direct_url_kind": kind,
+                "editable": editable,
+                "location": site,
+                "metadata_dir": entry,
+                "files_from": files_from,
+                "files": len(inside),
+                "missing_files": missing,
+                "digest": digest_pairs(inside),
+                "scripts": sorted(p for p, _ in outside),
+                "scripts_digest": digest_pairs(outside) if outside else None,
+                "shadowed": cname in seen_names,
+            })
+            seen_names.add(cname)
+    return dists, owned, owners, hashes
+
+
+def scan_unowned(sites, owned, hashes):
+    out = []
+    for site in sites:
+        for root, dirs, files in os.walk(site):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not
+                             (root == site and d.endswith(META_SUFFIXES)))
+            for f in sorted(files):
+                path = os.path.join(root, f)
+                if path in owned or f.endswith((".pyc", ".pyo")):
+                    continue
+                if path not in hashes:
+                    hashes[path] = file_digest(path)
+                if hashes[path] is None:
+                    continue
+                out.append({"site": site, "path": os.path.relpath(path, site).replace(os.sep, "/"),
+                            "sha256": hashes[path]})
+    return out
+
+
+def scan_native(roots, where, owners, hashes, skip_dirs=()):
+    out = []
+    for base in roots:
+        if not os.path.isdir(base):
+            continue
+        for root, dirs, files in os.walk(base):
+            dirs[:] = sorted(d for d in dirs if d not in skip_dirs)
+            for f in sorted(files):
+                if not is_native(f):
+                    continue
+                path = os.path.join(root, f)
+                if path not in hashes:
+                    hashes[path] = file_digest(path)
+                digest = hashes[path]
+                if digest is None:
+                    continue
+                entry = {"path": path, "where": where, "owner": owners.get(path)}
+                if digest.startswith("symlink:"):
+                    entry["symlink"] = digest[len("symlink:"):]
+                    entry["sha256"] = None
+                    entry["size"] = None
+                else:
+                    entry["sha256"] = digest
+                    entry["size"] = os.path.getsize(path)
+                out.append(entry)
+    return out
+
+
+def dpkg_packages(errors):
+    try:
+        proc = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${db:Status-Abbrev}\t${Package}\t${Architecture}\t"
+             "${Version}\n"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+        )
+    except OSError:
+        return None
+    if proc.returncode != 0:
+        errors.append("dpkg-query failed: %s" % proc.stderr.strip()[-300:])
+        return None
+    rows = []
+    for line in proc.stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) != 4 or not parts[0].startswith(("ii", "hi")):
+            continue
+        rows.append((parts[1], parts[2], parts[3]))
+    counts = {}
+    for name, _arch, _v in rows:
+        counts[name] = counts.get(name, 0) + 1
+    packages = {}
+    for name, arch, version in rows:
+        packages[name if counts[name] == 1 else "%s:%s" % (name, arch)] = version
+    return packages
+
+
+def main(argv):
+    workdir = "/workspace"
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "--workdir" and args:
+            workdir = args.pop(0)
+        elif arg.startswith("--workdir="):
+            workdir = arg.split("=", 1)[1]
+        else:
+            sys.stderr.write("usage: fingerprint.py [--workdir DIR]\n")
+            return 2
+    started = time.time()
+    errors = []
+    sites = site_dirs()
+    dists, owned, owners, hashes = scan_distributions(sites, errors)
+    unowned = scan_unowned(sites, owned, hashes)
+    native = scan_native(sites, "site", owners, hashes, skip_dirs=("__pycache__",))
+    if os.path.isdir(workdir) and not any(
+            os.path.realpath(workdir) == os.path.realpath(s) for s in sites):
+        native += scan_native([workdir], "workdir", owners, hashes,
+                              skip_dirs=(".git", "__pycache__"))
+    dists.sort(key=lambda d: (d["name"], d["shadowed"], d["location"]))
+    result = {
+        "format": FORMAT,
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable,
+            "prefix": sys.prefix,
+            "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        },
+        "platform": {"machine": platform.machine(), "system": platform.system()},
+        "glibc": glibc_version(),
+        "site_dirs": sites,
+        "workdir": {"path": workdir, "exists": os.path.isdir(workdir)},
+        "distributions": dists,
+        "unowned": unowned,
+        "native": sorted(native, key=lambda n: n["path"]),
+        "dpkg": dpkg_packages(errors),
+        "errors": errors,
+        "stats": {
+            "files_hashed": _stats["files_hashed"],
+            "bytes_hashed": _stats["bytes_hashed"],
+            "seconds": round(time.time() - started, 3),
+        },
+    }
+    sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
