@@ -80,7 +80,7 @@ class Task(BaseModel):
     not_applicable: dict[Level, str] = Field(default_factory=dict)
 
     # Set by load_task, not part of the file.
-    task_dir: Path = Field(default=Path("."), exclude=True)
+    task_dir: Path = Field(default=Path(), exclude=True)
     task_file: Path = Field(default=Path("task.toml"), exclude=True)
 
     @model_validator(mode="after")

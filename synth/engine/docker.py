@@ -109,7 +109,9 @@ class DockerEngine:
         except docker.errors.ImageNotFound as exc:
             raise EngineError(f"Image {spec.image} does not exist on this engine.") from exc
         except docker.errors.APIError as exc:
-            raise EngineError(f"Cannot create a container from {spec.image}: {_short(exc)}") from exc
+            raise EngineError(
+                f"Cannot create a container from {spec.image}: {_short(exc)}"
+            ) from exc
         container = Container(self, raw)
         try:
             raw.start()
@@ -145,7 +147,7 @@ class DockerEngine:
 
     def image_inspect(self, ref: str) -> dict[str, Any]:
         try:
-            return dict(self.api.inspect_image(ref))
+            return dict(self.api.inspect_image(ref))  # type: ignore[no-untyped-call]
         except docker.errors.ImageNotFound as exc:
             raise EngineError(f"Image {ref} does not exist on this engine.") from exc
 
@@ -156,7 +158,7 @@ class DockerEngine:
         changes = [f'CMD ["{cmd}"]'] + [
             f"LABEL {k}={json.dumps(v)}" for k, v in sorted(labels.items())
         ]
-        repo, _, tag = ref.rpartition(":") if ":" in ref.split("/")[-1] else (ref, "", "latest")
+        repo, tag = split_ref(ref)
         try:
             self.api.import_image_from_file(
                 str(tar_path), repository=repo, tag=tag, changes=changes
@@ -212,8 +214,8 @@ class Container:
     def __init__(self, engine: DockerEngine, raw: DockerContainer) -> None:
         self.engine = engine
         self.raw = raw
-        self.id: str = raw.id
-        self.name: str = raw.name
+        self.id: str = str(raw.id)
+        self.name: str = str(raw.name)
         self.description = f"container {self.name}"
 
     def exec(
@@ -319,7 +321,7 @@ class Container:
         return sorted((kinds[int(c["Kind"])], str(c["Path"])) for c in changes)
 
     def commit(self, ref: str, *, labels: Mapping[str, str]) -> str:
-        repo, _, tag = ref.rpartition(":")
+        repo, tag = split_ref(ref)
         image = self.raw.commit(
             repository=repo, tag=tag, conf={"Labels": {MANAGED_LABEL: "1", **labels}}
         )
@@ -346,6 +348,14 @@ class Container:
         timer.daemon = True
         timer.start()
         return timer
+
+
+def split_ref(ref: str) -> tuple[str, str]:
+    """``name[:tag]`` -> (name, tag); a registry port is not a tag."""
+    name, sep, tag = ref.rpartition(":")
+    if not sep or "/" in tag:
+        return ref, "latest"
+    return name, tag
 
 
 def _owner_alive(labels: Mapping[str, str]) -> bool:
