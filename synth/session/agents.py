@@ -1,0 +1,243 @@
+"""Agents: who works in the session container.
+
+* :class:`ReplayAgent` — a setup script; each top-level statement runs as its own
+  ``bash -c`` call in ``/workspace`` (as LLM agents' command tools run them). Working
+  directory and variables do not carry over between statements.
+* :class:`ExecAgent` — any program run inside the container; its tooling is mounted
+  read-only, its secrets passed through the exec environment only.
+* :class:`ShellAgent` — an interactive, audited terminal for a person.
+
+An agent gets an :class:`AgentContext` and returns its exit code; the runner owns the
+container's lifecycle, the timeout and the capture of the final state.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from synth.engine.base import Mount
+from synth.engine.docker import Container
+from synth.errors import RunError, UsageError
+from synth.session.audit import Masker, SynthCommand
+
+WORKDIR = "/workspace"
+#: Where the hook's directory is mounted; the hook is sourced from there by BASH_ENV.
+CONTAINER_HOOK_DIR = "/synth/hook"
+CONTAINER_HOOK = CONTAINER_HOOK_DIR + "/audit_hook.sh"
+CONTAINER_SHELL_RC = CONTAINER_HOOK_DIR + "/shell_rc.sh"
+#: Writable bind mount of the run's ``logs/hook`` folder: raw events stream there.
+CONTAINER_AUDIT_DIR = "/synth/audit"
+CONTAINER_AUDIT_FILE = CONTAINER_AUDIT_DIR + "/events.jsonl"
+CONTAINER_CLAIMS = "/synth/claims.json"
+
+
+class AgentLog:
+    """``logs/agent.log``: the agent's output, secrets masked, written line by line."""
+
+    def __init__(self, path: Path, masker: Masker) -> None:
+        self.masker = masker
+        self._fh: IO[bytes] = path.open("ab")
+        self._pending: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def write(self, stream: str, data: bytes) -> None:
+        with self._lock:
+            buf = self._pending.get(stream, b"") + data
+            head, sep, tail = buf.rpartition(b"\n")
+            if sep:
+                self._fh.write(self.masker.mask_bytes(head + sep))
+                self._fh.flush()
+            self._pending[stream] = tail
+
+    def note(self, text: str) -> None:
+        self.flush()
+        with self._lock:
+            self._fh.write(self.masker.mask(text).encode("utf-8") + b"\n")
+            self._fh.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            for rest in self._pending.values():
+                if rest:
+                    self._fh.write(self.masker.mask_bytes(rest) + b"\n")
+            self._pending.clear()
+            self._fh.flush()
+
+    def close(self) -> None:
+        self.flush()
+        self._fh.close()
+
+
+@dataclass
+class AgentContext:
+    container: Container
+    #: Exec environment of every agent command: the hook, the CA variables, secrets.
+    env: dict[str, str]
+    log: AgentLog
+    say: Callable[[str], None]
+    commands: list[SynthCommand]
+    cancelled: threading.Event
+    docker_cli: str | None = None
+
+    def run(self, argv: Sequence[str], *, command: str | None = None) -> int:
+        """Exec ``argv`` in /workspace, recorded host-side as a ``synth`` command."""
+        rec = SynthCommand(tuple(argv), command or shlex.join(argv), WORKDIR, time.time())
+        self.commands.append(rec)
+        self.log.note(f"$ {rec.command}")
+        res = self.container.exec(argv, env=self.env, workdir=WORKDIR, on_output=self.log.write)
+        self.log.flush()
+        rec.end = time.time()
+        rec.exit = res.exit_code
+        rec.timed_out = self.cancelled.is_set()
+        return res.exit_code
+
+
+class Agent(Protocol):
+    kind: str
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def agent_mounts(self) -> list[Mount]: ...
+
+    def secret_names(self) -> list[str]: ...
+
+    def run(self, ctx: AgentContext) -> int: ...
+
+
+def _first_line(text: str, width: int = 100) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    more = "…" if len(line) > width or "\n" in text.strip() else ""
+    return line[:width] + more
+
+
+@dataclass(frozen=True)
+class ReplayAgent:
+    script: Path
+    stop_on_error: bool = False
+    kind: str = field(default="replay", init=False)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "script": str(self.script.resolve()), "argv": None,
+                "stop_on_error": self.stop_on_error}
+
+    def agent_mounts(self) -> list[Mount]:
+        return []
+
+    def secret_names(self) -> list[str]:
+        return []
+
+    def statements(self) -> list[str]:
+        from synth.transcript import split_statements
+
+        try:
+            text = self.script.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"Cannot read the replay script {self.script}: {exc}") from exc
+        return split_statements(text)
+
+    def run(self, ctx: AgentContext) -> int:
+        statements = self.statements()
+        exit_code = 0
+        for number, stmt in enumerate(statements, start=1):
+            if ctx.cancelled.is_set():
+                break
+            ctx.say(f"[{number}/{len(statements)}] $ {ctx.log.masker.mask(_first_line(stmt))}")
+            exit_code = ctx.run(["bash", "-c", stmt], command=stmt)
+            if ctx.cancelled.is_set():
+                break
+            if exit_code != 0:
+                ctx.say(f"    exit {exit_code}")
+                if self.stop_on_error:
+                    ctx.say("    stopping (--stop-on-error)")
+                    break
+        return exit_code
+
+
+@dataclass(frozen=True)
+class ExecAgent:
+    argv: Sequence[str]
+    mounts: Sequence[Mount] = ()
+    env_names: Sequence[str] = ()
+    kind: str = field(default="exec", init=False)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "script": None, "argv": list(self.argv),
+            "mounts": [{"source": str(m.source), "target": m.target, "read_only": m.read_only}
+                       for m in self.mounts],
+            "env_names": list(self.env_names),
+        }
+
+    def agent_mounts(self) -> list[Mount]:
+        return list(self.mounts)
+
+    def secret_names(self) -> list[str]:
+        return list(self.env_names)
+
+    def run(self, ctx: AgentContext) -> int:
+        if not self.argv:
+            raise UsageError(
+                "The exec agent needs a command: `synth run TASK --agent exec -- CMD…`."
+            )
+        ctx.say(f"$ {ctx.log.masker.mask(shlex.join(self.argv))}")
+        return ctx.run(list(self.argv))
+
+
+@dataclass(frozen=True)
+class ShellAgent:
+    """An interactive bash in the container (``docker exec -it``), audited by the hook."""
+
+    kind: str = field(default="shell", init=False)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "script": None, "argv": None}
+
+    def agent_mounts(self) -> list[Mount]:
+        return []
+
+    def secret_names(self) -> list[str]:
+        return []
+
+    def run(self, ctx: AgentContext) -> int:
+        cli = ctx.docker_cli or shutil.which("docker")
+        if cli is None:
+            raise RunError("The shell agent needs the docker CLI, and none is on PATH.",
+                           hint="Install docker.io or set SYNTH_DOCKER_CLI.")
+        env = {**ctx.env, "SYNTH_AUDIT_HOOK": CONTAINER_HOOK}
+        env.pop("BASH_ENV", None)  # an interactive shell sources the hook from its rc file
+        argv = [cli, "exec", "-i"] + (["-t"] if sys.stdin.isatty() else [])
+        argv += ["-w", WORKDIR]
+        for name in sorted(env):
+            argv += ["-e", name]  # values come from the CLI's environment, not its argv
+        argv += [ctx.container.id, "bash", "--rcfile", CONTAINER_SHELL_RC, "-i"]
+        ctx.say("Interactive shell in the session container; every command is audited. "
+                "Type `exit` when done.")
+        rec = SynthCommand(("bash", "-i"), "bash -i (interactive shell)", WORKDIR, time.time())
+        ctx.commands.append(rec)
+        proc = subprocess.run(argv, env={**os.environ, **env}, check=False)
+        rec.end, rec.exit = time.time(), proc.returncode
+        return proc.returncode
+
+
+def secret_values(names: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Values of ``--agent-env`` names from the host environment; a missing one is an error."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, str] = {}
+    for name in names:
+        if not name.isidentifier():
+            raise UsageError(f"--agent-env {name!r} is not a variable name.")
+        if name not in environ:
+            raise UsageError(f"--agent-env {name}: not set in this environment.",
+                             hint=f"export {name}=… before `synth run`.")
+        values[name] = environ[name]
+    return values

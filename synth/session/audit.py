@@ -1,0 +1,335 @@
+"""The audit log: raw hook events in, normalised ``audit.jsonl`` records out.
+
+The bash hook (``hook/audit_hook.sh``) appends raw events while the agent works; they are
+kept untouched under ``logs/hook/events.jsonl``. After the session :func:`merge_audit`
+turns them, together with the records of the commands synth itself executed, into the
+records of ``audit.jsonl`` (format documented in ``docs/formats.md``). Everything here is
+pure: no I/O except :func:`read_raw_events`, :func:`write_audit` and :func:`load_audit`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from synth.atomic import write_text
+from synth.errors import RunError
+
+AUDIT_FORMAT = 1
+MASK = "***"
+
+Source = Literal["bash-c", "bash-script", "bash-shell", "bash-hook", "synth", "exec-trace"]
+
+#: Pipeline elements start within this many seconds of each other (DEBUG fires for each
+#: element before the first one finishes); see :func:`_fix_pipelines`.
+_PIPELINE_GAP = 0.05
+
+
+class Masker:
+    """Replaces secret values by ``***`` in any text synth writes."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        # Longest first, so a secret containing another is masked whole.
+        self.values = sorted({s for s in secrets if s}, key=len, reverse=True)
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def mask(self, text: str) -> str:
+        for value in self.values:
+            if value in text:
+                text = text.replace(value, MASK)
+        return text
+
+    def mask_bytes(self, data: bytes) -> bytes:
+        for value in self.values:
+            raw = value.encode("utf-8", "surrogateescape")
+            if raw in data:
+                data = data.replace(raw, MASK.encode())
+        return data
+
+    def mask_json(self, data: Any) -> Any:
+        """A copy of a JSON-like value with every string (keys included) masked."""
+        if isinstance(data, str):
+            return self.mask(data)
+        if isinstance(data, list):
+            return [self.mask_json(v) for v in data]
+        if isinstance(data, dict):
+            return {self.mask(str(k)): self.mask_json(v) for k, v in data.items()}
+        return data
+
+    def found_in(self, text: str) -> bool:
+        return any(v in text for v in self.values)
+
+
+@dataclass(frozen=True)
+class RawEvents:
+    events: tuple[dict[str, Any], ...]
+    #: Lines that are not JSON objects (a write cut by a kill, say); kept, never dropped.
+    unparsed: tuple[str, ...] = ()
+
+
+def parse_raw_events(text: str) -> RawEvents:
+    events: list[dict[str, Any]] = []
+    unparsed: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            # strict=False: bash escapes only \ " and \n \r \t; other control characters
+            # arrive literally.
+            obj = json.loads(line, strict=False)
+        except json.JSONDecodeError:
+            unparsed.append(line)
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("ev"), str):
+            events.append(obj)
+        else:
+            unparsed.append(line)
+    return RawEvents(tuple(events), tuple(unparsed))
+
+
+def read_raw_events(path: Path) -> RawEvents:
+    if not path.is_file():
+        return RawEvents(())
+    return parse_raw_events(path.read_text(encoding="utf-8", errors="replace"))
+
+
+@dataclass
+class SynthCommand:
+    """A command synth itself executed in the container, recorded host-side."""
+
+    argv: tuple[str, ...]
+    command: str
+    cwd: str | None
+    start: float
+    end: float | None = None
+    exit: int | None = None
+    timed_out: bool = False
+    phase: str = "agent"
+
+
+@dataclass
+class _Item:
+    start: float
+    order: int
+    record: dict[str, Any]
+    key: tuple[str, int] | None = None  # (shell, n) of hook commands, ("shell", 0) of shells
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def merge_audit(
+    raw: RawEvents,
+    synth_commands: Sequence[SynthCommand],
+    *,
+    session: str,
+    started: str,
+    masker: Masker | None = None,
+) -> list[dict[str, Any]]:
+    """The records of ``audit.jsonl``: a header, then commands ordered by start time."""
+    masker = masker or Masker()
+    shells: dict[str, dict[str, Any]] = {}
+    shell_ends: dict[str, dict[str, Any]] = {}
+    begins: dict[tuple[str, int], dict[str, Any]] = {}
+    ends: dict[tuple[str, int], dict[str, Any]] = {}
+    order: dict[str, int] = {}
+    for i, ev in enumerate(raw.events):
+        kind = ev.get("ev")
+        shell = str(ev.get("shell", ""))
+        if kind == "shell":
+            shells[shell] = ev
+            order[shell] = i
+        elif kind == "shell-end":
+            shell_ends[shell] = ev
+        elif kind in ("begin", "end") and _int(ev.get("n")) is not None:
+            key = (shell, int(ev["n"]))
+            if kind == "begin":
+                begins[key] = ev
+                order[f"{shell}#{key[1]}"] = i
+            else:
+                ends[key] = ev
+
+    items: list[_Item] = []
+    for shell, ev in shells.items():
+        end = shell_ends.get(shell, {})
+        text = str(ev.get("cmd") or "")
+        if text:
+            source: Source = "bash-c"
+        elif ev.get("interactive") is True:
+            source = "bash-shell"
+        else:
+            source = "bash-script"
+            text = str(ev.get("script") or "")
+        exit_code = _int(end.get("rc"))
+        rec: dict[str, Any] = {
+            "type": "command",
+            "source": source,
+            "session": session,
+            "pid": _int(ev.get("pid")),
+            "ppid": _int(ev.get("ppid")),
+            "command": text,
+            "cwd": ev.get("cwd"),
+            "cwd_end": end.get("cwd"),
+            "start": _num(ev.get("t")),
+            "end": _num(end.get("t")),
+            "exit": exit_code,
+            "pipestatus": [exit_code] if exit_code is not None else None,
+            "depth": _int(ev.get("depth")) or 0,
+        }
+        if not end:
+            rec["incomplete"] = True
+        items.append(_Item(rec["start"] or 0.0, order[shell], rec, (shell, 0),
+                           {"parent": ev.get("parent") or None}))
+
+    by_shell: dict[str, list[_Item]] = {}
+    for key, ev in begins.items():
+        shell, _n = key
+        end_ev = ends.get(key)
+        ps = [p for p in (end_ev or {}).get("ps", []) if _int(p) is not None]
+        exit_code = ps[-1] if ps else (_int(end_ev.get("rc")) if end_ev else None)
+        parent_shell = shells.get(shell, {})
+        rec = {
+            "type": "command",
+            "source": "bash-hook",
+            "session": session,
+            "pid": _int(ev.get("pid")),
+            "command": ev.get("cmd"),
+            "cwd": ev.get("cwd"),
+            "start": _num(ev.get("t")),
+            "end": _num(end_ev.get("t")) if end_ev else None,
+            "exit": exit_code,
+            "pipestatus": ps or None,
+            "depth": _int(parent_shell.get("depth")) or 0,
+        }
+        if end_ev is None:
+            rec["incomplete"] = True
+        item = _Item(rec["start"] or 0.0, order[f"{shell}#{key[1]}"], rec, key)
+        items.append(item)
+        by_shell.setdefault(shell, []).append(item)
+    for shell_items in by_shell.values():
+        shell_items.sort(key=lambda it: it.key[1] if it.key else 0)
+        _fix_pipelines([it.record for it in shell_items])
+
+    base = len(raw.events)
+    for j, cmd in enumerate(synth_commands):
+        rec = {
+            "type": "command",
+            "source": "synth",
+            "session": session,
+            "command": cmd.command,
+            "argv": list(cmd.argv),
+            "cwd": cmd.cwd,
+            "start": cmd.start,
+            "end": cmd.end,
+            "exit": cmd.exit,
+            "pipestatus": [cmd.exit] if cmd.exit is not None else None,
+            "timed_out": cmd.timed_out,
+            "phase": cmd.phase,
+        }
+        if cmd.end is None:
+            rec["incomplete"] = True
+        items.append(_Item(cmd.start, base + j, rec))
+
+    # seq follows start time; ties keep the order events were written in.
+    items.sort(key=lambda it: (it.start, it.order))
+    shell_seq: dict[str, int] = {}
+    for seq, it in enumerate(items, start=1):
+        it.record["seq"] = seq
+        if it.key is not None and it.key[1] == 0:
+            shell_seq[it.key[0]] = seq
+    for it in items:
+        if it.key is None:
+            continue
+        if it.key[1] == 0:
+            parent = it.extra.get("parent")
+            it.record["parent_seq"] = shell_seq.get(parent) if parent else None
+        else:
+            it.record["parent_seq"] = shell_seq.get(it.key[0])
+
+    header: dict[str, Any] = {
+        "type": "header",
+        "format": AUDIT_FORMAT,
+        "session": session,
+        "started": started,
+        "raw_events": len(raw.events),
+        "unparsed": len(raw.unparsed),
+    }
+    records = [header] + [masker.mask_json(it.record) for it in items]
+    records += [{"type": "unparsed", "session": session, "line": masker.mask(line)}
+                for line in raw.unparsed]
+    return records
+
+
+def _fix_pipelines(records: list[dict[str, Any]]) -> None:
+    """Give each element of a pipeline its own status from PIPESTATUS.
+
+    DEBUG fires for every element of ``a | b`` before ``a`` finishes, so ``a``'s record is
+    closed early with a stale status; the record of the last element carries the whole
+    PIPESTATUS. Its N-1 predecessors are the other elements when each was "closed" within
+    a few milliseconds of its start (an element whose command is a subshell fires no DEBUG,
+    so when fewer quick predecessors exist nothing is changed).
+    """
+    for i, rec in enumerate(records):
+        ps = rec.get("pipestatus") or []
+        n = len(ps)
+        if n < 2 or i < n - 1:
+            continue
+        group = records[i - n + 1 : i]
+        if all(
+            g.get("end") is not None
+            and g.get("start") is not None
+            and g["end"] - g["start"] < _PIPELINE_GAP
+            and g.get("cwd") == rec.get("cwd")
+            for g in group
+        ):
+            for g, status in zip(group, ps[:-1], strict=True):
+                g["exit"] = status
+                g["pipestatus"] = [status]
+                g["end"] = rec.get("end")
+                g["pipeline"] = True
+            rec["pipeline"] = True
+
+
+def dumps_records(records: Iterable[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
+
+
+def write_audit(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    write_text(path, dumps_records(records))
+
+
+def load_audit(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The header and the records of an ``audit.jsonl``; refuses newer formats."""
+    header: dict[str, Any] | None = None
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RunError(f"{path}:{number}: not a JSON line: {exc}") from exc
+        if obj.get("type") == "header":
+            header = obj
+        else:
+            records.append(obj)
+    if header is None:
+        raise RunError(f"{path}: no header record; not an audit log.")
+    if int(header.get("format", 0)) > AUDIT_FORMAT:
+        raise RunError(
+            f"{path}: audit format {header.get('format')} is newer than this synth knows "
+            f"({AUDIT_FORMAT}).",
+            hint="Upgrade synth.",
+        )
+    return header, records

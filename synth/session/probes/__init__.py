@@ -1,0 +1,1 @@
+"""Scripts synth runs inside a container; stdlib-only, for any Python >= 3.8."""

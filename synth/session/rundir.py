@@ -1,0 +1,109 @@
+"""Run directories: ``<artifacts>/runs/<task>/<run-id>/`` — naming, finding, listing."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from synth.config import Settings
+from synth.errors import NotFoundError, RunError
+
+RUN_FORMAT = 1
+RUN_ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def iso(ts: float | None = None) -> str:
+    dt = datetime.fromtimestamp(ts, UTC) if ts is not None else datetime.now(UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def list_runs(settings: Settings, task: str | None = None) -> list[Path]:
+    """Every run directory (holding a run.json), oldest first (run ids sort by time)."""
+    root = settings.runs_dir
+    if not root.is_dir():
+        return []
+    pattern = f"{task}/*/run.json" if task else "*/*/run.json"
+    dirs = [p.parent for p in root.glob(pattern) if RUN_ID_RE.match(p.parent.name)]
+    return sorted(dirs, key=lambda d: (d.name, d.parent.name))
+
+
+def find_run(settings: Settings, ref: str | Path | None = None) -> Path:
+    """A run directory named by path, run id (or a unique prefix), ``<task>/<run-id>``,
+    or ``latest`` / None for the most recent run."""
+    if ref is None or str(ref) == "latest":
+        runs = list_runs(settings)
+        if not runs:
+            raise NotFoundError(
+                f"No runs under {settings.runs_dir}.",
+                hint="Make one with `synth run TASK --agent …`, or point --artifacts at "
+                "the folder holding runs/.",
+            )
+        return runs[-1]
+    text = str(ref)
+    path = Path(text)
+    if (path / "run.json").is_file():
+        return path.resolve()
+    if path.name == "run.json" and path.is_file():
+        return path.parent.resolve()
+    if "/" in text.strip("/"):
+        cand = settings.runs_dir / text.strip("/")
+        if (cand / "run.json").is_file():
+            return cand
+    matches = [d for d in list_runs(settings) if d.name == text]
+    if not matches:
+        matches = [d for d in list_runs(settings) if d.name.startswith(text)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        names = ", ".join(f"{d.parent.name}/{d.name}" for d in matches[:5])
+        raise NotFoundError(f"Run {text} is ambiguous: {names}.",
+                            hint="Name it as <task>/<run-id>.")
+    raise NotFoundError(
+        f"No run {text} under {settings.runs_dir}.",
+        hint="`synth runs list` shows the runs there.",
+    )
+
+
+def read_run(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "run.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"{run_dir} holds no run.json; not a run directory.") from exc
+    except json.JSONDecodeError as exc:
+        raise RunError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RunError(f"{path} does not hold a JSON object.")
+    if int(data.get("format", 0)) > RUN_FORMAT:
+        raise RunError(f"{path}: run format {data.get('format')} is newer than this synth "
+                       f"knows ({RUN_FORMAT}).", hint="Upgrade synth.")
+    return data
+
+
+def summarize(run_dir: Path) -> dict[str, Any]:
+    """One line's worth of a run, for ``synth runs list``."""
+    try:
+        data = read_run(run_dir)
+    except (RunError, NotFoundError) as exc:
+        return {"run_dir": str(run_dir), "run_id": run_dir.name, "task": run_dir.parent.name,
+                "status": "unreadable", "error": str(exc)}
+    return {
+        "run_dir": str(run_dir),
+        "run_id": data.get("run_id", run_dir.name),
+        "task": (data.get("task") or {}).get("name", run_dir.parent.name),
+        "agent": (data.get("agent") or {}).get("kind"),
+        "status": data.get("status"),
+        "started": data.get("started"),
+        "ended": data.get("ended"),
+        "violations": len(data.get("violations") or []),
+        "claims": (data.get("claims") or {}).get("status"),
+    }

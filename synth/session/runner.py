@@ -1,0 +1,426 @@
+"""The life of one session: container up, agent works, state captured, container gone.
+
+Every way out — success, failure, timeout, Ctrl-C, an engine error — ends the same way:
+the final state is captured as far as the container allows, raw hook events are merged
+into ``audit.jsonl``, ``run.json`` says how the run ended, and the container is removed
+(unless ``keep``). ``run.json`` is first written with status ``running`` so that even a
+synth killed outright leaves a run directory that says so.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+
+from synth import __version__
+from synth.atomic import write_json
+from synth.base_images import ensure_base_image
+from synth.config import CONTAINER_CA_PATH, CONTAINER_WHEELHOUSE, Settings, ca_env
+from synth.engine.base import ContainerSpec, Mount
+from synth.engine.docker import Container, DockerEngine
+from synth.errors import EngineError, RunError, SynthError
+from synth.session import claims as claims_mod
+from synth.session import snapshot, tree
+from synth.session.agents import (
+    CONTAINER_AUDIT_DIR,
+    CONTAINER_AUDIT_FILE,
+    CONTAINER_CLAIMS,
+    CONTAINER_HOOK,
+    CONTAINER_HOOK_DIR,
+    WORKDIR,
+    Agent,
+    AgentContext,
+    AgentLog,
+    secret_values,
+)
+from synth.session.audit import Masker, SynthCommand, merge_audit, read_raw_events, write_audit
+from synth.session.rundir import RUN_FORMAT, iso, new_run_id
+from synth.task import Task
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    task: Task
+    agent: Agent
+    settings: Settings
+    #: Seconds the agent may work before the container is killed (status ``timeout``).
+    timeout: float = 3600
+    #: Keep the session container after the run (for inspection); it is named in run.json.
+    keep: bool = False
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    run_dir: Path
+    status: str
+    agent_exit_code: int | None
+    live_image: str | None
+    violations: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "succeeded"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "run_dir": str(self.run_dir), "status": self.status,
+                "agent_exit_code": self.agent_exit_code, "live_image": self.live_image,
+                "violations": self.violations}
+
+
+def hook_dir() -> Path:
+    """The package folder holding the hook; mounted whole (a file mount keeps a stale inode)."""
+    path = Path(str(resources.files("synth.session") / "hook"))
+    if not (path / "audit_hook.sh").is_file():
+        raise RunError(f"The audit hook is missing from {path}; synth is installed incompletely.")
+    return path
+
+
+def live_image_ref(task: str, run_id: str) -> str:
+    return f"synth-live/{task}:{run_id}"
+
+
+class _Session:
+    """The state of one run while it happens; :func:`run_session` drives it."""
+
+    def __init__(self, opts: RunOptions, engine: DockerEngine, say: Say) -> None:
+        self.opts = opts
+        self.engine = engine
+        self.say = say
+        self.task = opts.task
+        self.run_id = new_run_id()
+        self.run_dir = opts.settings.runs_dir / self.task.name / self.run_id
+        self.secrets = secret_values(opts.agent.secret_names())
+        self.masker = Masker(self.secrets.values())
+        self.started_ts = time.time()
+        self.commands: list[SynthCommand] = []
+        self.cancelled = threading.Event()
+        self.timed_out = threading.Event()
+        self.container: Container | None = None
+        self.capture_errors: list[str] = []
+        self.record: dict[str, Any] = {
+            "format": RUN_FORMAT,
+            "run_id": self.run_id,
+            "synth_version": __version__,
+            "task": {"name": self.task.name, "task_file": str(self.task.task_file)},
+            "agent": opts.agent.describe(),
+            "base_image": {"ref": self.task.base_image, "id": None, "labels": {}},
+            "started": iso(self.started_ts),
+            "ended": None,
+            "status": "running",
+            "agent_exit_code": None,
+            "timeout": opts.timeout,
+            "source_tree": None,
+            "violations": [],
+            "claims": {"status": "missing", "errors": []},
+            "live_image": None,
+            "container": None,
+            "kept": opts.keep,
+            "wheelhouse": str(opts.settings.wheelhouse) if opts.settings.wheelhouse else None,
+            "ca_bundle": opts.settings.ca_bundle is not None,
+            "secret_env": sorted(self.secrets),
+            "capture_errors": self.capture_errors,
+            "error": None,
+        }
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def raw_events_path(self) -> Path:
+        return self.run_dir / "logs" / "hook" / "events.jsonl"
+
+    def write_record(self) -> None:
+        write_json(self.run_dir / "run.json", self.masker.mask_json(self.record))
+
+    # ------------------------------------------------------------------ setup
+    def mounts(self) -> list[Mount]:
+        s = self.opts.settings
+        hook_host = self.run_dir / "logs" / "hook"
+        mounts = [
+            Mount(hook_dir(), CONTAINER_HOOK_DIR, read_only=True),
+            Mount(hook_host, CONTAINER_AUDIT_DIR, read_only=False),
+        ]
+        if s.ca_bundle is not None:
+            mounts.append(Mount(s.ca_bundle, CONTAINER_CA_PATH, read_only=True))
+        if s.wheelhouse is not None:
+            mounts.append(Mount(s.wheelhouse, CONTAINER_WHEELHOUSE, read_only=True))
+        mounts += self.opts.agent.agent_mounts()
+        for m in mounts:
+            if not m.source.exists():
+                raise RunError(f"Cannot mount {m.source} at {m.target}: it does not exist.")
+        return mounts
+
+    def exec_env(self) -> dict[str, str]:
+        """The agent's exec environment (never the container's, so never committed)."""
+        env = {
+            "BASH_ENV": CONTAINER_HOOK,
+            "SYNTH_AUDIT_FILE": CONTAINER_AUDIT_FILE,
+            "SYNTH_SESSION": self.run_id,
+            "SYNTH_CLAIMS": CONTAINER_CLAIMS,
+            "SYNTH_SECRET_NAMES": " ".join(sorted(self.secrets)),
+        }
+        if self.opts.settings.ca_bundle is not None:
+            env.update(ca_env())
+        if self.opts.settings.wheelhouse is not None:
+            env["SYNTH_WHEELHOUSE"] = CONTAINER_WHEELHOUSE
+        env.update(self.secrets)
+        return env
+
+    def start(self) -> Container:
+        hook_host = self.run_dir / "logs" / "hook"
+        hook_host.mkdir(parents=True, exist_ok=True)
+        hook_host.chmod(0o777)  # agents may drop root; the hook must still append
+        (self.run_dir / "state").mkdir(exist_ok=True)
+        self.write_record()
+        ensure_base_image(self.engine, self.task.base_image, say=self.say)
+        info = self.engine.image_inspect(self.task.base_image)
+        self.record["base_image"] = {
+            "ref": self.task.base_image, "id": info.get("Id"),
+            "labels": dict((info.get("Config") or {}).get("Labels") or {}),
+        }
+        spec = ContainerSpec(
+            image=self.task.base_image,
+            labels={"synth.run": self.run_id, "synth.kind": "session",
+                    "synth.task": self.task.name},
+            mounts=self.mounts(),
+            workdir=WORKDIR,
+            name=f"synth-run-{self.task.name}-{self.run_id}",
+        )
+        self.say(f"Run {self.task.name}/{self.run_id}: starting a session container "
+                 f"from {self.task.base_image}")
+        self.container = self.engine.create(spec)
+        self.record["container"] = self.container.name
+        self.write_record()
+        return self.container
+
+    def copy_repo(self, c: Container) -> None:
+        with self._repo_source() as src:
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w") as tar:
+                tar.add(src, arcname="workspace", filter=_root_owned)
+            c.exec(["rm", "-rf", WORKDIR])
+            if not c.raw.put_archive("/", buf.getvalue()):
+                raise RunError(f"Copying the repository into {c.description} failed.")
+
+    @contextmanager
+    def _repo_source(self) -> Iterator[Path]:
+        path = self.task.repo_path
+        if path is not None:
+            yield path
+            return
+        url, commit = self.task.repo.url, self.task.repo.commit
+        assert url is not None and commit is not None  # the task model guarantees it
+        with tempfile.TemporaryDirectory(prefix="synth-repo-") as tmp:
+            self.say(f"Cloning {url} at {commit[:12]}")
+            for argv in (["git", "clone", "--quiet", url, tmp],
+                         ["git", "-C", tmp, "checkout", "--quiet", commit]):
+                proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+                if proc.returncode != 0:
+                    raise RunError(f"`{' '.join(argv)}` failed: {proc.stderr.strip()[-400:]}",
+                                   hint="Is the URL reachable and the commit in it?")
+            yield Path(tmp)
+
+    def workspace_entries(self, c: Container) -> dict[str, tree.TreeEntry]:
+        try:
+            chunks, _ = c.raw.get_archive(WORKDIR)
+        except docker.errors.NotFound:
+            return {}
+        return tree.entries_from_tar(b"".join(chunks))
+
+    # ---------------------------------------------------------------- capture
+    def guarded(self, what: str, fn: Callable[[], Any]) -> Any:
+        """Run one capture step; its failure is recorded, the others still run."""
+        try:
+            return fn()
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # every capture step is best effort
+            msg = f"{what}: {exc}"
+            self.capture_errors.append(self.masker.mask(msg))
+            self.say(f"warning: could not capture {msg}")
+            return None
+
+    def ensure_running(self, c: Container) -> None:
+        """After a kill (timeout, Ctrl-C) start the container again to read its state."""
+        c.raw.reload()
+        if c.raw.status != "running":
+            c.raw.start()
+            c.raw.reload()
+
+    def capture(self, c: Container, before: Any) -> None:
+        state = self.run_dir / "state"
+        self.say("Capturing the final state")
+        self.guarded("container restart", lambda: self.ensure_running(c))
+        changes = self.guarded("docker diff", c.diff) or []
+        diff = snapshot.classify_diff(changes)
+        write_json(state / "diff.json", self.masker.mask_json(diff))
+        added = {p for k, p in changes if k == "A"}
+
+        ref = live_image_ref(self.task.name, self.run_id)
+        image_id = self.guarded("live image commit", lambda: c.commit(
+            ref, labels={"synth.run": self.run_id, "synth.kind": "live",
+                         "synth.task": self.task.name}))
+        if image_id:
+            self.record["live_image"] = {"ref": ref, "id": image_id}
+
+        raw_claims = self.guarded("claims", lambda: c.read_file(CONTAINER_CLAIMS))
+        check = claims_mod.validate_claims(raw_claims)
+        if raw_claims is not None:
+            (self.run_dir / "claims.json").write_bytes(self.masker.mask_bytes(raw_claims))
+        self.record["claims"] = check.to_json()
+
+        after = self.guarded("source tree", lambda: self.workspace_entries(c))
+        if before is not None and after is not None:
+            changed = tree.compare_trees(before, after)
+            self.record["source_tree"] = {
+                "before": tree.tree_hash(before), "after": tree.tree_hash(after),
+                "changed": [ch.to_json() for ch in changed],
+            }
+            self.record["violations"] = tree.violations(changed)
+            for v in self.record["violations"]:
+                self.say(f"violation: {v['detail']}")
+
+        final = self.guarded("dpkg packages", lambda: snapshot.dpkg_snapshot(c))
+        if final is not None and self.base_dpkg is not None:
+            write_json(state / "apt.json", snapshot.apt_state(
+                self.base_dpkg.packages, final.packages, self.base_dpkg.manual, final.manual))
+
+        found = self.guarded("python interpreters",
+                             lambda: snapshot.python_interpreters(c, added))
+        if found is not None:
+            interpreters, errors = found
+            claimed = (check.claims or {}).get("python_path") if check.status == "valid" else None
+            write_json(state / "python.json", self.masker.mask_json(
+                snapshot.python_state(interpreters, claimed, errors)))
+
+        env_final = self.guarded("environment files", lambda: snapshot.read_env_files(c))
+        if env_final is not None and self.base_env is not None:
+            write_json(state / "env.json",
+                       self.masker.mask_json(snapshot.env_state(self.base_env, env_final)))
+
+    # ------------------------------------------------------------ the session
+    base_dpkg: snapshot.DpkgSnapshot | None = None
+    base_env: dict[str, str] | None = None
+
+    def run_agent(self, c: Container, log: AgentLog) -> int:
+        ctx = AgentContext(
+            container=c, env=self.exec_env(), log=log, say=self.say,
+            commands=self.commands, cancelled=self.cancelled,
+            docker_cli=self.opts.settings.docker_cli,
+        )
+
+        def on_timeout() -> None:
+            self.timed_out.set()
+            self.cancelled.set()
+            c.kill()
+
+        timer = threading.Timer(self.opts.timeout, on_timeout)
+        timer.daemon = True
+        timer.start()
+        try:
+            return self.opts.agent.run(ctx)
+        finally:
+            timer.cancel()
+
+    def finish_audit(self) -> None:
+        raw = read_raw_events(self.raw_events_path)
+        # The hook masks secrets itself; mask again in case a value reached it otherwise.
+        if self.masker and self.raw_events_path.is_file():
+            text = self.raw_events_path.read_text(encoding="utf-8", errors="replace")
+            if self.masker.found_in(text):
+                # The one rewrite of the raw file: a secret must not stay on disk.
+                self.raw_events_path.write_text(self.masker.mask(text), encoding="utf-8")
+        records = merge_audit(raw, self.commands, session=self.run_id,
+                              started=iso(self.started_ts), masker=self.masker)
+        write_audit(self.run_dir / "audit.jsonl", records)
+
+
+def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
+
+
+def run_session(
+    opts: RunOptions, *, engine: DockerEngine | None = None, say: Say | None = None
+) -> RunResult:
+    """Run one audited session; the result says where the run directory is and how it ended."""
+    from synth import console
+
+    say = say or console.say
+    engine = engine or DockerEngine.connect()
+    s = _Session(opts, engine, say)
+    status = "error"
+    exit_code: int | None = None
+    log: AgentLog | None = None
+    try:
+        c = s.start()
+        s.copy_repo(c)
+        before = s.workspace_entries(c)
+        s.base_dpkg = s.guarded("base dpkg packages", lambda: snapshot.dpkg_snapshot(c))
+        s.base_env = s.guarded("base environment files", lambda: snapshot.read_env_files(c))
+        log = AgentLog(s.run_dir / "logs" / "agent.log", s.masker)
+        try:
+            exit_code = s.run_agent(c, log)
+            status = "succeeded" if exit_code == 0 else "failed"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            s.cancelled.set()
+            say("Interrupted: stopping the agent and capturing what it left")
+            c.kill()
+        except (SynthError, docker.errors.DockerException) as exc:
+            # A killed container breaks the running exec: that is the timeout, not an error.
+            if not s.timed_out.is_set():
+                status = "error"
+                msg = exc.message if isinstance(exc, SynthError) else f"engine: {exc}"
+                s.record["error"] = s.masker.mask(msg)
+                say(f"error: {s.masker.mask(msg)}")
+        if s.timed_out.is_set():
+            status = "timeout"
+            say(f"Timeout: the agent ran longer than {opts.timeout:g} s and was killed")
+        s.record["agent_exit_code"] = exit_code
+        s.capture(c, before)
+    except KeyboardInterrupt:
+        status = "interrupted"
+        s.record["error"] = "interrupted while setting up or capturing"
+    except SynthError as exc:
+        status = "error"
+        s.record["error"] = s.masker.mask(exc.message)
+        say(f"error: {s.masker.mask(exc.message)}")
+    except docker.errors.DockerException as exc:
+        status = "error"
+        s.record["error"] = s.masker.mask(f"engine: {exc}")
+        say(f"error: {s.masker.mask(str(exc))}")
+    finally:
+        if log is not None:
+            log.close()
+        with suppress(Exception):
+            s.finish_audit()
+        if s.container is not None:
+            if opts.keep:
+                say(f"Keeping container {s.container.name} (--keep)")
+            else:
+                with suppress(EngineError):
+                    s.container.remove()
+        s.record["status"] = status
+        s.record["ended"] = iso()
+        s.write_record()
+    live = s.record.get("live_image") or {}
+    say(f"Run {s.task.name}/{s.run_id}: {status} -> {s.run_dir}")
+    return RunResult(
+        run_id=s.run_id, run_dir=s.run_dir, status=status, agent_exit_code=exit_code,
+        live_image=live.get("ref"), violations=list(s.record["violations"]),
+    )
