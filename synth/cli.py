@@ -154,6 +154,91 @@ def task_check(
         raise typer.Exit(SynthError.exit_code + 2)
 
 
+runs_app = typer.Typer(help="Recorded agent sessions under <artifacts>/runs/.")
+app.add_typer(runs_app, name="runs")
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Argument(help="A task directory or a task name under ./tasks.")],
+    command: Annotated[Optional[list[str]], typer.Argument(  # noqa: UP045
+        help="With --agent exec: the agent's command, after `--`.")] = None,
+    agent: Annotated[str, typer.Option(help="replay, exec or shell.")] = "replay",
+    script: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        help="Replay: the setup script (one `bash -c` per top-level statement).")] = None,
+    stop_on_error: Annotated[bool, typer.Option(help="Replay: stop at the first failure.")]
+    = False,
+    agent_mount: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        help="Exec: HOST:CONTAINER mounted read-only (the agent's tooling).")] = None,
+    agent_env: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        help="Exec: a variable passed from this environment; its value is masked as ***.")]
+    = None,
+    timeout: Annotated[float, typer.Option(help="Seconds before the agent is killed.")] = 3600,
+    keep: Annotated[bool, typer.Option(help="Keep the session container.")] = False,
+    wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        help="Wheel folder mounted read-only at /synth/wheelhouse (env SYNTH_WHEELHOUSE).")]
+    = None,
+    ca_bundle: CaBundleOpt = None,
+    artifacts: ArtifactsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run an agent in an audited session container and record what it did."""
+    from synth.session import RunOptions, run_session
+    from synth.session.agents import make_agent
+    from synth.task import load_task
+
+    opts = RunOptions(
+        task=load_task(task, tasks_root=Path("tasks")),
+        agent=make_agent(agent, script=script, stop_on_error=stop_on_error,
+                         command=command or (), mounts=agent_mount or (),
+                         env_names=agent_env or ()),
+        settings=Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
+                               wheelhouse=wheelhouse),
+        timeout=timeout, keep=keep,
+    )
+    result = run_session(opts, say=console.say)
+    if json_out:
+        console.print_json(result.to_json())
+    if not result.ok:
+        raise typer.Exit(130 if result.status == "interrupted" else 1)
+
+
+@runs_app.command("list")
+def runs_list(
+    task: Annotated[Optional[str], typer.Option(help="Only this task's runs.")] = None,  # noqa: UP045
+    artifacts: ArtifactsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List recorded runs, oldest first."""
+    from synth.session.rundir import list_runs, summarize
+
+    rows = [summarize(d) for d in list_runs(Settings.load(artifacts_dir=artifacts), task)]
+    if json_out:
+        console.print_json({"runs": rows})
+        return
+    for r in rows:
+        console.out.print(f"{r['task']}/{r['run_id']}  {r['status']:<11} {r.get('agent') or '-':<7}"
+                          f"  violations={r.get('violations', 0)}  claims={r.get('claims')}",
+                          markup=False, soft_wrap=True)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_ref: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        metavar="RUN", help="Run dir, run id, <task>/<run-id> or `latest` (default).")] = None,
+    artifacts: ArtifactsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show one run: outcome, violations, claims, and what it installed."""
+    from synth.session.rundir import describe_run, find_run, format_run
+
+    info = describe_run(find_run(Settings.load(artifacts_dir=artifacts), run_ref))
+    if json_out:
+        console.print_json(info)
+    else:
+        console.out.print(format_run(info), markup=False, soft_wrap=True)
+
+
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     # Let `finally` blocks remove containers, exactly as for Ctrl-C.
     raise KeyboardInterrupt

@@ -103,7 +103,8 @@ class AgentContext:
 
 
 class Agent(Protocol):
-    kind: str
+    @property
+    def kind(self) -> str: ...
 
     def describe(self) -> dict[str, Any]: ...
 
@@ -241,3 +242,46 @@ def secret_values(names: Sequence[str], environ: Mapping[str, str] | None = None
                              hint=f"export {name}=… before `synth run`.")
         values[name] = environ[name]
     return values
+
+
+def parse_mount(text: str) -> Mount:
+    """``HOST:CONTAINER`` (read-only) as given to ``--agent-mount``."""
+    host, sep, target = text.partition(":")
+    if not sep or not host or not target.startswith("/"):
+        raise UsageError(f"--agent-mount {text!r}: expected HOST:CONTAINER with an absolute "
+                         "container path.")
+    source = Path(host).expanduser().resolve()
+    if not source.exists():
+        raise UsageError(f"--agent-mount {text!r}: {source} does not exist.")
+    return Mount(source, target, read_only=True)
+
+
+def make_agent(
+    kind: str,
+    *,
+    script: Path | None = None,
+    stop_on_error: bool = False,
+    command: Sequence[str] = (),
+    mounts: Sequence[str] = (),
+    env_names: Sequence[str] = (),
+) -> Agent:
+    """The agent the command line asks for, with its options checked."""
+    if kind != "exec" and (command or mounts or env_names):
+        raise UsageError("--agent-mount, --agent-env and a trailing command belong to "
+                         "`--agent exec`.")
+    if kind == "replay":
+        if script is None:
+            raise UsageError("`--agent replay` needs --script FILE.")
+        if not script.is_file():
+            raise UsageError(f"Replay script {script} does not exist.")
+        return ReplayAgent(script.resolve(), stop_on_error=stop_on_error)
+    if script is not None or stop_on_error:
+        raise UsageError("--script and --stop-on-error belong to `--agent replay`.")
+    if kind == "exec":
+        if not command:
+            raise UsageError("`--agent exec` needs the command after `--`: "
+                             "synth run TASK --agent exec -- CMD ARGS…")
+        return ExecAgent(list(command), [parse_mount(m) for m in mounts], list(env_names))
+    if kind == "shell":
+        return ShellAgent()
+    raise UsageError(f"Unknown agent {kind!r}: use replay, exec or shell.")

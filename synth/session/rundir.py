@@ -107,3 +107,72 @@ def summarize(run_dir: Path) -> dict[str, Any]:
         "violations": len(data.get("violations") or []),
         "claims": (data.get("claims") or {}).get("status"),
     }
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def describe_run(run_dir: Path) -> dict[str, Any]:
+    """``run.json`` plus a summary of the state files and the audit log."""
+    run = read_run(run_dir)
+    apt = _load_json(run_dir / "state" / "apt.json") or {}
+    py = _load_json(run_dir / "state" / "python.json") or {}
+    env = _load_json(run_dir / "state" / "env.json") or {}
+    commands = failed = 0
+    audit = run_dir / "audit.jsonl"
+    if audit.is_file():
+        for line in audit.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if rec.get("type") == "command" and rec.get("source") == "bash-hook":
+                commands += 1
+                failed += rec.get("exit") not in (0, None)
+    primary = py.get("primary")
+    prim = next((i for i in py.get("interpreters", []) if i.get("path") == primary), None)
+    return {
+        "run_dir": str(run_dir),
+        "run": run,
+        "summary": {
+            "commands": commands,
+            "failed_commands": failed,
+            "apt_added": apt.get("added", {}),
+            "apt_manual": apt.get("manual", []),
+            "python_primary": primary,
+            "python_distributions": {
+                d["name"]: d["version"] for d in (prim or {}).get("distributions", [])
+            },
+            "interpreters": [i.get("path") for i in py.get("interpreters", [])],
+            "persisted_env": sorted(env.get("persisted") or {}),
+        },
+    }
+
+
+def format_run(info: dict[str, Any]) -> str:
+    run, s = info["run"], info["summary"]
+    lines = [
+        f"run        {run.get('task', {}).get('name')}/{run.get('run_id')}  ({info['run_dir']})",
+        f"status     {run.get('status')}  (agent exit {run.get('agent_exit_code')})",
+        f"agent      {json.dumps(run.get('agent'), sort_keys=True)}",
+        f"time       {run.get('started')} -> {run.get('ended')}",
+        f"live image {(run.get('live_image') or {}).get('ref')}",
+        f"claims     {(run.get('claims') or {}).get('status')}",
+        f"commands   {s['commands']} audited, {s['failed_commands']} failed",
+        f"apt        {len(s['apt_added'])} added; asked for: {' '.join(s['apt_manual']) or '-'}",
+        f"python     primary {s['python_primary']} "
+        f"({len(s['python_distributions'])} distributions); "
+        f"interpreters: {' '.join(s['interpreters']) or '-'}",
+        f"env        {' '.join(s['persisted_env']) or '-'}",
+    ]
+    if run.get("error"):
+        lines.append(f"error      {run['error']}")
+    for v in run.get("violations") or []:
+        lines.append(f"VIOLATION  {v.get('detail')}")
+    for e in run.get("capture_errors") or []:
+        lines.append(f"capture    {e}")
+    return "\n".join(lines)
