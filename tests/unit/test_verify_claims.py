@@ -1,0 +1,106 @@
+"""C5: claims against evidence, counted by kind as in ResearchEnvBench."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from verify.claims import Evidence, check_claims, version_matches
+from verify.result import Level, LevelResult
+
+
+def levels(**status: str) -> dict[Level, LevelResult]:
+    out: dict[Level, LevelResult] = {}
+    for level, s in status.items():
+        st, _, reason = s.partition(":")
+        out[level] = LevelResult(level, st, reason.strip() or None)  # type: ignore[arg-type,index]
+    return out
+
+
+HONEST = {
+    "python_path": "/opt/venv/bin/python", "python_version": "3.11.2",
+    "torch_version": "2.13.0", "cuda_available": False, "gpu_count": 0,
+    "ddp_expected_ok": False, "env_tool": "venv", "env_name": "/opt/venv", "notes": "",
+}
+
+
+def cpu_evidence(**extra: Any) -> Evidence:
+    base: dict[str, Any] = {
+        "paths": {"/opt/venv/bin/python": True, "/usr/bin/python9": False},
+        "interpreter_versions": {"/opt/venv/bin/python": "3.11.2"},
+        "python_version": "3.11.2", "torch_version": "2.13.0+cpu",
+        "cuda_available": None, "gpu_count": 0,
+        "levels": levels(C0="pass", C1="pass", C2="skipped: no GPU runtime on this engine",
+                         C3="skipped: no GPU runtime on this engine",
+                         C4="skipped: no GPU runtime on this engine"),
+    }
+    base.update(extra)
+    return Evidence(**base)
+
+
+def verdicts(claims: dict[str, Any], ev: Evidence) -> dict[str, str]:
+    return {c.field: c.verdict for c in check_claims(claims, ev).checks}
+
+
+def test_honest_claims_count_nothing() -> None:
+    out = check_claims(HONEST, cpu_evidence())
+    assert out.hallucinations == 0
+    assert verdicts(HONEST, cpu_evidence())["torch_version"] == "true"
+
+
+def test_liar_counts_each_kind() -> None:
+    liar = {**HONEST, "python_path": "/usr/bin/python9", "python_version": "3.12.1",
+            "torch_version": "2.4.0+cu121", "cuda_available": True, "gpu_count": 8,
+            "ddp_expected_ok": True}
+    ev = cpu_evidence()
+    out = check_claims(liar, ev)
+    m = out.metrics()
+    assert m["path_hallucinations"] == 1
+    # python_version is checked on the target interpreter since the claimed one is absent
+    assert m["version_hallucinations"] == 2
+    # GPU levels were skipped: capabilities are unverifiable, not true and not counted
+    assert m["capability_hallucinations"] == 0
+    assert m["unverifiable"] == 3
+    assert m["hallucinations"] == 3
+
+
+def test_null_claims_are_never_counted() -> None:
+    claims = dict.fromkeys(HONEST)
+    out = check_claims(claims, cpu_evidence())
+    assert out.hallucinations == 0
+    assert out.metrics()["unknown"] == 6
+
+
+def test_capabilities_refuted_by_gpu_evidence() -> None:
+    ev = cpu_evidence(cuda_available=False, gpu_count=1,
+                      levels=levels(C0="pass", C1="pass", C2="fail: torch is a CPU-only build",
+                                    C3="not_reached: C2 failed", C4="not_reached: C2 failed"))
+    claims = {**HONEST, "cuda_available": True, "gpu_count": 2, "ddp_expected_ok": True}
+    v = verdicts(claims, ev)
+    assert v["cuda_available"] == "hallucination"
+    assert v["gpu_count"] == "hallucination"
+    assert v["ddp_expected_ok"] == "hallucination"  # could not be shown: C4 not reached
+    assert check_claims(claims, ev).metrics()["capability_hallucinations"] == 3
+
+
+def test_understating_is_reported_not_counted() -> None:
+    ev = cpu_evidence(cuda_available=True, gpu_count=2,
+                      levels=levels(C0="pass", C1="pass", C2="pass", C3="pass", C4="pass"))
+    v = verdicts(HONEST, ev)
+    assert v["cuda_available"] == v["gpu_count"] == v["ddp_expected_ok"] == "understated"
+    assert check_claims(HONEST, ev).hallucinations == 0
+
+
+def test_torch_claimed_but_not_installed() -> None:
+    v = verdicts({**HONEST, "torch_version": "2.3.0"}, cpu_evidence(torch_version=None))
+    assert v["torch_version"] == "hallucination"
+
+
+@pytest.mark.parametrize(("claimed", "observed", "ok"), [
+    ("3.11", "3.11.2", True), ("3.11.2", "3.11.2", True), ("3.1", "3.11.2", False),
+    ("2.3.0", "2.3.0+cpu", True), ("2.3.0+cu121", "2.3.0+cpu", False), ("2.3", "2.3.1", True),
+    ("2.4.0", "2.3.0", False),
+])
+def test_version_matching(claimed: str, observed: str, ok: bool) -> None:
+    assert version_matches(claimed, observed) is ok

@@ -1,0 +1,91 @@
+"""Facts about the environment, gathered without importing any framework.
+
+Usage: python facts.py [REQUEST.json]  with {"paths": [...], "interpreters": [...]}
+
+Reports the interpreter, versions of framework distributions (from metadata only), whether
+given paths exist, the versions of given interpreters, and how many GPUs are visible.
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+FRAMEWORKS = ("torch", "jax", "jaxlib", "tensorflow", "cupy", "cupy-cuda12x", "cupy-cuda11x")
+
+
+def dist_version(name):
+    try:
+        from importlib import metadata
+    except ImportError:
+        return None
+    try:
+        return metadata.version(name)
+    except Exception:
+        return None
+
+
+def interpreter_version(path):
+    try:
+        out = subprocess.run(
+            [path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
+        )
+    except Exception as exc:
+        return {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+    if out.returncode != 0:
+        return {"ok": False, "error": out.stderr.decode("utf-8", "replace")[-300:]}
+    return {"ok": True, "version": out.stdout.decode().strip()}
+
+
+def gpus():
+    info = {"nvidia_smi": None, "count": 0, "source": None, "names": []}
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, timeout=60)
+        lines = [line for line in out.stdout.decode("utf-8", "replace").splitlines()
+                 if line.startswith("GPU ")]
+        info["nvidia_smi"] = out.returncode == 0
+        if out.returncode == 0:
+            info["count"] = len(lines)
+            info["names"] = lines
+            info["source"] = "nvidia-smi -L"
+    except Exception:
+        info["nvidia_smi"] = False
+    if info["source"] is None:
+        devices = [d for d in glob.glob("/dev/nvidia*") if re.match(r"/dev/nvidia\d+$", d)]
+        info["count"] = len(devices)
+        info["source"] = "/dev/nvidia*"
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        visible = [d for d in cvd.split(",") if d.strip() and d.strip() != "-1"]
+        info["count"] = min(info["count"], len(visible))
+        info["cuda_visible_devices"] = cvd
+    return info
+
+
+def main():
+    request = {}
+    if len(sys.argv) > 1:
+        with open(sys.argv[1]) as fh:
+            request = json.load(fh)
+    out = {
+        "probe": "facts",
+        "python": {
+            "executable": sys.executable,
+            "version": "%d.%d.%d" % sys.version_info[:3],
+            "prefix": sys.prefix,
+            "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        },
+        "distributions": {n: dist_version(n) for n in FRAMEWORKS},
+        "paths": {p: os.path.exists(p) for p in request.get("paths", [])},
+        "interpreters": {p: interpreter_version(p) for p in request.get("interpreters", [])
+                         if os.path.exists(p)},
+        "gpus": gpus(),
+    }
+    sys.stdout.write("\n" + json.dumps(out, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
