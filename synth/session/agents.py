@@ -115,7 +115,7 @@ class Agent(Protocol):
     def run(self, ctx: AgentContext) -> int: ...
 
 
-def _first_line(text: str, width: int = 100) -> str:
+def first_line(text: str, width: int = 100) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     more = "…" if len(line) > width or "\n" in text.strip() else ""
     return line[:width] + more
@@ -152,7 +152,7 @@ class ReplayAgent:
         for number, stmt in enumerate(statements, start=1):
             if ctx.cancelled.is_set():
                 break
-            ctx.say(f"[{number}/{len(statements)}] $ {ctx.log.masker.mask(_first_line(stmt))}")
+            ctx.say(f"[{number}/{len(statements)}] $ {ctx.log.masker.mask(first_line(stmt))}")
             exit_code = ctx.run(["bash", "-c", stmt], command=stmt)
             if ctx.cancelled.is_set():
                 break

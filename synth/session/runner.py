@@ -43,9 +43,17 @@ from synth.session.agents import (
     Agent,
     AgentContext,
     AgentLog,
+    first_line,
     secret_values,
 )
-from synth.session.audit import Masker, SynthCommand, merge_audit, read_raw_events, write_audit
+from synth.session.audit import (
+    Masker,
+    SynthCommand,
+    merge_audit,
+    parse_raw_events,
+    read_raw_events,
+    write_audit,
+)
 from synth.session.rundir import RUN_FORMAT, iso, new_run_id
 from synth.task import Task
 
@@ -330,10 +338,38 @@ class _Session:
         timer = threading.Timer(self.opts.timeout, on_timeout)
         timer.daemon = True
         timer.start()
+        done = threading.Event()
+        follower = threading.Thread(target=self.follow, args=(done,), daemon=True)
+        if self.opts.agent.kind == "exec":
+            follower.start()
         try:
             return self.opts.agent.run(ctx)
         finally:
             timer.cancel()
+            done.set()
+            if follower.is_alive():
+                follower.join(timeout=2)
+
+    def follow(self, done: threading.Event) -> None:
+        """Show each top-level ``bash -c`` of an exec agent as it starts (progress only)."""
+        offset = 0
+        top: set[str] = set()
+        while not done.wait(0.3):
+            try:
+                with self.raw_events_path.open("rb") as fh:
+                    fh.seek(offset)
+                    data = fh.read()
+            except OSError:
+                continue
+            complete = data[: data.rfind(b"\n") + 1]
+            offset += len(complete)
+            for ev in parse_raw_events(complete.decode("utf-8", "replace")).events:
+                if ev.get("ev") == "shell" and ev.get("depth") == 0 and ev.get("cmd"):
+                    top.add(str(ev.get("shell")))
+                    self.say(f"  $ {self.masker.mask(first_line(str(ev['cmd'])))}")
+                elif ev.get("ev") == "shell-end" and ev.get("shell") in top \
+                        and ev.get("rc") not in (0, None):
+                    self.say(f"    exit {ev.get('rc')}")
 
     def finish_audit(self) -> None:
         raw = read_raw_events(self.raw_events_path)

@@ -1,0 +1,235 @@
+"""Pure logic of sessions: tree hash, noise, dpkg/env/python state, claims, run dirs, agents."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from synth.config import Settings
+from synth.errors import NotFoundError, UsageError
+from synth.session import ExecAgent, ReplayAgent, ShellAgent
+from synth.session.agents import make_agent, parse_mount, secret_values
+from synth.session.claims import validate_claims
+from synth.session.rundir import RUN_ID_RE, find_run, list_runs, new_run_id
+from synth.session.snapshot import (
+    apt_state,
+    choose_primary,
+    classify_diff,
+    env_state,
+    interpreter_kind,
+    noise_reason,
+    parse_dpkg,
+    parse_env_assignments,
+)
+from synth.session.tree import (
+    compare_trees,
+    entries_from_tar,
+    is_build_output,
+    tree_hash,
+    violations,
+)
+
+
+def make_tar(files: dict[str, bytes], mode: int = 0o644) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("workspace")
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"workspace/{name}")
+            info.size, info.mode = len(data), mode
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------- tree hash
+@pytest.mark.parametrize(("path", "is_dir", "ignored"), [
+    ("build", True, True),
+    ("build/lib/x.py", False, True),
+    ("src/pkg.egg-info/PKG-INFO", False, True),
+    ("src/pkg/__pycache__/m.cpython-311.pyc", False, True),
+    ("src/pkg/_ext.cpython-311-x86_64-linux-gnu.so", False, True),
+    ("src/pkg/_ext.c", False, False),
+    ("src/build.py", False, False),
+    ("setup.py", False, False),
+    (".git/index", False, True),
+])
+def test_build_output_rules(path: str, is_dir: bool, ignored: bool) -> None:
+    assert is_build_output(path, is_dir=is_dir) is ignored
+
+
+def test_tree_hash_ignores_build_output_and_reports_changes() -> None:
+    before = entries_from_tar(make_tar({"setup.py": b"a", "src/m.py": b"b", "old.txt": b"o"}))
+    same = entries_from_tar(make_tar({"setup.py": b"a", "src/m.py": b"b", "old.txt": b"o",
+                                      "build/x.o": b"junk", "src/m.so": b"elf"}))
+    assert tree_hash(before) == tree_hash(same)
+    after = entries_from_tar(make_tar({"setup.py": b"CHANGED", "src/m.py": b"b",
+                                       "data.csv": b"new"}))
+    changes = compare_trees(before, after)
+    assert [(c.path, c.change) for c in changes] == [
+        ("data.csv", "added"), ("old.txt", "deleted"), ("setup.py", "modified")]
+    assert [v["path"] for v in violations(changes)] == ["old.txt", "setup.py"]
+    assert tree_hash(before) != tree_hash(after)
+
+
+def test_tree_hash_sees_the_executable_bit() -> None:
+    a = entries_from_tar(make_tar({"run.sh": b"x"}, mode=0o644))
+    b = entries_from_tar(make_tar({"run.sh": b"x"}, mode=0o755))
+    assert tree_hash(a) != tree_hash(b)
+
+
+# -------------------------------------------------------------------- noise
+@pytest.mark.parametrize(("path", "reason"), [
+    ("/root/.cache/pip/http/x", "cache"),
+    ("/home/u/.cache", "cache"),
+    ("/opt/venv/lib/python3.11/site-packages/six/__pycache__", "__pycache__"),
+    ("/usr/lib/python3/x.pyc", "__pycache__"),
+    ("/var/lib/apt/lists/deb.debian.org_dists", "apt lists"),
+    ("/var/log/dpkg.log", "log"),
+    ("/synth/claims.json", "synth's own mounts and claims file"),
+    ("/tmp/pip-build", "temporary files"),
+    ("/opt/venv/bin/python", None),
+    ("/usr/bin/jq", None),
+    ("/synthetic", None),
+])
+def test_noise_reason(path: str, reason: str | None) -> None:
+    assert noise_reason(path) == reason
+
+
+def test_classify_diff_keeps_noise_apart_and_sorted() -> None:
+    out = classify_diff([("A", "/usr/bin/jq"), ("C", "/root/.cache"), ("A", "/opt/venv")])
+    assert out["changes"] == [{"kind": "A", "path": "/opt/venv"},
+                              {"kind": "A", "path": "/usr/bin/jq"}]
+    assert out["noise"] == [{"kind": "C", "path": "/root/.cache", "reason": "cache"}]
+
+
+# --------------------------------------------------------------------- apt
+def test_parse_dpkg_keeps_installed_only() -> None:
+    text = "installed\tjq\t1.6-2.1\nconfig-files\told\t1\ninstalled\tlibc6\t2.36\n"
+    assert parse_dpkg(text) == {"jq": "1.6-2.1", "libc6": "2.36"}
+
+
+def test_apt_state() -> None:
+    st = apt_state({"a": "1", "b": "1", "c": "1"}, {"a": "1", "b": "2", "jq": "1.6"},
+                   ["a"], ["a", "jq"])
+    assert st["added"] == {"jq": "1.6"} and st["changed"] == {"b": ["1", "2"]}
+    assert st["removed"] == {"c": "1"} and st["manual"] == ["jq"]
+
+
+# --------------------------------------------------------------------- env
+def test_env_assignments_and_persisted_state() -> None:
+    bashrc = 'export A=1\nexport TORCH_CUDA_ARCH_LIST="8.0;9.0"\nB=2\nexport P="/x:$PATH"\n'
+    assert parse_env_assignments("/root/.bashrc", bashrc) == {
+        "A": "1", "TORCH_CUDA_ARCH_LIST": "8.0;9.0", "P": "/x:$PATH"}
+    assert parse_env_assignments("/etc/environment", 'LANG="C.UTF-8"\n') == {"LANG": "C.UTF-8"}
+    st = env_state({"/root/.bashrc": "export A=1\n"}, {"/root/.bashrc": bashrc})
+    assert st["persisted"] == {"P": "/x:$PATH", "TORCH_CUDA_ARCH_LIST": "8.0;9.0"}
+    assert st["sources"]["TORCH_CUDA_ARCH_LIST"] == "/root/.bashrc"
+
+
+# ------------------------------------------------------------------ python
+SYSTEM = {"path": "/usr/bin/python3", "kind": "system", "prefix": "/usr",
+          "created_by_agent": False, "distributions": [{"name": "pip"}] * 5}
+VENV_SMALL = {"path": "/opt/a/bin/python", "kind": "venv", "prefix": "/opt/a",
+              "created_by_agent": True, "distributions": [{"name": "x"}]}
+VENV_BIG = {"path": "/opt/b/bin/python", "kind": "venv", "prefix": "/opt/b",
+            "created_by_agent": True, "distributions": [{"name": "x"}] * 3}
+
+
+def test_primary_interpreter_choice() -> None:
+    interps = [SYSTEM, VENV_SMALL, VENV_BIG]
+    assert choose_primary(interps, None) == "/opt/b/bin/python"
+    assert choose_primary(interps, "/opt/a/bin/python") == "/opt/a/bin/python"
+    assert choose_primary(interps, "/opt/a") == "/opt/a/bin/python"
+    assert choose_primary(interps, "/nowhere/python") == "/opt/b/bin/python"
+    assert choose_primary([SYSTEM], None) == "/usr/bin/python3"
+    assert choose_primary([], None) is None
+
+
+def test_interpreter_kind() -> None:
+    sysinfo = {"prefix": "/usr", "base_prefix": "/usr"}
+    venv = {"prefix": "/opt/v", "base_prefix": "/usr"}
+    assert interpreter_kind("venvless", sysinfo, "/usr/bin/python3") == "system"
+    assert interpreter_kind("venv", venv, "/opt/v/bin/python") == "venv"
+    assert interpreter_kind("conda", {"prefix": "/opt/conda", "base_prefix": "/opt/conda"},
+                            "/opt/conda/bin/python") == "conda"
+    uv = {"prefix": "/root/.local/share/uv/python/cpython-3.12/",
+          "base_prefix": "/root/.local/share/uv/python/cpython-3.12/"}
+    assert interpreter_kind("uv", uv, "/root/.local/share/uv/python/cpython-3.12/bin/python3") \
+        == "uv"
+
+
+# ------------------------------------------------------------------ claims
+def test_claims_validation() -> None:
+    assert validate_claims(None).status == "missing"
+    ok = validate_claims(json.dumps({"python_path": "/opt/venv/bin/python", "gpu_count": 0,
+                                     "cuda_available": None, "extra": [1]}).encode())
+    assert ok.status == "valid" and ok.claims is not None and ok.claims["extra"] == [1]
+    bad = validate_claims(json.dumps({"gpu_count": True, "cuda_available": "yes",
+                                      "notes": ["a", 2]}).encode())
+    assert bad.status == "invalid" and len(bad.errors) == 3
+    assert validate_claims(b"{nope").status == "invalid"
+    assert validate_claims(b"[1]").errors == ["top level must be an object, not list"]
+
+
+# ---------------------------------------------------------------- run dirs
+def test_run_ids_sort_by_time_and_find_run(tmp_path: Path) -> None:
+    rid = new_run_id()
+    assert RUN_ID_RE.match(rid)
+    settings = Settings.load(artifacts_dir=tmp_path)
+    with pytest.raises(NotFoundError):
+        find_run(settings)
+    for task, run_id in (("a", "20260101-000000-aaaaaa"), ("b", "20260102-000000-bbbbbb"),
+                         ("a", "20260103-000000-cccccc")):
+        d = settings.runs_dir / task / run_id
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps({"format": 1, "run_id": run_id}))
+    assert [p.name for p in list_runs(settings)] == [
+        "20260101-000000-aaaaaa", "20260102-000000-bbbbbb", "20260103-000000-cccccc"]
+    assert [p.name for p in list_runs(settings, "a")] == [
+        "20260101-000000-aaaaaa", "20260103-000000-cccccc"]
+    latest = settings.runs_dir / "a" / "20260103-000000-cccccc"
+    assert find_run(settings) == latest
+    assert find_run(settings, "latest") == latest
+    assert find_run(settings, "20260102-000000-bbbbbb").parent.name == "b"
+    assert find_run(settings, "b/20260102-000000-bbbbbb").parent.name == "b"
+    assert find_run(settings, "20260101").name == "20260101-000000-aaaaaa"
+    assert find_run(settings, str(latest)) == latest
+    with pytest.raises(NotFoundError, match="ambiguous"):
+        find_run(settings, "2026")
+    with pytest.raises(NotFoundError):
+        find_run(settings, "nope")
+
+
+# ------------------------------------------------------------------ agents
+def test_make_agent(tmp_path: Path) -> None:
+    script = tmp_path / "s.sh"
+    script.write_text("echo hi\n")
+    agent = make_agent("replay", script=script, stop_on_error=True)
+    assert isinstance(agent, ReplayAgent) and agent.stop_on_error
+    assert isinstance(make_agent("shell"), ShellAgent)
+    ex = make_agent("exec", command=["python3", "a.py"], mounts=[f"{tmp_path}:/agent"],
+                    env_names=["HOME"])
+    assert isinstance(ex, ExecAgent) and ex.mounts[0].read_only and ex.mounts[0].target == "/agent"
+    for kwargs in ({"kind": "replay"}, {"kind": "exec"}, {"kind": "nope"},
+                   {"kind": "shell", "command": ["x"]}, {"kind": "exec", "script": script,
+                                                         "command": ["x"]}):
+        with pytest.raises(UsageError):
+            make_agent(**kwargs)  # type: ignore[arg-type]
+
+
+def test_parse_mount_and_secret_values(tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        parse_mount("relative-without-colon")
+    with pytest.raises(UsageError):
+        parse_mount(f"{tmp_path}/missing:/x")
+    assert secret_values(["K"], {"K": "v"}) == {"K": "v"}
+    with pytest.raises(UsageError, match="not set"):
+        secret_values(["K"], {})
+    with pytest.raises(UsageError):
+        secret_values(["not-a-name"], {"not-a-name": "v"})
