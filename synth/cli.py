@@ -12,7 +12,7 @@ import typer
 
 from synth import __version__, console
 from synth.config import Settings
-from synth.errors import SynthError
+from synth.errors import SynthError, UsageError
 
 app = typer.Typer(
     help="Audit an agent's setup of a research repo, distill it into a rebuildable artifact, "
@@ -237,6 +237,51 @@ def runs_show(
         console.print_json(info)
     else:
         console.out.print(format_run(info), markup=False, soft_wrap=True)
+
+
+@app.command("export")
+def export_cmd(
+    fmt: Annotated[str, typer.Argument(metavar="[FORMAT]",
+                                       help="Artifact format: Dockerfile.")] = "Dockerfile",
+    run_ref: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--run", help="Run dir, run id, <task>/<run-id> or latest (default).")] = None,
+    out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "-o", "--out", help="Artifact folder (default <run>/export).")] = None,
+    include: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--include", help="Container path to carry into the artifact (repeatable).")] = None,
+    plan_only: Annotated[bool, typer.Option("--plan", help="Print the BuildPlan as JSON "
+                                            "and write nothing.")] = False,
+    locker: Annotated[str, typer.Option(help="uv or pip-tools.")] = "uv",
+    artifacts: ArtifactsOpt = None,
+    ca_bundle: CaBundleOpt = None,
+    wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        help="Wheel folder the run used (env SYNTH_WHEELHOUSE).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Distill a run into a rebuildable artifact (Dockerfile, locks, manifest, report)."""
+    from synth.export import FORMATS, export_run
+    from synth.session.rundir import find_run
+
+    if fmt not in FORMATS:
+        raise UsageError(f"Unknown export format {fmt!r}.",
+                         hint=f"Supported: {', '.join(FORMATS)}.")
+    settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    run_dir = find_run(settings, run_ref)
+    if plan_only:
+        from synth.distill.load import load_run
+        from synth.distill.plan import distill
+        from synth.render import plan_json
+
+        sys.stdout.write(plan_json(distill(load_run(run_dir), include=include or ())))
+        return
+    result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker)
+    if json_out:
+        console.print_json({"artifact_dir": str(result.artifact_dir), "run_dir": str(run_dir),
+                            "warnings": list(result.warnings)})
+        return
+    for w in result.warnings:
+        console.err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+    console.say(f"artifact: {result.artifact_dir}")
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

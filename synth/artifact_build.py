@@ -1,0 +1,103 @@
+"""Build an exported artifact into an image: the one way synth builds artifacts.
+
+The build context is assembled in a temporary folder from hard links (copies across file
+systems) of the artifact's files plus, when the manifest says a wheelhouse is needed, the
+named wheels under ``wheelhouse/``. The Dockerfile reads them through
+``RUN --mount=type=bind,source=wheelhouse`` so no wheel lands in a layer, and the CA bundle
+is passed as the BuildKit secret ``cacert`` so it never does either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from synth.config import Settings
+from synth.engine.build import BuildRequest, build_image, find_build_cli
+from synth.errors import BuildError, NotFoundError
+
+
+def read_manifest(artifact_dir: Path) -> dict[str, Any]:
+    path = artifact_dir / "manifest.json"
+    if not path.is_file():
+        raise NotFoundError(f"{artifact_dir} is not a synth artifact (no manifest.json).",
+                            hint="Make one with `synth export Dockerfile --run RUN`.")
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _link(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_symlink():
+        dest.symlink_to(src.readlink())
+        return
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
+
+
+def assemble_context(artifact_dir: Path, dest: Path, wheelhouse: Path | None) -> list[str]:
+    """Fill ``dest`` with the artifact and the wheels it needs; returns the wheel names."""
+    manifest = read_manifest(artifact_dir)
+    for p in sorted(artifact_dir.rglob("*")):
+        if p.is_file() or p.is_symlink():
+            _link(p, dest / p.relative_to(artifact_dir))
+    wheels: list[str] = list(manifest.get("wheel_files") or [])
+    if manifest.get("wheelhouse_required") and wheels:
+        if wheelhouse is None:
+            raise BuildError(
+                f"{artifact_dir} needs a wheelhouse holding {', '.join(wheels)}, and none is "
+                "configured.",
+                hint="Pass --wheelhouse DIR (or SYNTH_WHEELHOUSE) holding those files.",
+            )
+        missing = [w for w in wheels if not (wheelhouse / w).is_file()]
+        if missing:
+            raise BuildError(
+                f"The wheelhouse {wheelhouse} lacks {', '.join(missing)}, which "
+                f"{artifact_dir.name}'s requirements lock pins by hash.",
+                hint="Copy those wheel files into the wheelhouse (the run used them), or "
+                "point --wheelhouse at the folder that holds them.",
+            )
+        for w in wheels:
+            _link(wheelhouse / w, dest / "wheelhouse" / w)
+    else:
+        (dest / "wheelhouse").mkdir(exist_ok=True)
+    return wheels
+
+
+def build_artifact(
+    artifact_dir: Path,
+    tag: str,
+    settings: Settings,
+    *,
+    no_cache: bool = True,
+    log_path: Path | None = None,
+    on_line: Callable[[str], None] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> str:
+    """Build ``artifact_dir`` as ``tag``; returns the image ID. Raises BuildError."""
+    artifact_dir = artifact_dir.resolve()
+    manifest = read_manifest(artifact_dir)
+    cli = find_build_cli(settings.docker_cli)
+    with tempfile.TemporaryDirectory(prefix=".synth-build-", dir=artifact_dir.parent) as tmp:
+        context = Path(tmp)
+        assemble_context(artifact_dir, context, settings.wheelhouse)
+        secrets = {"cacert": settings.ca_bundle} if settings.ca_bundle else {}
+        request = BuildRequest(
+            context=context, tag=tag, secrets=secrets, no_cache=no_cache,
+            labels={"synth.artifact": str(manifest.get("task", "")),
+                    "synth.run": str(manifest.get("run_id", "")), **(labels or {})},
+        )
+        build_image(cli, request, log_path=log_path, on_line=on_line)
+    out = subprocess.run([cli.path, "image", "inspect", "--format", "{{.Id}}", tag],
+                         capture_output=True, text=True, check=False, timeout=60)
+    if out.returncode != 0:
+        raise BuildError(f"Built {tag}, but cannot inspect it: {out.stderr.strip()}")
+    return out.stdout.strip()

@@ -1,0 +1,539 @@
+"""Extractors: each recognises one family of commands and returns a typed step.
+
+The registry is the literal tuple :data:`EXTRACTORS`; the first extractor that returns a
+step wins. The order is documented in docs/export.md and matters in two places: the
+environment extractor sees ``echo 'export X=1' >> ~/.bashrc`` before the read-only one
+would take ``echo`` for harmless, and ``pip list`` is claimed by the read-only extractor
+only because the pip extractor declines every pip sub-command that changes nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from synth.distill.shell import SimpleCommand, expand
+from synth.distill.steps import (
+    AptInstall,
+    AptMaintenance,
+    AptRemove,
+    CondaAction,
+    Download,
+    EnvExport,
+    EnvPersist,
+    GitClone,
+    LocalDeb,
+    NativeBuild,
+    PipInstall,
+    PipUninstall,
+    ReadOnly,
+    ShellState,
+    Step,
+    Unclassified,
+    VenvCreate,
+)
+
+_PY = re.compile(r"^python(\d(\.\d+)?)?$")
+_PIP = re.compile(r"^pip(\d(\.\d+)?)?$")
+#: Start-up files whose ``export`` lines persist into later shells.
+RC_FILES = ("/etc/environment", "/etc/bash.bashrc", "/root/.bashrc", "/root/.profile",
+            "/root/.bash_profile")
+
+
+def _base(word: str) -> str:
+    return posixpath.basename(word)
+
+
+def _is_python(word: str) -> bool:
+    return bool(_PY.match(_base(word)))
+
+
+def _abs(cmd: SimpleCommand, path: str) -> str:
+    path = expand(path, cmd.env_map())
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    if path == "~" or path.startswith("~/"):
+        path = "/root" + path[1:]
+    return posixpath.normpath(posixpath.join(cmd.cwd, path))
+
+
+def _program(cmd: SimpleCommand) -> tuple[str, tuple[str, ...]]:
+    """The program and its arguments, looking through ``sudo``/``env``/``time`` wrappers."""
+    argv = cmd.argv
+    while argv and _base(argv[0]) in ("sudo", "env", "time", "nohup", "nice", "command",
+                                      "exec", "stdbuf"):
+        argv = argv[1:]
+        while argv and (argv[0].startswith("-") or ("=" in argv[0] and not
+                                                     argv[0].startswith("/"))):
+            argv = argv[1:]
+    if not argv:
+        return "", ()
+    return argv[0], argv[1:]
+
+
+def _python_of(cmd: SimpleCommand, exe: str) -> str:
+    """The interpreter ``exe`` names: absolute as written, else via an activated venv."""
+    if "/" in exe:
+        return _abs(cmd, exe)
+    if cmd.activated:
+        return posixpath.join(cmd.activated, "python")
+    return exe
+
+
+def _writes_files(cmd: SimpleCommand) -> bool:
+    return any(op in (">", ">>", ">|", "&>", "&>>") and not tgt.startswith("/dev/")
+               and not tgt.isdigit() for op, tgt in cmd.redirects)
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """One entry of the registry: a name (shown in reports) and its recogniser."""
+
+    name: str
+    extract: Callable[[SimpleCommand], Step | None]
+
+
+# --- shell state --------------------------------------------------------------------------
+
+def extract_shell_state(cmd: SimpleCommand) -> Step | None:
+    prog, args = _program(cmd)
+    if prog in ("cd", "pushd", "popd", "set", "unset", "deactivate", "shopt", "alias",
+                "hash", "umask", "ulimit", "trap"):
+        return ShellState(builtin=prog)
+    if prog in ("source", ".") and args and args[0].endswith("/bin/activate"):
+        return ShellState(builtin="activate")
+    if not cmd.argv and cmd.assignments:
+        return ShellState(builtin="assignment")
+    return None
+
+
+# --- apt / dpkg ---------------------------------------------------------------------------
+
+def extract_apt(cmd: SimpleCommand) -> Step | None:
+    prog, args = _program(cmd)
+    name = _base(prog)
+    if name in ("apt-get", "apt", "aptitude"):
+        words = [a for a in args if not a.startswith("-")]
+        if not words:
+            return AptMaintenance(action="help")
+        verb, rest = words[0], words[1:]
+        if verb == "install":
+            local = tuple(_abs(cmd, p) for p in rest if p.endswith(".deb"))
+            if local:
+                return LocalDeb(files=local)
+            return AptInstall(packages=tuple(p for p in rest))
+        if verb in ("remove", "purge", "autoremove"):
+            return AptRemove(packages=tuple(rest))
+        if verb in ("list", "show", "search", "policy", "depends", "rdepends", "changelog"):
+            return ReadOnly(program=f"{name} {verb}")
+        return AptMaintenance(action=verb)
+    if name in ("apt-cache", "apt-config", "dpkg-query"):
+        return ReadOnly(program=name)
+    if name == "apt-mark":
+        if args[:1] in (("showmanual",), ("showauto",), ("showhold",)):
+            return ReadOnly(program=name)
+        return AptMaintenance(action="apt-mark")
+    if name == "dpkg":
+        if any(a in ("-i", "--install") for a in args):
+            return LocalDeb(files=tuple(_abs(cmd, a) for a in args if a.endswith(".deb")))
+        if any(a in ("-r", "-P", "--remove", "--purge") for a in args):
+            return AptRemove(packages=tuple(a for a in args if not a.startswith("-")))
+        return ReadOnly(program=name)
+    if name in ("add-apt-repository", "apt-key"):
+        return AptMaintenance(action=name)
+    return None
+
+
+# --- pip / uv / venv ----------------------------------------------------------------------
+
+_PIP_VALUE_OPTS = {
+    "-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
+    "--extra-index-url", "-f", "--find-links", "-t", "--target", "--prefix", "--root",
+    "--python", "-p", "-C", "--config-settings", "--global-option", "--build-option",
+    "--no-binary", "--only-binary", "--platform", "--python-version", "--implementation",
+    "--abi", "--src", "--upgrade-strategy", "--progress-bar", "--log", "--cache-dir",
+    "--cert", "--client-cert", "--trusted-host", "--proxy", "--timeout", "--retries",
+    "--exists-action", "--index", "--default-index", "--index-strategy", "--torch-backend",
+    "--resolution", "--prerelease", "--extra", "--group", "--keyring-provider",
+    "--report", "--root-user-action", "--override", "--exclude-newer",
+}
+_PIP_READ_ONLY = {"list", "show", "freeze", "check", "config", "debug", "help", "--version",
+                  "-V", "search", "inspect", "index", "tree", "cache", "hash"}
+
+
+def _pip_invocation(cmd: SimpleCommand) -> tuple[str, str | None, tuple[str, ...]] | None:
+    """``(tool, python, args after 'pip')`` for pip and ``uv pip`` invocations."""
+    prog, args = _program(cmd)
+    name = _base(prog)
+    if _PIP.match(name):
+        if "/" in prog:
+            python: str | None = posixpath.join(posixpath.dirname(_abs(cmd, prog)), "python")
+        elif cmd.activated:
+            python = posixpath.join(cmd.activated, "python")
+        else:
+            python = "python3"
+        return "pip", python, args
+    if _is_python(prog) and args[:2] == ("-m", "pip"):
+        return "pip", _python_of(cmd, prog), args[2:]
+    if name == "uv" and args[:1] == ("pip",):
+        rest = args[1:]
+        python = None
+        for i, a in enumerate(rest):
+            if a in ("--python", "-p") and i + 1 < len(rest):
+                python = _python_of(cmd, rest[i + 1])
+            elif a.startswith("--python="):
+                python = _python_of(cmd, a.split("=", 1)[1])
+            elif a == "--system":
+                python = "python3"
+        if python is None:
+            venv = cmd.env_map().get("VIRTUAL_ENV")
+            if venv:
+                python = posixpath.join(venv, "bin", "python")
+            elif cmd.activated:
+                python = posixpath.join(cmd.activated, "python")
+            else:
+                python = posixpath.join(cmd.cwd, ".venv", "bin", "python")
+        return "uv", python, rest
+    return None
+
+
+def _split_opts(args: tuple[str, ...]) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """pip-style options (``--opt value`` / ``--opt=value``) and positional arguments."""
+    opts: list[tuple[str, str | None]] = []
+    positional: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("--") and "=" in a:
+            k, v = a.split("=", 1)
+            opts.append((k, v))
+        elif a in _PIP_VALUE_OPTS and i + 1 < len(args):
+            opts.append((a, args[i + 1]))
+            i += 1
+        elif len(a) > 2 and a[:2] in ("-r", "-e", "-i", "-f", "-c") and not a.startswith("--"):
+            opts.append((a[:2], a[2:]))
+        elif a.startswith("-"):
+            opts.append((a, None))
+        else:
+            positional.append(a)
+        i += 1
+    return opts, positional
+
+
+def _is_url(target: str) -> bool:
+    return "://" in target or target.startswith("git+") or " @ " in target or "@git+" in target
+
+
+def _is_local(target: str) -> bool:
+    return (target.startswith((".", "/", "~", "$")) or target.endswith((".whl", ".tar.gz",
+            ".zip", ".tar.bz2")) or "/" in target) and "://" not in target
+
+
+def extract_pip(cmd: SimpleCommand) -> Step | None:
+    inv = _pip_invocation(cmd)
+    if inv is None:
+        return None
+    tool, python, args = inv
+    words = [a for a in args if not a.startswith("-")]
+    verb = words[0] if words else (args[0] if args else "help")
+    if verb in _PIP_READ_ONLY or "--version" in args[:1] or not words:
+        return None  # the read-only extractor reports it
+    rest = args[args.index(verb) + 1:]
+    opts, positional = _split_opts(rest)
+    if verb == "uninstall":
+        return PipUninstall(tool=tool, python=python,
+                            names=tuple(p for p in positional if p != "-y"))
+    if verb == "install" or (tool == "uv" and verb == "sync"):
+        reqs: list[str] = []
+        local: list[str] = []
+        urls: list[str] = []
+        editables: list[str] = []
+        req_files: list[str] = []
+        extra_index: list[str] = []
+        find_links: list[str] = []
+        build_opts: list[str] = []
+        index_url = None
+        flags = {k for k, _ in opts}
+        targets = list(positional)
+        if tool == "uv" and verb == "sync":
+            req_files.extend(_abs(cmd, p) for p in positional)
+            targets = []
+        for k, v in opts:
+            if v is None:
+                continue
+            if k in ("-r", "--requirement"):
+                req_files.append(_abs(cmd, v))
+            elif k in ("-e", "--editable"):
+                if _is_url(v):
+                    urls.append(v)
+                else:
+                    path = _abs(cmd, v)
+                    editables.append(path)
+                    local.append(path)
+            elif k in ("-i", "--index-url", "--default-index"):
+                index_url = v
+            elif k in ("--extra-index-url", "--index"):
+                extra_index.append(v)
+            elif k in ("-f", "--find-links"):
+                find_links.append(v if "://" in v else _abs(cmd, v))
+            elif k in ("-C", "--config-settings", "--global-option", "--build-option",
+                       "--no-binary"):
+                build_opts += [k, v]
+        for t in targets:
+            if _is_url(t):
+                urls.append(t)
+            elif _is_local(t):
+                local.append(_abs(cmd, t))
+            else:
+                reqs.append(t)
+        env = {**cmd.env_map(), **dict(cmd.assignments)}
+        for name, dest in (("PIP_EXTRA_INDEX_URL", extra_index), ("UV_EXTRA_INDEX_URL",
+                                                                   extra_index)):
+            if env.get(name):
+                dest.extend(env[name].split())
+        for name in ("PIP_FIND_LINKS", "UV_FIND_LINKS"):
+            if env.get(name):
+                find_links.extend(env[name].split())
+        for name in ("PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"):
+            if env.get(name) and index_url is None:
+                index_url = env[name]
+        return PipInstall(
+            tool=tool, python=python, requirements=tuple(reqs),
+            requirement_files=tuple(req_files), local=tuple(local),
+            editables=tuple(editables), urls=tuple(urls), index_url=index_url,
+            extra_index_urls=tuple(extra_index), find_links=tuple(find_links),
+            no_build_isolation="--no-build-isolation" in flags
+            or env.get("PIP_NO_BUILD_ISOLATION", "").lower() in ("0", "false", "off"),
+            no_index="--no-index" in flags, build_options=tuple(build_opts),
+            break_system_packages="--break-system-packages" in flags
+            or env.get("PIP_BREAK_SYSTEM_PACKAGES", "") in ("1", "true"),
+        )
+    if verb in ("download", "wheel"):
+        return Download(tool=f"{tool} {verb}", url=" ".join(positional), dest=None)
+    return None
+
+
+def extract_venv(cmd: SimpleCommand) -> Step | None:
+    prog, args = _program(cmd)
+    if _is_python(prog) and args[:2] == ("-m", "venv") and len(args) > 2:
+        _, positional = _split_opts(args[2:])
+        opts = tuple(a for a in args[2:] if a.startswith("-"))
+        if positional:
+            return VenvCreate(tool="venv", path=_abs(cmd, positional[-1]),
+                              python=_python_of(cmd, prog), options=opts)
+    if _base(prog) == "virtualenv" or (_is_python(prog) and args[:2] == ("-m", "virtualenv")):
+        rest = args[2:] if _is_python(prog) else args
+        opts_l, positional = _split_opts(rest)
+        python = next((v for k, v in opts_l if k in ("-p", "--python") and v), "python3")
+        if positional:
+            return VenvCreate(tool="virtualenv", path=_abs(cmd, positional[-1]),
+                              python=python)
+    if _base(prog) == "uv" and args[:1] == ("venv",):
+        opts_l, positional = _split_opts(args[1:])
+        python = next((v for k, v in opts_l if k in ("-p", "--python") and v), "python3")
+        path = _abs(cmd, positional[0]) if positional else _abs(cmd, ".venv")
+        return VenvCreate(tool="uv", path=path, python=python,
+                          options=tuple(a for a in args[1:] if a == "--seed"))
+    return None
+
+
+# --- conda --------------------------------------------------------------------------------
+
+def extract_conda(cmd: SimpleCommand) -> Step | None:
+    prog, args = _program(cmd)
+    tool = _base(prog)
+    if tool not in ("conda", "mamba", "micromamba"):
+        return None
+    words = [a for a in args if not a.startswith("-")]
+    verb = words[0] if words else "help"
+    if verb in ("list", "info", "search", "env" if args[1:2] == ("list",) else "",
+                "--version", "help", "config"):
+        return ReadOnly(program=f"{tool} {verb}")
+    opts, positional = _split_opts(args[1:] if args else ())
+    channels = tuple(v for k, v in opts if k in ("-c", "--channel") and v)
+    name = next((v for k, v in opts if k in ("-n", "--name") and v), None)
+    pkgs = tuple(p for p in positional if p not in channels and p != name)
+    return CondaAction(tool=tool, verb=verb, packages=pkgs, channels=channels, env_name=name)
+
+
+# --- native builds ------------------------------------------------------------------------
+
+_BUILD_TOOLS = ("cmake", "make", "ninja", "nvcc", "gcc", "g++", "cc", "c++", "clang",
+                "clang++", "meson", "scons", "bazel")
+
+
+def extract_native(cmd: SimpleCommand) -> Step | None:
+    prog, args = _program(cmd)
+    name = _base(prog)
+    if _is_python(prog) and args and args[0].endswith("setup.py"):
+        sub = [a for a in args[1:] if not a.startswith("-")]
+        if sub and all(s in ("--help", "--version", "--name") for s in sub):
+            return None
+        return NativeBuild(tool="setup.py", argv=(prog, *args), python=_python_of(cmd, prog))
+    if _is_python(prog) and args[:2] == ("-m", "build"):
+        return NativeBuild(tool="python -m build", argv=(prog, *args),
+                           python=_python_of(cmd, prog))
+    if name in _BUILD_TOOLS:
+        if any(a in ("--version", "-v", "--help", "-h") for a in args[:1]):
+            return ReadOnly(program=f"{name} --version")
+        return NativeBuild(tool=name, argv=(prog, *args))
+    if name == "configure" and prog.startswith("./"):
+        return NativeBuild(tool="configure", argv=(prog, *args))
+    return None
+
+
+# --- environment --------------------------------------------------------------------------
+
+_EXPORT_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def extract_env(cmd: SimpleCommand) -> Step | None:
+    prog, args = _program(cmd)
+    if prog == "export" and args:
+        names = tuple(a.split("=", 1)[0] for a in args if not a.startswith("-"))
+        return EnvExport(names=names)
+    if prog in ("echo", "printf") and _writes_files(cmd):
+        for op, target in cmd.redirects:
+            path = _abs(cmd, target)
+            if op in (">", ">>") and (path in RC_FILES or path.startswith("/etc/profile.d/")):
+                body = " ".join(a for a in args if not a.startswith("-"))
+                pairs = []
+                for line in body.replace("\\n", "\n").splitlines():
+                    m = _EXPORT_LINE.match(line)
+                    if m:
+                        pairs.append((m.group(1), _unquote(m.group(2))))
+                return EnvPersist(file=path, assignments=tuple(pairs))
+    return None
+
+
+# --- downloads ----------------------------------------------------------------------------
+
+def extract_download(cmd: SimpleCommand) -> Step | None:
+    prog, args = _program(cmd)
+    name = _base(prog)
+    if name in ("wget", "curl"):
+        opts, positional = _split_opts(tuple(a for a in args))
+        urls = [p for p in positional if "://" in p] or [a for a in args if "://" in a]
+        dest = next((v for k, v in opts if k in ("-O", "-o", "--output",
+                                                  "--output-document") and v), None)
+        if not dest:
+            for i, a in enumerate(args):
+                if a in ("-O", "-o") and i + 1 < len(args):
+                    dest = args[i + 1]
+        if not urls:
+            return ReadOnly(program=name) if "--version" in args else None
+        return Download(tool=name, url=urls[0],
+                        dest=_abs(cmd, dest) if dest and dest != "-" else None)
+    if name == "git":
+        words = [a for a in args if not a.startswith("-")]
+        if words[:1] == ["clone"] and len(words) > 1:
+            url = words[1]
+            dest = words[2] if len(words) > 2 else posixpath.basename(url).removesuffix(".git")
+            ref = None
+            for i, a in enumerate(args):
+                if a in ("-b", "--branch") and i + 1 < len(args):
+                    ref = args[i + 1]
+            return GitClone(url=url, dest=_abs(cmd, dest), ref=ref)
+        if words[:1] and words[0] in ("status", "log", "diff", "show", "rev-parse", "branch",
+                                      "remote", "describe", "ls-files", "config"):
+            return ReadOnly(program=f"git {words[0]}")
+    return None
+
+
+# --- read-only ----------------------------------------------------------------------------
+
+_READ_ONLY = {
+    "ls", "ll", "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "find",
+    "which", "type", "whereis", "echo", "printf", "pwd", "whoami", "id", "uname", "nproc",
+    "free", "df", "du", "env", "printenv", "date", "hostname", "nvidia-smi", "lscpu",
+    "lspci", "file", "stat", "wc", "sort", "uniq", "tree", "true", "false", "test", "[",
+    "[[", "sleep", "ldd", "readlink", "realpath", "basename", "dirname", "md5sum",
+    "sha256sum", "diff", "cmp", "jq", "top", "ps", "history", "clear", "tee", "xargs",
+    "awk", "cut", "tr", "column", "getconf", "locale", "ldconfig", ":", "exit", "return",
+    "wait", "read", "strings", "nm", "objdump", "python-config", "pkg-config",
+}
+_PY_SAFE_CALLS = re.compile(r"\b(open|system|popen|subprocess|remove|unlink|rmtree|"
+                            r"write|mkdir|rename|install|pip|setup|exec|eval)\b")
+
+
+def _python_is_read_only(args: tuple[str, ...]) -> bool:
+    if args[:1] in (("--version",), ("-V",), ("-VV",)):
+        return True
+    if args[:2] == ("-m", "site") or args[:2] == ("-m", "sysconfig"):
+        return True
+    if len(args) >= 2 and args[0] == "-c":
+        code = args[1]
+        if _PY_SAFE_CALLS.search(code):
+            return False
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            return False
+        return all(isinstance(n, ast.Import | ast.ImportFrom | ast.Expr | ast.Assign |
+                              ast.If | ast.Try | ast.Assert) for n in tree.body)
+    return False
+
+
+def extract_read_only(cmd: SimpleCommand) -> Step | None:
+    prog, args = _program(cmd)
+    name = _base(prog)
+    if _writes_files(cmd) and name not in ("tee",):
+        return None
+    if name == "tee" and any(not a.startswith("-") and not a.startswith("/dev/")
+                             for a in args):
+        # ``… | tee log`` writes a log file: harmless, but not nothing.
+        return ReadOnly(program="tee (log)")
+    if name in _READ_ONLY:
+        if name == "find" and any(a in ("-delete", "-exec", "-execdir") for a in args):
+            return None
+        if name == "xargs":
+            return None
+        return ReadOnly(program=name)
+    if _is_python(prog) and _python_is_read_only(args):
+        return ReadOnly(program="python (inspection)")
+    inv = _pip_invocation(cmd)
+    if inv is not None:
+        words = [a for a in inv[2] if not a.startswith("-")]
+        if not words or words[0] in _PIP_READ_ONLY or "--version" in inv[2][:1]:
+            return ReadOnly(program=f"{inv[0]} {words[0] if words else '--version'}")
+    if name == "uv" and args[:1] in (("--version",), ("version",)):
+        return ReadOnly(program="uv --version")
+    if name in ("torchrun",):
+        return None
+    return None
+
+
+#: The registry, in order; the first extractor that returns a step wins.
+EXTRACTORS: tuple[Extractor, ...] = (
+    Extractor("shell", extract_shell_state),
+    Extractor("apt", extract_apt),
+    Extractor("python-env", extract_venv),
+    Extractor("pip", extract_pip),
+    Extractor("conda", extract_conda),
+    Extractor("native", extract_native),
+    Extractor("env", extract_env),
+    Extractor("download", extract_download),
+    Extractor("read-only", extract_read_only),
+)
+
+
+def classify(cmd: SimpleCommand) -> tuple[str, Step]:
+    """``(extractor name, step)`` for one simple command; ``unclassified`` when none fits."""
+    if not cmd.parsed:
+        return "unparsed", Unclassified(program=cmd.text.split(" ", 1)[0] if cmd.text else "")
+    for extractor in EXTRACTORS:
+        step = extractor.extract(cmd)
+        if step is not None:
+            return extractor.name, step
+    prog, _ = _program(cmd)
+    return "unclassified", Unclassified(program=_base(prog))

@@ -1,0 +1,313 @@
+"""Read a run directory (docs/formats.md) into a typed, immutable :class:`LoadedRun`.
+
+Loading is the only I/O of distillation: :func:`synth.distill.plan.distill` is a pure
+function of what this returns. Unknown (newer) formats are refused, never guessed at.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synth.errors import ExportError
+
+#: The newest format of each run file this reader understands.
+KNOWN_FORMATS: Mapping[str, int] = {
+    "run.json": 1,
+    "audit.jsonl": 1,
+    "state/apt.json": 1,
+    "state/python.json": 1,
+    "state/diff.json": 1,
+    "state/env.json": 1,
+}
+#: The run files an export is distilled from; their sha256 goes into the manifest.
+INPUT_FILES = ("run.json", "audit.jsonl", "state/apt.json", "state/diff.json",
+               "state/env.json", "state/python.json")
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    seq: int
+    source: str
+    command: str
+    cwd: str
+    exit: int | None
+    parent_seq: int | None = None
+    pipestatus: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Distribution:
+    name: str
+    version: str
+    installer: str | None
+    requested: bool
+    direct_url: Mapping[str, Any] | None
+    location: str
+
+    @property
+    def url(self) -> str | None:
+        return str(self.direct_url["url"]) if self.direct_url and "url" in self.direct_url else None
+
+    @property
+    def editable(self) -> bool:
+        info = (self.direct_url or {}).get("dir_info") or {}
+        return bool(info.get("editable", False))
+
+    @property
+    def vcs_info(self) -> Mapping[str, Any] | None:
+        info = (self.direct_url or {}).get("vcs_info")
+        return info if isinstance(info, Mapping) else None
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    path: str
+    kind: str
+    version: str
+    prefix: str
+    base_prefix: str
+    created_by_agent: bool
+    distributions: tuple[Distribution, ...]
+
+
+@dataclass(frozen=True)
+class AptState:
+    base: Mapping[str, str]
+    final: Mapping[str, str]
+    added: Mapping[str, str]
+    changed: Mapping[str, tuple[str, str]]
+    removed: Mapping[str, str]
+    manual: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PathChange:
+    kind: str
+    path: str
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    task_name: str
+    task_file: str | None
+    base_ref: str
+    base_id: str | None
+    base_digest: str | None
+    status: str
+    wheelhouse: str | None
+    ca_bundle: bool
+    live_image: str | None
+
+
+@dataclass(frozen=True)
+class RepoRef:
+    """The task's repository: a host folder, or a git URL at a commit."""
+
+    path: str | None
+    url: str | None
+    commit: str | None
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    run_dir: Path
+    info: RunInfo
+    records: tuple[AuditRecord, ...]
+    apt: AptState
+    interpreters: tuple[Interpreter, ...]
+    primary: str | None
+    changes: tuple[PathChange, ...]
+    noise: tuple[PathChange, ...]
+    persisted_env: Mapping[str, str]
+    env_sources: Mapping[str, str]
+    claims_present: bool
+    #: The task's repository, from its task file; None when the task file is gone.
+    repo: RepoRef | None
+    #: sha256 of each input file that exists, by its path relative to the run directory.
+    input_hashes: Mapping[str, str]
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _read_json(run_dir: Path, rel: str, *, required: bool) -> dict[str, Any]:
+    path = run_dir / rel
+    if not path.is_file():
+        if required:
+            raise ExportError(
+                f"{path} is missing: {run_dir} is not a complete run directory.",
+                hint="Export a run that finished its state snapshot (`synth runs list`).",
+            )
+        return {"format": KNOWN_FORMATS[rel]}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ExportError(f"{path}: not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ExportError(f"{path}: expected a JSON object")
+    _check_format(path, data.get("format"), KNOWN_FORMATS[rel])
+    return data
+
+
+def _check_format(path: Path, got: object, known: int) -> None:
+    if not isinstance(got, int):
+        raise ExportError(f"{path}: no integer `format` field; not a synth file.")
+    if got > known:
+        raise ExportError(
+            f"{path}: format {got} is newer than this synth understands (<= {known}).",
+            hint="Upgrade synth to export this run.",
+        )
+
+
+def _load_audit(run_dir: Path) -> tuple[AuditRecord, ...]:
+    path = run_dir / "audit.jsonl"
+    if not path.is_file():
+        raise ExportError(f"{path} is missing: {run_dir} has no audit log.")
+    records: list[AuditRecord] = []
+    header_seen = False
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            # A killed session may leave a torn last line; anything else is corruption.
+            if number == len(lines):
+                break
+            raise ExportError(f"{path}:{number}: not valid JSON") from None
+        kind = obj.get("type")
+        if kind == "header":
+            _check_format(path, obj.get("format"), KNOWN_FORMATS["audit.jsonl"])
+            header_seen = True
+            continue
+        if kind != "command":
+            continue
+        if "command" in obj and isinstance(obj["command"], str):
+            text = obj["command"]
+        elif isinstance(obj.get("argv"), list):
+            import shlex
+
+            text = shlex.join(str(a) for a in obj["argv"])
+        else:
+            continue
+        exit_code = obj.get("exit")
+        parent = obj.get("parent_seq")
+        records.append(AuditRecord(
+            seq=int(obj.get("seq", number)),
+            source=str(obj.get("source", "")),
+            command=text,
+            cwd=str(obj.get("cwd") or "/"),
+            exit=int(exit_code) if isinstance(exit_code, int) else None,
+            parent_seq=int(parent) if isinstance(parent, int) else None,
+            pipestatus=tuple(int(p) for p in obj.get("pipestatus") or () if isinstance(p, int)),
+        ))
+    if not header_seen:
+        raise ExportError(f"{path}: no header record; not a synth audit log.")
+    return tuple(sorted(records, key=lambda r: r.seq))
+
+
+def _distribution(obj: Mapping[str, Any]) -> Distribution:
+    direct = obj.get("direct_url")
+    return Distribution(
+        name=str(obj["name"]),
+        version=str(obj["version"]),
+        installer=str(obj["installer"]).strip() if obj.get("installer") else None,
+        requested=bool(obj.get("requested", False)),
+        direct_url=direct if isinstance(direct, dict) else None,
+        location=str(obj.get("location") or ""),
+    )
+
+
+def _load_repo(task_file: str | None) -> RepoRef | None:
+    if not task_file or not Path(task_file).is_file():
+        return None
+    from synth.task import load_task
+
+    task = load_task(Path(task_file))
+    path = task.repo_path
+    return RepoRef(path=str(path) if path else None, url=task.repo.url, commit=task.repo.commit)
+
+
+def load_run(run_dir: Path) -> LoadedRun:
+    """Read ``run_dir``; raises :class:`ExportError` naming the file that is wrong."""
+    run_dir = run_dir.resolve()
+    if not run_dir.is_dir():
+        raise ExportError(f"{run_dir} is not a directory.")
+    run = _read_json(run_dir, "run.json", required=True)
+    apt = _read_json(run_dir, "state/apt.json", required=True)
+    python = _read_json(run_dir, "state/python.json", required=True)
+    diff = _read_json(run_dir, "state/diff.json", required=False)
+    env = _read_json(run_dir, "state/env.json", required=False)
+    try:
+        task = run.get("task") or {}
+        base = run.get("base_image") or {}
+        live = run.get("live_image") or {}
+        info = RunInfo(
+            run_id=str(run["run_id"]),
+            task_name=str(task["name"]),
+            task_file=str(task["task_file"]) if task.get("task_file") else None,
+            base_ref=str(base["ref"]),
+            base_id=str(base["id"]) if base.get("id") else None,
+            base_digest=str(base["digest"]) if base.get("digest") else None,
+            status=str(run.get("status", "unknown")),
+            wheelhouse=str(run["wheelhouse"]) if run.get("wheelhouse") else None,
+            ca_bundle=bool(run.get("ca_bundle", False)),
+            live_image=str(live["ref"]) if isinstance(live, dict) and live.get("ref") else None,
+        )
+        interpreters = tuple(
+            Interpreter(
+                path=str(i["path"]),
+                kind=str(i.get("kind", "system")),
+                version=str(i.get("version", "")),
+                prefix=str(i.get("prefix", "")),
+                base_prefix=str(i.get("base_prefix", "")),
+                created_by_agent=bool(i.get("created_by_agent", False)),
+                distributions=tuple(
+                    sorted((_distribution(d) for d in i.get("distributions", [])),
+                           key=lambda d: d.name)
+                ),
+            )
+            for i in python.get("interpreters", [])
+        )
+        changed_raw = apt.get("changed") or {}
+        apt_state = AptState(
+            base=dict(apt.get("base") or {}),
+            final=dict(apt.get("final") or {}),
+            added=dict(apt.get("added") or {}),
+            changed={k: (str(v[0]), str(v[1])) for k, v in changed_raw.items()},
+            removed=dict(apt.get("removed") or {}),
+            manual=tuple(sorted(apt.get("manual") or ())),
+        )
+        changes = tuple(PathChange(str(c["kind"]), str(c["path"]))
+                        for c in diff.get("changes", []))
+        noise = tuple(PathChange(str(c["kind"]), str(c["path"])) for c in diff.get("noise", []))
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
+        raise ExportError(f"{run_dir}: malformed run file ({type(exc).__name__}: {exc}).") from exc
+    hashes = {rel: sha256_file(run_dir / rel) for rel in INPUT_FILES if (run_dir / rel).is_file()}
+    return LoadedRun(
+        run_dir=run_dir,
+        info=info,
+        records=_load_audit(run_dir),
+        apt=apt_state,
+        interpreters=interpreters,
+        primary=str(python["primary"]) if python.get("primary") else None,
+        changes=changes,
+        noise=noise,
+        persisted_env={str(k): str(v) for k, v in (env.get("persisted") or {}).items()},
+        env_sources={str(k): str(v) for k, v in (env.get("sources") or {}).items()},
+        claims_present=(run_dir / "claims.json").is_file(),
+        repo=_load_repo(info.task_file),
+        input_hashes=hashes,
+    )

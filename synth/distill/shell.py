@@ -1,0 +1,306 @@
+"""Audited command lines -> simple commands, with bashlex.
+
+A ``bash -c`` string such as ``cd /workspace && export MAX_JOBS=4 && pip install -e .`` is
+split into simple commands, each with the working directory and the exported variables in
+effect when it ran (a tiny model of the shell's state: ``cd``, ``export``, ``X=1 cmd``
+prefixes, ``source …/bin/activate``). Exit statuses come from the per-command hook records
+when the audit log has them (matched in order by text), else from the whole string.
+A string bashlex cannot parse is kept verbatim as one command flagged ``unparsed``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import bashlex
+import bashlex.errors
+
+from synth.distill.load import AuditRecord
+
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One simple command as it ran: words after quote removal, in its shell context."""
+
+    argv: tuple[str, ...]
+    #: ``X=1`` prefixes of this command only.
+    assignments: tuple[tuple[str, str], ...]
+    #: ``(operator, target)`` of each redirection, e.g. ``(">>", "/root/.bashrc")``.
+    redirects: tuple[tuple[str, str], ...]
+    #: The command's own source text.
+    text: str
+    cwd: str
+    #: Variables exported earlier in the same shell (``export``) — the build env.
+    env: tuple[tuple[str, str], ...]
+    #: ``…/bin`` of a virtual environment activated earlier in the same shell.
+    activated: str | None
+    seq: int
+    #: Exit status; None when unknown or when the command never ran.
+    exit: int | None
+    #: False when the command line could not be parsed: ``text`` is the whole line.
+    parsed: bool = True
+    #: Why the command is flagged (inside a loop, unparsed, …); empty when clean.
+    flags: tuple[str, ...] = ()
+    #: Ran inside a pipeline (not as its last member) or after ``||``: its failure was masked.
+    masked: bool = False
+    #: Index of this command within its audit record.
+    index: int = 0
+
+    @property
+    def ref(self) -> str:
+        """Stable identifier: audit seq and position, e.g. ``12.1``."""
+        return f"{self.seq}.{self.index}"
+
+    @property
+    def failed(self) -> bool:
+        return self.exit is not None and self.exit != 0
+
+    @property
+    def ran(self) -> bool:
+        return "not-run" not in self.flags
+
+    def env_map(self) -> dict[str, str]:
+        return dict(self.env)
+
+
+@dataclass
+class _ShellState:
+    cwd: str
+    exported: dict[str, str] = field(default_factory=dict)
+    activated: str | None = None
+
+
+def expand(word: str, env: Mapping[str, str]) -> str:
+    """Expand ``$VAR`` / ``${VAR}`` known in ``env``; unknown ones stay as written."""
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        return env.get(name, m.group(0))
+
+    return _VAR.sub(sub, word)
+
+
+def _resolve(cwd: str, path: str, env: Mapping[str, str]) -> str:
+    path = expand(path, env)
+    if path in ("~", "") or path.startswith("~/"):
+        path = env.get("HOME", "/root") + path[1:]
+    if path == "-":
+        return cwd
+    return posixpath.normpath(posixpath.join(cwd, path))
+
+
+def _normalise(text: str) -> str:
+    try:
+        return " ".join(shlex.split(text))
+    except ValueError:
+        return " ".join(text.split())
+
+
+class _Walker:
+    def __init__(self, source: str, record: AuditRecord, state: _ShellState) -> None:
+        self.source = source
+        self.record = record
+        self.state = state
+        self.out: list[SimpleCommand] = []
+
+    def walk(self, node: Any, *, masked: bool = False, flags: tuple[str, ...] = ()) -> None:
+        kind = node.kind
+        if kind == "list":
+            parts = node.parts
+            for i, part in enumerate(parts):
+                if part.kind == "operator":
+                    continue
+                nxt = parts[i + 1] if i + 1 < len(parts) else None
+                prev = parts[i - 1] if i > 0 else None
+                m = masked or (nxt is not None and nxt.kind == "operator" and nxt.op == "||")
+                m = m or (prev is not None and prev.kind == "operator" and prev.op == "||")
+                self.walk(part, masked=m, flags=flags)
+        elif kind == "pipeline":
+            cmds = [p for p in node.parts if p.kind != "pipe"]
+            for i, part in enumerate(cmds):
+                self.walk(part, masked=masked or i < len(cmds) - 1, flags=flags)
+        elif kind == "command":
+            self.command(node, masked=masked, flags=flags)
+        elif kind == "compound":
+            inner = (*flags, "compound")
+            for part in node.list:
+                if part.kind not in ("reservedword", "operator"):
+                    self.walk(part, masked=masked, flags=inner)
+        elif kind in ("if", "for", "while", "until"):
+            inner = (*flags, kind)
+            for part in node.parts:
+                if part.kind in ("list", "command", "pipeline", "compound"):
+                    self.walk(part, masked=masked, flags=inner)
+        elif kind == "function":
+            # A definition runs nothing by itself.
+            return
+        else:
+            self.out.append(self._verbatim(node, flags=(*flags, f"unsupported:{kind}")))
+
+    def _verbatim(self, node: Any, *, flags: tuple[str, ...]) -> SimpleCommand:
+        text = self.source[node.pos[0]:node.pos[1]]
+        return SimpleCommand(
+            argv=(), assignments=(), redirects=(), text=text, cwd=self.state.cwd,
+            env=tuple(sorted(self.state.exported.items())), activated=self.state.activated,
+            seq=self.record.seq, exit=None, parsed=False, flags=flags,
+            index=len(self.out),
+        )
+
+    def command(self, node: Any, *, masked: bool, flags: tuple[str, ...]) -> None:
+        st = self.state
+        assignments: list[tuple[str, str]] = []
+        words: list[str] = []
+        redirects: list[tuple[str, str]] = []
+        extra_flags: list[str] = []
+        for part in node.parts:
+            if part.kind == "assignment":
+                name, _, value = part.word.partition("=")
+                assignments.append((name, expand(value, st.exported)))
+            elif part.kind == "word":
+                if any(p.kind == "commandsubstitution" for p in getattr(part, "parts", [])):
+                    extra_flags.append("command-substitution")
+                words.append(expand(part.word, {**st.exported, **dict(assignments)}))
+            elif part.kind == "redirect":
+                target = part.output
+                tgt = target.word if hasattr(target, "word") else str(target)
+                redirects.append((str(part.type), tgt))
+        text = self.source[node.pos[0]:node.pos[1]]
+        cmd = SimpleCommand(
+            argv=tuple(words), assignments=tuple(assignments), redirects=tuple(redirects),
+            text=text, cwd=st.cwd, env=tuple(sorted(st.exported.items())),
+            activated=st.activated, seq=self.record.seq, exit=None,
+            flags=(*flags, *extra_flags), masked=masked, index=len(self.out),
+        )
+        self.out.append(cmd)
+        self._apply(cmd)
+
+    def _apply(self, cmd: SimpleCommand) -> None:
+        """Update the shell state the way bash would after ``cmd``."""
+        st = self.state
+        if not cmd.argv:
+            # Bare ``X=1`` sets a shell variable: visible to expansions, not exported.
+            for k, v in cmd.assignments:
+                st.exported.setdefault(k, v)
+            return
+        name, args = cmd.argv[0], cmd.argv[1:]
+        if name == "cd":
+            target = args[0] if args else "~"
+            st.cwd = _resolve(st.cwd, target, st.exported)
+        elif name in ("export", "declare", "typeset") and args:
+            for arg in args:
+                if arg.startswith("-"):
+                    continue
+                k, eq, v = arg.partition("=")
+                if eq:
+                    st.exported[k] = v
+        elif name == "unset":
+            for arg in args:
+                st.exported.pop(arg, None)
+        elif name in ("source", ".") and args and args[0].endswith("/bin/activate"):
+            bindir = posixpath.dirname(_resolve(st.cwd, args[0], st.exported))
+            st.activated = bindir
+            st.exported["VIRTUAL_ENV"] = posixpath.dirname(bindir)
+        elif name == "deactivate":
+            st.activated = None
+            st.exported.pop("VIRTUAL_ENV", None)
+        elif name in ("conda", "mamba", "micromamba") and args[:1] == ("activate",):
+            st.exported["CONDA_DEFAULT_ENV"] = args[1] if len(args) > 1 else "base"
+
+
+def parse_line(record: AuditRecord) -> list[SimpleCommand]:
+    """Split one audited command line into simple commands (exit statuses not yet set)."""
+    source = record.command
+    state = _ShellState(cwd=record.cwd or "/")
+    walker = _Walker(source, record, state)
+    try:
+        trees = bashlex.parse(source)
+    except (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError,
+            TypeError, ValueError, AssertionError):
+        return [SimpleCommand(
+            argv=(), assignments=(), redirects=(), text=source, cwd=state.cwd, env=(),
+            activated=None, seq=record.seq, exit=record.exit, parsed=False,
+            flags=("unparsed",),
+        )]
+    for tree in trees:
+        walker.walk(tree)
+    return walker.out
+
+
+def _with_exits(
+    cmds: list[SimpleCommand], record: AuditRecord, hooks: Sequence[AuditRecord]
+) -> tuple[list[SimpleCommand], list[AuditRecord]]:
+    """Exit statuses from hook records (matched in order), else from the whole line.
+
+    Returns the commands and the hook records that matched none of them (commands run by a
+    script the line called, for example).
+    """
+    from dataclasses import replace
+
+    if not hooks:
+        if record.exit == 0 or record.exit is None:
+            return [replace(c, exit=record.exit if not c.masked else None) for c in cmds], []
+        # The line failed and nothing says which command did: treat every command as
+        # failed, so nothing from a failed line is replayed (final state still decides).
+        return [replace(c, exit=record.exit) for c in cmds], []
+    used: set[int] = set()
+    pos = 0
+    out: list[SimpleCommand] = []
+    for c in cmds:
+        want = _normalise(c.text)
+        found = None
+        for j in range(pos, len(hooks)):
+            if j not in used and _normalise(hooks[j].command) == want:
+                found = j
+                break
+        if found is None:
+            out.append(replace(c, exit=None, flags=(*c.flags, "not-run")) if c.parsed
+                       else replace(c, exit=record.exit))
+            continue
+        used.add(found)
+        pos = found + 1
+        out.append(replace(c, exit=hooks[found].exit))
+    leftovers = [h for j, h in enumerate(hooks) if j not in used]
+    return out, leftovers
+
+
+def simple_commands(records: Sequence[AuditRecord]) -> Iterator[SimpleCommand]:
+    """Every simple command of an audit log, in the order they ran.
+
+    ``bash-c`` and ``synth`` records are the units of work; a ``bash-hook`` record that
+    belongs to one supplies the exit status of its simple command, and one without a known
+    parent (an interactive shell, a script) is a unit of its own. ``exec-trace`` records
+    describe the same commands again from below and are not distilled.
+    """
+    tops = {r.seq for r in records if r.source in ("bash-c", "synth")}
+    hooks_of: dict[int, list[AuditRecord]] = {}
+    for r in records:
+        if r.source == "bash-hook" and r.parent_seq in tops:
+            hooks_of.setdefault(r.parent_seq, []).append(r)
+    for r in records:
+        if r.source == "exec-trace":
+            continue
+        if r.source == "bash-hook" and r.parent_seq in tops:
+            continue
+        cmds = parse_line(r)
+        if r.source == "bash-hook":
+            # One hook record is one simple command already; its exit status is its own.
+            from dataclasses import replace
+
+            yield from (replace(c, exit=r.exit) for c in cmds)
+            continue
+        with_exits, leftovers = _with_exits(cmds, r, hooks_of.get(r.seq, []))
+        yield from with_exits
+        base = len(with_exits)
+        for n, h in enumerate(leftovers):
+            from dataclasses import replace
+
+            for c in parse_line(h):
+                yield replace(c, exit=h.exit, seq=r.seq, index=base + n,
+                              flags=(*c.flags, "nested"))

@@ -1,0 +1,161 @@
+"""``synth export``: a run directory in, an artifact folder out.
+
+load (I/O) -> :func:`distill` (pure) -> lock (asks the indexes) -> render (pure) -> write.
+The artifact is assembled in a temporary folder next to its destination and renamed into
+place, so a reader sees the old artifact or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from synth import __version__
+from synth.atomic import dumps_json
+from synth.config import Settings
+from synth.distill.load import LoadedRun, load_run, sha256_file
+from synth.distill.lock import Lock, LockTarget, lock_env, target_for
+from synth.distill.plan import BuildPlan, PythonEnvPlan, distill
+from synth.errors import ExportError
+from synth.render import render_artifact
+
+MANIFEST_FORMAT = 1
+FORMATS = ("Dockerfile",)
+#: Never copied with the source: VCS data and bytecode differ between machines.
+_SOURCE_SKIP = (".git", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
+
+Locker = Callable[[PythonEnvPlan, LockTarget], Lock]
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    artifact_dir: Path
+    plan: BuildPlan
+    warnings: tuple[str, ...]
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    def ignore(_dir: str, names: list[str]) -> set[str]:
+        return {n for n in names if n in _SOURCE_SKIP or n.endswith((".pyc", ".pyo"))}
+
+    shutil.copytree(src, dest, ignore=ignore, symlinks=True)
+
+
+def _clone(url: str, commit: str | None, dest: Path) -> None:
+    try:
+        subprocess.run(["git", "clone", "--quiet", url, str(dest)], check=True,
+                       capture_output=True, text=True, timeout=600)
+        if commit:
+            subprocess.run(["git", "-C", str(dest), "checkout", "--quiet", commit], check=True,
+                           capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ExportError(f"Cloning {url} at {commit} for the artifact's source failed: "
+                          f"{exc}") from exc
+    shutil.rmtree(dest / ".git", ignore_errors=True)
+
+
+def _copy_includes(run: LoadedRun, includes: Sequence[str], dest: Path) -> None:
+    if not includes:
+        return
+    if not run.info.live_image:
+        raise ExportError("--include needs the run's live image, and this run has none.")
+    from synth.engine import ContainerSpec, DockerEngine
+
+    engine = DockerEngine.connect()
+    spec = ContainerSpec(image=run.info.live_image, network=False,
+                         labels={"synth.temporary": "1"})
+    with engine.container(spec) as c:
+        for path in includes:
+            if not path.startswith("/"):
+                raise ExportError(f"--include {path}: give an absolute path in the container.")
+            c.copy_out(path, dest / "include" / path.lstrip("/").rsplit("/", 1)[0]
+                       if "/" in path.strip("/") else dest / "include")
+
+
+def _all_files(root: Path) -> list[Path]:
+    return sorted((p for p in root.rglob("*") if p.is_file() or p.is_symlink()),
+                  key=lambda p: p.relative_to(root).as_posix())
+
+
+def run_wheelhouse(settings: Settings, run: LoadedRun) -> Path | None:
+    """The host wheelhouse: the one configured, else the one the run recorded."""
+    if settings.wheelhouse is not None:
+        return settings.wheelhouse
+    if run.info.wheelhouse and Path(run.info.wheelhouse).is_dir():
+        return Path(run.info.wheelhouse)
+    return None
+
+
+def export_run(
+    run_dir: Path,
+    settings: Settings,
+    *,
+    out_dir: Path | None = None,
+    include: Sequence[str] = (),
+    locker: str | Locker = "uv",
+) -> ExportResult:
+    """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``)."""
+    run = load_run(run_dir)
+    plan = distill(run, include=include)
+    wheelhouse = run_wheelhouse(settings, run)
+    locks = []
+    for env in plan.envs:
+        target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
+        locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
+                     else locker(env, target))
+    files = render_artifact(plan, locks)
+    dest = (out_dir or run.run_dir / "export").resolve()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    warnings = list(plan.warnings)
+    with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
+        tmp = Path(tmp_str) / "artifact"
+        tmp.mkdir()
+        for name, text in files.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        # The task's probes travel with the artifact: verify needs them.
+        if run.info.task_file and Path(run.info.task_file).is_file():
+            shutil.copyfile(run.info.task_file, tmp / "task.toml")
+        else:
+            warnings.append("task file not found: the artifact carries no task.toml probes")
+        if run.claims_present:
+            shutil.copyfile(run.run_dir / "claims.json", tmp / "claims.json")
+        if plan.source.kind == "path" and run.repo and run.repo.path:
+            _copy_tree(Path(run.repo.path), tmp / "source")
+        elif plan.source.kind == "url" and run.repo and run.repo.url:
+            _clone(run.repo.url, run.repo.commit, tmp / "source")
+        _copy_includes(run, plan.includes, tmp)
+        wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "synth_version": __version__,
+            "task": plan.task,
+            "run_id": plan.run_id,
+            "command": plan.regenerate_command,
+            "export_format": "Dockerfile",
+            "base_image": {"ref": plan.base_ref, "id": plan.base_id,
+                           "digest": plan.base_digest},
+            "python": plan.python,
+            "locks": {lk.env.lock_file: {"python": lk.env.python, "pins": len(lk.pins),
+                                         "locker": lk.locker} for lk in locks},
+            "wheelhouse_required": bool(wheel_files),
+            "wheel_files": wheel_files,
+            "probes": "task.toml" if (tmp / "task.toml").is_file() else None,
+            "claims": "claims.json" if run.claims_present else None,
+            "source": {"kind": plan.source.kind, "dir": "source", "dest": plan.source.dest,
+                       "url": plan.source.url, "commit": plan.source.commit},
+            "inputs": dict(sorted(run.input_hashes.items())),
+            "files": {p.relative_to(tmp).as_posix(): sha256_file(p)
+                      for p in _all_files(tmp) if p.is_file()},
+            "warnings": sorted(set(warnings)),
+        }
+        (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
+        old = Path(tmp_str) / "old"
+        if dest.exists():
+            os.replace(dest, old)
+        os.replace(tmp, dest)
+    return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))))

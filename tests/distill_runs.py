@@ -1,0 +1,111 @@
+"""Synthetic run directories on the real schema (docs/formats.md), for distillation tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+BASE_APT = {"libc6": "2.36-9+deb12u10", "python3": "3.11.2-1+b1", "python3-pip": "23.0.1+dfsg-1"}
+
+
+def dist(name: str, version: str, *, installer: str | None = "pip", requested: bool = False,
+         direct_url: Mapping[str, Any] | None = None,
+         location: str = "/opt/venv/lib/python3.11/site-packages") -> dict[str, Any]:
+    return {"name": name, "version": version, "installer": installer, "requested": requested,
+            "direct_url": direct_url, "location": location}
+
+
+def venv(prefix: str = "/opt/venv", dists: Sequence[Mapping[str, Any]] = (),
+         *, created: bool = True) -> dict[str, Any]:
+    return {"path": f"{prefix}/bin/python", "kind": "venv", "version": "3.11.2",
+            "prefix": prefix, "base_prefix": "/usr", "created_by_agent": created,
+            "distributions": sorted(dists, key=lambda d: d["name"])}
+
+
+def system_python(dists: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    return {"path": "/usr/bin/python3", "kind": "system", "version": "3.11.2", "prefix": "/usr",
+            "base_prefix": "/usr", "created_by_agent": False,
+            "distributions": sorted(dists, key=lambda d: d["name"])}
+
+
+def cmd(command: str, *, exit: int = 0, cwd: str = "/workspace",
+        hooks: Sequence[tuple[str, int]] | None = None) -> dict[str, Any]:
+    """An audited ``bash -c`` line; ``hooks`` gives per-simple-command exit statuses."""
+    return {"command": command, "exit": exit, "cwd": cwd, "hooks": hooks}
+
+
+def make_run_dir(
+    tmp_path: Path,
+    audit: Sequence[Mapping[str, Any]] = (),
+    *,
+    task: str = "demo",
+    run_id: str = "20261129-101500-a1b2c3",
+    apt_added: Mapping[str, str] | None = None,
+    apt_manual: Sequence[str] = (),
+    python: Sequence[Mapping[str, Any]] | None = None,
+    primary: str | None = "/opt/venv/bin/python",
+    diff: Sequence[tuple[str, str]] = (),
+    env: Mapping[str, str] | None = None,
+    claims: Mapping[str, Any] | None = None,
+    task_file: Path | None = None,
+    wheelhouse: str | None = None,
+    base_id: str = "sha256:" + "ab" * 32,
+) -> Path:
+    run_dir = tmp_path / "runs" / task / run_id
+    (run_dir / "state").mkdir(parents=True)
+
+    def dump(rel: str, data: Any) -> None:
+        (run_dir / rel).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    dump("run.json", {
+        "format": 1, "run_id": run_id, "synth_version": "0.1.0",
+        "task": {"name": task, "task_file": str(task_file) if task_file else None},
+        "agent": {"kind": "replay", "script": "/x/sloppy.sh", "argv": None},
+        "base_image": {"ref": "synth/python:bookworm", "id": base_id, "labels": {}},
+        "started": "2026-11-29T10:15:00Z", "ended": "2026-11-29T10:16:40Z",
+        "status": "succeeded", "agent_exit_code": 0,
+        "source_tree": {"before": "0" * 64, "after": "0" * 64, "changed": []},
+        "violations": [], "claims": {"status": "missing", "errors": []},
+        "live_image": {"ref": f"synth-live/{task}:{run_id}", "id": "sha256:" + "cd" * 32},
+        "wheelhouse": wheelhouse, "ca_bundle": True, "error": None,
+    })
+    lines = [json.dumps({"type": "header", "format": 1, "session": run_id,
+                         "started": "2026-11-29T10:15:00Z"})]
+    seq = 0
+    t = 1764410100.0
+    for rec in audit:
+        seq += 1
+        top = seq
+        lines.append(json.dumps({
+            "type": "command", "source": "bash-c", "session": run_id, "seq": top, "pid": 100,
+            "ppid": 1, "command": rec["command"], "cwd": rec.get("cwd", "/workspace"),
+            "start": t, "end": t + 1, "exit": rec.get("exit", 0),
+            "pipestatus": [rec.get("exit", 0)],
+        }))
+        for text, code in rec.get("hooks") or ():
+            seq += 1
+            lines.append(json.dumps({
+                "type": "command", "source": "bash-hook", "session": run_id, "seq": seq,
+                "pid": 101, "command": text, "cwd": rec.get("cwd", "/workspace"),
+                "start": t, "end": t + 0.5, "exit": code, "pipestatus": [code],
+                "parent_seq": top,
+            }))
+        t += 2
+    (run_dir / "audit.jsonl").write_text("\n".join(lines) + "\n")
+    added = dict(apt_added or {})
+    dump("state/apt.json", {
+        "format": 1, "base": BASE_APT, "final": {**BASE_APT, **added}, "added": added,
+        "changed": {}, "removed": {}, "manual": sorted(apt_manual),
+    })
+    interps = list(python) if python is not None else [system_python(), venv()]
+    dump("state/python.json", {"format": 1, "interpreters": interps, "primary": primary})
+    dump("state/diff.json", {"format": 1,
+                             "changes": [{"kind": k, "path": p} for k, p in diff],
+                             "noise": [{"kind": "A", "path": "/root/.cache/pip"}]})
+    dump("state/env.json", {"format": 1, "persisted": dict(env or {}),
+                            "sources": dict.fromkeys(env or {}, "/root/.bashrc")})
+    if claims is not None:
+        dump("claims.json", dict(claims))
+    return run_dir
