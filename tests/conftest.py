@@ -69,3 +69,40 @@ def ca_bundle() -> Path | None:
 @pytest.fixture(scope="session")
 def wheelhouse() -> Path | None:
     return HOST_WHEELHOUSE if HOST_WHEELHOUSE.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def task_run(
+    engine: object, base_image: str, ca_bundle: Path | None, wheelhouse: Path | None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[object]:
+    """``task_run(task_name, transcript) -> run dir``: ``tasks/<task>/agents/<transcript>``
+    replayed once per test session (memoised), with the CA bundle and the wheelhouse.
+    The live images these runs commit are removed at the end of the session."""
+    from synth.config import Settings
+    from synth.session import ReplayAgent, RunOptions, run_session
+    from synth.task import load_task
+
+    settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("task-runs"),
+                             ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    done: dict[tuple[str, str], Path] = {}
+    images: list[str] = []
+
+    def run(task_name: str, transcript: str) -> Path:
+        key = (task_name, transcript)
+        if key not in done:
+            task = load_task(TASKS_DIR / task_name)
+            result = run_session(
+                RunOptions(task=task, agent=ReplayAgent(task.agents_dir / transcript),
+                           settings=settings, timeout=1800),
+                engine=engine,  # type: ignore[arg-type]
+                say=lambda _msg: None,
+            )
+            if result.live_image:
+                images.append(result.live_image)
+            done[key] = result.run_dir
+        return done[key]
+
+    yield run
+    for ref in images:
+        engine.remove_image(ref)  # type: ignore[attr-defined]
