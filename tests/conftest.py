@@ -8,7 +8,7 @@ Expensive things (base image, task runs) are made once per test session and shar
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -75,7 +75,7 @@ def wheelhouse() -> Path | None:
 def task_run(
     engine: object, base_image: str, ca_bundle: Path | None, wheelhouse: Path | None,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[object]:
+) -> Iterator[Callable[[str, str], Path]]:
     """``task_run(task_name, transcript) -> run dir``: ``tasks/<task>/agents/<transcript>``
     replayed once per test session (memoised), with the CA bundle and the wheelhouse.
     The live images these runs commit are removed at the end of the session."""
