@@ -45,7 +45,7 @@ def shjoin(argv: Iterable[str]) -> str:
 
 def shvalue(value: str) -> str:
     """A value for ``NAME=value`` in a shell: ``$VAR`` references still expand."""
-    if _SAFE.match(value):
+    if _SAFE.match(value) or re.match(r"^[A-Za-z0-9_@%+=:,./${}-]+$", value):
         return value
     if "$" in value:
         return '"' + re.sub(r'(["\\`])', r"\\\1", value) + '"'

@@ -418,6 +418,24 @@ def extract_env(cmd: SimpleCommand) -> Step | None:
 
 # --- downloads ----------------------------------------------------------------------------
 
+_GIT_VALUE_OPTS = {"--depth", "-b", "--branch", "-o", "--origin", "-c", "--config", "-C",
+                   "--reference", "--filter", "-j", "--jobs", "--shallow-since", "-u"}
+
+
+def _git_words(args: tuple[str, ...]) -> list[str]:
+    """git's positional words, skipping options and their values."""
+    words: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in _GIT_VALUE_OPTS:
+            skip = True
+        elif not a.startswith("-"):
+            words.append(a)
+    return words
+
+
 def extract_download(cmd: SimpleCommand) -> Step | None:
     prog, args = _program(cmd)
     name = _base(prog)
@@ -435,7 +453,7 @@ def extract_download(cmd: SimpleCommand) -> Step | None:
         return Download(tool=name, url=urls[0],
                         dest=_abs(cmd, dest) if dest and dest != "-" else None)
     if name == "git":
-        words = [a for a in args if not a.startswith("-")]
+        words = _git_words(args)
         if words[:1] == ["clone"] and len(words) > 1:
             url = words[1]
             dest = words[2] if len(words) > 2 else posixpath.basename(url).removesuffix(".git")

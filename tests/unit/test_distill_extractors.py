@@ -1,0 +1,167 @@
+"""Each extractor on the commands it owns; the registry order."""
+
+from __future__ import annotations
+
+import pytest
+
+from synth.distill.extractors import EXTRACTORS, classify
+from synth.distill.load import AuditRecord
+from synth.distill.shell import SimpleCommand, parse_line
+from synth.distill.steps import (
+    AptInstall,
+    AptMaintenance,
+    AptRemove,
+    CondaAction,
+    Download,
+    EnvExport,
+    EnvPersist,
+    GitClone,
+    LocalDeb,
+    NativeBuild,
+    PipInstall,
+    PipUninstall,
+    ReadOnly,
+    ShellState,
+    Step,
+    Unclassified,
+    VenvCreate,
+)
+
+
+def one(text: str, cwd: str = "/workspace") -> SimpleCommand:
+    cmds = parse_line(AuditRecord(seq=1, source="bash-c", command=text, cwd=cwd, exit=0))
+    return cmds[-1]
+
+
+def step(text: str, cwd: str = "/workspace") -> Step:
+    return classify(one(text, cwd))[1]
+
+
+def test_registry_order_is_documented() -> None:
+    assert [e.name for e in EXTRACTORS] == [
+        "shell", "apt", "python-env", "pip", "conda", "native", "env", "download", "read-only"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("apt-get install -y --no-install-recommends git build-essential",
+     AptInstall(packages=("git", "build-essential"))),
+    ("DEBIAN_FRONTEND=noninteractive apt install -y curl=7.88", AptInstall(packages=("curl=7.88",))),
+    ("sudo apt-get -y purge git", AptRemove(packages=("git",))),
+    ("apt-get update", AptMaintenance(action="update")),
+    ("apt-cache policy git", ReadOnly(program="apt-cache")),
+    ("dpkg -i /tmp/x.deb", LocalDeb(files=("/tmp/x.deb",))),
+    ("dpkg -l", ReadOnly(program="dpkg")),
+])
+def test_apt(text: str, expected: Step) -> None:
+    assert step(text) == expected
+
+
+def test_pip_install_options() -> None:
+    s = step("pip install -i https://idx/simple --extra-index-url https://x/simple "
+             "-f /synth/wheelhouse --no-build-isolation -r req.txt -e ./pkg "
+             "git+https://g/r.git@abc 'numpy==1.26.4' -C key=val")
+    assert isinstance(s, PipInstall)
+    assert s.tool == "pip" and s.python == "python3"
+    assert s.index_url == "https://idx/simple"
+    assert s.extra_index_urls == ("https://x/simple",)
+    assert s.find_links == ("/synth/wheelhouse",)
+    assert s.no_build_isolation
+    assert s.requirement_files == ("/workspace/req.txt",)
+    assert s.editables == ("/workspace/pkg",) and s.local == ("/workspace/pkg",)
+    assert s.urls == ("git+https://g/r.git@abc",)
+    assert s.requirements == ("numpy==1.26.4",)
+    assert s.build_options == ("-C", "key=val")
+
+
+def test_pip_python_resolution() -> None:
+    s = step("/opt/venv/bin/pip install .")
+    assert isinstance(s, PipInstall) and s.python == "/opt/venv/bin/python"
+    assert s.local == ("/workspace",)
+    s = step("source /opt/v/bin/activate && python -m pip install x")
+    assert isinstance(s, PipInstall) and s.python == "/opt/v/bin/python"
+
+
+def test_uv_pip_and_env_vars() -> None:
+    s = step("UV_EXTRA_INDEX_URL=https://e/simple uv pip install --python /opt/venv/bin/python "
+             "torch==2.13.0+cpu")
+    assert isinstance(s, PipInstall)
+    assert s.tool == "uv" and s.python == "/opt/venv/bin/python"
+    assert s.extra_index_urls == ("https://e/simple",)
+
+
+def test_pip_uninstall_and_read_only_subcommands() -> None:
+    assert step("pip uninstall -y a b") == PipUninstall(tool="pip", python="python3",
+                                                        names=("a", "b"))
+    assert isinstance(step("pip list"), ReadOnly)
+    assert isinstance(step("/opt/venv/bin/pip freeze"), ReadOnly)
+    assert isinstance(step("pip --version"), ReadOnly)
+    assert isinstance(step("pip show numpy 2>/dev/null"), ReadOnly)
+
+
+def test_venvs() -> None:
+    assert step("python3 -m venv /opt/venv") == VenvCreate(tool="venv", path="/opt/venv",
+                                                          python="python3")
+    s = step("uv venv --python 3.11 .venv")
+    assert isinstance(s, VenvCreate) and s.tool == "uv" and s.path == "/workspace/.venv"
+
+
+def test_conda() -> None:
+    s = step("conda install -y -c conda-forge numpy=1.26 pyyaml")
+    assert isinstance(s, CondaAction)
+    assert s.channels == ("conda-forge",) and s.packages == ("numpy=1.26", "pyyaml")
+    assert isinstance(step("conda list"), ReadOnly)
+
+
+@pytest.mark.parametrize(("text", "tool"), [
+    ("python setup.py build_ext --inplace", "setup.py"),
+    ("cmake -S . -B build -G Ninja", "cmake"),
+    ("make -j4", "make"),
+    ("ninja -C build", "ninja"),
+    ("nvcc -O2 -c k.cu -o k.o", "nvcc"),
+])
+def test_native(text: str, tool: str) -> None:
+    s = step(text)
+    assert isinstance(s, NativeBuild) and s.tool == tool
+
+
+def test_compiler_version_is_read_only() -> None:
+    assert isinstance(step("gcc --version"), ReadOnly)
+    assert isinstance(step("nvcc --version"), ReadOnly)
+
+
+def test_env() -> None:
+    assert step("export TORCH_CUDA_ARCH_LIST='8.0;9.0'") == EnvExport(
+        names=("TORCH_CUDA_ARCH_LIST",))
+    s = step("echo 'export MAX_JOBS=4' >> ~/.bashrc")
+    assert s == EnvPersist(file="/root/.bashrc", assignments=(("MAX_JOBS", "4"),))
+
+
+def test_downloads() -> None:
+    assert step("wget -O /data/w.ckpt https://h/w.ckpt") == Download(
+        tool="wget", url="https://h/w.ckpt", dest="/data/w.ckpt")
+    assert step("git clone --depth 1 https://g/dep.git /opt/dep") == GitClone(
+        url="https://g/dep.git", dest="/opt/dep")
+    assert step("git clone -b v1 https://g/dep.git", cwd="/src") == GitClone(
+        url="https://g/dep.git", dest="/src/dep", ref="v1")
+
+
+@pytest.mark.parametrize("text", [
+    "ls -la", "cat README.md", "nvidia-smi", "which python3", "echo hello",
+    "python3 -c 'import torch; print(torch.__version__)'", "python3 --version",
+    "git status", "pip list | grep torch",
+])
+def test_read_only(text: str) -> None:
+    assert isinstance(step(text), ReadOnly)
+
+
+@pytest.mark.parametrize("text", [
+    "echo hi > /etc/motd", "python3 -c 'open(\"/x\", \"w\").write(\"y\")'",
+    "find / -name x -delete",
+])
+def test_not_read_only(text: str) -> None:
+    assert not isinstance(step(text), ReadOnly)
+
+
+def test_shell_state_and_unclassified() -> None:
+    assert step("cd /x") == ShellState(builtin="cd")
+    assert step("rm -rf build") == Unclassified(program="rm")

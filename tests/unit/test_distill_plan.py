@@ -1,0 +1,188 @@
+"""distill() over synthetic run directories: what is kept, folded, dropped, unexplained."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from distill_runs import cmd, dist, make_run_dir, system_python, venv
+
+from synth.distill.load import load_run
+from synth.distill.plan import BuildPlan, distill
+from synth.errors import ExportError
+
+REPO = Path(__file__).resolve().parents[2]
+NUMPY_TASK = REPO / "tasks" / "numpy-ext" / "task.toml"
+
+
+def plan_of(tmp_path: Path, audit: list[dict[str, object]], **kw: object) -> BuildPlan:
+    return distill(load_run(make_run_dir(tmp_path, audit, **kw)))  # type: ignore[arg-type]
+
+
+def decisions(plan: BuildPlan) -> dict[str, tuple[str, str]]:
+    return {o.command: (o.decision, o.reason) for o in plan.outcomes}
+
+
+def test_sloppy_session(tmp_path: Path) -> None:
+    audit = [
+        cmd("ls -la"),
+        cmd("python3 -m venv /opt/venv"),
+        cmd("/opt/venv/bin/pip install numpy==2.99.0", exit=1),
+        cmd("/opt/venv/bin/pip install cython"),
+        cmd("cd /workspace && /opt/venv/bin/pip install .",
+            hooks=[("cd /workspace", 0), ("/opt/venv/bin/pip install .", 0)]),
+        cmd("/opt/venv/bin/pip uninstall -y cython fastops"),
+        cmd("apt-get update && apt-get install -y build-essential",
+            hooks=[("apt-get update", 0), ("apt-get install -y build-essential", 0)]),
+        cmd('cd /workspace && export CFLAGS="-O2 -g0" && /opt/venv/bin/pip install '
+            "--no-build-isolation .",
+            hooks=[("cd /workspace", 0), ('export CFLAGS="-O2 -g0"', 0),
+                   ("/opt/venv/bin/pip install --no-build-isolation .", 0)]),
+        cmd("nvidia-smi", exit=127),
+    ]
+    py = [system_python(), venv(dists=[
+        dist("numpy", "2.3.5"), dist("pip", "23.0.1"),
+        dist("fastops", "0.1.0", direct_url={"url": "file:///workspace", "dir_info": {}}),
+    ])]
+    plan = plan_of(tmp_path, audit, python=py, apt_added={"build-essential": "12.9",
+                                                          "gcc": "4:12.2.0-3"},
+                   apt_manual=["build-essential"], task_file=NUMPY_TASK)
+    d = decisions(plan)
+    assert d["ls -la"] == ("dropped", "read-only")
+    assert d["/opt/venv/bin/pip install numpy==2.99.0"] == ("dropped", "failed (exit 1)")
+    assert d["/opt/venv/bin/pip install cython"][1].startswith("undone")
+    assert d["/opt/venv/bin/pip install ."][0] == "dropped"
+    assert d["nvidia-smi"][0] == "dropped"
+    assert d["apt-get install -y build-essential"][0] == "kept"
+    assert d["apt-get update"][0] == "folded"
+    assert plan.apt.pins == (("build-essential", "12.9"), ("gcc", "4:12.2.0-3"))
+    assert plan.apt.auto == ("gcc",)
+    [env] = plan.envs
+    assert env.python == "/opt/venv/bin/python" and env.create == ("python3", "-m", "venv",
+                                                                   "/opt/venv")
+    assert env.pins == (("numpy", "2.3.5"), ("pip", "23.0.1"))
+    [native] = plan.native
+    assert native.argv == ("/opt/venv/bin/python", "-m", "pip", "install", "--no-deps",
+                           "--no-build-isolation", "/workspace")
+    assert native.env == (("CFLAGS", "-O2 -g0"),)
+    assert native.distribution == "fastops==0.1.0"
+    assert plan.source.kind == "path"
+    assert ("PATH", "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+            ) in plan.env
+
+
+def test_replaced_pin_is_dropped_and_later_one_kept(tmp_path: Path) -> None:
+    audit = [cmd("python3 -m venv /opt/venv"), cmd('/opt/venv/bin/pip install "tensorboardX==2.5"'),
+             cmd("/opt/venv/bin/pip install --upgrade tensorboardX")]
+    py = [system_python(), venv(dists=[dist("tensorboardx", "2.6.2")])]
+    d = decisions(plan_of(tmp_path, audit, python=py))
+    assert d['/opt/venv/bin/pip install "tensorboardX==2.5"'][1].startswith("replaced")
+    assert d["/opt/venv/bin/pip install --upgrade tensorboardX"][0] == "kept"
+
+
+def test_apt_install_then_remove_is_undone(tmp_path: Path) -> None:
+    audit = [cmd("apt-get install -y vim"), cmd("apt-get remove -y vim")]
+    d = decisions(plan_of(tmp_path, audit))
+    assert d["apt-get install -y vim"][1].startswith("undone")
+    assert d["apt-get remove -y vim"][0] == "folded"
+
+
+def test_wheelhouse_find_links_and_local_version(tmp_path: Path) -> None:
+    audit = [cmd("python3 -m venv /opt/venv"),
+             cmd("/opt/venv/bin/pip install --find-links /synth/wheelhouse torch==2.13.0+cpu")]
+    py = [system_python(), venv(dists=[dist("torch", "2.13.0+cpu")])]
+    plan = plan_of(tmp_path, audit, python=py)
+    assert plan.envs[0].find_links == ("/synth/wheelhouse",)
+    assert plan.uses_wheelhouse
+
+
+def test_build_env_and_vcs_and_clone(tmp_path: Path) -> None:
+    audit = [
+        cmd("python3 -m venv /opt/venv"),
+        cmd("git clone https://g/dep.git /opt/dep"),
+        cmd("cd /opt/dep && TORCH_CUDA_ARCH_LIST='8.0;9.0' MAX_JOBS=2 /opt/venv/bin/pip "
+            "install -e ."),
+        cmd("/opt/venv/bin/pip install git+https://g/vcs.git@main"),
+    ]
+    py = [system_python(), venv(dists=[
+        dist("dep", "1.0", direct_url={"url": "file:///opt/dep",
+                                       "dir_info": {"editable": True}}),
+        dist("vcs", "2.0", direct_url={"url": "https://g/vcs.git",
+                                       "vcs_info": {"vcs": "git", "commit_id": "abc123"}}),
+    ])]
+    plan = plan_of(tmp_path, audit, python=py)
+    tools = [s.tool for s in plan.native]
+    assert tools == ["git-clone", "pip-local", "pip-vcs"]
+    clone, local, vcs = plan.native
+    assert clone.argv == ("git", "clone", "https://g/dep.git", "/opt/dep")
+    assert local.env == (("MAX_JOBS", "2"), ("TORCH_CUDA_ARCH_LIST", "8.0;9.0"))
+    assert local.argv[-2:] == ("-e", "/opt/dep")
+    assert vcs.argv[-1] == "vcs @ git+https://g/vcs.git@abc123"
+
+
+def test_system_python_installs_break_system_packages(tmp_path: Path) -> None:
+    audit = [cmd("pip install --break-system-packages wandb")]
+    py = [system_python([dist("wandb", "0.18.0",
+                              location="/usr/local/lib/python3.11/dist-packages"),
+                         dist("pip", "23.0.1", installer=None,
+                              location="/usr/lib/python3/dist-packages")])]
+    plan = plan_of(tmp_path, audit, python=py, primary="/usr/bin/python3")
+    [env] = plan.envs
+    assert env.kind == "system" and env.create == () and env.break_system_packages
+    assert env.pins == (("wandb", "0.18.0"),)
+    assert plan.python == "/usr/bin/python3"
+
+
+def test_conda_is_reported_with_pip_mapping(tmp_path: Path) -> None:
+    audit = [cmd("conda install -y pyyaml", exit=127), cmd("mamba install -y pyyaml"),
+             cmd("python3 -m venv /opt/venv"), cmd("/opt/venv/bin/pip install pyyaml")]
+    py = [system_python(), venv(dists=[dist("pyyaml", "6.0.2")])]
+    plan = plan_of(tmp_path, audit, python=py)
+    d = decisions(plan)
+    assert d["mamba install -y pyyaml"][0] == "dropped"
+    assert "pyyaml==6.0.2" in d["mamba install -y pyyaml"][1]
+    assert any("conda is not reproduced" in n for n in plan.not_reproducible)
+
+
+def test_persisted_env_and_unexplained(tmp_path: Path) -> None:
+    audit = [cmd("echo 'export HF_HOME=/data/hf' >> ~/.bashrc"),
+             cmd("wget -O /data/w.ckpt https://h/w.ckpt"), cmd("python3 -m venv /opt/venv")]
+    plan = plan_of(tmp_path, audit, env={"HF_HOME": "/data/hf"},
+                   diff=[("C", "/opt"), ("A", "/opt/venv"), ("A", "/opt/venv/bin"),
+                         ("A", "/data"), ("A", "/data/w.ckpt"), ("C", "/root"),
+                         ("C", "/root/.bashrc"), ("C", "/etc/hosts")])
+    assert ("HF_HOME", "/data/hf") in plan.env
+    assert decisions(plan)["echo 'export HF_HOME=/data/hf' >> ~/.bashrc"][0] == "kept"
+    assert plan.unexplained == ("A /data", "C /etc/hosts")
+
+
+def test_ca_env_never_reaches_the_image(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, [cmd("export PIP_CERT=/synth/ca/ca-bundle.crt && "
+                                  "python3 setup.py build_ext")],
+                   env={"PIP_CERT": "/synth/ca/ca-bundle.crt", "TOKEN": "***"})
+    assert not any(k in ("PIP_CERT", "TOKEN") for k, _ in plan.env)
+    assert all(k != "PIP_CERT" for s in plan.native for k, _ in s.env)
+
+
+def test_plan_is_deterministic_and_json_serialisable(tmp_path: Path) -> None:
+    a = plan_of(tmp_path / "a", [cmd("python3 -m venv /opt/venv")])
+    b = plan_of(tmp_path / "b", [cmd("python3 -m venv /opt/venv")])
+    assert a == b
+    json.dumps(a.to_json())
+
+
+def test_newer_format_is_refused(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path, [])
+    data = json.loads((run_dir / "state/python.json").read_text())
+    data["format"] = 99
+    (run_dir / "state/python.json").write_text(json.dumps(data))
+    with pytest.raises(ExportError, match="newer"):
+        load_run(run_dir)
+
+
+def test_missing_state_is_refused(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path, [])
+    (run_dir / "state/apt.json").unlink()
+    with pytest.raises(ExportError, match="apt.json is missing"):
+        load_run(run_dir)

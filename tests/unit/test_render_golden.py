@@ -1,0 +1,167 @@
+"""Rendering against golden files, and byte-identical re-export.
+
+Regenerate the golden files after an intended change with
+``SYNTH_UPDATE_GOLDEN=1 pytest tests/unit/test_render_golden.py`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+from distill_runs import cmd, dist, make_run_dir, system_python, venv
+
+from synth.config import Settings
+from synth.distill.lock import Lock, LockedPin, LockTarget
+from synth.distill.plan import PythonEnvPlan
+from synth.export import export_run
+from synth.render import environment, shvalue, templates_dir
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
+UPDATE = os.environ.get("SYNTH_UPDATE_GOLDEN") == "1"
+
+
+def fake_locker(env: PythonEnvPlan, target: LockTarget) -> Lock:
+    pins = []
+    for name, version in env.pins:
+        digest = hashlib.sha256(f"{name}=={version}".encode()).hexdigest()
+        files = (f"{name}-{version}-cp311-cp311-manylinux_2_28_x86_64.whl",) if "+" in version \
+            else ()
+        pins.append(LockedPin(name=name, version=version, hashes=(digest,), wheel_files=files))
+    return Lock(env=env, pins=tuple(pins), locker="uv")
+
+
+def _task(tmp: Path) -> Path:
+    task_dir = tmp / "tasks" / "demo"
+    (task_dir / "repo" / "demo").mkdir(parents=True)
+    (task_dir / "repo" / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    (task_dir / "repo" / "demo" / "__init__.py").write_text("")
+    (task_dir / "task.toml").write_text(
+        'name = "demo"\nbase_image = "synth/python:bookworm"\n[repo]\npath = "repo"\n'
+        '[probes.cpu]\ncommand = "python -c \'import demo\'"\n'
+        '[not_applicable]\nC3 = "cpu"\nC4 = "cpu"\n')
+    return task_dir / "task.toml"
+
+
+def _run(tmp: Path) -> Path:
+    audit = [
+        cmd("ls -la && nvidia-smi", exit=127,
+            hooks=[("ls -la", 0), ("nvidia-smi", 127)]),
+        cmd("apt-get update && apt-get install -y build-essential git",
+            hooks=[("apt-get update", 0), ("apt-get install -y build-essential git", 0)]),
+        cmd("python3 -m venv /opt/venv"),
+        cmd("/opt/venv/bin/pip install --find-links /synth/wheelhouse torch==2.13.0+cpu numpy"),
+        cmd("/opt/venv/bin/pip install cython"),
+        cmd("/opt/venv/bin/pip uninstall -y cython"),
+        cmd("cd /workspace && export MAX_JOBS=2 && TORCH_CUDA_ARCH_LIST='8.0;9.0' "
+            "/opt/venv/bin/pip install --no-build-isolation -e ."),
+        cmd("echo 'export OMP_NUM_THREADS=1' >> ~/.bashrc"),
+        cmd("wget -O /data/w.ckpt https://example.org/w.ckpt"),
+    ]
+    py = [system_python(), venv(dists=[
+        dist("torch", "2.13.0+cpu"), dist("numpy", "2.3.5"), dist("pip", "23.0.1"),
+        dist("demo", "0.0.0", direct_url={"url": "file:///workspace",
+                                          "dir_info": {"editable": True}}),
+    ])]
+    return make_run_dir(
+        tmp, audit, task="demo", python=py, task_file=_task(tmp),
+        apt_added={"build-essential": "12.9", "git": "1:2.39.5-0+deb12u2", "gcc": "4:12.2.0-3"},
+        apt_manual=["build-essential", "git"], env={"OMP_NUM_THREADS": "1"},
+        diff=[("C", "/opt"), ("A", "/opt/venv"), ("A", "/data"), ("A", "/data/w.ckpt"),
+              ("C", "/root"), ("C", "/root/.bashrc")],
+        claims={"python_path": "/opt/venv/bin/python"},
+    )
+
+
+def _export(tmp: Path, out: Path) -> Path:
+    return export_run(_run(tmp), Settings.load(artifacts_dir=tmp), out_dir=out,
+                      locker=fake_locker).artifact_dir
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_golden(tmp_path: Path) -> None:
+    art = _export(tmp_path, tmp_path / "out")
+    got = _files(art)
+    manifest = json.loads(got.pop("manifest.json"))
+    manifest.pop("inputs")  # run.json names the tmp task file: differs per machine
+    got["manifest.json"] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+    if UPDATE:
+        for name, data in got.items():
+            (GOLDEN / name).parent.mkdir(parents=True, exist_ok=True)
+            (GOLDEN / name).write_bytes(data)
+    want = _files(GOLDEN)
+    assert sorted(got) == sorted(want)
+    for name in want:
+        assert got[name].decode() == want[name].decode(), name
+
+
+def test_export_twice_is_byte_identical(tmp_path: Path) -> None:
+    run_dir = _run(tmp_path)
+    settings = Settings.load(artifacts_dir=tmp_path)
+    a = export_run(run_dir, settings, out_dir=tmp_path / "a", locker=fake_locker).artifact_dir
+    b = export_run(run_dir, settings, out_dir=tmp_path / "b", locker=fake_locker).artifact_dir
+    assert _files(a) == _files(b)
+    # Re-exporting in place replaces the artifact atomically, same bytes.
+    before = _files(a)
+    export_run(run_dir, settings, out_dir=tmp_path / "a", locker=fake_locker)
+    assert _files(a) == before
+
+
+def test_no_dates_or_host_paths(tmp_path: Path) -> None:
+    art = _export(tmp_path, tmp_path / "out")
+    for name, data in _files(art).items():
+        if name.startswith("source/"):
+            continue
+        text = data.decode()
+        assert str(tmp_path) not in text, name
+        assert "2026-" not in text, name
+
+
+def test_every_generated_file_names_the_regenerating_command(tmp_path: Path) -> None:
+    art = _export(tmp_path, tmp_path / "out")
+    for name in ("Dockerfile", "README.md", "export-report.md", "apt.lock",
+                 "requirements.lock"):
+        head = (art / name).read_text().splitlines()[:3]
+        assert any("synth export Dockerfile --run demo/" in line for line in head), name
+
+
+def test_dockerfile_shape(tmp_path: Path) -> None:
+    text = (_export(tmp_path, tmp_path / "out") / "Dockerfile").read_text()
+    assert "# syntax" not in text
+    assert "nvidia-smi" not in text and "cython" not in text and "wget" not in text
+    assert "--mount=type=secret,id=cacert,required=false" in text
+    assert "--mount=type=bind,source=wheelhouse,target=/synth/wheelhouse" in text
+    assert "--require-hashes --no-deps" in text
+    assert "MAX_JOBS=2 TORCH_CUDA_ARCH_LIST='8.0;9.0'" in text
+    order = [text.index(s) for s in ("FROM ", "apt-get install", "python3 -m venv",
+                                     "--require-hashes", "COPY source/", "-e /workspace",
+                                     "ENV ", "WORKDIR /workspace")]
+    assert order == sorted(order)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["wheelhouse_required"] is True
+    assert manifest["wheel_files"] == ["torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"]
+    assert manifest["python"] == "/opt/venv/bin/python"
+    assert manifest["claims"] == "claims.json" and manifest["probes"] == "task.toml"
+
+
+def test_templates_are_strict() -> None:
+    env = environment()
+    assert templates_dir().is_dir()
+    with pytest.raises(Exception, match="undefined"):
+        env.get_template("Dockerfile.j2").render({})
+
+
+@pytest.mark.parametrize(("value", "rendered"), [
+    ("4", "4"), ("-O2 -g0", "'-O2 -g0'"), ("/usr/local/cuda/bin:$PATH",
+                                           "/usr/local/cuda/bin:$PATH"),
+    ("a b:$PATH", '"a b:$PATH"'),
+])
+def test_shvalue(value: str, rendered: str) -> None:
+    assert shvalue(value) == rendered
