@@ -239,6 +239,26 @@ def runs_show(
         console.out.print(format_run(info), markup=False, soft_wrap=True)
 
 
+@app.command()
+def diff(
+    a: Annotated[str, typer.Argument(help="Run, artifact dir or image (image:REF).")],
+    b: Annotated[str, typer.Argument(help="Run, artifact dir or image (image:REF).")],
+    md: Annotated[bool, typer.Option("--md", help="Print markdown.")] = False,
+    python: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="Interpreter to fingerprint in images (default: its venv, else python3).")] = None,
+    fingerprint: Annotated[bool, typer.Option(
+        help="Also fingerprint runs' live images (native .so and file hashes).")] = False,
+    artifacts: ArtifactsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Compare two runs, artifacts or images; exit 0 equal, 1 differ, 2 error."""
+    from synth.diff_load import DiffOptions, diff_command
+
+    raise typer.Exit(diff_command(DiffOptions(
+        a=a, b=b, json=json_out, markdown=md, python=python, fingerprint=fingerprint,
+        artifacts_dir=artifacts)))
+
+
 @app.command("export")
 def export_cmd(
     fmt: Annotated[str, typer.Argument(metavar="[FORMAT]",
