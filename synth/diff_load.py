@@ -1,0 +1,600 @@
+"""``synth diff`` at the edges: resolve A and B, load them into :class:`synth.diff.Side`.
+
+A and B are each a run (a run directory, a run id or unique prefix, ``<task>/<run-id>``,
+``latest``), an artifact (a directory with ``manifest.json`` or a ``Dockerfile``), or an
+image on the engine (compared through its environment fingerprint). ``run:``,
+``artifact:`` and ``image:`` prefixes force the kind. All I/O of the diff lives here;
+:mod:`synth.diff` compares what this returns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synth import console
+from synth.config import Settings
+from synth.diff import (
+    BUILD_AGAINST,
+    DiffResult,
+    NativeBuildInfo,
+    PyDist,
+    Side,
+    diff_sides,
+    dockerfile_env,
+    dockerfile_steps,
+    render_markdown,
+    render_terminal,
+)
+from synth.errors import EngineUnavailableError, NotFoundError, SynthError, UsageError
+from synth.fingerprint import Fingerprint, distribution_source, fingerprint_image
+
+#: Exit status of ``synth diff`` when it cannot compare (like diff(1)).
+DIFF_ERROR_EXIT = 2
+#: The newest verify.json format this reader knows (verify.result.VERIFY_FORMAT).
+KNOWN_VERIFY_FORMAT = 1
+_WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    a: str
+    b: str
+    json: bool = False
+    markdown: bool = False
+    #: The interpreter to fingerprint in images (default: the image's venv, else python3).
+    python: str | None = None
+    #: Also fingerprint the live image of runs (native .so and file hashes).
+    fingerprint: bool = False
+    artifacts_dir: Path | None = None
+
+
+def diff_command(opts: DiffOptions) -> int:
+    """Load, compare, print; 0 equal, 1 differ, 2 error (SynthError reported on stderr)."""
+    try:
+        settings = Settings.load(artifacts_dir=opts.artifacts_dir)
+        loader = SideLoader(settings, python=opts.python, fingerprint=opts.fingerprint)
+        result = diff_sides(loader.load(opts.a), loader.load(opts.b))
+    except SynthError as exc:
+        console.err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
+        if exc.hint:
+            console.err.print(f"[bold]hint:[/] {exc.hint}", markup=True, highlight=False)
+        return DIFF_ERROR_EXIT
+    emit(result, json_out=opts.json, markdown=opts.markdown)
+    return result.exit_code
+
+
+def emit(result: DiffResult, *, json_out: bool, markdown: bool) -> None:
+    if json_out:
+        console.print_json(result.to_json())
+    elif markdown:
+        sys.stdout.write(render_markdown(result))
+        sys.stdout.flush()
+    else:
+        render_terminal(result, console.out)
+
+
+class SideLoader:
+    """Resolves references and loads sides; connects to the engine only when needed."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        python: str | None = None,
+        fingerprint: bool = False,
+        connect: Callable[[], Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.python = python
+        self.fingerprint = fingerprint
+        self._connect = connect
+        self._engine: Any = None
+        self._engine_error: SynthError | None = None
+
+    # ------------------------------------------------------------------ engine
+    def engine(self) -> Any:
+        """The DockerEngine, or None when no engine answers (the reason kept)."""
+        if self._engine is None and self._engine_error is None:
+            try:
+                if self._connect is not None:
+                    self._engine = self._connect()
+                else:
+                    from synth.engine.docker import DockerEngine
+
+                    self._engine = DockerEngine.connect(timeout=30)
+            except EngineUnavailableError as exc:
+                self._engine_error = exc
+        return self._engine
+
+    # --------------------------------------------------------------- resolving
+    def load(self, ref: str) -> Side:
+        kind, _, rest = ref.partition(":")
+        if kind in ("run", "artifact", "image") and rest:
+            return self._load_kind(kind, rest)
+        path = Path(ref)
+        if path.is_file() and path.name in ("run.json", "manifest.json", "Dockerfile"):
+            path = path.parent
+        if path.is_dir():
+            if (path / "run.json").is_file():
+                return load_run_side(path, self)
+            for cand in (path, path / "export"):
+                if (cand / "manifest.json").is_file() or (cand / "Dockerfile").is_file():
+                    return load_artifact_side(cand, self)
+            raise NotFoundError(
+                f"{path} is neither a run directory (no run.json) nor an artifact "
+                "(no manifest.json or Dockerfile)."
+            )
+        try:
+            return load_run_side(self.find_run(ref), self)
+        except NotFoundError as run_error:
+            engine = self.engine()
+            if engine is not None and engine.image_exists(ref):
+                return load_image_side(ref, self)
+            why = (f"no engine to look for an image ({self._engine_error.message})"
+                   if self._engine_error else "no image of that name on the engine")
+            raise NotFoundError(
+                f"{ref} is not a run ({run_error.message.rstrip('.')}), not a directory, "
+                f"and {why}.",
+                hint="Name a run (`synth runs list`), an artifact directory, or an image "
+                "(`image:REF`).",
+            ) from run_error
+
+    def _load_kind(self, kind: str, ref: str) -> Side:
+        if kind == "run":
+            return load_run_side(self.find_run(ref), self)
+        if kind == "artifact":
+            path = Path(ref)
+            if (path / "export" / "manifest.json").is_file():
+                path = path / "export"
+            if not path.is_dir():
+                raise NotFoundError(f"Artifact directory {ref} does not exist.")
+            return load_artifact_side(path, self)
+        engine = self.engine()
+        if engine is None:
+            assert self._engine_error is not None
+            raise self._engine_error
+        if not engine.image_exists(ref):
+            raise NotFoundError(f"Image {ref} does not exist on this engine.")
+        return load_image_side(ref, self)
+
+    def find_run(self, ref: str) -> Path:
+        from synth.session.rundir import find_run
+
+        return find_run(self.settings, ref)
+
+    # ------------------------------------------------------------------ images
+    def image_size(self, ref: str | None) -> tuple[int | None, str | None]:
+        """Size of an image, or None with the reason."""
+        if not ref:
+            return None, None
+        engine = self.engine()
+        if engine is None:
+            return None, "no engine: image size unknown"
+        if not engine.image_exists(ref):
+            return None, f"image {ref} is gone from the engine: size unknown"
+        return int(engine.image_inspect(ref).get("Size") or 0), None
+
+    def fingerprint_of(self, ref: str, python: str) -> Fingerprint:
+        engine = self.engine()
+        if engine is None:
+            assert self._engine_error is not None
+            raise self._engine_error
+        return fingerprint_image(engine, ref, python)
+
+
+# ----------------------------------------------------------------------------- helpers
+def _read_json(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} does not hold a JSON object.")
+    return data
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def direct_url_kind(direct_url: Mapping[str, Any] | None) -> str | None:
+    """The fingerprint's direct_url kind from a PEP 610 object (state/python.json)."""
+    if not direct_url:
+        return None
+    if "vcs_info" in direct_url:
+        return "vcs"
+    if "dir_info" in direct_url:
+        return "dir"
+    return "local-archive" if str(direct_url.get("url", "")).startswith("file:") else "archive"
+
+
+def wheelhouse_index(path: str | Path | None) -> set[tuple[str, str]]:
+    """(canonical name, version) of every wheel in a wheelhouse folder on this machine."""
+    if not path:
+        return set()
+    folder = Path(path)
+    if not folder.is_dir():
+        return set()
+    out = set()
+    for wheel in folder.glob("*.whl"):
+        m = _WHEEL_RE.match(wheel.name)
+        if m:
+            out.add((canonical(m["name"]), m["version"]))
+    return out
+
+
+def _with_wheelhouse(d: PyDist, wheels: set[tuple[str, str]]) -> PyDist:
+    if d.source == "index" and d.version and (d.name, d.version) in wheels:
+        return PyDist(d.name, d.version, "wheelhouse", d.url)
+    return d
+
+
+def pyramid_from_verify(data: Mapping[str, Any], where: Path) -> dict[str, dict[str, str]]:
+    """target name -> level -> "status[: reason]", from any report object holding ``levels``.
+
+    verify.json holds one report per verified target (rebuilt image, live image, host);
+    each report names its target; the key it sits under is the fallback name.
+    """
+    fmt = data.get("format")
+    if isinstance(fmt, int) and fmt > KNOWN_VERIFY_FORMAT:
+        raise UsageError(f"{where}: verify format {fmt} is newer than this synth knows "
+                         f"({KNOWN_VERIFY_FORMAT}).", hint="Upgrade synth.")
+    out: dict[str, dict[str, str]] = {}
+
+    def visit(name: str, obj: Any, depth: int) -> None:
+        if isinstance(obj, dict):
+            levels = obj.get("levels")
+            if isinstance(levels, list) and all(isinstance(x, dict) for x in levels):
+                target = obj.get("target")
+                kind = target.get("kind") if isinstance(target, dict) else None
+                tname = str(kind or name or "target")
+                while tname in out:
+                    tname += "'"
+                out[tname] = {
+                    str(lv.get("level")): str(lv.get("status"))
+                    + (f": {lv['reason']}" if lv.get("reason") else "")
+                    for lv in levels
+                }
+                return
+            if depth < 3:
+                for key in sorted(obj):
+                    visit(str(key), obj[key], depth + 1)
+        elif isinstance(obj, list) and depth < 3:
+            for i, item in enumerate(obj):
+                visit(f"{name}[{i}]", item, depth + 1)
+
+    visit("", data, 0)
+    return out
+
+
+def _load_pyramid(directory: Path) -> dict[str, dict[str, str]] | None:
+    data = _read_json(directory / "verify.json")
+    return pyramid_from_verify(data, directory / "verify.json") if data is not None else None
+
+
+def _against(dists: Mapping[str, PyDist]) -> tuple[tuple[str, str], ...]:
+    return tuple((n, dists[n].version or "?") for n in BUILD_AGAINST if n in dists)
+
+
+def _native_from_steps(
+    steps: list[Mapping[str, Any]], dists: Mapping[str, PyDist]
+) -> tuple[NativeBuildInfo, ...]:
+    """Native builds from the plan's steps (``NativeStep`` as JSON or as objects)."""
+    out: dict[str, NativeBuildInfo] = {}
+    against = _against(dists)
+    for s in steps:
+        argv = [str(x) for x in s.get("argv") or ()]
+        dist = s.get("distribution")
+        name, _, version = str(dist).partition("==") if dist else ("", "", "")
+        key = canonical(name) if name else " ".join(argv[:3])
+        env_raw = s.get("env") or ()
+        env = (sorted((str(k), str(v)) for k, v in env_raw.items())
+               if isinstance(env_raw, Mapping) else sorted((str(k), str(v)) for k, v in env_raw))
+        out[key] = NativeBuildInfo(  # a later build of the same thing replaces an earlier one
+            key=key, tool=str(s.get("tool", "")), command=shlex.join(argv),
+            cwd=str(s.get("cwd", "")), env=tuple(env), against=against,
+            version=version or None,
+        )
+    return tuple(out[k] for k in sorted(out))
+
+
+# --------------------------------------------------------------------------------- runs
+def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
+    from synth.session.rundir import read_run
+
+    run_dir = run_dir.resolve()
+    run = read_run(run_dir)
+    warnings: list[str] = []
+    python = _read_json(run_dir / "state" / "python.json")
+    apt = _read_json(run_dir / "state" / "apt.json")
+    env = _read_json(run_dir / "state" / "env.json")
+    task = run.get("task") or {}
+    agent = run.get("agent") or {}
+    live = run.get("live_image") or {}
+    base = run.get("base_image") or {}
+
+    wheels = wheelhouse_index(run.get("wheelhouse")) | wheelhouse_index(
+        loader.settings.wheelhouse)
+    dists: dict[str, PyDist] | None = None
+    interpreter: dict[str, str] = {"base_image": str(base.get("ref", ""))}
+    primary_path: str | None = None
+    if python is None:
+        warnings.append("state/python.json missing: Python distributions unknown")
+    else:
+        primary_path = python.get("primary")
+        interp = next((i for i in python.get("interpreters", [])
+                       if i.get("path") == primary_path), None)
+        if interp is None:
+            warnings.append("no primary interpreter in state/python.json")
+        else:
+            interpreter.update(python=str(interp.get("version", "")), path=str(primary_path))
+            dists = {}
+            for d in interp.get("distributions", []):
+                du = d.get("direct_url")
+                pd = PyDist(
+                    name=canonical(str(d["name"])), version=d.get("version"),
+                    source=distribution_source(
+                        direct_url_kind(du), (du or {}).get("url"),
+                        bool(((du or {}).get("dir_info") or {}).get("editable")),
+                        installer=d.get("installer"),
+                    ),
+                    url=(du or {}).get("url"),
+                )
+                dists[pd.name] = _with_wheelhouse(pd, wheels)
+
+    apt_added: dict[str, str] | None = None
+    apt_all: dict[str, str] | None = None
+    if apt is not None:
+        apt_added = {str(k): str(v) for k, v in (apt.get("added") or {}).items()}
+        apt_added.update({str(k): str(v[1]) for k, v in (apt.get("changed") or {}).items()})
+        apt_all = {str(k): str(v) for k, v in (apt.get("final") or {}).items()} or None
+
+    native = _run_native_builds(run_dir, dists or {}, warnings)
+
+    size, why = loader.image_size(live.get("ref"))
+    if why:
+        warnings.append(why)
+    fp = None
+    if loader.fingerprint and live.get("ref") and primary_path:
+        fp = loader.fingerprint_of(str(live["ref"]), primary_path)
+
+    dockerfile = None
+    exported = run_dir / "export" / "Dockerfile"
+    if exported.is_file():
+        dockerfile = dockerfile_steps(exported.read_text(encoding="utf-8"))
+
+    script = agent.get("script")
+    return Side(
+        kind="run",
+        label=f"{task.get('name', run_dir.parent.name)}/{run.get('run_id', run_dir.name)}",
+        identity={
+            "run_dir": str(run_dir), "run_id": run.get("run_id"), "task": task.get("name"),
+            "agent": agent.get("kind"), "script": Path(script).name if script else None,
+            "status": run.get("status"), "live_image": live.get("ref"),
+        },
+        interpreter=interpreter,
+        distributions=dists,
+        apt_added=apt_added,
+        apt_all=apt_all,
+        env=({str(k): str(v) for k, v in (env.get("persisted") or {}).items()}
+             if env is not None else None),
+        native_builds=native,
+        dockerfile=dockerfile,
+        pyramid=_load_pyramid(run_dir),
+        image_size=size,
+        fingerprint=fp,
+        warnings=tuple(warnings),
+    )
+
+
+def _run_native_builds(
+    run_dir: Path, dists: Mapping[str, PyDist], warnings: list[str]
+) -> tuple[NativeBuildInfo, ...] | None:
+    """The run's native builds as export would replay them (the distilled plan)."""
+    from dataclasses import asdict
+
+    from synth.distill.load import load_run
+    from synth.distill.plan import distill
+
+    try:
+        plan = distill(load_run(run_dir))
+    except SynthError as exc:
+        warnings.append(f"native builds unknown: the run does not distill ({exc.message})")
+        return None
+    return _native_from_steps([asdict(s) for s in plan.native], dists)
+
+
+# ---------------------------------------------------------------------------- artifacts
+def parse_apt_lock(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, _, version = line.partition("=")
+        out[name.strip()] = version.strip()
+    return out
+
+
+def parse_requirements_lock(text: str) -> tuple[dict[str, str], bool]:
+    """``name==version`` pins of a pip hash-format lock, and whether it uses find-links."""
+    pins: dict[str, str] = {}
+    find_links = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith(("--find-links", "-f ", "--extra-index-url")):
+            find_links = find_links or not line.startswith("--extra")
+            continue
+        if not line or raw[:1].isspace() or line.startswith(("#", "-")):
+            continue
+        spec = line.split(";", 1)[0].split("\\", 1)[0].strip()
+        spec = spec.split(" --hash", 1)[0].strip()
+        if "==" in spec:
+            name, _, version = spec.partition("==")
+            pins[canonical(name.split("[", 1)[0].strip())] = version.strip()
+    return pins, find_links
+
+
+def _native_steps_in_report(report: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    for holder in (report, report.get("plan") if isinstance(report.get("plan"), dict) else {}):
+        for key in ("native", "native_builds", "native_steps"):
+            value = holder.get(key) if isinstance(holder, Mapping) else None
+            if isinstance(value, list) and all(isinstance(s, Mapping) for s in value):
+                return list(value)
+    return None
+
+
+def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
+    directory = directory.resolve()
+    warnings: list[str] = []
+    manifest = _read_json(directory / "manifest.json") or {}
+    report = _read_json(directory / "export-report.json")
+    dockerfile_path = directory / "Dockerfile"
+    steps = (dockerfile_steps(dockerfile_path.read_text(encoding="utf-8"))
+             if dockerfile_path.is_file() else None)
+
+    dists: dict[str, PyDist] | None = None
+    lock = directory / "requirements.lock"
+    if lock.is_file():
+        pins, _find_links = parse_requirements_lock(lock.read_text(encoding="utf-8"))
+        wheels = wheelhouse_index(loader.settings.wheelhouse)
+        dists = {n: _with_wheelhouse(PyDist(n, v, "index"), wheels) for n, v in pins.items()}
+    else:
+        warnings.append("no requirements.lock: Python distributions unknown")
+
+    native: tuple[NativeBuildInfo, ...] | None = None
+    raw_steps = _native_steps_in_report(report) if report is not None else None
+    if raw_steps is not None:
+        native = _native_from_steps(raw_steps, dists or {})
+        if dists is not None:
+            for n in native:
+                if n.version and n.key not in dists:
+                    dists[n.key] = PyDist(n.key, n.version, "local build")
+    else:
+        warnings.append("export-report.json lists no native steps: native builds unknown")
+
+    apt_lock = directory / "apt.lock"
+    apt_added = parse_apt_lock(apt_lock.read_text(encoding="utf-8")) if apt_lock.is_file() \
+        else None
+
+    base = manifest.get("base_image")
+    interpreter: dict[str, str] = {}
+    if isinstance(base, Mapping) and base.get("ref"):
+        interpreter["base_image"] = str(base["ref"])
+    elif isinstance(base, str):
+        interpreter["base_image"] = base
+    plan = (report or {}).get("plan")
+    if isinstance(plan, Mapping) and plan.get("python"):
+        interpreter["path"] = str(plan["python"])
+        envs = plan.get("envs") or []
+        if envs and isinstance(envs[0], Mapping) and envs[0].get("version"):
+            interpreter["python"] = str(envs[0]["version"])
+
+    pyramid = _load_pyramid(directory)
+    size = None
+    image = _rebuilt_image(directory)
+    if image:
+        size, why = loader.image_size(image)
+        if why:
+            warnings.append(why)
+
+    return Side(
+        kind="artifact",
+        label=str(directory),
+        identity={
+            "artifact_dir": str(directory),
+            **{k: manifest[k] for k in ("task", "run_id", "synth_version")
+               if isinstance(manifest.get(k), str | int)},
+            "image": image,
+        },
+        interpreter=interpreter or None,
+        distributions=dists,
+        apt_added=apt_added,
+        env=dockerfile_env(steps) if steps is not None else None,
+        native_builds=native,
+        dockerfile=steps,
+        pyramid=pyramid,
+        image_size=size,
+        warnings=tuple(warnings),
+    )
+
+
+def _rebuilt_image(directory: Path) -> str | None:
+    """The rebuilt image verify recorded for this artifact, if any."""
+    data = _read_json(directory / "verify.json") or {}
+    found: list[str] = []
+
+    def visit(obj: Any, depth: int) -> None:
+        if isinstance(obj, dict):
+            target = obj.get("target")
+            if isinstance(target, dict) and target.get("kind") == "rebuilt" and target.get(
+                    "image"):
+                found.append(str(target["image"]))
+            if depth < 3:
+                for v in obj.values():
+                    visit(v, depth + 1)
+        elif isinstance(obj, list) and depth < 3:
+            for v in obj:
+                visit(v, depth + 1)
+
+    visit(data, 0)
+    return found[0] if found else None
+
+
+# ------------------------------------------------------------------------------- images
+def load_image_side(ref: str, loader: SideLoader) -> Side:
+    engine = loader.engine()
+    info = engine.image_inspect(ref)
+    config = info.get("Config") or {}
+    labels = dict(config.get("Labels") or {})
+    env = dict(e.split("=", 1) if "=" in e else (e, "") for e in config.get("Env") or [])
+    python = (loader.python or labels.get("synth.python") or _run_primary(loader, labels)
+              or (f"{env['VIRTUAL_ENV']}/bin/python" if env.get("VIRTUAL_ENV") else "python3"))
+    fp = loader.fingerprint_of(ref, python)
+    wheels = wheelhouse_index(loader.settings.wheelhouse)
+    dists = {
+        d.name: _with_wheelhouse(PyDist(d.name, d.version, d.source, d.direct_url), wheels)
+        for d in fp.effective.values()
+    }
+    interpreter = {"python": fp.python_version, "path": python,
+                   "implementation": fp.implementation}
+    if fp.glibc:
+        interpreter["glibc"] = fp.glibc
+    return Side(
+        kind="image",
+        label=ref,
+        identity={"image": ref, "id": info.get("Id"),
+                  **{k: v for k, v in sorted(labels.items()) if k.startswith("synth.")}},
+        interpreter=interpreter,
+        distributions=dists,
+        apt_all=dict(fp.dpkg) if fp.dpkg is not None else None,
+        env=env,
+        native_builds=None,
+        pyramid=None,
+        image_size=int(info.get("Size") or 0),
+        fingerprint=fp,
+        warnings=tuple(f"fingerprint: {e}" for e in fp.errors),
+    )
+
+
+def _run_primary(loader: SideLoader, labels: Mapping[str, str]) -> str | None:
+    """The primary interpreter of the run a live image was committed from, if known here."""
+    run_id, task = labels.get("synth.run"), labels.get("synth.task")
+    if not run_id or not task:
+        return None
+    try:
+        run_dir = loader.find_run(f"{task}/{run_id}")
+    except NotFoundError:
+        return None
+    python = _read_json(run_dir / "state" / "python.json") or {}
+    primary = python.get("primary")
+    return str(primary) if primary else None

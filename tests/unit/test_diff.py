@@ -1,0 +1,395 @@
+"""synth diff on synthetic runs and artifacts (docs/formats.md), no Docker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth.config import Settings
+from synth.diff import (
+    DIFF_FORMAT,
+    DiffResult,
+    dockerfile_env,
+    dockerfile_steps,
+    render_markdown,
+    render_terminal,
+)
+from synth.diff_load import (
+    DiffOptions,
+    SideLoader,
+    diff_command,
+    parse_apt_lock,
+    parse_requirements_lock,
+    pyramid_from_verify,
+)
+from synth.errors import EngineUnavailableError
+
+SECTION_ORDER = ["pyramid", "interpreter", "python", "native_builds", "native_files",
+                 "python_files", "apt", "env", "dockerfile", "image_size"]
+
+
+def pydist(name: str, version: str, *, direct_url: Mapping[str, Any] | None = None,
+           installer: str | None = "pip") -> dict[str, Any]:
+    return {"name": name, "version": version, "installer": installer, "requested": True,
+            "direct_url": direct_url, "location": "/opt/venv/lib/python3.11/site-packages"}
+
+
+GOOD_DISTS = [pydist("numpy", "2.1.0"), pydist("setuptools", "75.0.0"),
+              pydist("fastops", "0.1.0", direct_url={"url": "file:///workspace",
+                                                     "dir_info": {}})]
+GOOD_AUDIT = [
+    "apt-get update",
+    "DEBIAN_FRONTEND=noninteractive apt-get install -y gcc python3-dev",
+    "python3 -m venv /opt/venv",
+    "/opt/venv/bin/pip install -r requirements.txt setuptools",
+    "export CFLAGS='-O2 -g0' && /opt/venv/bin/pip install --no-build-isolation /workspace",
+]
+
+
+def make_run(
+    root: Path,
+    run_id: str,
+    *,
+    task: str = "demo",
+    dists: Sequence[Mapping[str, Any]] = GOOD_DISTS,
+    audit: Sequence[str] = GOOD_AUDIT,
+    apt_added: Mapping[str, str] | None = None,
+    apt_changed: Mapping[str, tuple[str, str]] | None = None,
+    env: Mapping[str, str] | None = None,
+    verify: Mapping[str, Any] | None = None,
+    wheelhouse: str | None = None,
+) -> Path:
+    """A run directory on the real schema: run.json, audit.jsonl, state/*.json."""
+    run_dir = root / "runs" / task / run_id
+    (run_dir / "state").mkdir(parents=True)
+
+    def dump(rel: str, data: Any) -> None:
+        (run_dir / rel).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    dump("run.json", {
+        "format": 1, "run_id": run_id, "synth_version": "0.1.0",
+        "task": {"name": task, "task_file": None},
+        "agent": {"kind": "replay", "script": "/x/good.sh", "argv": None},
+        "base_image": {"ref": "synth/python:bookworm", "id": "sha256:" + "ab" * 32,
+                       "labels": {}},
+        "started": "2026-11-29T10:15:00Z", "ended": "2026-11-29T10:16:40Z",
+        "status": "succeeded", "agent_exit_code": 0,
+        "source_tree": {"before": "0" * 64, "after": "0" * 64, "changed": []},
+        "violations": [], "claims": {"status": "missing", "errors": []},
+        "live_image": {"ref": f"synth-live/{task}:{run_id}", "id": "sha256:" + "cd" * 32},
+        "wheelhouse": wheelhouse, "ca_bundle": True, "error": None,
+    })
+    lines = [{"type": "header", "format": 1, "session": run_id, "started": "…"}]
+    for seq, text in enumerate(audit, start=1):
+        lines.append({"type": "command", "source": "bash-c", "session": run_id, "seq": seq,
+                      "pid": 100 + seq, "ppid": 1, "command": text, "cwd": "/workspace",
+                      "start": 1764410100.0 + seq, "end": 1764410100.5 + seq, "exit": 0,
+                      "pipestatus": [0]})
+    (run_dir / "audit.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    base = {"libc6": "2.36-9+deb12u10", "python3": "3.11.2-1+b1"}
+    added = dict(apt_added if apt_added is not None else {"gcc": "4:12.2.0-3",
+                                                          "python3-dev": "3.11.2-1+b1"})
+    changed = {k: list(v) for k, v in (apt_changed or {}).items()}
+    final = {**base, **added, **{k: v[1] for k, v in changed.items()}}
+    dump("state/apt.json", {"format": 1, "base": base, "final": final, "added": added,
+                            "changed": changed, "removed": {}, "manual": sorted(added)})
+    dump("state/python.json", {
+        "format": 1, "primary": "/opt/venv/bin/python",
+        "interpreters": [{
+            "path": "/opt/venv/bin/python", "kind": "venv", "version": "3.11.2",
+            "prefix": "/opt/venv", "base_prefix": "/usr", "created_by_agent": True,
+            "distributions": sorted(dists, key=lambda d: d["name"]),
+        }],
+    })
+    dump("state/env.json", {"format": 1, "persisted": dict(env or {}), "sources": {}})
+    dump("state/diff.json", {"format": 1, "changes": [], "noise": []})
+    if verify is not None:
+        dump("verify.json", verify)
+    return run_dir
+
+
+def make_artifact(root: Path, name: str, dockerfile: str, *, lock: str = "",
+                  apt: str = "", report: Mapping[str, Any] | None = None) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "Dockerfile").write_text(dockerfile)
+    (d / "requirements.lock").write_text(lock)
+    (d / "apt.lock").write_text(apt)
+    (d / "manifest.json").write_text(json.dumps({"format": 1, "synth_version": "0.1.0",
+                                                 "base_image": {"ref": "synth/python:bookworm"}}))
+    if report is not None:
+        (d / "export-report.json").write_text(json.dumps(report))
+    return d
+
+
+def no_engine() -> Any:
+    raise EngineUnavailableError("no engine in unit tests")
+
+
+def loader(tmp_path: Path) -> SideLoader:
+    return SideLoader(Settings.load(artifacts_dir=tmp_path), connect=no_engine)
+
+
+def diff(tmp_path: Path, a: str | Path, b: str | Path) -> DiffResult:
+    from synth.diff import diff_sides
+
+    ld = loader(tmp_path)
+    return diff_sides(ld.load(str(a)), ld.load(str(b)))
+
+
+def items(result: DiffResult, section: str) -> list[tuple[str, str, str | None, str | None]]:
+    return [(i.kind, i.key, i.a, i.b) for i in result.section(section).items]
+
+
+# ----------------------------------------------------------------------------- runs
+def test_run_against_itself_is_equal(tmp_path: Path) -> None:
+    run = make_run(tmp_path, "20261129-101500-aaaaaa", env={"MAX_JOBS": "2"})
+    result = diff(tmp_path, run, run)
+    assert result.equal
+    assert result.exit_code == 0
+    assert [s.name for s in result.sections] == SECTION_ORDER
+    statuses = {s.name: s.status for s in result.sections}
+    for name in ("interpreter", "python", "native_builds", "apt", "env"):
+        assert statuses[name] == "equal", name
+    for name in ("pyramid", "native_files", "python_files", "dockerfile", "image_size"):
+        assert statuses[name] == "unavailable", name
+
+
+def test_versions_added_removed_and_source(tmp_path: Path) -> None:
+    a = make_run(tmp_path, "20261129-101500-aaaaaa", dists=[
+        pydist("numpy", "1.26.4"), pydist("requests", "2.31.0"), pydist("fastops", "0.1.0")])
+    b = make_run(tmp_path, "20261129-101600-bbbbbb", dists=[
+        pydist("numpy", "2.1.0"), pydist("wandb", "0.17.0"),
+        pydist("fastops", "0.1.0", direct_url={"url": "file:///workspace", "dir_info": {}})])
+    result = diff(tmp_path, a, b)
+    assert not result.equal
+    assert result.exit_code == 1
+    py = result.section("python")
+    assert [(i.kind, i.key, i.a, i.b, i.detail) for i in py.items] == [
+        ("changed", "fastops", "0.1.0", "0.1.0", "index -> local build"),
+        ("changed", "numpy", "1.26.4", "2.1.0", "index"),
+        ("removed", "requests", "2.31.0", None, "index"),
+        ("added", "wandb", None, "0.17.0", "index"),
+    ]
+    assert py.counts() == {"added": 1, "removed": 1, "changed": 2}
+
+
+def test_run_ids_task_run_and_latest_resolve(tmp_path: Path) -> None:
+    a = make_run(tmp_path, "20261129-101500-aaaaaa")
+    b = make_run(tmp_path, "20261129-101600-bbbbbb", dists=[pydist("numpy", "2.1.0")])
+    ld = loader(tmp_path)
+    assert ld.load("20261129-101500-aaaaaa").identity["run_dir"] == str(a)
+    assert ld.load("demo/20261129-101600-bbbbbb").identity["run_dir"] == str(b)
+    assert ld.load("latest").identity["run_dir"] == str(b)
+    assert ld.load(f"run:{a}").kind == "run"
+
+
+def test_env_and_apt_changes(tmp_path: Path) -> None:
+    a = make_run(tmp_path, "20261129-101500-aaaaaa",
+                 env={"TORCH_CUDA_ARCH_LIST": "8.0", "KEEP": "1"})
+    b = make_run(tmp_path, "20261129-101600-bbbbbb",
+                 env={"TORCH_CUDA_ARCH_LIST": "8.0;9.0", "KEEP": "1", "MAX_JOBS": "4"},
+                 apt_added={"gcc": "4:12.2.0-3", "build-essential": "12.9"},
+                 apt_changed={"openssl": ("3.0.15-1~deb12u1", "3.0.17-1~deb12u2")})
+    result = diff(tmp_path, a, b)
+    assert items(result, "env") == [("added", "MAX_JOBS", None, "4"),
+                                    ("changed", "TORCH_CUDA_ARCH_LIST", "8.0", "8.0;9.0")]
+    assert items(result, "apt") == [
+        ("added", "build-essential", None, "12.9"),
+        ("added", "openssl", None, "3.0.17-1~deb12u2"),
+        ("removed", "python3-dev", "3.11.2-1+b1", None),
+    ]
+
+
+def test_native_build_env_and_against(tmp_path: Path) -> None:
+    a = make_run(tmp_path, "20261129-101500-aaaaaa")
+    b_audit = [*GOOD_AUDIT[:-1], "/opt/venv/bin/pip install --no-build-isolation /workspace"]
+    b_dists = [pydist("numpy", "1.26.4"), *GOOD_DISTS[1:]]
+    b = make_run(tmp_path, "20261129-101600-bbbbbb", audit=b_audit, dists=b_dists)
+    result = diff(tmp_path, a, b)
+    native = result.section("native_builds")
+    assert [(i.kind, i.key) for i in native.items] == [("changed", "fastops")]
+    detail = native.items[0].detail
+    assert "env CFLAGS: -O2 -g0 -> (unset)" in detail
+    assert "against numpy: 2.1.0 -> 1.26.4" in detail
+
+
+def test_pyramid_from_verify_json(tmp_path: Path) -> None:
+    def verify(c1: str, reason: str | None = None) -> dict[str, Any]:
+        return {"format": 1, "reports": {
+            "live": {"target": {"kind": "live"}, "levels": [
+                {"level": "C0", "status": "pass"}, {"level": "C1", "status": "pass"}]},
+            "rebuilt": {"target": {"kind": "rebuilt"}, "levels": [
+                {"level": "C0", "status": "pass"},
+                {"level": "C1", "status": c1, "reason": reason}]},
+        }}
+    a = make_run(tmp_path, "20261129-101500-aaaaaa", verify=verify("pass"))
+    b = make_run(tmp_path, "20261129-101600-bbbbbb", verify=verify("fail", "exit 1"))
+    result = diff(tmp_path, a, b)
+    assert items(result, "pyramid") == [("changed", "rebuilt C1", "pass", "fail: exit 1")]
+    only_a = diff(tmp_path, a, make_run(tmp_path, "20261129-101700-cccccc"))
+    assert only_a.section("pyramid").status == "unavailable"
+    assert "B" in (only_a.section("pyramid").note or "")
+
+
+def test_pyramid_refuses_newer_format() -> None:
+    from synth.errors import UsageError
+
+    with pytest.raises(UsageError, match="newer"):
+        pyramid_from_verify({"format": 99}, Path("verify.json"))
+
+
+def test_wheelhouse_source(tmp_path: Path) -> None:
+    wh = tmp_path / "wheels"
+    wh.mkdir()
+    (wh / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    a = make_run(tmp_path, "20261129-101500-aaaaaa", wheelhouse=str(wh),
+                 dists=[pydist("torch", "2.13.0+cpu"), pydist("numpy", "2.1.0")])
+    side = loader(tmp_path).load(str(a))
+    assert side.distributions is not None
+    assert side.distributions["torch"].source == "wheelhouse"
+    assert side.distributions["numpy"].source == "index"
+
+
+# ------------------------------------------------------------------------ artifacts
+DOCKERFILE_A = """\
+# synth export Dockerfile --run demo/20261129-101500-aaaaaa
+FROM synth/python:bookworm
+RUN apt-get update && \\
+    apt-get install -y gcc=4:12.2.0-3
+COPY requirements.lock /tmp/
+RUN /opt/venv/bin/pip install --require-hashes -r /tmp/requirements.lock
+ENV PATH="/opt/venv/bin:$PATH" MAX_JOBS=2
+"""
+DOCKERFILE_B = DOCKERFILE_A.replace("MAX_JOBS=2", "MAX_JOBS=4").replace(
+    "COPY requirements.lock /tmp/\n",
+    "COPY requirements.lock /tmp/\nRUN python3 -m venv /opt/venv\n")
+LOCK = """\
+# synth export Dockerfile --run demo/20261129-101500-aaaaaa
+--find-links /synth/wheelhouse
+numpy==2.1.0 \\
+    --hash=sha256:aaaa \\
+    --hash=sha256:bbbb
+torch==2.13.0+cpu \\
+    --hash=sha256:cccc
+"""
+
+
+def test_artifact_dockerfile_step_diff(tmp_path: Path) -> None:
+    report = {"plan": {"python": "/opt/venv/bin/python", "native": [
+        {"tool": "pip", "argv": ["/opt/venv/bin/pip", "install", "--no-build-isolation",
+                                 "/workspace"],
+         "cwd": "/workspace", "env": [["CFLAGS", "-O2"]], "distribution": "fastops==0.1.0"}]}}
+    a = make_artifact(tmp_path, "a", DOCKERFILE_A, lock=LOCK, apt="# apt\ngcc=4:12.2.0-3\n",
+                      report=report)
+    b = make_artifact(tmp_path, "b", DOCKERFILE_B, lock=LOCK.replace("2.1.0", "2.1.1"),
+                      apt="# apt\ngcc=4:12.2.0-3\n", report=report)
+    same = diff(tmp_path, a, a)
+    assert same.equal, [s.to_json() for s in same.sections if s.status == "differ"]
+    result = diff(tmp_path, a, b)
+    assert items(result, "dockerfile") == [
+        ("added", "step 4", None, "RUN python3 -m venv /opt/venv"),
+        ("changed", "step 5", 'ENV PATH="/opt/venv/bin:$PATH" MAX_JOBS=2',
+         'ENV PATH="/opt/venv/bin:$PATH" MAX_JOBS=4'),
+    ]
+    unified = result.section("dockerfile").unified
+    assert unified[0] == "--- A/Dockerfile"
+    assert "+RUN python3 -m venv /opt/venv" in unified
+    assert items(result, "env") == [("changed", "MAX_JOBS", "2", "4")]
+    assert items(result, "python") == [("changed", "numpy", "2.1.0", "2.1.1")]
+    side = loader(tmp_path).load(str(a))
+    assert side.distributions is not None
+    assert side.distributions["fastops"].source == "local build"
+    assert side.native_builds and side.native_builds[0].against == (("torch", "2.13.0+cpu"),
+                                                                    ("numpy", "2.1.0"))
+
+
+def test_run_against_artifact_compares_common_sections(tmp_path: Path) -> None:
+    run = make_run(tmp_path, "20261129-101500-aaaaaa")
+    art = make_artifact(tmp_path, "art", DOCKERFILE_A, lock="numpy==2.1.0 \\\n  --hash=sha256:a\n",
+                        apt="gcc=4:12.2.0-3\n")
+    result = diff(tmp_path, run, art)
+    assert result.section("dockerfile").status == "unavailable"
+    assert items(result, "apt") == [("removed", "python3-dev", "3.11.2-1+b1", None)]
+
+
+def test_parsers() -> None:
+    assert parse_apt_lock("# header\n\nb=2\na=1:1.0-1\n") == {"a": "1:1.0-1", "b": "2"}
+    pins, find_links = parse_requirements_lock(LOCK + "Foo_Bar[x]==1.0 ; python_version>'3'\n")
+    assert pins == {"numpy": "2.1.0", "torch": "2.13.0+cpu", "foo-bar": "1.0"}
+    assert find_links
+    steps = dockerfile_steps(DOCKERFILE_A)
+    assert steps[1] == "RUN apt-get update && apt-get install -y gcc=4:12.2.0-3"
+    assert len(steps) == 5
+    assert dockerfile_env(["ENV A=1 B=\"x y\"", "ENV C 3 4", "RUN x", "ENV A=2"]) == {
+        "A": "2", "B": "x y", "C": "3 4"}
+
+
+# ----------------------------------------------------------------- output and CLI
+def test_json_shape(tmp_path: Path) -> None:
+    a = make_run(tmp_path, "20261129-101500-aaaaaa")
+    b = make_run(tmp_path, "20261129-101600-bbbbbb", env={"X": "1"})
+    data = diff(tmp_path, a, b).to_json()
+    assert data["format"] == DIFF_FORMAT
+    assert set(data) == {"format", "equal", "a", "b", "sections", "warnings"}
+    assert data["equal"] is False
+    assert set(data["a"]) == {"kind", "label", "identity"}
+    assert data["a"]["label"] == "demo/20261129-101500-aaaaaa"
+    assert [s["name"] for s in data["sections"]] == SECTION_ORDER
+    env = next(s for s in data["sections"] if s["name"] == "env")
+    assert set(env) == {"name", "title", "status", "note", "counts", "items", "unified"}
+    assert env["items"] == [{"kind": "added", "key": "X", "a": None, "b": "1", "detail": ""}]
+    assert env["counts"] == {"added": 1, "removed": 0, "changed": 0}
+    json.dumps(data)  # serialisable as is
+
+
+def test_renderings(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    a = make_artifact(tmp_path, "a", DOCKERFILE_A, lock=LOCK)
+    b = make_artifact(tmp_path, "b", DOCKERFILE_B, lock=LOCK)
+    result = diff(tmp_path, a, b)
+    md = render_markdown(result)
+    assert md.startswith("# synth diff: differ")
+    assert "```diff" in md and "+RUN python3 -m venv /opt/venv" in md
+    assert "| ~ | MAX_JOBS | 2 | 4 |  |" in md
+    con = Console(record=True, width=120)
+    render_terminal(result, con)
+    text = con.export_text()
+    assert "Environment variables: 1 changed" in text
+    assert "MAX_JOBS" in text
+    assert text.rstrip().endswith("differ")
+
+
+def test_diff_command_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no.sock")
+    a = make_run(tmp_path, "20261129-101500-aaaaaa")
+    b = make_run(tmp_path, "20261129-101600-bbbbbb", env={"X": "1"})
+    opts = DiffOptions(a=str(a), b=str(a), json=True, artifacts_dir=tmp_path)
+    assert diff_command(opts) == 0
+    assert json.loads(capsys.readouterr().out)["equal"] is True
+    assert diff_command(DiffOptions(a=str(a), b=str(b), artifacts_dir=tmp_path)) == 1
+    assert diff_command(DiffOptions(a=str(a), b="no-such-run", artifacts_dir=tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert "no-such-run is not a run" in err
+    assert diff_command(DiffOptions(a=str(a), b=str(tmp_path), artifacts_dir=tmp_path)) == 2
+
+
+def test_cli_diff(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from synth.cli import app
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no.sock")
+    a = make_run(tmp_path, "20261129-101500-aaaaaa")
+    runner = CliRunner()
+    res = runner.invoke(app, ["diff", str(a), str(a), "--md"])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("# synth diff: equal")
+    res = runner.invoke(app, ["diff", str(a), "nothing-here"])
+    assert res.exit_code == 2
