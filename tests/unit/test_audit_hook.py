@@ -108,3 +108,20 @@ def test_without_audit_file_the_hook_does_nothing(tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "-c", "echo $((1+1)); type __synth_debug >/dev/null 2>&1"],
                           env=env, capture_output=True, text=True, check=False)
     assert proc.stdout == "2\n" and proc.returncode == 1
+
+
+def test_interactive_shell_records_commands_once_and_not_the_prompt(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+        "SYNTH_AUDIT_FILE": str(events), "SYNTH_AUDIT_HOOK": str(hook_dir() / "audit_hook.sh"),
+        "PROMPT_COMMAND": "my_prompt_thing=1",
+    }
+    subprocess.run(["bash", "--rcfile", str(hook_dir() / "shell_rc.sh"), "-i"],
+                   input="echo hi\nfalse\nexit 0\n", env=env, cwd=tmp_path, text=True,
+                   capture_output=True, check=False)
+    records = merge_audit(read_raw_events(events), [], session="s", started="t")[1:]
+    assert hook_records(records) == [("echo hi", str(tmp_path), 0),
+                                     ("false", str(tmp_path), 1),
+                                     ("exit 0", str(tmp_path), 0)]
+    assert [r["source"] for r in records if r["source"] != "bash-hook"] == ["bash-shell"]

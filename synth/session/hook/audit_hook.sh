@@ -18,6 +18,7 @@ if [[ -n "${SYNTH_AUDIT_FILE:-}" && -z "${__synth_hooked:-}" ]]; then
 __synth_hooked=1
 __synth_n=0
 __synth_cur=""
+__synth_curcmd=""
 __synth_t="${EPOCHREALTIME/,/.}"
 __synth_shell="$$-${__synth_t/./}"
 __synth_parent="${SYNTH_AUDIT_PARENT:-}"
@@ -64,12 +65,21 @@ __synth_debug() {
       if [[ "${ps##* }" != "$rc" ]]; then ps="$rc"; fi
       __synth_end "$rc" "$ps"
       return 0 ;;
-    # The interactive shell's prompt hook only closes the previous command.
+    # The interactive shell's prompt hooks only close the previous command, and what
+    # runs between them (the user's own PROMPT_COMMAND) is not the agent's doing.
     __synth_prompt*) __synth_end "$rc" "$ps"; return 0 ;;
+    # In an interactive shell the stale DEBUG repeats the `exit` command itself.
+    exit | "exit "* | logout)
+      if [[ -n "$__synth_cur" && "$BASH_COMMAND" == "$__synth_curcmd" ]]; then
+        __synth_end "$rc" "$rc"
+        return 0
+      fi ;;
   esac
+  if [[ -n "$__synth_inprompt" ]]; then return 0; fi
   __synth_end "$rc" "$ps"
   __synth_n=$((__synth_n + 1))
   __synth_cur=$__synth_n
+  __synth_curcmd="$BASH_COMMAND"
   local c d
   __synth_json "$BASH_COMMAND"; c="$__synth_j"
   __synth_json "$PWD"; d="$__synth_j"
@@ -86,7 +96,9 @@ __synth_exit() {
   return 0
 }
 
-__synth_prompt() { return 0; }
+__synth_inprompt=""
+__synth_prompt_begin() { __synth_inprompt=1; return 0; }
+__synth_prompt_end() { __synth_inprompt=""; return 0; }
 
 __synth_interactive=false
 case "$-" in *i*) __synth_interactive=true ;; esac
@@ -96,7 +108,7 @@ __synth_json "$PWD"; __synth_d="$__synth_j"
 __synth_emit "{\"ev\":\"shell\",\"shell\":\"$__synth_shell\",\"parent\":\"$__synth_parent\",\"depth\":$__synth_depth,\"pid\":$$,\"ppid\":$PPID,\"cmd\":\"$__synth_c\",\"script\":\"$__synth_s\",\"interactive\":$__synth_interactive,\"cwd\":\"$__synth_d\",\"t\":$__synth_t}"
 unset __synth_c __synth_s __synth_d
 if $__synth_interactive; then
-  PROMPT_COMMAND="__synth_prompt${PROMPT_COMMAND:+; $PROMPT_COMMAND}"
+  PROMPT_COMMAND="__synth_prompt_begin; ${PROMPT_COMMAND:+$PROMPT_COMMAND; }__synth_prompt_end"
 fi
 trap '__synth_exit' EXIT
 trap '__synth_debug' DEBUG
