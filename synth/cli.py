@@ -175,6 +175,9 @@ def run(
     = None,
     timeout: Annotated[float, typer.Option(help="Seconds before the agent is killed.")] = 3600,
     keep: Annotated[bool, typer.Option(help="Keep the session container.")] = False,
+    trace_exec: Annotated[bool, typer.Option(
+        help="Also record every exec with the host's strace (mounted, never installed).")]
+    = False,
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder mounted read-only at /synth/wheelhouse (env SYNTH_WHEELHOUSE).")]
     = None,
@@ -194,7 +197,7 @@ def run(
                          env_names=agent_env or ()),
         settings=Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                wheelhouse=wheelhouse),
-        timeout=timeout, keep=keep,
+        timeout=timeout, keep=keep, trace_exec=trace_exec,
     )
     result = run_session(opts, say=console.say)
     if json_out:
@@ -302,6 +305,72 @@ def export_cmd(
     for w in result.warnings:
         console.err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
     console.say(f"artifact: {result.artifact_dir}")
+
+
+@app.command("verify")
+def verify_cmd(
+    target: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        help="Run (dir, id, latest) or artifact dir; with --runtime host also a task.")] = None,
+    rebuild: Annotated[bool, typer.Option(help="Build the artifact from scratch (no cache) "
+                                          "and verify the new image.")] = False,
+    live: Annotated[bool, typer.Option(help="Verify the run's live image (the default for a "
+                                       "run without --rebuild; with it, side by side).")] = False,
+    levels: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="Levels to run, e.g. C0,C1 (default all).")] = None,
+    require: Annotated[str, typer.Option(help="Exit 0 only if no level up to this one "
+                                         "fails (skipped/n.a. do not fail).")] = "C1",
+    runtime: Annotated[str, typer.Option(help="docker or host.")] = "docker",
+    python: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        help="The interpreter to verify (--runtime host).")] = None,
+    repo: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        help="The repository (--runtime host; default the task's repo path).")] = None,
+    out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "-o", "--out", help="Where verify.json, verify.md, build.log go.")] = None,
+    scanner: Annotated[str, typer.Option(help="C0 parser: ast (default) or libcst.")] = "ast",
+    ca_bundle: CaBundleOpt = None,
+    artifacts: ArtifactsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run the verification pyramid (C0-C5) on a rebuilt artifact, a live image or a host env."""
+    from synth import verify_cmd as v
+
+    if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
+        raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
+    opts = v.VerifyOptions(
+        target=target, rebuild=rebuild, live=live, levels=v.parse_levels(levels),
+        require=v.parse_require(require), runtime=runtime,  # type: ignore[arg-type]
+        python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
+    )
+    outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle))
+    if json_out:
+        console.print_json({**outcome.document, "out_dir": str(outcome.out_dir)})
+    else:
+        v.print_table(outcome.document)
+        console.out.print(f"report: {outcome.out_dir / 'verify.md'}", markup=False)
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command()
+def demo(
+    task: Annotated[str, typer.Option(help="Bundled task to run.")] = "numpy-ext",
+    agent_script: Annotated[str, typer.Option("--script", help="Its transcript under "
+                                              "agents/.")] = "good.sh",
+    ca_bundle: CaBundleOpt = None,
+    artifacts: ArtifactsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run a bundled task with its transcript, export, rebuild from scratch, verify."""
+    from synth.demo import DemoOptions, run_demo
+    from synth.verify_cmd import print_table
+
+    outcome = run_demo(DemoOptions(task=task, script=agent_script),
+                       Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle))
+    if json_out:
+        console.print_json({**outcome.document, "out_dir": str(outcome.out_dir)})
+    else:
+        print_table(outcome.document)
+        console.out.print(f"report: {outcome.out_dir / 'verify.md'}", markup=False)
+    raise typer.Exit(outcome.exit_code)
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

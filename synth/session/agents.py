@@ -88,13 +88,19 @@ class AgentContext:
     commands: list[SynthCommand]
     cancelled: threading.Event
     docker_cli: str | None = None
+    #: Wraps an agent command before it is executed (``--trace-exec``: in strace).
+    wrap: Callable[[Sequence[str]], list[str]] | None = None
+
+    def wrapped(self, argv: Sequence[str]) -> list[str]:
+        return self.wrap(argv) if self.wrap is not None else list(argv)
 
     def run(self, argv: Sequence[str], *, command: str | None = None) -> int:
         """Exec ``argv`` in /workspace, recorded host-side as a ``synth`` command."""
         rec = SynthCommand(tuple(argv), command or shlex.join(argv), WORKDIR, time.time())
         self.commands.append(rec)
         self.log.note(f"$ {rec.command}")
-        res = self.container.exec(argv, env=self.env, workdir=WORKDIR, on_output=self.log.write)
+        res = self.container.exec(self.wrapped(argv), env=self.env, workdir=WORKDIR,
+                                  on_output=self.log.write)
         self.log.flush()
         rec.end = time.time()
         rec.exit = res.exit_code
@@ -220,7 +226,7 @@ class ShellAgent:
         argv += ["-w", WORKDIR]
         for name in sorted(env):
             argv += ["-e", name]  # values come from the CLI's environment, not its argv
-        argv += [ctx.container.id, "bash", "--rcfile", CONTAINER_SHELL_RC, "-i"]
+        argv += [ctx.container.id, *ctx.wrapped(["bash", "--rcfile", CONTAINER_SHELL_RC, "-i"])]
         ctx.say("Interactive shell in the session container; every command is audited. "
                 "Type `exit` when done.")
         rec = SynthCommand(("bash", "-i"), "bash -i (interactive shell)", WORKDIR, time.time())

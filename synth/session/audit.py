@@ -10,6 +10,7 @@ pure: no I/O except :func:`read_raw_events`, :func:`write_audit` and :func:`load
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,8 +137,12 @@ def merge_audit(
     session: str,
     started: str,
     masker: Masker | None = None,
+    exec_traces: Sequence[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
-    """The records of ``audit.jsonl``: a header, then commands ordered by start time."""
+    """The records of ``audit.jsonl``: a header, then commands ordered by start time.
+
+    ``exec_traces`` are the successful execve calls of ``--trace-exec``
+    (:func:`synth.session.trace.parse_trace`)."""
     masker = masker or Masker()
     shells: dict[str, dict[str, Any]] = {}
     shell_ends: dict[str, dict[str, Any]] = {}
@@ -240,6 +245,25 @@ def merge_audit(
         if cmd.end is None:
             rec["incomplete"] = True
         items.append(_Item(cmd.start, base + j, rec))
+
+    base += len(synth_commands)
+    for j, ex in enumerate(exec_traces):
+        argv = [str(a) for a in ex.get("argv", [])]
+        rec = {
+            "type": "command",
+            "source": "exec-trace",
+            "session": session,
+            "pid": _int(ex.get("pid")),
+            "path": ex.get("path"),
+            "argv": argv,
+            "command": shlex.join(argv),
+            "cwd": None,
+            "start": _num(ex.get("start")),
+            "end": None,
+            "exit": None,
+            "pipestatus": None,
+        }
+        items.append(_Item(rec["start"] or 0.0, base + j, rec))
 
     # seq follows start time; ties keep the order events were written in.
     items.sort(key=lambda it: (it.start, it.order))

@@ -10,6 +10,8 @@ synth killed outright leaves a run directory that says so.
 from __future__ import annotations
 
 import io
+import re
+import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -32,7 +34,7 @@ from synth.engine.base import ContainerSpec, Mount
 from synth.engine.docker import Container, DockerEngine
 from synth.errors import EngineError, RunError, SynthError
 from synth.session import claims as claims_mod
-from synth.session import snapshot, tree
+from synth.session import snapshot, trace, tree
 from synth.session.agents import (
     CONTAINER_AUDIT_DIR,
     CONTAINER_AUDIT_FILE,
@@ -69,6 +71,8 @@ class RunOptions:
     timeout: float = 3600
     #: Keep the session container after the run (for inspection); it is named in run.json.
     keep: bool = False
+    #: Record the complete exec tree with the host's strace (see synth.session.trace).
+    trace_exec: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,8 @@ class _Session:
         self.cancelled = threading.Event()
         self.timed_out = threading.Event()
         self.container: Container | None = None
+        self.strace_dir: Path | None = None
+        self.tracer: trace.Tracer | None = None
         self.capture_errors: list[str] = []
         self.record: dict[str, Any] = {
             "format": RUN_FORMAT,
@@ -141,6 +147,7 @@ class _Session:
             "wheelhouse": str(opts.settings.wheelhouse) if opts.settings.wheelhouse else None,
             "ca_bundle": opts.settings.ca_bundle is not None,
             "secret_env": sorted(self.secrets),
+            "trace_exec": opts.trace_exec,
             "capture_errors": self.capture_errors,
             "error": None,
         }
@@ -165,6 +172,11 @@ class _Session:
             mounts.append(Mount(s.ca_bundle, CONTAINER_CA_PATH, read_only=True))
         if s.wheelhouse is not None:
             mounts.append(Mount(s.wheelhouse, CONTAINER_WHEELHOUSE, read_only=True))
+        if self.opts.trace_exec:
+            self.strace_dir = Path(tempfile.mkdtemp(prefix="synth-strace-"))
+            trace.bundle_strace(self.strace_dir)
+            mounts.append(Mount(self.strace_dir, trace.CONTAINER_TRACE_DIR, read_only=True))
+            self.tracer = trace.Tracer(CONTAINER_AUDIT_DIR)
         mounts += self.opts.agent.agent_mounts()
         for m in mounts:
             if not m.source.exists():
@@ -328,6 +340,7 @@ class _Session:
             container=c, env=self.exec_env(), log=log, say=self.say,
             commands=self.commands, cancelled=self.cancelled,
             docker_cli=self.opts.settings.docker_cli,
+            wrap=self.tracer.wrap if self.tracer is not None else None,
         )
 
         def on_timeout() -> None:
@@ -372,15 +385,22 @@ class _Session:
                     self.say(f"    exit {ev.get('rc')}")
 
     def finish_audit(self) -> None:
+        raw_dir = self.raw_events_path.parent
+        # The hook masks secrets itself, strace does not: mask any value that reached a
+        # raw file. The one rewrite of raw files: a secret must not stay on disk.
+        for path in sorted(raw_dir.glob("*")):
+            if self.masker and path.is_file():
+                text = path.read_text(encoding="utf-8", errors="replace")
+                if self.masker.found_in(text):
+                    path.write_text(self.masker.mask(text), encoding="utf-8")
         raw = read_raw_events(self.raw_events_path)
-        # The hook masks secrets itself; mask again in case a value reached it otherwise.
-        if self.masker and self.raw_events_path.is_file():
-            text = self.raw_events_path.read_text(encoding="utf-8", errors="replace")
-            if self.masker.found_in(text):
-                # The one rewrite of the raw file: a secret must not stay on disk.
-                self.raw_events_path.write_text(self.masker.mask(text), encoding="utf-8")
+        traces: list[dict[str, Any]] = []
+        for path in sorted(raw_dir.glob("trace-*.txt"),
+                           key=lambda p: int(re.sub(r"\D", "", p.name) or 0)):
+            traces += trace.parse_trace(path.read_text(encoding="utf-8", errors="replace"))
         records = merge_audit(raw, self.commands, session=self.run_id,
-                              started=iso(self.started_ts), masker=self.masker)
+                              started=iso(self.started_ts), masker=self.masker,
+                              exec_traces=traces)
         write_audit(self.run_dir / "audit.jsonl", records)
 
 
@@ -443,6 +463,8 @@ def run_session(
     finally:
         if log is not None:
             log.close()
+        if s.strace_dir is not None:
+            shutil.rmtree(s.strace_dir, ignore_errors=True)
         with suppress(Exception):
             s.finish_audit()
         if s.container is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -262,3 +263,20 @@ def test_timeout_keeps_records_and_says_timeout(
         capture_output=True, text=True, check=True,
     )
     assert json.loads(shown.stdout)["run"]["status"] == "timeout"
+
+
+# ------------------------------------------------------------- trace-exec
+def test_trace_exec_records_execs_the_hook_cannot_see(
+    engine: DockerEngine, env: dict[str, Any]
+) -> None:
+    if not shutil.which("strace"):
+        pytest.skip("no strace on this host")
+    script = env["root"] / "traced.sh"
+    script.write_text('sh -c "echo from-dash >/dev/null"\n')
+    result = _run(engine, env, RunOptions(task=env["task"], agent=ReplayAgent(script),
+                                          settings=env["settings"], timeout=300,
+                                          trace_exec=True))
+    assert result.status == "succeeded"
+    traced = [r["argv"] for r in commands(result.run_dir, "exec-trace")]
+    assert ["sh", "-c", "echo from-dash >/dev/null"] in traced
+    assert no_container_left(engine, result.run_id)
