@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -280,3 +282,36 @@ def test_trace_exec_records_execs_the_hook_cannot_see(
     traced = [r["argv"] for r in commands(result.run_dir, "exec-trace")]
     assert ["sh", "-c", "echo from-dash >/dev/null"] in traced
     assert no_container_left(engine, result.run_id)
+
+
+# --------------------------------------------------------------- interrupt
+def test_sigterm_interrupts_captures_and_cleans_up(
+    engine: DockerEngine, env: dict[str, Any]
+) -> None:
+    script = env["root"] / "interrupted.sh"
+    script.write_text("echo started >/dev/null\nsleep 120\n")
+    settings: Settings = env["settings"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "synth", "run", str(env["task"].task_dir), "--script",
+         str(script), "--json", "--artifacts", str(settings.artifacts_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "sleep 120" in line:
+            break
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    out = json.loads(stdout)
+    assert out["status"] == "interrupted"
+    if out.get("live_image"):
+        engine.remove_image(out["live_image"])
+    run_dir = Path(out["run_dir"])
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    hooks = {r["command"]: r for r in commands(run_dir, "bash-hook")}
+    assert hooks["echo started > /dev/null"]["exit"] == 0
+    assert (run_dir / "state" / "apt.json").is_file()
+    assert no_container_left(engine, out["run_id"])
