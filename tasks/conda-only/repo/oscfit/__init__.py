@@ -1,0 +1,1 @@
+"""oscfit: fit a damped oscillator to noisy samples, keep the results, draw the pipeline."""
