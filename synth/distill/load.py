@@ -38,6 +38,12 @@ class AuditRecord:
     exit: int | None
     parent_seq: int | None = None
     pipestatus: tuple[int, ...] = ()
+    start: float | None = None
+    end: float | None = None
+    #: Nesting of the shell that ran it (0: the agent's own ``bash -c``).
+    depth: int = 0
+    #: For ``synth`` records: whose command it was (``agent``, or synth's own work).
+    phase: str | None = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +218,10 @@ def _load_audit(run_dir: Path) -> tuple[AuditRecord, ...]:
             exit=int(exit_code) if isinstance(exit_code, int) else None,
             parent_seq=int(parent) if isinstance(parent, int) else None,
             pipestatus=tuple(int(p) for p in obj.get("pipestatus") or () if isinstance(p, int)),
+            start=float(obj["start"]) if isinstance(obj.get("start"), int | float) else None,
+            end=float(obj["end"]) if isinstance(obj.get("end"), int | float) else None,
+            depth=int(obj["depth"]) if isinstance(obj.get("depth"), int) else 0,
+            phase=str(obj["phase"]) if obj.get("phase") else None,
         ))
     if not header_seen:
         raise ExportError(f"{path}: no header record; not a synth audit log.")

@@ -630,6 +630,7 @@ def _unexplained(
         roots += ["/usr/bin", "/usr/sbin", "/usr/lib", "/usr/libexec", "/usr/include",
                   "/usr/share", "/etc", "/var/lib/dpkg", "/var/lib/apt", "/var/cache",
                   "/var/log", "/var/lib/ucf", "/var/lib/dbus", "/var/lib/systemd", "/sbin",
+                  "/usr/local/share/fonts", "/usr/local/share/ca-certificates",
                   "/bin", "/lib", "/lib64", "/usr/lib64", "/var/lib/pam", "/usr/src"]
     for s in native:
         roots.append(s.cwd)

@@ -14,7 +14,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import bashlex
@@ -241,8 +241,6 @@ def _with_exits(
     Returns the commands and the hook records that matched none of them (commands run by a
     script the line called, for example).
     """
-    from dataclasses import replace
-
     if not hooks:
         if record.exit == 0 or record.exit is None:
             return [replace(c, exit=record.exit if not c.masked else None) for c in cmds], []
@@ -270,6 +268,35 @@ def _with_exits(
     return out, leftovers
 
 
+def _skipped(records: Sequence[AuditRecord]) -> set[int]:
+    """Records that repeat another one or are not the agent's setup.
+
+    A ``synth`` record of a replayed statement (``bash -c X``) is the same command as the
+    ``bash-c`` record the hook wrote for it; a ``synth`` record of another phase is synth's
+    own work; a ``bash-c`` record nested in another command (depth > 0) is part of that
+    command. Hook records of a skipped record go with it.
+    """
+    skip: set[int] = set()
+    bash_c = [r for r in records if r.source == "bash-c"]
+    for r in records:
+        if r.source == "synth":
+            if r.phase not in (None, "agent"):
+                skip.add(r.seq)
+                continue
+            for b in bash_c:
+                same_time = (r.start is None or b.start is None or r.end is None
+                             or r.start - 1 <= b.start <= r.end + 1)
+                if b.command == r.command and same_time and abs(b.seq - r.seq) <= 3:
+                    skip.add(r.seq)
+                    break
+        elif r.source == "bash-c" and r.depth > 0:
+            skip.add(r.seq)
+    for r in records:
+        if r.source == "bash-hook" and r.parent_seq in skip:
+            skip.add(r.seq)
+    return skip
+
+
 def simple_commands(records: Sequence[AuditRecord]) -> Iterator[SimpleCommand]:
     """Every simple command of an audit log, in the order they ran.
 
@@ -278,6 +305,10 @@ def simple_commands(records: Sequence[AuditRecord]) -> Iterator[SimpleCommand]:
     parent (an interactive shell, a script) is a unit of its own. ``exec-trace`` records
     describe the same commands again from below and are not distilled.
     """
+    from dataclasses import replace
+
+    skip = _skipped(records)
+    records = [r for r in records if r.seq not in skip]
     tops = {r.seq for r in records if r.source in ("bash-c", "synth")}
     hooks_of: dict[int, list[AuditRecord]] = {}
     for r in records:
@@ -291,16 +322,13 @@ def simple_commands(records: Sequence[AuditRecord]) -> Iterator[SimpleCommand]:
         cmds = parse_line(r)
         if r.source == "bash-hook":
             # One hook record is one simple command already; its exit status is its own.
-            from dataclasses import replace
-
             yield from (replace(c, exit=r.exit) for c in cmds)
             continue
         with_exits, leftovers = _with_exits(cmds, r, hooks_of.get(r.seq, []))
         yield from with_exits
-        base = len(with_exits)
-        for n, h in enumerate(leftovers):
-            from dataclasses import replace
-
+        index = len(with_exits)
+        for h in leftovers:
             for c in parse_line(h):
-                yield replace(c, exit=h.exit, seq=r.seq, index=base + n,
+                yield replace(c, exit=h.exit, seq=r.seq, index=index,
                               flags=(*c.flags, "nested"))
+                index += 1

@@ -45,7 +45,8 @@ def test_registry_order_is_documented() -> None:
 @pytest.mark.parametrize(("text", "expected"), [
     ("apt-get install -y --no-install-recommends git build-essential",
      AptInstall(packages=("git", "build-essential"))),
-    ("DEBIAN_FRONTEND=noninteractive apt install -y curl=7.88", AptInstall(packages=("curl=7.88",))),
+    ("DEBIAN_FRONTEND=noninteractive apt install -y curl=7.88",
+     AptInstall(packages=("curl=7.88",))),
     ("sudo apt-get -y purge git", AptRemove(packages=("git",))),
     ("apt-get update", AptMaintenance(action="update")),
     ("apt-cache policy git", ReadOnly(program="apt-cache")),

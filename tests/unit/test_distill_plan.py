@@ -184,5 +184,5 @@ def test_newer_format_is_refused(tmp_path: Path) -> None:
 def test_missing_state_is_refused(tmp_path: Path) -> None:
     run_dir = make_run_dir(tmp_path, [])
     (run_dir / "state/apt.json").unlink()
-    with pytest.raises(ExportError, match="apt.json is missing"):
+    with pytest.raises(ExportError, match=r"apt\.json is missing"):
         load_run(run_dir)

@@ -1,0 +1,157 @@
+"""Export benchmarks: distillation time on synthetic audit logs, and locking/installing with
+uv versus pip-tools/pip.
+
+    .venv/bin/python bench/bench_export.py                 # everything
+    .venv/bin/python bench/bench_export.py --only export   # 1k/10k/100k records, no network
+    .venv/bin/python bench/bench_export.py --only lock     # needs the package index
+
+The export figures time load + distill + render (the lock is replaced by a fake so that
+the network does not dominate); the lock figures time the real lockers on one pinned set,
+then a ``--require-hashes`` install of that lock into a fresh venv with uv and with pip.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from distill_runs import cmd, dist, make_run_dir, system_python, venv  # noqa: E402
+
+from synth.config import Settings  # noqa: E402
+from synth.distill.load import load_run  # noqa: E402
+from synth.distill.lock import Lock, LockedPin, LockTarget, lock_env, render_lock  # noqa: E402
+from synth.distill.plan import PythonEnvPlan, distill  # noqa: E402
+from synth.export import export_run  # noqa: E402
+
+#: One pinned set for the locker comparison: a small research stack, all on PyPI.
+LOCK_SET = (("numpy", "2.3.5"), ("pyyaml", "6.0.2"), ("tqdm", "4.67.1"),
+            ("packaging", "25.0"), ("protobuf", "5.29.5"), ("tensorboardx", "2.6.2.2"),
+            ("six", "1.17.0"), ("idna", "3.10"), ("certifi", "2025.8.3"),
+            ("charset-normalizer", "3.4.3"), ("urllib3", "2.5.0"), ("requests", "2.32.5"))
+
+_LINES = (
+    "ls -la",
+    "cd /workspace && /opt/venv/bin/pip install numpy=={n}.0",
+    "apt-get update && apt-get install -y pkg{n}",
+    "/opt/venv/bin/python -c 'import numpy; print(numpy.__version__)'",
+    "export MAX_JOBS={n} && cd /workspace && /opt/venv/bin/pip install --no-build-isolation .",
+    "/opt/venv/bin/pip uninstall -y cython",
+    "echo 'export X{n}=1' >> ~/.bashrc",
+    "wget -O /data/w{n}.ckpt https://example.org/w.ckpt",
+    "nvidia-smi",
+    "pip list | grep torch",
+)
+
+
+def _fake_locker(env: PythonEnvPlan, _target: LockTarget) -> Lock:
+    return Lock(env=env, pins=tuple(
+        LockedPin(n, v, (hashlib.sha256(f"{n}{v}".encode()).hexdigest(),))
+        for n, v in env.pins), locker="fake")
+
+
+def bench_export(sizes: list[int]) -> list[tuple[int, float, float, int]]:
+    rows = []
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp_s:
+            tmp = Path(tmp_s)
+            audit = [cmd(_LINES[i % len(_LINES)].format(n=i), exit=1 if i % 13 == 0 else 0)
+                     for i in range(size)]
+            py = [system_python(), venv(dists=[
+                dist("numpy", "2.3.5"), dist("pip", "23.0.1"),
+                dist("fastops", "0.1.0", direct_url={"url": "file:///workspace",
+                                                     "dir_info": {}})])]
+            run_dir = make_run_dir(tmp, audit, python=py,
+                                   apt_added={f"pkg{i}": "1.0" for i in range(0, size, 10)})
+            t0 = time.perf_counter()
+            plan = distill(load_run(run_dir))
+            t1 = time.perf_counter()
+            export_run(run_dir, Settings.load(artifacts_dir=tmp), out_dir=tmp / "out",
+                       locker=_fake_locker)
+            t2 = time.perf_counter()
+            rows.append((size, t1 - t0, t2 - t1, len(plan.outcomes)))
+    return rows
+
+
+def _env_plan() -> PythonEnvPlan:
+    return PythonEnvPlan(
+        python="/opt/venv/bin/python", kind="venv", version="3.11.2", prefix="/opt/venv",
+        create=(), pip=(), lock_file="requirements.lock", pins=LOCK_SET,
+        index_url="https://pypi.org/simple", extra_index_urls=(), find_links=(),
+        break_system_packages=False)
+
+
+def _time_install(tool: str, lockfile: Path) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        venv_dir = Path(tmp) / "v"
+        subprocess.run([sys.executable, "-m", "venv", str(venv_dir)], check=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+        env["PIP_CONFIG_FILE"] = os.devnull
+        cache = Path(tmp) / "cache"
+        if tool == "uv":
+            from uv import find_uv_bin
+
+            argv = [find_uv_bin(), "pip", "install", "--no-config", "--require-hashes",
+                    "--no-deps", "--cache-dir", str(cache), "--python",
+                    str(venv_dir / "bin/python"), "-r", str(lockfile)]
+        else:
+            argv = [str(venv_dir / "bin/pip"), "install", "--require-hashes", "--no-deps",
+                    "--cache-dir", str(cache), "-r", str(lockfile)]
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True, env=env)
+        return time.perf_counter() - t0
+
+
+def bench_lock() -> list[tuple[str, float, float]]:
+    ca = os.environ.get("SYNTH_CA_BUNDLE") or "/etc/ssl/certs/ca-certificates.crt"
+    target = LockTarget("3.11", "x86_64-manylinux_2_36", None,
+                        Path(ca) if Path(ca).is_file() else None)
+    rows = []
+    for locker in ("uv", "pip-tools"):
+        if locker == "pip-tools" and not (shutil.which("pip-compile")
+                                          or (Path(sys.executable).parent / "pip-compile")
+                                          .exists()):
+            continue
+        t0 = time.perf_counter()
+        lock = lock_env(_env_plan(), target, locker=locker)
+        t_lock = time.perf_counter() - t0
+        with tempfile.TemporaryDirectory() as tmp:
+            lockfile = Path(tmp) / "requirements.lock"
+            lockfile.write_text(render_lock(lock, ["bench"]))
+            t_install = _time_install("uv" if locker == "uv" else "pip", lockfile)
+        rows.append((locker, t_lock, t_install))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=("export", "lock"))
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    args = ap.parse_args()
+    if args.only in (None, "export"):
+        print("| audit records | load + distill (s) | export, fake lock (s) | commands |")
+        print("|---:|---:|---:|---:|")
+        for size, t_plan, t_export, n in bench_export([int(s) for s in args.sizes.split(",")]):
+            print(f"| {size:,} | {t_plan:.2f} | {t_export:.2f} | {n:,} |")
+    if args.only in (None, "lock"):
+        print()
+        print(f"| locker ({len(LOCK_SET)} pins) | lock with hashes (s) | "
+              "install --require-hashes (s) |")
+        print("|---|---:|---:|")
+        for locker, t_lock, t_install in bench_lock():
+            installer = "uv pip install" if locker == "uv" else "pip install"
+            print(f"| {locker} / {installer} | {t_lock:.2f} | {t_install:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""Export each bundled task's sloppy run, rebuild it from scratch, compare with the live run.
+
+One run, one export and one no-cache build per task, shared by every test here
+(module-scoped, memoised); the rebuilt images are removed at the end.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import secrets
+import tarfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from synth.artifact_build import build_artifact
+from synth.config import Settings
+from synth.export import export_run
+from synth.task import discover_tasks, load_task
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
+SLOPPY_TASKS = [p.name for p in discover_tasks(TASKS_DIR) if (p / "agents/sloppy.sh").is_file()]
+
+
+@pytest.fixture(scope="module")
+def marked_ca(ca_bundle: Path | None, tmp_path_factory: pytest.TempPathFactory
+              ) -> tuple[Path | None, bytes]:
+    """The host CA bundle plus a unique comment line: if the bundle ever lands in a layer,
+    the marker does too (PEM readers ignore text between certificates)."""
+    marker = b"# synth-ca-marker-" + secrets.token_hex(24).encode()
+    if ca_bundle is None:
+        return None, marker
+    path = tmp_path_factory.mktemp("ca") / "ca-bundle.crt"
+    path.write_bytes(ca_bundle.read_bytes() + b"\n" + marker + b"\n")
+    return path, marker
+
+
+@pytest.fixture(scope="module")
+def exported(
+    task_run: Callable[[str, str], Path], marked_ca: tuple[Path | None, bytes],
+    wheelhouse: Path | None, tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str], tuple[Path, Path]]:
+    """``exported(task) -> (run_dir, artifact_dir)`` for the task's sloppy.sh run."""
+    done: dict[str, tuple[Path, Path]] = {}
+
+    def get(task: str) -> tuple[Path, Path]:
+        if task not in done:
+            run_dir = task_run(task, "sloppy.sh")
+            settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("exp"),
+                                     ca_bundle=marked_ca[0], wheelhouse=wheelhouse)
+            done[task] = (run_dir, export_run(run_dir, settings).artifact_dir)
+        return done[task]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def rebuilt(
+    engine: object, exported: Callable[[str], tuple[Path, Path]],
+    marked_ca: tuple[Path | None, bytes], wheelhouse: Path | None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[str], str]]:
+    """``rebuilt(task) -> image tag`` built from the artifact with no cache."""
+    done: dict[str, str] = {}
+
+    def get(task: str) -> str:
+        if task not in done:
+            _run_dir, art = exported(task)
+            tag = f"synth-test/export-{task}:rebuilt"
+            settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("bld"),
+                                     ca_bundle=marked_ca[0], wheelhouse=wheelhouse)
+            log = tmp_path_factory.mktemp("log") / "build.log"
+            build_artifact(art, tag, settings, no_cache=True, log_path=log,
+                           labels={"synth.temporary": "1"})
+            done[task] = tag
+        return done[task]
+
+    yield get
+    for tag in done.values():
+        engine.remove_image(tag)  # type: ignore[attr-defined]
+
+
+def _live_image(run_dir: Path) -> str:
+    data = json.loads((run_dir / "run.json").read_text())
+    return str(data["live_image"]["ref"])
+
+
+@pytest.mark.parametrize("task", SLOPPY_TASKS)
+def test_rebuilt_image_matches_live_container(
+    task: str, engine: object, exported: Callable[[str], tuple[Path, Path]],
+    rebuilt: Callable[[str], str],
+) -> None:
+    from synth.engine import ContainerSpec
+    from synth.fingerprint import compare_fingerprints, fingerprint_image
+
+    run_dir, art = exported(task)
+    tag = rebuilt(task)
+    python = json.loads((art / "manifest.json").read_text())["python"]
+    live = fingerprint_image(engine, _live_image(run_dir), python)  # type: ignore[arg-type]
+    new = fingerprint_image(engine, tag, python)  # type: ignore[arg-type]
+    cmp = compare_fingerprints(live, new)
+    assert cmp.packages_equal, [c.to_json() for c in cmp.packages]
+    assert not cmp.dpkg, [c.to_json() for c in cmp.dpkg]
+    modules = load_task(TASKS_DIR / task).probes.native_modules
+    if modules:
+        spec = ContainerSpec(image=tag, network=False, labels={"synth.temporary": "1"})
+        with engine.container(spec) as c:  # type: ignore[attr-defined]
+            code = "; ".join(f"import {m}" for m in modules)
+            res = c.exec([python, "-c", code], workdir="/tmp")
+            assert res.exit_code == 0, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("task", SLOPPY_TASKS)
+def test_failed_read_only_and_undone_commands_are_reported_not_built(
+    task: str, exported: Callable[[str], tuple[Path, Path]],
+) -> None:
+    _run_dir, art = exported(task)
+    report = json.loads((art / "export-report.json").read_text())
+    dockerfile = (art / "Dockerfile").read_text()
+    dropped = [c for c in report["commands"] if c["decision"] == "dropped"]
+    reasons = " | ".join(c["reason"] for c in dropped)
+    assert "failed" in reasons and "read-only" in reasons
+    assert "undone" in reasons or "replaced" in reasons
+    for c in dropped:
+        if len(c["command"]) > 8 and "\n" not in c["command"]:
+            assert c["command"] not in dockerfile, c
+    md = (art / "export-report.md").read_text()
+    assert "## Dropped" in md and "failed (exit" in md
+
+
+@pytest.mark.parametrize("task", SLOPPY_TASKS[:1])
+def test_export_twice_is_byte_identical(
+    task: str, task_run: Callable[[str, str], Path], wheelhouse: Path | None,
+    ca_bundle: Path | None, tmp_path: Path,
+) -> None:
+    run_dir = task_run(task, "sloppy.sh")
+    settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    a = export_run(run_dir, settings, out_dir=tmp_path / "a").artifact_dir
+    b = export_run(run_dir, settings, out_dir=tmp_path / "b").artifact_dir
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    for rel in files:
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize("task", SLOPPY_TASKS[:1])
+def test_ca_bundle_is_in_no_layer(
+    task: str, engine: object, rebuilt: Callable[[str], str],
+    marked_ca: tuple[Path | None, bytes], tmp_path: Path,
+) -> None:
+    if marked_ca[0] is None:
+        pytest.skip("no CA bundle on this machine: nothing to leak")
+    tag = rebuilt(task)
+    saved = tmp_path / "image.tar"
+    engine.save_image(tag, saved)  # type: ignore[attr-defined]
+    needle = marked_ca[1]
+    hits: list[str] = []
+    with tarfile.open(saved) as outer:
+        for member in outer.getmembers():
+            fh = outer.extractfile(member) if member.isfile() else None
+            if fh is None:
+                continue
+            data = fh.read()
+            if needle in data:
+                hits.append(member.name)
+            if member.name.endswith(".tar"):
+                with tarfile.open(fileobj=io.BytesIO(data)) as layer:
+                    for inner in layer.getmembers():
+                        ifh = layer.extractfile(inner) if inner.isfile() else None
+                        if ifh is not None and needle in ifh.read():
+                            hits.append(f"{member.name}:{inner.name}")
+    assert hits == []
+
+
+def test_missing_wheel_is_named(tmp_path: Path) -> None:
+    from synth.artifact_build import assemble_context
+    from synth.errors import BuildError
+
+    art = tmp_path / "art"
+    art.mkdir()
+    (art / "manifest.json").write_text(json.dumps({
+        "format": 1, "wheelhouse_required": True,
+        "wheel_files": ["torch-9.9.9+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"]}))
+    (tmp_path / "wh").mkdir()
+    (tmp_path / "ctx").mkdir()
+    with pytest.raises(BuildError, match=r"torch-9\.9\.9\+cpu"):
+        assemble_context(art, tmp_path / "ctx", tmp_path / "wh")
