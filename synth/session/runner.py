@@ -456,6 +456,8 @@ def run_session(
         status = "error"
         s.record["error"] = s.masker.mask(exc.message)
         say(f"error: {s.masker.mask(exc.message)}")
+        if exc.hint:
+            say(f"hint: {exc.hint}")
     except docker.errors.DockerException as exc:
         status = "error"
         s.record["error"] = s.masker.mask(f"engine: {exc}")
