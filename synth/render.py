@@ -67,6 +67,17 @@ def mdcode(text: str) -> str:
     return one.replace("|", "\\|").replace("`", "'")
 
 
+def wordlines(words: Iterable[str], width: int = 80) -> list[str]:
+    """Words joined into lines of at most ``width`` characters (one long word: its own)."""
+    lines: list[str] = []
+    for w in words:
+        if lines and len(lines[-1]) + 1 + len(w) <= width:
+            lines[-1] += " " + w
+        else:
+            lines.append(w)
+    return lines
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
@@ -77,7 +88,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=False,
     )
     env.filters.update(shjoin=shjoin, shquote=shquote, shvalue=shvalue, dockerenv=dockerenv,
-                       mdcode=mdcode)
+                       mdcode=mdcode, wordlines=wordlines)
     return env
 
 

@@ -175,17 +175,3 @@ def test_ca_bundle_is_in_no_layer(
                             hits.append(f"{member.name}:{inner.name}")
     assert hits == []
 
-
-def test_missing_wheel_is_named(tmp_path: Path) -> None:
-    from synth.artifact_build import assemble_context
-    from synth.errors import BuildError
-
-    art = tmp_path / "art"
-    art.mkdir()
-    (art / "manifest.json").write_text(json.dumps({
-        "format": 1, "wheelhouse_required": True,
-        "wheel_files": ["torch-9.9.9+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"]}))
-    (tmp_path / "wh").mkdir()
-    (tmp_path / "ctx").mkdir()
-    with pytest.raises(BuildError, match=r"torch-9\.9\.9\+cpu"):
-        assemble_context(art, tmp_path / "ctx", tmp_path / "wh")
