@@ -1,0 +1,536 @@
+"""``synth verify``: rebuild an artifact from scratch and prove it with the pyramid.
+
+TARGET is a run (directory, id, ``latest``) or an artifact directory (holding
+``manifest.json``); for ``--runtime host`` it may also be a task. What gets verified:
+
+* an artifact, ``--rebuild``: the image rebuilt from it;
+* a run: its live image (committed at the end of the session); with ``--rebuild`` the run is
+  exported, the artifact rebuilt, and both images verified side by side, with the fidelity
+  (does the rebuilt image reach the live image's level) and the fingerprint comparison;
+* ``--runtime host --python PATH``: that interpreter on this machine (GPU hosts without
+  Docker), the repo from ``--repo DIR`` or the task's repo path.
+
+The exit code is 0 only if the image that decides (the rebuilt one where there is one, else
+the single target) has no failed or unreached level up to ``--require``; skipped and
+not-applicable levels do not fail it. See docs/verify.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from synth import __version__, atomic
+from synth.config import Settings
+from synth.errors import (
+    GpuRuntimeUnavailableError,
+    NotFoundError,
+    SynthError,
+    TaskError,
+    UsageError,
+    VerifyError,
+)
+from synth.task import Task, load_task
+from verify.c0_scan import DEFAULT_SCANNER, Scanner
+from verify.result import (
+    LEVEL_TITLES,
+    LEVELS,
+    VERIFY_FORMAT,
+    Level,
+    LevelResult,
+    Report,
+    fidelity,
+    parse_level,
+)
+from verify.runner import PyramidSpec, run_pyramid
+
+RuntimeKind = Literal["docker", "host"]
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    target: str | None
+    rebuild: bool = False
+    live: bool = False
+    levels: frozenset[Level] = frozenset(LEVELS)
+    require: Level = "C1"
+    runtime: RuntimeKind = "docker"
+    python: Path | None = None
+    repo: Path | None = None
+    out_dir: Path | None = None
+    scanner: Scanner = DEFAULT_SCANNER
+    fingerprint: bool = True
+
+
+@dataclass(frozen=True)
+class Target:
+    """What TARGET named, resolved: a run, an artifact, or (host runtime) a task."""
+
+    kind: Literal["run", "artifact", "task"]
+    path: Path
+    task: Task | None
+    claims: Mapping[str, Any] | None
+    run: Mapping[str, Any] | None = None
+    manifest: Mapping[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        if self.task is not None:
+            return self.task.name
+        if self.manifest is not None:
+            return str(self.manifest.get("task") or self.path.name)
+        return self.path.name
+
+
+@dataclass
+class VerifyOutcome:
+    document: dict[str, Any]
+    out_dir: Path
+    reports: dict[str, Report] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.document["passed"])
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+
+# ------------------------------------------------------------------------ resolving
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as exc:
+        raise VerifyError(f"{path} is not valid JSON: {exc}") from exc
+
+
+def load_task_copy(path: Path) -> Task:
+    """A task from a ``task.toml`` whose repo folder may not sit beside it (an artifact's copy)."""
+    try:
+        return load_task(path)
+    except TaskError:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        try:
+            return Task.model_validate({**data, "task_dir": path.parent, "task_file": path})
+        except ValueError as exc:
+            raise TaskError(f"{path}: not a valid task file: {exc}") from exc
+
+
+def _claims(path: Path) -> Mapping[str, Any] | None:
+    data = _read_json(path)
+    if data is None:
+        return None
+    return data if isinstance(data, Mapping) else {"_invalid": True}
+
+
+def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) -> Target:
+    path = Path(ref) if ref else None
+    if path is not None and (path / "manifest.json").is_file():
+        path = path.resolve()
+        manifest = _read_json(path / "manifest.json") or {}
+        task = load_task_copy(path / "task.toml") if (path / "task.toml").is_file() else None
+        return Target("artifact", path, task, _claims(path / "claims.json"), manifest=manifest)
+    if runtime == "host" and path is not None and (
+        (path / "task.toml").is_file() or path.name == "task.toml"
+    ):
+        task = load_task(path)
+        return Target("task", task.task_dir, task, None)
+    from synth.session.rundir import find_run, read_run
+
+    try:
+        run_dir = find_run(settings, ref)
+    except NotFoundError:
+        if runtime == "host" and ref:
+            tasks_root = Path(__file__).resolve().parent.parent / "tasks"
+            try:
+                task = load_task(ref, tasks_root)
+                return Target("task", task.task_dir, task, None)
+            except NotFoundError:
+                pass
+        raise
+    run = read_run(run_dir)
+    task_file = (run.get("task") or {}).get("task_file")
+    task = load_task_copy(Path(task_file)) if task_file and Path(task_file).is_file() else None
+    return Target("run", run_dir, task, _claims(run_dir / "claims.json"), run=run)
+
+
+def _host_repo(target: Target) -> Path | None:
+    """A host copy of the repository for C0's scan: the artifact's ``source/`` (what the image
+    holds), else the task's repo path; None: copied out of the container."""
+    if target.kind == "artifact" and (target.path / "source").is_dir():
+        return target.path / "source"
+    repo = target.task.repo_path if target.task is not None else None
+    return repo if repo is not None and repo.is_dir() else None
+
+
+def default_out_dir(target: Target, settings: Settings, runtime: RuntimeKind) -> Path:
+    if runtime == "host":
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        return settings.artifacts_dir / "verify" / f"{target.name}-host-{stamp}"
+    if target.kind == "run":
+        return target.path / "verify"
+    if target.path.name == "export":
+        return target.path.parent / "verify"
+    return target.path.with_name(target.path.name + "-verify")
+
+
+def _run_python(run_dir: Path) -> str:
+    state = _read_json(run_dir / "state" / "python.json") or {}
+    primary = state.get("primary")
+    if not primary:
+        raise VerifyError(f"{run_dir}/state/python.json names no primary interpreter.",
+                          hint="Was the run's final state captured? `synth runs show RUN`.")
+    return str(primary)
+
+
+def _manifest_python(manifest: Mapping[str, Any], artifact_dir: Path) -> str:
+    python = manifest.get("python")
+    if isinstance(python, Mapping):
+        python = python.get("path") or python.get("interpreter")
+    if not python:
+        raise VerifyError(f"{artifact_dir}/manifest.json names no `python` interpreter.")
+    return str(python)
+
+
+# --------------------------------------------------------------------------- engine
+def _verify_image(
+    engine: Any, image: str, spec: PyramidSpec, say: Say
+) -> Report:
+    from synth.engine.base import ContainerSpec
+
+    gpus = engine.has_gpu_runtime()
+    labels = {"synth.kind": "verify"}
+    try:
+        with engine.container(ContainerSpec(image=image, network=False, gpus=gpus,
+                                            labels=labels)) as c:
+            return run_pyramid(c, _with(spec, gpu_access="probe" if gpus else "none"), say)
+    except GpuRuntimeUnavailableError:
+        with engine.container(ContainerSpec(image=image, network=False, labels=labels)) as c:
+            return run_pyramid(c, _with(spec, gpu_access="none"), say)
+
+
+def _with(spec: PyramidSpec, **changes: Any) -> PyramidSpec:
+    from dataclasses import replace
+
+    return replace(spec, **changes)
+
+
+def _fingerprints(engine: Any, live: str, rebuilt: str, python_live: str,
+                  python_rebuilt: str, workdir: str) -> dict[str, Any]:
+    try:
+        from synth.fingerprint import compare_fingerprints, fingerprint_image
+    except ImportError as exc:  # pragma: no cover - shipped together
+        return {"status": "unavailable", "reason": str(exc)}
+    try:
+        a = fingerprint_image(engine, live, python_live, workdir)
+        b = fingerprint_image(engine, rebuilt, python_rebuilt, workdir)
+    except SynthError as exc:
+        return {"status": "error", "reason": exc.message}
+    cmp = compare_fingerprints(a, b)
+    return {"status": "compared", "a": "live", "b": "rebuilt", **cmp.to_json(),
+            "summary": cmp.summary()}
+
+
+def _rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
+             say: Say) -> dict[str, Any]:
+    from synth import console
+    from synth.artifact_build import build_artifact
+
+    log_path = out_dir / "build.log"
+    start = time.monotonic()
+    say(f"Rebuilding {artifact_dir} from scratch (no cache) as {tag}; log: {log_path}")
+    with console.err.status(f"building {tag}") as status:
+        def on_line(line: str) -> None:
+            status.update(f"building {tag}: {line[:110]}")
+
+        image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
+                                  log_path=log_path, on_line=on_line)
+    seconds = time.monotonic() - start
+    say(f"Rebuilt {tag} in {seconds:.1f}s")
+    return {"image": tag, "image_id": image_id, "seconds": round(seconds, 1),
+            "log": "build.log", "no_cache": True, "artifact_dir": str(artifact_dir)}
+
+
+def _artifact_for_run(target: Target, settings: Settings, say: Say) -> Path:
+    from synth.export import export_run
+
+    say(f"Exporting {target.path}")
+    result = export_run(target.path, settings)
+    return Path(result.artifact_dir)
+
+
+def _rebuilt_tag(task_name: str, artifact_dir: Path) -> str:
+    manifest = artifact_dir / "manifest.json"
+    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()[:12]
+    return f"synth-rebuilt/{task_name}:{digest}"
+
+
+# --------------------------------------------------------------------------- verify
+def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> VerifyOutcome:
+    from synth import console
+
+    say = say or console.say
+    if opts.runtime == "host" and opts.python is None:
+        raise UsageError("--runtime host needs --python PATH (the environment's interpreter).")
+    if opts.runtime == "docker" and opts.python is not None:
+        raise UsageError("--python belongs to --runtime host; in a container the interpreter "
+                         "comes from the artifact's manifest or the run's state.")
+    target = resolve_target(opts.target, settings, opts.runtime)
+    out_dir = (opts.out_dir or default_out_dir(target, settings, opts.runtime)).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    task = target.task
+    base = PyramidSpec(python="", task=task, claims=target.claims, levels=opts.levels,
+                       scanner=opts.scanner, repo_dir=_host_repo(target))
+    reports: dict[str, Report] = {}
+    doc: dict[str, Any] = {
+        "format": VERIFY_FORMAT, "synth_version": __version__,
+        "target": {"kind": target.kind, "path": str(target.path), "task": target.name},
+        "require": opts.require, "levels_selected": sorted(opts.levels),
+        "build": None, "fidelity": None, "fingerprint": None,
+    }
+    if opts.runtime == "host":
+        reports["host"] = _verify_host(opts, base, task, say)
+        decides = "host"
+    else:
+        decides = _verify_docker(opts, settings, target, base, out_dir, doc, reports, say)
+    doc["reports"] = {k: r.to_json() for k, r in reports.items()}
+    doc["decides"] = decides
+    doc["passed"] = reports[decides].passes_up_to(opts.require)
+    if "rebuilt" in reports and "live" in reports:
+        doc["fidelity"] = fidelity(reports["rebuilt"], reports["live"])
+    atomic.write_json(out_dir / "verify.json", doc)
+    atomic.write_text(out_dir / "verify.md", render_markdown(doc))
+    return VerifyOutcome(doc, out_dir, reports)
+
+
+def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say: Say) -> Report:
+    from synth.engine.host import HostRuntime
+
+    assert opts.python is not None
+    rt = HostRuntime(opts.python)
+    repo = opts.repo or (task.repo_path if task else None)
+    if repo is None or not repo.is_dir():
+        raise UsageError("The host runtime needs the repository: pass --repo DIR.",
+                         hint="Or name a task whose repo.path exists on this machine.")
+    repo = repo.resolve()
+    say(f"Verifying {rt.python} on this host (repo {repo})")
+    spec = _with(base, python=str(rt.python), repo_dir=repo, workdir=str(repo),
+                 gpu_access="probe", target={"kind": "host", "host_python": str(rt.python)})
+    return run_pyramid(rt, spec, say)
+
+
+def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base: PyramidSpec,
+                   out_dir: Path, doc: dict[str, Any], reports: dict[str, Report],
+                   say: Say) -> str:
+    from synth.engine.docker import DockerEngine
+
+    if target.kind == "artifact" and not opts.rebuild:
+        raise UsageError(f"{target.path} is an artifact: verify it with --rebuild.",
+                         hint="`synth verify ARTIFACT_DIR --rebuild` builds it from scratch "
+                         "and runs the pyramid on the new image.")
+    if target.kind == "task":
+        raise UsageError("A task is verified through a run or an artifact (or --runtime host).")
+    engine = DockerEngine.connect()
+    live_ref: str | None = None
+    live_python: str | None = None
+    if target.kind == "run":
+        live_ref = ((target.run or {}).get("live_image") or {}).get("ref")
+        if (opts.live or not opts.rebuild) and not live_ref:
+            raise VerifyError(f"Run {target.path} has no live image (run.json live_image).",
+                              hint="Verify its artifact instead: --rebuild.")
+        if live_ref and not engine.image_exists(live_ref):
+            if opts.live or not opts.rebuild:
+                raise NotFoundError(f"The live image {live_ref} is not on this engine.")
+            live_ref = None
+        if live_ref:
+            live_python = _run_python(target.path)
+    decides = "live"
+    if opts.rebuild:
+        artifact_dir = (target.path if target.kind == "artifact"
+                        else _artifact_for_run(target, settings, say))
+        manifest = _read_json(artifact_dir / "manifest.json") or {}
+        python = _manifest_python(manifest, artifact_dir)
+        tag = _rebuilt_tag(target.name, artifact_dir)
+        doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say)
+        doc["target"]["artifact_dir"] = str(artifact_dir)
+        say(f"Verifying the rebuilt image {tag}")
+        reports["rebuilt"] = _verify_image(
+            engine, tag, _with(base, python=python,
+                               target={"kind": "rebuilt", "image": tag}), say)
+        decides = "rebuilt"
+        if live_ref and live_python and opts.fingerprint:
+            say("Comparing environment fingerprints (live vs rebuilt)")
+            workdir = task.probes.workdir if (task := target.task) else "/workspace"
+            doc["fingerprint"] = _fingerprints(engine, live_ref, tag, live_python, python,
+                                               workdir)
+    if live_ref and live_python and (opts.live or target.kind == "run"):
+        say(f"Verifying the live image {live_ref}")
+        reports["live"] = _verify_image(
+            engine, live_ref, _with(base, python=live_python,
+                                    target={"kind": "live", "image": live_ref}), say)
+    return decides
+
+
+# -------------------------------------------------------------------------- output
+_MARK = {"pass": "pass", "fail": "FAIL", "skipped": "skipped", "not_applicable": "n/a",
+         "not_reached": "not reached"}
+
+
+def cell(r: Mapping[str, Any] | None) -> str:
+    if r is None:
+        return ""
+    text = _MARK.get(str(r.get("status")), str(r.get("status")))
+    return f"{text}: {r['reason']}" if r.get("reason") else text
+
+
+def _levels(doc: Mapping[str, Any], key: str) -> dict[str, Mapping[str, Any]]:
+    report = doc["reports"].get(key) or {}
+    return {r["level"]: r for r in report.get("levels", [])}
+
+
+def report_columns(doc: Mapping[str, Any]) -> list[str]:
+    return [k for k in ("rebuilt", "live", "host") if k in doc["reports"]]
+
+
+def extra_lines(doc: Mapping[str, Any]) -> list[str]:
+    """What a reader needs besides the table: missing modules, claims, fidelity, fingerprint."""
+    lines: list[str] = []
+    for key in report_columns(doc):
+        levels = _levels(doc, key)
+        c0 = levels.get("C0") or {}
+        m = c0.get("metrics") or {}
+        if m:
+            lines.append(
+                f"{key} C0: {m.get('missing_statements', 0)}/{m.get('import_statements', 0)} "
+                f"import statements unresolved (ratio {m.get('missing_ratio', 0)}), "
+                f"{m.get('optional_missing_statements', 0)} optional missing; "
+                f"{m.get('files', 0)} files scanned with {m.get('scanner')}")
+        for miss in (c0.get("details") or {}).get("missing", []):
+            lines.append(f"  missing {miss['module']} -> install {miss['distribution']} "
+                         f"(at {', '.join(miss['locations'][:3])})")
+        c5 = levels.get("C5") or {}
+        if c5.get("status") in ("pass", "fail", "skipped") and c5.get("metrics"):
+            cm = c5["metrics"]
+            lines.append(
+                f"{key} C5: {cm['hallucinations']} false claim(s) — path "
+                f"{cm['path_hallucinations']}, version {cm['version_hallucinations']}, "
+                f"capability {cm['capability_hallucinations']}; {cm['unverifiable']} "
+                f"unverifiable, {cm['unknown']} unknown")
+            for check in (c5.get("details") or {}).get("checks", []):
+                if check["verdict"] in ("hallucination", "unverifiable"):
+                    lines.append(f"  {check['verdict']}: {check['field']} = "
+                                 f"{json.dumps(check['claimed'])} (observed "
+                                 f"{json.dumps(check['observed'])}) {check['note']}".rstrip())
+    fid = doc.get("fidelity")
+    if fid:
+        verdict = "reaches" if fid["reaches_live_level"] else "does NOT reach"
+        lines.append(f"fidelity: the rebuilt image {verdict} the live image's level "
+                     f"(live {fid['live_highest'] or 'none'}, rebuilt "
+                     f"{fid['rebuilt_highest'] or 'none'})")
+        for gap in fid["gaps"]:
+            lines.append(f"  gap {gap['level']}: live {gap['live']}; rebuilt {gap['rebuilt']}")
+    fp = doc.get("fingerprint")
+    if fp:
+        if fp.get("status") == "compared":
+            lines.append(
+                f"fingerprint (live vs rebuilt): packages "
+                f"{'equal' if fp['packages_equal'] else 'DIFFER'}, native .so "
+                f"{'equal' if fp['native_equal'] else 'DIFFER'}, contents "
+                f"{'equal' if fp['content_equal'] else 'differ'}")
+            lines.extend(f"  {s}" for s in fp.get("summary", [])[:15])
+        else:
+            lines.append(f"fingerprint: {fp.get('status')}: {fp.get('reason')}")
+    build = doc.get("build")
+    if build:
+        lines.append(f"rebuilt {build['image']} in {build['seconds']}s (no cache); "
+                     f"log {build['log']}")
+    return lines
+
+
+def verdict_line(doc: Mapping[str, Any]) -> str:
+    key = doc["decides"]
+    highest = doc["reports"][key].get("highest") or "none"
+    word = "PASSED" if doc["passed"] else "FAILED"
+    return (f"{word}: the {key} target passes every applicable level up to "
+            f"{doc['require']}" if doc["passed"] else
+            f"{word}: the {key} target fails a level up to {doc['require']}") + (
+        f" (highest level reached: {highest})")
+
+
+def render_markdown(doc: Mapping[str, Any]) -> str:
+    cols = report_columns(doc)
+    out = [f"# synth verify — {doc['target']['task']}", "",
+           f"Target: {doc['target']['kind']} `{doc['target']['path']}`", ""]
+    for key in cols:
+        t = doc["reports"][key]["target"]
+        where = t.get("image") or t.get("runtime")
+        out.append(f"- **{key}**: `{where}`, python `{t.get('python')}`")
+    out += ["", "| level | what | " + " | ".join(cols) + " |",
+            "|---|---|" + "---|" * len(cols)]
+    for level in LEVELS:
+        cells = [cell(_levels(doc, k).get(level)).replace("|", "\\|") for k in cols]
+        out.append(f"| {level} | {LEVEL_TITLES[level]} | " + " | ".join(cells) + " |")
+    out += ["", verdict_line(doc), ""]
+    extra = extra_lines(doc)
+    if extra:
+        out += ["```", *extra, "```", ""]
+    return "\n".join(out)
+
+
+def print_table(doc: Mapping[str, Any]) -> None:
+    from rich.table import Table
+
+    from synth import console
+
+    cols = report_columns(doc)
+    table = Table(title=f"synth verify: {doc['target']['task']}", show_lines=False)
+    table.add_column("level")
+    table.add_column("what")
+    for key in cols:
+        table.add_column(key, overflow="fold")
+    colors = {"pass": "green", "fail": "red", "not_reached": "red", "skipped": "yellow",
+              "not_applicable": "dim"}
+    for level in LEVELS:
+        row = [level, LEVEL_TITLES[level]]
+        for key in cols:
+            r = _levels(doc, key).get(level)
+            color = colors.get(str(r.get("status")) if r else "", "")
+            text = cell(r).replace("[", "\\[")
+            row.append(f"[{color}]{text}[/]" if color else text)
+        table.add_row(*row)
+    console.out.print(table)
+    for line in extra_lines(doc):
+        console.out.print(line, markup=False, highlight=False)
+    style = "bold green" if doc["passed"] else "bold red"
+    console.out.print(f"[{style}]{verdict_line(doc)}[/]")
+
+
+def parse_levels(text: str | None) -> frozenset[Level]:
+    if not text:
+        return frozenset(LEVELS)
+    try:
+        return frozenset(parse_level(p) for p in text.split(",") if p.strip())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def parse_require(text: str) -> Level:
+    try:
+        return parse_level(text)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def level_results(doc: Mapping[str, Any], key: str) -> dict[str, LevelResult]:
+    return {lv: LevelResult.from_json(r) for lv, r in _levels(doc, key).items()}
