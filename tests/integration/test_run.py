@@ -315,3 +315,30 @@ def test_sigterm_interrupts_captures_and_cleans_up(
     assert hooks["echo started > /dev/null"]["exit"] == 0
     assert (run_dir / "state" / "apt.json").is_file()
     assert no_container_left(engine, out["run_id"])
+
+
+# ------------------------------------------------------------ engine error
+def test_engine_error_mid_run_is_recorded_and_cleaned_up(
+    engine: DockerEngine, env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from synth.engine.docker import Container
+    from synth.errors import EngineError
+
+    real_exec = Container.exec
+
+    def flaky_exec(self: Container, argv: Any, **kwargs: Any) -> Any:
+        if "lost-connection" in " ".join(argv):
+            raise EngineError("exec in container failed: connection reset by peer")
+        return real_exec(self, argv, **kwargs)
+
+    monkeypatch.setattr(Container, "exec", flaky_exec)
+    script = env["root"] / "flaky.sh"
+    script.write_text("echo ok >/dev/null\necho lost-connection\n")
+    result = _run(engine, env, RunOptions(task=env["task"], agent=ReplayAgent(script),
+                                          settings=env["settings"], timeout=300))
+    assert result.status == "error"
+    run = json.loads((result.run_dir / "run.json").read_text())
+    assert "connection reset" in run["error"]
+    assert (result.run_dir / "state" / "python.json").is_file()
+    assert [r["command"] for r in commands(result.run_dir, "bash-hook")] == ["echo ok > /dev/null"]
+    assert no_container_left(engine, result.run_id)
