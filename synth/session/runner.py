@@ -203,6 +203,8 @@ class _Session:
         hook_host = self.run_dir / "logs" / "hook"
         hook_host.mkdir(parents=True, exist_ok=True)
         hook_host.chmod(0o777)  # agents may drop root; the hook must still append
+        self.raw_events_path.touch()
+        self.raw_events_path.chmod(0o666)
         (self.run_dir / "state").mkdir(exist_ok=True)
         self.write_record()
         ensure_base_image(self.engine, self.task.base_image, say=self.say)
