@@ -170,15 +170,18 @@ def _section(name: str, title: str, items: Sequence[Item], note: str | None = No
                    tuple(unified))
 
 
-def _unavailable(name: str, title: str, a: object, b: object, what: str) -> Section:
+def _unavailable(name: str, title: str, a: object, b: object, what: str,
+                 hint: str = "") -> Section:
     missing = [s for s, v in (("A", a), ("B", b)) if v is None]
-    return Section(name, title, "unavailable", note=f"no {what} for {' and '.join(missing)}")
+    note = f"no {what} for {' and '.join(missing)}" + (f"; {hint}" if hint else "")
+    return Section(name, title, "unavailable", note=note)
 
 
 def compare_pyramid(a: Side, b: Side) -> Section:
     title = "Pyramid results"
     if a.pyramid is None or b.pyramid is None:
-        return _unavailable("pyramid", title, a.pyramid, b.pyramid, "verify.json")
+        return _unavailable("pyramid", title, a.pyramid, b.pyramid, "verify.json",
+                            "run `synth verify` first")
     flat_a = {f"{t} {lvl}": s for t, levels in a.pyramid.items() for lvl, s in levels.items()}
     flat_b = {f"{t} {lvl}": s for t, levels in b.pyramid.items() for lvl, s in levels.items()}
     return _section("pyramid", title, _compare_mapping(flat_a, flat_b))
@@ -264,15 +267,18 @@ def _pairs_diff(a: Mapping[str, str], b: Mapping[str, str]) -> list[tuple[str, s
     return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
+_FP_HINT = "add --fingerprint, or compare images"
+
+
 def compare_fingerprint_sections(a: Side, b: Side) -> list[Section]:
     """Native .so files and file contents, where both sides carry a fingerprint."""
     t_native, t_files = "Native files (.so, sha256)", "Installed files (per distribution)"
     if a.fingerprint is None or b.fingerprint is None:
         return [
             _unavailable("native_files", t_native, a.fingerprint, b.fingerprint,
-                         "fingerprint (--fingerprint, or compare images)"),
+                         "fingerprint", _FP_HINT),
             _unavailable("python_files", t_files, a.fingerprint, b.fingerprint,
-                         "fingerprint (--fingerprint, or compare images)"),
+                         "fingerprint", _FP_HINT),
         ]
     cmp = compare_fingerprints(a.fingerprint, b.fingerprint)
     native = [Item(_item_kind(c.kind), c.key, c.a, c.b, c.detail) for c in cmp.native]
@@ -384,7 +390,11 @@ def _value(item: Item) -> str:
     return f"{item.a} -> {item.b}" if item.a != item.b else (item.a or "")
 
 
-def render_terminal(result: DiffResult, console: Console, *, all_sections: bool = False) -> None:
+#: Items shown per section in a terminal; --md and --json always carry all of them.
+TERMINAL_ITEMS = 40
+
+
+def render_terminal(result: DiffResult, console: Console, *, limit: int = TERMINAL_ITEMS) -> None:
     """Grouped by kind, most important first; equal and unavailable sections are one line."""
     a, b = result.a, result.b
     console.print(f"[bold]A[/] {escape(a.kind)} {escape(a.label)}")
@@ -418,10 +428,13 @@ def render_terminal(result: DiffResult, console: Console, *, all_sections: bool 
         table.add_column(overflow="fold")
         table.add_column(overflow="fold")
         table.add_column(style="dim", overflow="fold")
-        for item in s.items:
+        for item in s.items[:limit]:
             table.add_row(f"[{_STYLE[item.kind]}]{_MARK[item.kind]}[/]", escape(item.key),
                           escape(_value(item)), escape(item.detail))
         console.print(table)
+        if len(s.items) > limit:
+            console.print(f"  [dim]… and {len(s.items) - limit} more (all of them with --md "
+                          "or --json)[/]")
     warnings = [f"A: {w}" for w in a.warnings] + [f"B: {w}" for w in b.warnings]
     for w in warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")

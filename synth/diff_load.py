@@ -453,6 +453,48 @@ def _native_steps_in_report(report: Mapping[str, Any]) -> list[Mapping[str, Any]
     return None
 
 
+_NATIVE_COMMENT = re.compile(r"^#\s*Native build \d+/\d+:\s*(?P<tool>\S+)"
+                             r"(?:\s*->\s*(?P<dist>\S+))?")
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def dockerfile_native_builds(text: str) -> list[Mapping[str, Any]]:
+    """Native build steps of a synth-rendered Dockerfile: each ``# Native build i/n: TOOL ->
+    DIST`` comment and the RUN after it (``cd CWD && [K=V ...] argv``)."""
+    out: list[Mapping[str, Any]] = []
+    pending: dict[str, Any] | None = None
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        m = _NATIVE_COMMENT.match(line)
+        if m:
+            pending = {"tool": m["tool"], "distribution": (m["dist"] or "").rstrip(".") or None}
+        elif pending is not None and line.startswith("RUN "):
+            parts = [line]
+            while parts[-1].endswith("\\") and i + 1 < len(lines):
+                i += 1
+                parts.append(lines[i].strip())
+            run = dockerfile_steps("\n".join(parts))[0][4:]
+            segments = [seg.strip() for seg in run.split(" && ")]
+            cwd = ""
+            for seg in segments[:-1]:
+                if seg.startswith("cd "):
+                    cwd = shlex.split(seg)[1]
+            try:
+                words = shlex.split(segments[-1])
+            except ValueError:
+                words = segments[-1].split()
+            env = []
+            while words and _ASSIGN.match(words[0]):
+                name, _, value = words.pop(0).partition("=")
+                env.append((name, value))
+            out.append({**pending, "argv": words, "cwd": cwd, "env": env})
+            pending = None
+        i += 1
+    return out
+
+
 def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
     directory = directory.resolve()
     warnings: list[str] = []
@@ -473,6 +515,8 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
 
     native: tuple[NativeBuildInfo, ...] | None = None
     raw_steps = _native_steps_in_report(report) if report is not None else None
+    if raw_steps is None and dockerfile_path.is_file():
+        raw_steps = dockerfile_native_builds(dockerfile_path.read_text(encoding="utf-8"))
     if raw_steps is not None:
         native = _native_from_steps(raw_steps, dists or {})
         if dists is not None:
@@ -480,7 +524,7 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
                 if n.version and n.key not in dists:
                     dists[n.key] = PyDist(n.key, n.version, "local build")
     else:
-        warnings.append("export-report.json lists no native steps: native builds unknown")
+        warnings.append("no Dockerfile or export report: native builds unknown")
 
     apt_lock = directory / "apt.lock"
     apt_added = parse_apt_lock(apt_lock.read_text(encoding="utf-8")) if apt_lock.is_file() \
@@ -492,6 +536,8 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
         interpreter["base_image"] = str(base["ref"])
     elif isinstance(base, str):
         interpreter["base_image"] = base
+    if manifest.get("python"):
+        interpreter["path"] = str(manifest["python"])
     plan = (report or {}).get("plan")
     if isinstance(plan, Mapping) and plan.get("python"):
         interpreter["path"] = str(plan["python"])

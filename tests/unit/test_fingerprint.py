@@ -257,3 +257,23 @@ def test_source_without_direct_url(installer: str | None, metadata_dir: str,
                                    files_from: str, want: str) -> None:
     assert distribution_source(None, None, installer=installer, metadata_dir=metadata_dir,
                                files_from=files_from) == want
+
+
+def test_launcher_shebang_python_name_is_normalised(tmp_path: Path) -> None:
+    """`bin/pip install` writes `#!…/python3`, `python -m pip` writes `#!…/python`."""
+    import shutil
+
+    def scripts_digest(shebang: bytes, body: bytes = b"import re\n") -> str | None:
+        root = tmp_path / "env"  # the same paths each time: they are part of the digest
+        shutil.rmtree(root, ignore_errors=True)
+        site = root / "lib" / "site-packages"
+        site.mkdir(parents=True)
+        make_dist(site, "tool", "1.0", {"tool.py": b"", "../../bin/tool": shebang + body})
+        (d,) = run_probe(site, root)["distributions"]
+        assert d["scripts"] == [str(root / "bin" / "tool")]
+        return d["scripts_digest"]  # type: ignore[no-any-return]
+
+    a = scripts_digest(b"#!/opt/venv/bin/python3\n")
+    assert a == scripts_digest(b"#!/opt/venv/bin/python\n")
+    assert a != scripts_digest(b"#!/usr/bin/python\n")
+    assert a != scripts_digest(b"#!/opt/venv/bin/python3\n", b"import os\n")

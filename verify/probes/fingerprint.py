@@ -197,6 +197,28 @@ def digest_pairs(pairs):
     return h.hexdigest()
 
 
+_PY_SHEBANG = re.compile(rb"^#!\s*(\S*/)?python[0-9.]*(\s|$)")
+
+
+def script_digest(path):
+    """sha256 of a launcher script with its shebang's python name normalised.
+
+    ``/opt/venv/bin/pip`` writes ``#!/opt/venv/bin/python3``, ``python -m pip`` writes
+    ``#!/opt/venv/bin/python``: the same interpreter, so the same script.
+    """
+    if os.path.islink(path) or not os.path.isfile(path) or os.path.getsize(path) > BUF:
+        return file_digest(path)
+    with open(path, "rb") as fh:
+        data = fh.read()
+    first, sep, rest = data.partition(b"\n")
+    m = _PY_SHEBANG.match(first)
+    if m:
+        first = b"#!" + (m.group(1) or b"") + b"python" + first[m.end(0) - len(m.group(2)):]
+    _stats["files_hashed"] += 1
+    _stats["bytes_hashed"] += len(data)
+    return hashlib.sha256(first + sep + rest).hexdigest()
+
+
 def file_digest(path):
     """sha256 of a regular file, 'symlink:<target>' of a link, None if absent."""
     if os.path.islink(path):
@@ -249,6 +271,14 @@ def scan_distributions(sites, errors):
                 if in_meta and os.path.basename(path) in BOOKKEEPING:
                     owned.add(path)
                     continue
+                if not path.startswith(site + os.sep):
+                    # Outside the site dir: launcher scripts (bin/), data files.
+                    digest = script_digest(path)
+                    if digest is None:
+                        missing += 1
+                    else:
+                        outside.append((path, digest))
+                    continue
                 if path not in hashes:
                     hashes[path] = file_digest(path)
                 digest = hashes[path]
@@ -256,10 +286,7 @@ def scan_distributions(sites, errors):
                     missing += 1
                     continue
                 owned.add(path)
-                if path.startswith(site + os.sep):
-                    inside.append((os.path.relpath(path, site).replace(os.sep, "/"), digest))
-                else:
-                    outside.append((path, digest))
+                inside.append((os.path.relpath(path, site).replace(os.sep, "/"), digest))
             # Everything in the metadata directory belongs to the distribution.
             for root, _dirs, files in os.walk(meta_dir):
                 for f in files:
