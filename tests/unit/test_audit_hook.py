@@ -125,3 +125,17 @@ def test_interactive_shell_records_commands_once_and_not_the_prompt(tmp_path: Pa
                                      ("false", str(tmp_path), 1),
                                      ("exit 0", str(tmp_path), 0)]
     assert [r["source"] for r in records if r["source"] != "bash-hook"] == ["bash-shell"]
+
+
+def test_the_hook_is_transparent_to_status_pipestatus_and_last_argument(tmp_path: Path) -> None:
+    script = ('echo foo bar >/dev/null; echo "[$_]"; false; echo "[$?]"; '
+              'true | false; echo "[${PIPESTATUS[*]}]"; exit 2')
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    plain = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
+                           check=False)
+    hooked = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, check=False,
+        env={**env, "BASH_ENV": str(hook_dir() / "audit_hook.sh"),
+             "SYNTH_AUDIT_FILE": str(tmp_path / "events.jsonl")})
+    assert plain.stdout == "[bar]\n[1]\n[0 1]\n"
+    assert (hooked.stdout, hooked.returncode) == (plain.stdout, plain.returncode)

@@ -19,6 +19,7 @@ __synth_hooked=1
 __synth_n=0
 __synth_cur=""
 __synth_curcmd=""
+__synth_last=""
 __synth_t="${EPOCHREALTIME/,/.}"
 __synth_shell="$$-${__synth_t/./}"
 __synth_parent="${SYNTH_AUDIT_PARENT:-}"
@@ -56,8 +57,11 @@ __synth_end() {  # $1: exit status, $2: PIPESTATUS (space-separated)
   return 0
 }
 
+# Called by the DEBUG trap with $?, PIPESTATUS and $_ as they were before the trap; the
+# trap then restores $_ (a trap's own last word would replace it).
 __synth_debug() {
-  local rc=$? ps="${PIPESTATUS[*]}"
+  local rc="$1" ps="$2"
+  __synth_last="${3:-}"
   case "$BASH_COMMAND" in
     # bash 5.2 fires DEBUG once more, stale, while running the EXIT trap (BASH_COMMAND
     # then names a trap); PIPESTATUS is stale there too unless it agrees with $?.
@@ -111,5 +115,5 @@ if $__synth_interactive; then
   PROMPT_COMMAND="__synth_prompt_begin; ${PROMPT_COMMAND:+$PROMPT_COMMAND; }__synth_prompt_end"
 fi
 trap '__synth_exit' EXIT
-trap '__synth_debug' DEBUG
+trap '__synth_debug "$?" "${PIPESTATUS[*]}" "$_"; : "$__synth_last"' DEBUG
 fi
