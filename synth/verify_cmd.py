@@ -270,6 +270,25 @@ def _artifact_for_run(target: Target, settings: Settings, say: Say) -> Path:
     return Path(result.artifact_dir)
 
 
+def _artifact_run(target: Target, settings: Settings) -> Path:
+    """The run an artifact was exported from (its manifest's task and run_id)."""
+    from synth.session.rundir import find_run
+
+    manifest = target.manifest or {}
+    task, run_id = manifest.get("task"), manifest.get("run_id")
+    if not task or not run_id:
+        raise VerifyError(f"{target.path}/manifest.json names no run; --live has no image "
+                          "to compare with.")
+    try:
+        return find_run(settings, f"{task}/{run_id}")
+    except NotFoundError as exc:
+        raise NotFoundError(
+            f"The run {task}/{run_id} this artifact was exported from is not under "
+            f"{settings.runs_dir}, so --live has no image to compare with.",
+            hint="Point --artifacts at the folder holding its runs/, or drop --live.",
+        ) from exc
+
+
 def _rebuilt_tag(task_name: str, artifact_dir: Path) -> str:
     manifest = artifact_dir / "manifest.json"
     digest = hashlib.sha256(manifest.read_bytes()).hexdigest()[:12]
@@ -344,17 +363,24 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
     engine = DockerEngine.connect()
     live_ref: str | None = None
     live_python: str | None = None
-    if target.kind == "run":
-        live_ref = ((target.run or {}).get("live_image") or {}).get("ref")
+    live_run = target.path if target.kind == "run" else None
+    run_info = target.run
+    if target.kind == "artifact" and opts.live:
+        live_run = _artifact_run(target, settings)
+        from synth.session.rundir import read_run
+
+        run_info = read_run(live_run)
+    if live_run is not None:
+        live_ref = ((run_info or {}).get("live_image") or {}).get("ref")
         if (opts.live or not opts.rebuild) and not live_ref:
-            raise VerifyError(f"Run {target.path} has no live image (run.json live_image).",
+            raise VerifyError(f"Run {live_run} has no live image (run.json live_image).",
                               hint="Verify its artifact instead: --rebuild.")
         if live_ref and not engine.image_exists(live_ref):
             if opts.live or not opts.rebuild:
                 raise NotFoundError(f"The live image {live_ref} is not on this engine.")
             live_ref = None
         if live_ref:
-            live_python = _run_python(target.path)
+            live_python = _run_python(live_run)
     decides = "live"
     if opts.rebuild:
         artifact_dir = (target.path if target.kind == "artifact"
@@ -374,7 +400,7 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
             workdir = task.probes.workdir if (task := target.task) else "/workspace"
             doc["fingerprint"] = _fingerprints(engine, live_ref, tag, live_python, python,
                                                workdir)
-    if live_ref and live_python and (opts.live or target.kind == "run"):
+    if live_ref and live_python:
         say(f"Verifying the live image {live_ref}")
         reports["live"] = _verify_image(
             engine, live_ref, _with(base, python=live_python,

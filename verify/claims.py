@@ -6,7 +6,9 @@ Counted as in ResearchEnvBench, by kind:
 * **version** — ``python_version`` / ``torch_version`` differ from what is installed;
 * **capability** — ``cuda_available``, ``gpu_count`` or ``ddp_expected_ok`` claimed beyond
   what the evidence shows, or claimed where the level that would show it failed or was not
-  reached.
+  reached; also, without any GPU, ``cuda_available`` where no installed framework can use
+  CUDA at all (none installed, or CPU-only builds) and ``ddp_expected_ok`` where torch is
+  missing or a CPU-only build.
 
 ``null`` means "unknown" and is never counted. A capability whose level was *skipped* here
 (no GPU runtime, too few GPUs) or does not apply is ``unverifiable``: neither true nor false.
@@ -50,6 +52,13 @@ class Evidence:
     cuda_available: bool | None = None
     #: GPUs the frameworks (or, lacking them, the driver) saw; None when unknown.
     gpu_count: int | None = None
+    #: Could any installed framework use CUDA at all (False: none, or only CPU-only builds;
+    #: None: unknown)? Read from metadata and files, so known even where C2 cannot run.
+    cuda_capable: bool | None = None
+    #: Why not, when ``cuda_capable`` is False.
+    cuda_capable_note: str = ""
+    #: torch's CUDA version from its build (None: CPU-only or not installed; "" unknown).
+    torch_cuda_build: str | None = ""
     levels: Mapping[Level, LevelResult] = field(default_factory=dict)
 
 
@@ -158,6 +167,9 @@ def check_claims(claims: Mapping[str, Any], ev: Evidence) -> ClaimsOutcome:
     cuda = claims.get("cuda_available")
     if cuda is None:
         add("cuda_available", None, ev.cuda_available, "unknown")
+    elif cuda and not (c2 is not None and c2.ran) and ev.cuda_capable is False:
+        # No GPU needed to refute this: nothing installed could ever use CUDA.
+        add("cuda_available", cuda, False, "hallucination", ev.cuda_capable_note)
     else:
         add("cuda_available", cuda, ev.cuda_available,
             *_capability(bool(cuda), ev.cuda_available, c2))
@@ -183,7 +195,15 @@ def check_claims(claims: Mapping[str, Any], ev: Evidence) -> ClaimsOutcome:
         add("ddp_expected_ok", None, None, "unknown")
     else:
         observed_ddp = (c4.status == "pass") if c4 is not None and c4.ran else None
-        add("ddp_expected_ok", ddp, observed_ddp, *_capability(bool(ddp), observed_ddp, c4))
+        if ddp and observed_ddp is None and (ev.torch_version is None
+                                             or ev.torch_cuda_build is None):
+            why = ("torch is not installed" if ev.torch_version is None
+                   else f"torch {ev.torch_version} is a CPU-only build")
+            add("ddp_expected_ok", ddp, False, "hallucination",
+                f"DDP over NCCL needs a CUDA build of torch: {why}")
+        else:
+            add("ddp_expected_ok", ddp, observed_ddp,
+                *_capability(bool(ddp), observed_ddp, c4))
     return ClaimsOutcome(tuple(checks))
 
 

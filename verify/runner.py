@@ -375,6 +375,30 @@ def _c4(p: _Probing, visible: int) -> LevelResult:
     return LevelResult("C4", "pass", None, metrics, details)
 
 
+def cuda_capability(facts: Mapping[str, Any]) -> tuple[bool | None, str, str | None]:
+    """From the facts probe: could anything installed use CUDA? (capable, why not, torch's
+    CUDA build). Unknown (None) where a framework's build cannot be read without importing."""
+    fw = facts.get("gpu_frameworks")
+    if not isinstance(fw, Mapping):
+        return None, "", ""
+    torch = fw.get("torch")
+    torch_cuda: str | None = None
+    if isinstance(torch, Mapping):
+        torch_cuda = torch.get("cuda") or torch.get("hip")
+    if torch_cuda or fw.get("cupy") or fw.get("jax_cuda"):
+        return True, "", torch_cuda
+    if fw.get("tensorflow"):
+        return None, "", torch_cuda
+    found = []
+    if isinstance(torch, Mapping):
+        found.append("torch is a CPU-only build")
+    if fw.get("jax"):
+        found.append("jax has no CUDA plugin")
+    note = ("no CUDA-capable framework installed" + (f" ({'; '.join(found)})" if found
+                                                    else " (no torch, jax, tensorflow, cupy)"))
+    return False, note, torch_cuda
+
+
 def _evidence(p: _Probing) -> Evidence:
     facts = p.facts or {}
     fw = (p.framework or {}).get("frameworks", {})
@@ -390,7 +414,9 @@ def _evidence(p: _Probing) -> Evidence:
         count = int(facts.get("gpus", {}).get("count", 0))
     versions = {k: v["version"] for k, v in facts.get("interpreters", {}).items()
                 if v.get("ok")}
+    capable, note, torch_cuda = cuda_capability(facts)
     return Evidence(
+        cuda_capable=capable, cuda_capable_note=note, torch_cuda_build=torch_cuda,
         paths=facts.get("paths", {}),
         interpreter_versions=versions,
         python_version=facts.get("python", {}).get("version"),

@@ -72,7 +72,10 @@ def test_host_venv_passes_c0_c1_and_checks_claims(venv: Path, tmp_path: Path) ->
     assert got["C3"].summary == "not_applicable: CPU-only code"
     assert got["C5"].status == "fail"
     assert got["C5"].metrics["version_hallucinations"] == 1  # torch is not installed
-    assert got["C5"].metrics["unverifiable"] == 1  # cuda_available: C2 skipped here
+    # cuda_available: C2 is skipped (no GPU), but nothing installed could use CUDA anyway
+    assert got["C5"].metrics["capability_hallucinations"] == 1
+    checks = {c["field"]: c for c in got["C5"].details["checks"]}
+    assert "no CUDA-capable framework" in checks["cuda_available"]["note"]
     assert report.highest == "C1"
 
 

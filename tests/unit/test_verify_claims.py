@@ -65,6 +65,24 @@ def test_liar_counts_each_kind() -> None:
     assert m["hallucinations"] == 3
 
 
+def test_cpu_only_installs_refute_gpu_claims_without_a_gpu() -> None:
+    claims = {**HONEST, "cuda_available": True, "gpu_count": 1, "ddp_expected_ok": True}
+    ev = cpu_evidence(cuda_capable=False, torch_cuda_build=None,
+                      cuda_capable_note="no CUDA-capable framework installed "
+                      "(torch is a CPU-only build)")
+    out = check_claims(claims, ev)
+    v = {c.field: c for c in out.checks}
+    assert v["cuda_available"].verdict == "hallucination"
+    assert "CPU-only" in v["cuda_available"].note
+    assert v["ddp_expected_ok"].verdict == "hallucination"
+    assert v["gpu_count"].verdict == "unverifiable"  # hardware: not shown either way here
+    assert out.metrics()["capability_hallucinations"] == 2
+    # A CUDA build of torch on a machine without GPUs: nothing can be said.
+    ev = cpu_evidence(cuda_capable=True, torch_cuda_build="13.0")
+    v = {c.field: c for c in check_claims(claims, ev).checks}
+    assert v["cuda_available"].verdict == v["ddp_expected_ok"].verdict == "unverifiable"
+
+
 def test_null_claims_are_never_counted() -> None:
     claims = dict.fromkeys(HONEST)
     out = check_claims(claims, cpu_evidence())

@@ -26,6 +26,46 @@ def dist_version(name):
         return None
 
 
+def torch_build():
+    """torch's build (CUDA version or None) read from torch/version.py, without importing."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("torch")
+    except Exception:
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    info = {"cuda": None, "hip": None}
+    for loc in spec.submodule_search_locations:
+        try:
+            with open(os.path.join(loc, "version.py")) as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        for key in ("cuda", "hip"):
+            m = re.search(r"^%s(?:\s*:[^=]*)?\s*=\s*['\"]([^'\"]+)['\"]" % key, text, re.M)
+            if m:
+                info[key] = m.group(1)
+        return info
+    return None
+
+
+def gpu_frameworks():
+    """Which installed frameworks could use CUDA at all (from metadata and files only)."""
+    plugins = [n for n in ("jax-cuda12-plugin", "jax-cuda13-plugin", "jax-cuda11-plugin")
+               if dist_version(n)]
+    jaxlib = dist_version("jaxlib") or ""
+    cupy = [n for n in ("cupy", "cupy-cuda12x", "cupy-cuda11x", "cupy-cuda13x")
+            if dist_version(n)]
+    return {
+        "torch": torch_build(),
+        "jax_cuda": bool(plugins) or "cuda" in jaxlib,
+        "jax": dist_version("jax") is not None,
+        "tensorflow": dist_version("tensorflow") is not None,
+        "cupy": bool(cupy),
+    }
+
+
 def interpreter_version(path):
     try:
         out = subprocess.run(
@@ -83,6 +123,7 @@ def main():
         "interpreters": {p: interpreter_version(p) for p in request.get("interpreters", [])
                          if os.path.exists(p)},
         "gpus": gpus(),
+        "gpu_frameworks": gpu_frameworks(),
     }
     sys.stdout.write("\n" + json.dumps(out, sort_keys=True) + "\n")
 
