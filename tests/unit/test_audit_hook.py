@@ -139,3 +139,19 @@ def test_the_hook_is_transparent_to_status_pipestatus_and_last_argument(tmp_path
              "SYNTH_AUDIT_FILE": str(tmp_path / "events.jsonl")})
     assert plain.stdout == "[bar]\n[1]\n[0 1]\n"
     assert (hooked.stdout, hooked.returncode) == (plain.stdout, plain.returncode)
+
+
+def test_set_x_output_shows_no_hook_commands(tmp_path: Path) -> None:
+    script = "set -x; echo a >/dev/null; ls /nonexistent 2>/dev/null; exit 3"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    plain = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
+                           check=False)
+    hooked = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, check=False,
+        env={**env, "BASH_ENV": str(hook_dir() / "audit_hook.sh"),
+             "SYNTH_AUDIT_FILE": str(tmp_path / "events.jsonl")})
+    assert hooked.stderr == plain.stderr and hooked.returncode == 3
+    records = merge_audit(read_raw_events(tmp_path / "events.jsonl"), [], session="s",
+                          started="t")
+    command, _cwd, status = hook_records(records[1:])[-1]
+    assert (command, status) == ("exit 3", 3)

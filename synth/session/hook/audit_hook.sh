@@ -65,7 +65,7 @@ __synth_debug() {
   case "$BASH_COMMAND" in
     # bash 5.2 fires DEBUG once more, stale, while running the EXIT trap (BASH_COMMAND
     # then names a trap); PIPESTATUS is stale there too unless it agrees with $?.
-    __synth_exit* | "trap '__synth_"*)
+    __synth_exit* | *"__synth_exit; }"* | "trap '"*__synth_*)
       if [[ "${ps##* }" != "$rc" ]]; then ps="$rc"; fi
       __synth_end "$rc" "$ps"
       return 0 ;;
@@ -114,6 +114,7 @@ unset __synth_c __synth_s __synth_d
 if $__synth_interactive; then
   PROMPT_COMMAND="__synth_prompt_begin; ${PROMPT_COMMAND:+$PROMPT_COMMAND; }__synth_prompt_end"
 fi
-trap '__synth_exit' EXIT
-trap '__synth_debug "$?" "${PIPESTATUS[*]}" "$_"; : "$__synth_last"' DEBUG
+trap '{ __synth_exit; } 2>/dev/null' EXIT
+# The group's redirection keeps the hook's own commands out of `set -x` output.
+trap '{ __synth_debug "$?" "${PIPESTATUS[*]}" "$_"; : "$__synth_last"; } 2>/dev/null' DEBUG
 fi
