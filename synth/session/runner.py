@@ -126,6 +126,9 @@ class _Session:
         self.strace_dir: Path | None = None
         self.tracer: trace.Tracer | None = None
         self.capture_errors: list[str] = []
+        # What the container held before the agent started (read in the container).
+        self.base_dpkg: snapshot.DpkgSnapshot | None = None
+        self.base_env: dict[str, str] | None = None
         self.record: dict[str, Any] = {
             "format": RUN_FORMAT,
             "run_id": self.run_id,
@@ -334,9 +337,6 @@ class _Session:
                        self.masker.mask_json(snapshot.env_state(self.base_env, env_final)))
 
     # ------------------------------------------------------------ the session
-    base_dpkg: snapshot.DpkgSnapshot | None = None
-    base_env: dict[str, str] | None = None
-
     def run_agent(self, c: Container, log: AgentLog) -> int:
         ctx = AgentContext(
             container=c, env=self.exec_env(), log=log, say=self.say,
@@ -469,8 +469,7 @@ def run_session(
             log.close()
         if s.strace_dir is not None:
             shutil.rmtree(s.strace_dir, ignore_errors=True)
-        with suppress(Exception):
-            s.finish_audit()
+        s.guarded("audit log", s.finish_audit)
         if s.container is not None:
             if opts.keep:
                 say(f"Keeping container {s.container.name} (--keep)")
