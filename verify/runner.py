@@ -454,9 +454,9 @@ def _c5(p: _Probing) -> LevelResult:
 def _scan(spec: PyramidSpec, runtime: Runtime, cwd: str | None) -> c0_scan.ScanResult:
     if spec.repo_dir is not None:
         return c0_scan.scan_repo(spec.repo_dir, spec.scanner)
-    if cwd is None:
-        return c0_scan.scan_repo(Path(tempfile.mkdtemp(prefix="synth-empty-")), spec.scanner)
     with tempfile.TemporaryDirectory(prefix="synth-repo-") as tmp:
+        if cwd is None:  # no working directory: nothing to scan
+            return c0_scan.scan_repo(Path(tmp), spec.scanner)
         runtime.copy_out(cwd, Path(tmp))
         name = cwd.rstrip("/").rsplit("/", 1)[-1] or "root"
         return c0_scan.scan_repo(Path(tmp) / name, spec.scanner)
