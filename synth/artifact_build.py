@@ -49,6 +49,9 @@ def assemble_context(artifact_dir: Path, dest: Path, wheelhouse: Path | None) ->
     for p in sorted(artifact_dir.rglob("*")):
         if p.is_file() or p.is_symlink():
             _link(p, dest / p.relative_to(artifact_dir))
+        elif p.is_dir():
+            # An empty folder carried with --include must exist for its COPY.
+            (dest / p.relative_to(artifact_dir)).mkdir(parents=True, exist_ok=True)
     wheels: list[str] = list(manifest.get("wheel_files") or [])
     if manifest.get("wheelhouse_required") and wheels:
         if wheelhouse is None:

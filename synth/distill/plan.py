@@ -15,6 +15,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion
+
 from synth.config import CA_ENV_NAMES, CONTAINER_WHEELHOUSE
 from synth.distill.extractors import classify
 from synth.distill.load import Distribution, Interpreter, LoadedRun
@@ -58,8 +62,19 @@ def _req_name(spec: str) -> str:
 
 
 def _req_pin(spec: str) -> str | None:
-    m = re.search(r"===?\s*([^\s,;]+)", spec)
-    return m.group(1) if m else None
+    """The version specifier of a requirement (``==1.0``, ``<70``), None when it has none."""
+    try:
+        req = Requirement(spec)
+    except InvalidRequirement:
+        return None
+    return str(req.specifier) or None
+
+
+def _satisfies(version: str, specifier: str) -> bool:
+    try:
+        return SpecifierSet(specifier).contains(version, prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return True
 
 
 @dataclass(frozen=True)
@@ -575,10 +590,13 @@ def _decide(
         found = [(n, p) for n, p in reqs if n in final]
         if not found:
             return out("dropped", "undone: none of its packages is installed at the end")
-        replaced = [n for n, p in found if p is not None and final[n].version != p]
-        if len(replaced) == len(reqs):
-            return out("dropped", "replaced: a later install changed "
-                       + ", ".join(f"{n} to {final[n].version}" for n in replaced))
+        replaced = [n for n, p in found if p is not None
+                    and not _satisfies(final[n].version, p)]
+        if len(replaced) == len(found):
+            gone = [n for n, _p in reqs if n not in final]
+            return out("dropped", "replaced: a later command changed "
+                       + ", ".join(f"{n} to {final[n].version}" for n in replaced)
+                       + (f" and removed {', '.join(gone)}" if gone else ""))
         return out("kept", "requirements.lock (versions from the final state)")
     if isinstance(s, PipUninstall):
         return out("folded", "the final state decides: uninstalled packages are not locked")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -97,10 +96,9 @@ def _resolve(cwd: str, path: str, env: Mapping[str, str]) -> str:
 
 
 def _normalise(text: str) -> str:
-    try:
-        return " ".join(shlex.split(text))
-    except ValueError:
-        return " ".join(text.split())
+    """Text for matching a hook record to a parsed command: bash reprints a command
+    (``2>/dev/null`` as ``2> /dev/null``, its own quoting), so spaces and quotes go."""
+    return re.sub(r"[\s'\"]+", "", text)
 
 
 class _Walker:
