@@ -186,3 +186,15 @@ def test_missing_state_is_refused(tmp_path: Path) -> None:
     (run_dir / "state/apt.json").unlink()
     with pytest.raises(ExportError, match=r"apt\.json is missing"):
         load_run(run_dir)
+
+
+def test_range_pin_replaced_later_is_dropped(tmp_path: Path) -> None:
+    audit = [cmd("python3 -m venv /opt/venv"),
+             cmd('/opt/venv/bin/pip install "setuptools<70" pybind11'),
+             cmd("/opt/venv/bin/pip uninstall -y pybind11"),
+             cmd('/opt/venv/bin/pip install --upgrade "setuptools>=77"')]
+    py = [system_python(), venv(dists=[dist("setuptools", "80.9.0")])]
+    d = decisions(plan_of(tmp_path, audit, python=py))
+    assert d['/opt/venv/bin/pip install "setuptools<70" pybind11'] == (
+        "dropped", "replaced: a later command changed setuptools to 80.9.0 and removed pybind11")
+    assert d['/opt/venv/bin/pip install --upgrade "setuptools>=77"'][0] == "kept"

@@ -102,3 +102,14 @@ def test_hook_records_of_a_called_script_become_nested_commands() -> None:
     cmds = list(simple_commands(records))
     assert [c.text for c in cmds] == ["bash setup.sh", "apt-get install -y git"]
     assert "nested" in cmds[1].flags
+
+
+def test_hook_text_reprinted_by_bash_still_matches() -> None:
+    records = [
+        rec("pip list 2>/dev/null | grep -E 'torch|numpy'", seq=1, exit=0),
+        rec("pip list 2> /dev/null", seq=2, exit=0, source="bash-hook", parent=1),
+        rec('grep -E "torch|numpy"', seq=3, exit=0, source="bash-hook", parent=1),
+    ]
+    cmds = list(simple_commands(records))
+    assert [(c.exit, c.ran) for c in cmds] == [(0, True), (0, True)]
+    assert not any("nested" in c.flags for c in cmds)
