@@ -655,11 +655,15 @@ def _unexplained(
         if s.tool == "git-clone":
             roots.append(s.argv[-1])
     roots += list(run.env_sources.values())
-    roots += ["/workspace"] if any(s.cwd.startswith("/workspace") for s in native) else []
+    if run.repo is not None:
+        roots.append("/workspace")  # the source the artifact carries
     changed = [c for c in run.changes if not _covered(c.path, roots)]
-    # A changed directory is explained when something below it is.
+    # A changed directory is listed through what changed below it, never by itself.
+    below = [c.path for c in (*run.changes, *run.noise)]
     leftover = [c for c in changed
-                if not (c.kind == "C" and any(_covered(r, [c.path]) for r in roots))]
+                if not (c.kind == "C" and (any(_covered(r, [c.path]) for r in roots)
+                                           or any(b != c.path and _covered(b, [c.path])
+                                                  for b in below)))]
     added = {c.path for c in leftover if c.kind == "A"}
     out = [f"{c.kind} {c.path}" for c in leftover
            if not any(_covered(c.path, [a]) and a != c.path for a in added)]
