@@ -184,7 +184,13 @@ def compare_pyramid(a: Side, b: Side) -> Section:
                             "run `synth verify` first")
     flat_a = {f"{t} {lvl}": s for t, levels in a.pyramid.items() for lvl, s in levels.items()}
     flat_b = {f"{t} {lvl}": s for t, levels in b.pyramid.items() for lvl, s in levels.items()}
-    return _section("pyramid", title, _compare_mapping(flat_a, flat_b))
+    items = _compare_mapping(flat_a, flat_b)
+    note = None
+    if not items:  # say what both reached
+        note = "; ".join(
+            f"{t}: " + ", ".join(f"{lvl} {s.split(':', 1)[0]}" for lvl, s in sorted(lv.items()))
+            for t, lv in sorted(a.pyramid.items()))
+    return _section("pyramid", title, items, note=note)
 
 
 def compare_interpreter(a: Side, b: Side) -> Section:
@@ -403,7 +409,8 @@ def render_terminal(result: DiffResult, console: Console, *, limit: int = TERMIN
         counts = s.counts()
         head = f"[bold]{escape(s.title)}[/]"
         if s.status == "equal":
-            console.print(f"{head}: [green]equal[/]")
+            console.print(f"{head}: [green]equal[/]"
+                          + (f" [dim]({escape(s.note)})[/]" if s.note else ""))
             continue
         if s.status == "unavailable":
             console.print(f"{head}: [dim]not compared ({escape(s.note or '')})[/]")
@@ -415,13 +422,11 @@ def render_terminal(result: DiffResult, console: Console, *, limit: int = TERMIN
         console.print(f"{head}: [yellow]{summary}[/]" + (f" [dim]({escape(s.note)})[/]"
                                                            if s.note and s.status == "info"
                                                            else ""))
-        if s.name == "dockerfile" and s.unified:
-            for line in s.unified[2:]:
-                style = ("green" if line.startswith("+") else "red" if line.startswith("-")
-                         else "cyan" if line.startswith("@@") else "")
-                text = escape(line)
-                console.print(f"  [{style}]{text}[/]" if style else f"  {text}",
-                              soft_wrap=True)
+        if s.name == "dockerfile":
+            for item in s.items[:limit]:
+                for style, line in dockerfile_item_lines(item):
+                    console.print(f"  [{style}]{escape(line)}[/]" if style
+                                  else f"  {escape(line)}", soft_wrap=True)
             continue
         table = Table(show_header=False, box=None, padding=(0, 1), pad_edge=False)
         table.add_column(width=1)
@@ -441,6 +446,50 @@ def render_terminal(result: DiffResult, console: Console, *, limit: int = TERMIN
     console.print("[bold green]equal[/]" if result.equal else "[bold yellow]differ[/]")
 
 
+#: Steps longer than this are shown as the words that changed, not as whole lines.
+LONG_STEP = 160
+
+
+def token_changes(old: str, new: str) -> tuple[list[str], list[str]]:
+    """Words removed from and added to a step (an apt list, a pip command line)."""
+    a, b = old.split(), new.split()
+    removed: list[str] = []
+    added: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op in ("replace", "delete"):
+            removed += a[i1:i2]
+        if op in ("replace", "insert"):
+            added += b[j1:j2]
+    return removed, added
+
+
+def _clip(text: str, width: int = LONG_STEP) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _words(words: list[str], shown: int = 12) -> str:
+    more = f" (and {len(words) - shown} more)" if len(words) > shown else ""
+    return " ".join(words[:shown]) + more
+
+
+def dockerfile_item_lines(item: Item) -> list[tuple[str, str]]:
+    """(style, text) lines for one Dockerfile step difference in a terminal."""
+    head = ("green", f"+ {item.key}: ") if item.kind == "added" else (
+        ("red", f"- {item.key}: ") if item.kind == "removed" else ("yellow", f"~ {item.key}: "))
+    if item.kind != "changed" or item.a is None or item.b is None:
+        return [(head[0], head[1] + _clip(item.b or item.a or ""))]
+    if len(item.a) <= LONG_STEP and len(item.b) <= LONG_STEP:
+        return [(head[0], f"~ {item.key}:"), ("red", f"    - {item.a}"),
+                ("green", f"    + {item.b}")]
+    removed, added = token_changes(item.a, item.b)
+    lines = [(head[0], head[1] + _clip(item.b, 60))]
+    if added:
+        lines.append(("green", f"    + {_words(added)}"))
+    if removed:
+        lines.append(("red", f"    - {_words(removed)}"))
+    return lines
+
+
 def _md_cell(text: str | None) -> str:
     return (text or "").replace("|", "\\|").replace("\n", " ")
 
@@ -456,7 +505,8 @@ def render_markdown(result: DiffResult) -> str:
     ]
     for s in result.sections:
         if s.status in ("equal", "unavailable") or (s.status == "info" and not s.items):
-            word = "equal" if s.status != "unavailable" else f"not compared ({s.note})"
+            word = f"not compared ({s.note})" if s.status == "unavailable" else (
+                f"equal ({s.note})" if s.note else "equal")
             lines += [f"## {s.title}: {word}", ""]
             continue
         summary = ", ".join(f"{n} {k}" for k, n in s.counts().items() if n)

@@ -276,9 +276,18 @@ def pyramid_from_verify(data: Mapping[str, Any], where: Path) -> dict[str, dict[
     return out
 
 
+def _verify_json(directory: Path) -> Path | None:
+    """Where ``synth verify`` left its verify.json for a run or an artifact directory."""
+    for cand in (directory / "verify" / "verify.json", directory / "verify.json"):
+        if cand.is_file():
+            return cand
+    return None
+
+
 def _load_pyramid(directory: Path) -> dict[str, dict[str, str]] | None:
-    data = _read_json(directory / "verify.json")
-    return pyramid_from_verify(data, directory / "verify.json") if data is not None else None
+    path = _verify_json(directory)
+    data = _read_json(path) if path else None
+    return pyramid_from_verify(data, path) if data is not None and path else None
 
 
 def _against(dists: Mapping[str, PyDist]) -> tuple[tuple[str, str], ...]:
@@ -365,7 +374,10 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
         warnings.append(why)
     fp = None
     if loader.fingerprint and live.get("ref") and primary_path:
-        fp = loader.fingerprint_of(str(live["ref"]), primary_path)
+        if size is None:
+            warnings.append(f"cannot fingerprint the live image {live['ref']} ({why})")
+        else:
+            fp = loader.fingerprint_of(str(live["ref"]), primary_path)
 
     dockerfile = None
     exported = run_dir / "export" / "Dockerfile"
@@ -576,7 +588,8 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
 
 def _rebuilt_image(directory: Path) -> str | None:
     """The rebuilt image verify recorded for this artifact, if any."""
-    data = _read_json(directory / "verify.json") or {}
+    path = _verify_json(directory)
+    data = (_read_json(path) if path else None) or {}
     found: list[str] = []
 
     def visit(obj: Any, depth: int) -> None:

@@ -393,3 +393,50 @@ def test_cli_diff(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert res.output.startswith("# synth diff: equal")
     res = runner.invoke(app, ["diff", str(a), "nothing-here"])
     assert res.exit_code == 2
+
+
+RENDERED = """\
+FROM synth/python:bookworm
+RUN python3 -m venv /opt/venv
+
+# Native build 1/2: pip-local -> fastops==0.1.0 (audit 14.0).
+RUN cd /workspace \\
+ && CFLAGS='-O2 -g0' MAX_JOBS=2 /opt/venv/bin/python -m pip install --no-deps \\
+      --no-build-isolation /workspace
+
+# Native build 2/2: make (audit 15.0).
+RUN cd /workspace/tools \\
+ && make -j2
+ENV PATH=/opt/venv/bin:/usr/bin VIRTUAL_ENV=/opt/venv
+"""
+
+
+def test_native_builds_from_rendered_dockerfile(tmp_path: Path) -> None:
+    from synth.diff_load import dockerfile_native_builds
+
+    steps = dockerfile_native_builds(RENDERED)
+    assert steps == [
+        {"tool": "pip-local", "distribution": "fastops==0.1.0",
+         "argv": ["/opt/venv/bin/python", "-m", "pip", "install", "--no-deps",
+                  "--no-build-isolation", "/workspace"],
+         "cwd": "/workspace", "env": [("CFLAGS", "-O2 -g0"), ("MAX_JOBS", "2")]},
+        {"tool": "make", "distribution": None, "argv": ["make", "-j2"],
+         "cwd": "/workspace/tools", "env": []},
+    ]
+    art = make_artifact(tmp_path, "a", RENDERED, lock="numpy==2.1.0 \\\n  --hash=sha256:a\n")
+    side = loader(tmp_path).load(f"artifact:{art}")
+    assert side.native_builds is not None
+    assert [n.key for n in side.native_builds] == ["fastops", "make -j2"]
+    assert side.distributions is not None
+    assert side.distributions["fastops"].source == "local build"
+
+
+def test_run_native_builds_match_its_artifact(tmp_path: Path) -> None:
+    """A run and a Dockerfile rendered from it describe the same build the same way."""
+    run = make_run(tmp_path, "20261129-101500-aaaaaa")
+    run_side = loader(tmp_path).load(str(run))
+    assert run_side.native_builds is not None
+    (build,) = run_side.native_builds
+    assert build.key == "fastops"
+    assert ("CFLAGS", "-O2 -g0") in build.env
+    assert build.against == (("numpy", "2.1.0"),)

@@ -1,0 +1,112 @@
+"""synth diff on real runs of the bundled numpy-ext task, and a live image against its rebuild.
+
+The runs come from the session-wide ``task_run`` fixture (memoised: the export and verify
+tests replay the same transcripts); the one rebuilt image made here is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth.config import Settings
+from synth.diff import DiffResult, diff_sides
+from synth.diff_load import DiffOptions, SideLoader, diff_command
+from synth.fingerprint import compare_fingerprints, fingerprint_image
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TASK = "numpy-ext"
+
+
+def artifacts_of(run_dir: Path) -> Path:
+    return run_dir.parents[2]  # <artifacts>/runs/<task>/<run-id>
+
+
+def run_diff(a: Path | str, b: Path | str, artifacts: Path, **kw: Any) -> DiffResult:
+    loader = SideLoader(Settings.load(artifacts_dir=artifacts), **kw)
+    return diff_sides(loader.load(str(a)), loader.load(str(b)))
+
+
+def test_run_against_itself_is_equal(task_run: Callable[[str, str], Path],
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    run = task_run(TASK, "good.sh")
+    code = diff_command(DiffOptions(a=str(run), b=str(run), json=True,
+                                    artifacts_dir=artifacts_of(run)))
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0, [s for s in data["sections"] if s["status"] == "differ"]
+    assert data["equal"] is True
+
+
+def test_good_against_sloppy_shows_the_real_differences(
+    task_run: Callable[[str, str], Path],
+) -> None:
+    good, sloppy = task_run(TASK, "good.sh"), task_run(TASK, "sloppy.sh")
+    result = run_diff(good, sloppy, artifacts_of(good))
+    assert result.exit_code == 1
+    # sloppy.sh installs build-essential (with its recommends) where good.sh takes gcc alone.
+    apt = {i.key: i for i in result.section("apt").items}
+    assert apt["build-essential"].kind == "added"
+    # Both build fastops from /workspace without isolation; sloppy.sh exports CFLAGS first.
+    native = result.section("native_builds").items
+    assert [(i.kind, i.key) for i in native] == [("changed", "fastops")]
+    assert "env CFLAGS: (unset) -> -O2 -g0" in native[0].detail
+    # Nothing spurious: same interpreter, same base, same persisted environment, and the
+    # Python differences are limited to the build tools sloppy.sh upgraded.
+    assert result.section("interpreter").status == "equal"
+    assert result.section("env").status == "equal"
+    python_keys = {i.key for i in result.section("python").items}
+    assert python_keys <= {"setuptools", "wheel", "packaging"}, python_keys
+    assert "fastops" not in python_keys and "numpy" not in python_keys
+
+
+@pytest.fixture(scope="module")
+def rebuilt(task_run: Callable[[str, str], Path], engine: Any, ca_bundle: Path | None,
+            wheelhouse: Path | None, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[tuple[Path, Path, str]]:
+    """(run dir, artifact dir, rebuilt image) for the task's good.sh run, built without
+    cache."""
+    from synth.artifact_build import build_artifact
+    from synth.export import export_run
+
+    run = task_run(TASK, "good.sh")
+    settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("diff-export"),
+                             ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    artifact = export_run(run, settings, out_dir=settings.artifacts_dir / "export").artifact_dir
+    tag = f"synth-test/diff-rebuilt:{uuid.uuid4().hex[:8]}"
+    build_artifact(artifact, tag, settings, no_cache=True)
+    try:
+        yield run, artifact, tag
+    finally:
+        engine.remove_image(tag)
+
+
+def test_live_image_against_rebuild(rebuilt: tuple[Path, Path, str], engine: Any) -> None:
+    run, _, image = rebuilt
+    live = json.loads((run / "run.json").read_text())["live_image"]["ref"]
+    python = json.loads((run / "state" / "python.json").read_text())["primary"]
+    cmp = compare_fingerprints(fingerprint_image(engine, live, python),
+                               fingerprint_image(engine, image, python))
+    assert cmp.packages_equal, cmp.summary()
+    assert cmp.content_equal, cmp.summary()
+    # The compiled extension is rebuilt byte for byte (same source path, flags, compiler).
+    assert cmp.native_equal, cmp.summary()
+
+    result = run_diff(f"image:{live}", f"image:{image}", artifacts_of(run))
+    for name in ("interpreter", "python", "native_files", "python_files", "apt"):
+        assert result.section(name).status == "equal", result.section(name).to_json()
+    # The exact difference: the rebuilt image sets PATH and VIRTUAL_ENV for its venv, the
+    # committed live container had no ENV of its own.
+    assert {i.key for i in result.section("env").items} <= {"PATH", "VIRTUAL_ENV"}
+
+
+def test_run_against_its_artifact(rebuilt: tuple[Path, Path, str]) -> None:
+    run, artifact, _ = rebuilt
+    result = run_diff(run, artifact, artifacts_of(run))
+    for name in ("python", "native_builds", "apt"):
+        assert result.section(name).status == "equal", result.section(name).to_json()
