@@ -624,7 +624,7 @@ def load_image_side(ref: str, loader: SideLoader) -> Side:
         d.name: _with_wheelhouse(PyDist(d.name, d.version, d.source, d.direct_url), wheels)
         for d in fp.effective.values()
     }
-    interpreter = {"python": fp.python_version, "path": python,
+    interpreter = {"python": fp.python_version, "path": fp.executable or python,
                    "implementation": fp.implementation}
     if fp.glibc:
         interpreter["glibc"] = fp.glibc

@@ -440,3 +440,72 @@ def test_run_native_builds_match_its_artifact(tmp_path: Path) -> None:
     assert build.key == "fastops"
     assert ("CFLAGS", "-O2 -g0") in build.env
     assert build.against == (("numpy", "2.1.0"),)
+
+
+class FakeEngine:
+    """Just enough of DockerEngine for loading image sides."""
+
+    def __init__(self, images: Mapping[str, Mapping[str, Any]]) -> None:
+        self.images = images
+
+    def image_exists(self, ref: str) -> bool:
+        return ref in self.images
+
+    def image_inspect(self, ref: str) -> dict[str, Any]:
+        return dict(self.images[ref])
+
+
+class FakeFingerprintLoader(SideLoader):
+    def __init__(self, settings: Settings, engine: FakeEngine,
+                 prints: Mapping[str, Mapping[str, Any]]) -> None:
+        super().__init__(settings, connect=lambda: engine)
+        self.prints = prints
+        self.asked: list[tuple[str, str]] = []
+
+    def fingerprint_of(self, ref: str, python: str) -> Any:
+        from synth.fingerprint import Fingerprint
+
+        self.asked.append((ref, python))
+        return Fingerprint.from_json(self.prints[ref])
+
+
+def image_print(numpy: str, so_hash: str) -> dict[str, Any]:
+    return {
+        "format": 1,
+        "python": {"version": "3.11.2", "implementation": "CPython",
+                   "executable": "/opt/venv/bin/python"},
+        "platform": {"machine": "x86_64"}, "glibc": "2.36",
+        "distributions": [{"name": "numpy", "version": numpy, "installer": "pip",
+                           "location": "/opt/venv/lib/python3.11/site-packages",
+                           "digest": "d" * 64, "files": 10}],
+        "native": [{"path": "/workspace/_ext.so", "sha256": so_hash, "size": 1,
+                    "owner": None, "where": "workdir"}],
+        "unowned": [], "dpkg": {"libc6": "2.36-9+deb12u10"},
+    }
+
+
+def test_images_compare_through_fingerprints(tmp_path: Path) -> None:
+    engine = FakeEngine({
+        "live:1": {"Id": "sha256:1", "Size": 1000, "Config": {
+            "Env": None, "Labels": {"synth.task": "demo", "synth.run": "20261129-101500-aaaaaa",
+                                    "synth.kind": "live"}}},
+        "rebuilt:1": {"Id": "sha256:2", "Size": 900, "Config": {
+            "Env": ["VIRTUAL_ENV=/opt/venv"], "Labels": {}}},
+    })
+    make_run(tmp_path, "20261129-101500-aaaaaa")
+    ld = FakeFingerprintLoader(Settings.load(artifacts_dir=tmp_path), engine, {
+        "live:1": image_print("2.1.0", "a" * 64), "rebuilt:1": image_print("2.1.0", "b" * 64)})
+    from synth.diff import diff_sides
+
+    result = diff_sides(ld.load("live:1"), ld.load("image:rebuilt:1"))
+    # live: the run's primary interpreter (from the labels); rebuilt: its VIRTUAL_ENV.
+    assert ld.asked == [("live:1", "/opt/venv/bin/python"),
+                        ("rebuilt:1", "/opt/venv/bin/python")]
+    assert result.section("python").status == "equal"
+    assert result.section("apt").status == "equal"
+    assert items(result, "native_files") == [
+        ("changed", "/workspace/_ext.so", "a" * 12, "b" * 12)]
+    assert items(result, "env") == [("added", "VIRTUAL_ENV", None, "/opt/venv")]
+    size = result.section("image_size")
+    assert size.status == "info" and size.items[0].detail == "-100 B"
+    assert result.exit_code == 1
