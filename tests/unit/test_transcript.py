@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from synth import transcript
@@ -103,3 +105,13 @@ def test_unterminated_constructs_never_raise() -> None:
 def test_text_is_never_rewritten() -> None:
     line = "DEBIAN_FRONTEND=noninteractive   apt-get install -y  gcc   # compiler"
     assert split_statements(line) == ["DEBIAN_FRONTEND=noninteractive   apt-get install -y  gcc"]
+
+
+def test_both_splitters_agree_on_the_bundled_transcripts() -> None:
+    scripts = sorted((Path(__file__).resolve().parents[2] / "tasks").glob("*/agents/*.sh"))
+    assert scripts
+    for script in scripts:
+        text = script.read_text(encoding="utf-8")
+        scan = transcript._scan(text)
+        parsed = [text[a:b].strip() for a, b in transcript._spans_bashlex(text, scan)]
+        assert parsed == both_ways(text)[1], script

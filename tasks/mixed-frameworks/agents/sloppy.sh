@@ -10,6 +10,7 @@ cd /workspace && /opt/venv/bin/python check_parity.py --steps 20
 /opt/venv/bin/pip install "numpy>=1.24,<2"
 /opt/venv/bin/pip uninstall -y einops
 /opt/venv/bin/pip check
+/opt/venv/bin/pip install "ml_dtypes<0.6" && /opt/venv/bin/pip check
 cd /workspace && export JAX_PLATFORMS=cpu OMP_NUM_THREADS=2 && /opt/venv/bin/python check_parity.py --steps 100
 cat > /synth/claims.json <<'JSON'
 {
