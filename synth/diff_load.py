@@ -60,7 +60,7 @@ def diff_command(opts: DiffOptions) -> int:
     try:
         settings = Settings.load(artifacts_dir=opts.artifacts_dir)
         loader = SideLoader(settings, python=opts.python, fingerprint=opts.fingerprint)
-        result = diff_sides(loader.load(opts.a), loader.load(opts.b))
+        result = diff_sides(_load_checked(loader, opts.a), _load_checked(loader, opts.b))
     except SynthError as exc:
         console.err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
         if exc.hint:
@@ -68,6 +68,16 @@ def diff_command(opts: DiffOptions) -> int:
         return DIFF_ERROR_EXIT
     emit(result, json_out=opts.json, markdown=opts.markdown)
     return result.exit_code
+
+
+def _load_checked(loader: SideLoader, ref: str) -> Side:
+    """Load one side; a malformed file is an error (exit 2), never a crash that exits 1
+    and would read as "different"."""
+    try:
+        return loader.load(ref)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{ref}: malformed input ({type(exc).__name__}: {exc}).",
+                         hint="Check the file against docs/formats.md.") from exc
 
 
 def emit(result: DiffResult, *, json_out: bool, markdown: bool) -> None:

@@ -509,3 +509,13 @@ def test_images_compare_through_fingerprints(tmp_path: Path) -> None:
     size = result.section("image_size")
     assert size.status == "info" and size.items[0].detail == "-100 B"
     assert result.exit_code == 1
+
+
+def test_malformed_run_is_an_error_not_a_difference(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no.sock")
+    run = make_run(tmp_path, "20261129-101500-aaaaaa")
+    (run / "state" / "python.json").write_text(json.dumps(
+        {"format": 1, "primary": "/opt/venv/bin/python",
+         "interpreters": [{"path": "/opt/venv/bin/python", "distributions": [{"v": 1}]}]}))
+    assert diff_command(DiffOptions(a=str(run), b=str(run), artifacts_dir=tmp_path)) == 2
