@@ -182,15 +182,26 @@ def compare_pyramid(a: Side, b: Side) -> Section:
     if a.pyramid is None or b.pyramid is None:
         return _unavailable("pyramid", title, a.pyramid, b.pyramid, "verify.json",
                             "run `synth verify` first")
-    flat_a = {f"{t} {lvl}": s for t, levels in a.pyramid.items() for lvl, s in levels.items()}
-    flat_b = {f"{t} {lvl}": s for t, levels in b.pyramid.items() for lvl, s in levels.items()}
+    # Only targets verified on both sides compare (a live-only verification against one
+    # with --rebuild is not a difference in the environments).
+    common = sorted(set(a.pyramid) & set(b.pyramid))
+    apart = "; ".join(
+        f"only {side} verified {', '.join(sorted(set(mine) - set(other)))}"
+        for side, mine, other in (("A", a.pyramid, b.pyramid), ("B", b.pyramid, a.pyramid))
+        if set(mine) - set(other))
+    if not common:
+        return Section("pyramid", title, "unavailable",
+                       note=f"no target verified on both sides ({apart})")
+    flat_a = {f"{t} {lvl}": s for t in common for lvl, s in a.pyramid[t].items()}
+    flat_b = {f"{t} {lvl}": s for t in common for lvl, s in b.pyramid[t].items()}
     items = _compare_mapping(flat_a, flat_b)
-    note = None
+    notes = [apart] if apart else []
     if not items:  # say what both reached
-        note = "; ".join(
-            f"{t}: " + ", ".join(f"{lvl} {s.split(':', 1)[0]}" for lvl, s in sorted(lv.items()))
-            for t, lv in sorted(a.pyramid.items()))
-    return _section("pyramid", title, items, note=note)
+        notes.insert(0, "; ".join(
+            f"{t}: " + ", ".join(f"{lvl} {s.split(':', 1)[0]}"
+                                 for lvl, s in sorted(a.pyramid[t].items()))
+            for t in common))
+    return _section("pyramid", title, items, note="; ".join(notes) or None)
 
 
 def compare_interpreter(a: Side, b: Side) -> Section:
@@ -419,9 +430,8 @@ def render_terminal(result: DiffResult, console: Console, *, limit: int = TERMIN
             console.print(f"{head}: [green]equal[/]")
             continue
         summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-        console.print(f"{head}: [yellow]{summary}[/]" + (f" [dim]({escape(s.note)})[/]"
-                                                           if s.note and s.status == "info"
-                                                           else ""))
+        console.print(f"{head}: [yellow]{summary}[/]"
+                      + (f" [dim]({escape(s.note)})[/]" if s.note else ""))
         if s.name == "dockerfile":
             for item in s.items[:limit]:
                 for style, line in dockerfile_item_lines(item):
@@ -511,7 +521,7 @@ def render_markdown(result: DiffResult) -> str:
             continue
         summary = ", ".join(f"{n} {k}" for k, n in s.counts().items() if n)
         lines += [f"## {s.title}: {summary}", ""]
-        if s.note and s.status == "info":
+        if s.note:
             lines += [f"_{s.note}_", ""]
         if s.name == "dockerfile" and s.unified:
             lines += ["```diff", *s.unified, "```", ""]

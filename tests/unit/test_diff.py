@@ -519,3 +519,22 @@ def test_malformed_run_is_an_error_not_a_difference(tmp_path: Path,
         {"format": 1, "primary": "/opt/venv/bin/python",
          "interpreters": [{"path": "/opt/venv/bin/python", "distributions": [{"v": 1}]}]}))
     assert diff_command(DiffOptions(a=str(run), b=str(run), artifacts_dir=tmp_path)) == 2
+
+
+def test_pyramid_compares_only_targets_verified_on_both_sides(tmp_path: Path) -> None:
+    def report(kind: str, c1: str) -> dict[str, Any]:
+        return {"target": {"kind": kind}, "levels": [{"level": "C1", "status": c1}]}
+
+    a = make_run(tmp_path, "20261129-101500-aaaaaa",
+                 verify={"format": 1, "reports": {"live": report("live", "pass")}})
+    b = make_run(tmp_path, "20261129-101600-bbbbbb", verify={"format": 1, "reports": {
+        "live": report("live", "pass"), "rebuilt": report("rebuilt", "fail")}})
+    section = diff(tmp_path, a, b).section("pyramid")
+    assert section.status == "equal"
+    assert section.note == "live: C1 pass; only B verified rebuilt"
+    c = make_run(tmp_path, "20261129-101700-cccccc",
+                 verify={"format": 1, "reports": {"rebuilt": report("rebuilt", "pass")}})
+    section = diff(tmp_path, a, c).section("pyramid")
+    assert section.status == "unavailable"
+    assert section.note == ("no target verified on both sides (only A verified live; "
+                            "only B verified rebuilt)")
