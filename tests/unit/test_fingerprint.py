@@ -277,3 +277,30 @@ def test_launcher_shebang_python_name_is_normalised(tmp_path: Path) -> None:
     assert a == scripts_digest(b"#!/opt/venv/bin/python\n")
     assert a != scripts_digest(b"#!/usr/bin/python\n")
     assert a != scripts_digest(b"#!/opt/venv/bin/python3\n", b"import os\n")
+
+
+def _python38() -> str | None:
+    import glob
+    import shutil
+
+    pyenv = sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.8*/bin/python")))
+    if pyenv:
+        return pyenv[0]
+    found = shutil.which("python3.8")
+    return found if found and "/shims/" not in found else None
+
+
+@pytest.mark.skipif(_python38() is None, reason="no Python 3.8 on this machine")
+def test_probe_runs_under_python38(env_dirs: tuple[Path, Path]) -> None:
+    """Targets may be old: the probe must stay Python 3.8 compatible."""
+    site, work = env_dirs
+    python = _python38()
+    assert python is not None
+    proc = subprocess.run(
+        [python, "-S", str(PROBE_PATH), "--workdir", str(work)],
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, check=True,
+    )
+    data = json.loads(proc.stdout)
+    assert data["python"]["version"].startswith("3.8.")
+    assert {d["name"] for d in data["distributions"]} == {"numpy", "fastops", "old-pkg"}
