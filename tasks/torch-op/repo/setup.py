@@ -7,13 +7,16 @@ isolated build environment has no torch (install with --no-build-isolation).
 import os
 import shutil
 
+import torch
 from setuptools import setup
 from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
 
 sources = ["csrc/ops.cpp"]
 nvcc = shutil.which("nvcc") or (CUDA_HOME and os.path.join(CUDA_HOME, "bin", "nvcc"))
+# CUDA kernels need nvcc, CUDA_HOME and a CUDA build of torch (a CPU torch has no CUDA runtime)
 use_cuda = (
     os.environ.get("TORCHOP_CPU_ONLY", "0") != "1"
+    and torch.version.cuda is not None
     and CUDA_HOME is not None
     and bool(nvcc)
     and os.path.exists(nvcc)
