@@ -13,6 +13,7 @@ same CA secret. It prints both times and the image sizes.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import random
 import shlex
@@ -115,10 +116,12 @@ def naive_dockerfile(run_dir: Path) -> tuple[str, int]:
         if rec.get("exit") not in (0, None):
             cmd = f"( {cmd} ) || true"
         cwd = rec.get("cwd") or "/workspace"
-        script = f"cd {shlex.quote(cwd)} && {cmd}"
+        script = f"cd {shlex.quote(cwd)} && {cmd}\n"
+        # base64 keeps multi-line commands (heredocs) intact on one RUN line.
+        b64 = base64.b64encode(script.encode()).decode()
         lines.append(
             f"RUN --mount=type=secret,id=cacert,target={CONTAINER_CA_PATH} "
-            f"{env} bash -c {json.dumps(script)}"
+            f'{env} bash -c "$(echo {b64} | base64 -d)"'
         )
     return "\n".join(lines) + "\n", len(commands)
 
