@@ -1,0 +1,140 @@
+"""Probe scripts: stdlib-only, Python 3.8 syntax, one JSON object out; C2's judgement."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verify.runner import (
+    PROBE_SCRIPTS,
+    PROBES_DIR,
+    _arch_supported,
+    c2_verdict,
+    cuda_capability,
+    parse_probe_output,
+)
+
+STDLIB = set(sys.stdlib_module_names)
+
+
+@pytest.mark.parametrize("name", PROBE_SCRIPTS)
+def test_probe_is_py38_and_stdlib_only(name: str) -> None:
+    source = (PROBES_DIR / name).read_text()
+    tree = ast.parse(source, feature_version=(3, 8))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    # torch is imported by the GPU probes only inside functions run where it exists.
+    assert imported - STDLIB <= {"torch"}, imported - STDLIB
+
+
+def run_probe(name: str, *args: str) -> dict[str, object]:
+    out = subprocess.run([sys.executable, str(PROBES_DIR / name), *args],
+                         capture_output=True, text=True, check=True, timeout=300)
+    data = parse_probe_output(out.stdout)
+    assert data is not None, out.stdout
+    return data
+
+
+def test_c0_resolver(tmp_path: Path) -> None:
+    names = tmp_path / "names.json"
+    names.write_text(json.dumps(["json", "os.path", "xml.etree.ElementTree",
+                                 "no_such_module_xyz", "json.no_such_sub"]))
+    data = run_probe("c0_resolve.py", str(names))
+    res = data["results"]
+    assert isinstance(res, dict)
+    assert res["json"]["status"] == res["os.path"]["status"] == "found"
+    assert res["xml.etree.ElementTree"]["status"] == "found"
+    assert res["no_such_module_xyz"]["status"] == "missing"
+    assert res["json.no_such_sub"]["status"] == "missing"
+
+
+def test_c0_resolver_reports_a_parent_that_raises(tmp_path: Path) -> None:
+    pkg = tmp_path / "boom"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("raise RuntimeError('broken at import')\n")
+    names = tmp_path / "names.json"
+    names.write_text(json.dumps(["boom.sub"]))
+    out = subprocess.run([sys.executable, str(PROBES_DIR / "c0_resolve.py"), str(names)],
+                         capture_output=True, text=True, check=True, cwd=tmp_path)
+    data = parse_probe_output(out.stdout)
+    assert data is not None
+    assert data["results"]["boom.sub"]["status"] == "errored"
+    assert "broken at import" in data["results"]["boom.sub"]["error"]
+
+
+def test_facts_probe(tmp_path: Path) -> None:
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({"paths": [sys.executable, "/no/such/python"],
+                               "interpreters": [sys.executable]}))
+    data = run_probe("facts.py", str(req))
+    assert data["paths"] == {sys.executable: True, "/no/such/python": False}
+    interp = data["interpreters"][sys.executable]  # type: ignore[index]
+    assert interp["ok"] and interp["version"].startswith(f"{sys.version_info[0]}.")
+    assert "count" in data["gpus"]  # type: ignore[operator]
+
+
+def test_framework_probe_without_frameworks_here() -> None:
+    data = run_probe("framework.py")
+    assert set(data["frameworks"]) == {"torch", "jax", "tensorflow", "cupy"}  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(("cap", "archs", "ok"), [
+    ("9.0", ["sm_80", "sm_90"], True),
+    ("8.6", ["sm_80"], True),          # same major, lower minor cubin runs
+    ("9.0", ["sm_80", "sm_86"], False),
+    ("9.0", ["sm_80", "compute_80"], True),  # PTX JIT
+    ("10.0", ["sm_90", "sm_100"], True),
+    ("12.0", ["sm_90", "sm_100"], False),
+])
+def test_arch_support(cap: str, archs: list[str], ok: bool) -> None:
+    assert _arch_supported(cap, archs) is ok
+
+
+def torch_fw(**kw: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "installed": True, "ok": True, "version": "2.11.0+cu130", "cuda": "13.0",
+        "cuda_available": True, "device_count": 1, "arch_list": ["sm_90", "sm_100"],
+        "devices": [{"index": 0, "name": "NVIDIA H200", "capability": "9.0"}]}
+    base.update(kw)
+    return base
+
+
+def c2(torch: dict[str, object], driver_cuda: str = "13.0") -> tuple[bool, list[str]]:
+    ok, problems, _ = c2_verdict({
+        "driver": {"version": "580.65", "cuda": driver_cuda},
+        "frameworks": {"torch": torch, "jax": {"installed": False}}})
+    return ok, problems
+
+
+def test_c2_verdicts() -> None:
+    assert c2(torch_fw()) == (True, [])
+    ok, problems = c2(torch_fw(), driver_cuda="12.4")
+    assert not ok and "built for CUDA 13.0" in problems[0]
+    ok, problems = c2(torch_fw(arch_list=["sm_80"]))
+    assert not ok and "not in torch's arch list" in problems[0]
+    ok, problems = c2(torch_fw(cuda=None, cuda_available=False, version="2.13.0+cpu"))
+    assert not ok and any("CPU-only build" in p for p in problems)
+    ok, problems, _ = c2_verdict({"driver": {}, "frameworks": {"torch": {"installed": False}}})
+    assert not ok and "no GPU framework installed" in problems[0]
+    assert c2(torch_fw(), driver_cuda="13.1")[0]  # minor-version compatibility
+
+
+def test_cuda_capability_from_facts() -> None:
+    cpu = {"gpu_frameworks": {"torch": {"cuda": None, "hip": None}, "jax": False,
+                              "jax_cuda": False, "tensorflow": False, "cupy": False}}
+    capable, note, torch_cuda = cuda_capability(cpu)
+    assert capable is False and "CPU-only" in note and torch_cuda is None
+    gpu = {"gpu_frameworks": {**cpu["gpu_frameworks"], "torch": {"cuda": "13.0"}}}
+    assert cuda_capability(gpu)[0] is True
+    tf = {"gpu_frameworks": {**cpu["gpu_frameworks"], "torch": None, "tensorflow": True}}
+    assert cuda_capability(tf)[0] is None
+    assert cuda_capability({})[0] is None
