@@ -352,6 +352,12 @@ def extract_conda(cmd: SimpleCommand) -> Step | None:
     if verb in ("list", "info", "search", "env" if args[1:2] == ("list",) else "",
                 "--version", "help", "config"):
         return ReadOnly(program=f"{tool} {verb}")
+    if verb == "env":
+        sub = words[1] if len(words) > 1 else ""
+        spec = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-f", "--file")),
+                    None)
+        return CondaAction(tool=tool, verb=f"env {sub}".strip(),
+                           packages=(f"-f {spec}",) if spec else ())
     opts, positional = _split_opts(args[1:] if args else ())
     channels = tuple(v for k, v in opts if k in ("-c", "--channel") and v)
     name = next((v for k, v in opts if k in ("-n", "--name") and v), None)

@@ -10,6 +10,7 @@ A string bashlex cannot parse is kept verbatim as one command flagged ``unparsed
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -212,13 +213,19 @@ class _Walker:
             st.exported["CONDA_DEFAULT_ENV"] = args[1] if len(args) > 1 else "base"
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse(source: str) -> tuple[Any, ...]:
+    """bashlex trees of a line; cached, since agents repeat lines (the walker only reads)."""
+    return tuple(bashlex.parse(source))
+
+
 def parse_line(record: AuditRecord) -> list[SimpleCommand]:
     """Split one audited command line into simple commands (exit statuses not yet set)."""
     source = record.command
     state = _ShellState(cwd=record.cwd or "/")
     walker = _Walker(source, record, state)
     try:
-        trees = bashlex.parse(source)
+        trees = _parse(source)
     except (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError,
             TypeError, ValueError, AssertionError):
         return [SimpleCommand(

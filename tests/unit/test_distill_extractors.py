@@ -166,3 +166,8 @@ def test_not_read_only(text: str) -> None:
 def test_shell_state_and_unclassified() -> None:
     assert step("cd /x") == ShellState(builtin="cd")
     assert step("rm -rf build") == Unclassified(program="rm")
+
+
+def test_conda_env_create() -> None:
+    assert step("conda env create -f environment.yml") == CondaAction(
+        tool="conda", verb="env create", packages=("-f environment.yml",))
