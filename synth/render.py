@@ -137,7 +137,7 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
     files += [
         ("manifest.json", "sha256 of every file and of the run inputs; base image identity"),
         ("export-report.md", "what was kept, folded, dropped (with reasons) and unexplained"),
-        ("export-report.json", "the same, for machines"),
+        ("export-report.json", "the export report, for machines"),
         ("task.toml", "the task's probes, for `synth verify`"),
     ]
     if plan.claims:
