@@ -139,7 +139,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,10000,100000")
     args = ap.parse_args()
     if args.only in (None, "export"):
-        print("| audit records | load + distill (s) | export, fake lock (s) | commands |")
+        print("| audit records | load + distill (s) | whole export, fake lock (s) | commands |")
         print("|---:|---:|---:|---:|")
         for size, t_plan, t_export, n in bench_export([int(s) for s in args.sizes.split(",")]):
             print(f"| {size:,} | {t_plan:.2f} | {t_export:.2f} | {n:,} |")
