@@ -215,8 +215,9 @@ def _c1(p: _Probing) -> LevelResult:
         details["native_import"] = {"modules": list(native), **_exec_summary(res)}
         if not res.ok:
             failed = parse_probe_output(res.stdout) or {}
-            names = ", ".join(sorted(failed)) or ", ".join(native)
-            return LevelResult("C1", "fail", f"native module(s) do not import: {names}",
+            names = "; ".join(f"{m} ({str(e)[:160]})" for m, e in sorted(failed.items()))
+            return LevelResult("C1", "fail",
+                               f"native module(s) do not import: {names or ', '.join(native)}",
                                details=details)
     ok, info = _task_command(p, "C1", task.probes.cpu.command, task.probes.cpu.timeout, cpu_env)
     details["entrypoint"] = info
