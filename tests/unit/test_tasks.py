@@ -96,3 +96,15 @@ def test_liar_claims_more_than_it_made(task_dir: Path) -> None:
     assert claims is not None
     # every bundled task runs on CPU only here: a liar claims a GPU it never had
     assert claims["cuda_available"] is True and claims["gpu_count"] >= 1
+
+
+@pytest.mark.parametrize("task_dir", TASK_DIRS, ids=lambda d: d.name)
+def test_probe_scripts_exist_in_the_repo(task_dir: Path) -> None:
+    task = load_task(task_dir)
+    assert task.repo_path is not None
+    for probe in (task.probes.cpu, task.probes.gpu, task.probes.ddp):
+        if probe is None:
+            continue
+        for word in probe.command.split():
+            if word.endswith(".py"):
+                assert (task.repo_path / word).is_file(), f"{probe.command}: no {word}"
