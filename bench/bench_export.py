@@ -77,7 +77,7 @@ def bench_export(sizes: list[int]) -> list[tuple[int, float, float, int]]:
             plan = distill(load_run(run_dir))
             t1 = time.perf_counter()
             export_run(run_dir, Settings.load(artifacts_dir=tmp), out_dir=tmp / "out",
-                       locker=_fake_locker)
+                       locker=_fake_locker, hash_downloads=False)
             t2 = time.perf_counter()
             rows.append((size, t1 - t0, t2 - t1, len(plan.outcomes)))
     return rows

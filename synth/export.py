@@ -20,7 +20,7 @@ from synth.atomic import dumps_json
 from synth.config import Settings
 from synth.distill.load import LoadedRun, load_run, sha256_file
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
-from synth.distill.plan import BuildPlan, PythonEnvPlan, distill
+from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
 from synth.errors import ExportError
 from synth.render import render_artifact
 
@@ -77,6 +77,32 @@ def _copy_includes(run: LoadedRun, includes: Sequence[str], dest: Path) -> None:
                        if "/" in path.strip("/") else dest / "include")
 
 
+def _download_hashes(run: LoadedRun) -> dict[str, str]:
+    """sha256 of the files downloads left in the final state, from the live image.
+
+    Without an engine or a live image the downloads are reported, not replayed."""
+    wanted = download_candidates(run)
+    if not wanted or not run.info.live_image:
+        return {}
+    from synth.engine import ContainerSpec, DockerEngine
+    from synth.errors import SynthError
+
+    try:
+        engine = DockerEngine.connect(timeout=30)
+        spec = ContainerSpec(image=run.info.live_image, network=False,
+                             labels={"synth.temporary": "1"})
+        with engine.container(spec) as c:
+            res = c.exec(["sha256sum", "--", *wanted])
+    except SynthError:
+        return {}
+    out: dict[str, str] = {}
+    for line in res.stdout.splitlines():
+        digest, _, path = line.partition("  ")
+        if len(digest) == 64 and path in wanted:
+            out[path] = digest
+    return out
+
+
 def _all_files(root: Path) -> list[Path]:
     return sorted((p for p in root.rglob("*") if p.is_file() or p.is_symlink()),
                   key=lambda p: p.relative_to(root).as_posix())
@@ -98,10 +124,15 @@ def export_run(
     out_dir: Path | None = None,
     include: Sequence[str] = (),
     locker: str | Locker = "uv",
+    hash_downloads: bool = True,
 ) -> ExportResult:
-    """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``)."""
+    """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``).
+
+    ``hash_downloads``: take the sha256 of downloaded files from the live image (needs the
+    engine) so that the artifact replays those downloads pinned."""
     run = load_run(run_dir)
-    plan = distill(run, include=include)
+    plan = distill(run, include=include,
+                   download_hashes=_download_hashes(run) if hash_downloads else None)
     wheelhouse = run_wheelhouse(settings, run)
     locks = []
     for env in plan.envs:

@@ -9,6 +9,7 @@ command in each header.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import shlex
 from collections.abc import Iterable, Sequence
@@ -88,7 +89,8 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=False,
     )
     env.filters.update(shjoin=shjoin, shquote=shquote, shvalue=shvalue, dockerenv=dockerenv,
-                       mdcode=mdcode, wordlines=wordlines)
+                       mdcode=mdcode, wordlines=wordlines,
+                       dirname=posixpath.dirname)
     return env
 
 

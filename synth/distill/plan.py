@@ -135,6 +135,8 @@ class NativeStep:
     #: ``name==version`` this step installs, when it installs a distribution.
     distribution: str | None = None
     network: bool = False
+    #: ``(sha256, path)`` the step's output is checked against (pinned downloads).
+    check_sha256: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -238,9 +240,35 @@ def _pkg_name(spec: str) -> str:
     return spec.split("=", 1)[0].split(":", 1)[0]
 
 
-def distill(run: LoadedRun, *, include: Sequence[str] = ()) -> BuildPlan:
-    """What to build from ``run``: pure, deterministic, no I/O."""
+def download_candidates(run: LoadedRun) -> tuple[str, ...]:
+    """Files that successful downloads wrote and the final state still has: their sha256
+    (taken from the live image by the exporter) lets the artifact replay them pinned."""
+    present = {c.path for c in run.changes if c.kind in ("A", "C")}
+    out = set()
+    for c in simple_commands(run.records):
+        _x, s = classify(c)
+        if (isinstance(s, Download) and s.tool in ("wget", "curl") and s.dest
+                and c.ran and not c.failed and s.dest in present):
+            out.add(s.dest)
+    return tuple(sorted(out))
+
+
+def _download_argv(s: Download) -> tuple[str, ...]:
+    assert s.dest is not None
+    if s.tool == "curl":
+        return ("curl", "-fsSL", "--create-dirs", "-o", s.dest, s.url)
+    return ("wget", "-q", "-O", s.dest, s.url)
+
+
+def distill(run: LoadedRun, *, include: Sequence[str] = (),
+            download_hashes: Mapping[str, str] | None = None) -> BuildPlan:
+    """What to build from ``run``: pure, deterministic, no I/O.
+
+    ``download_hashes`` maps files that downloads wrote (:func:`download_candidates`) to
+    their sha256 in the final state; those downloads are replayed and checked.
+    """
     acc = _Acc()
+    hashes = dict(download_hashes or {})
     cmds = list(simple_commands(run.records))
     classified = [(c, *classify(c)) for c in cmds]
     final_apt = {_pkg_name(k): v for k, v in run.apt.final.items()}
@@ -297,6 +325,18 @@ def distill(run: LoadedRun, *, include: Sequence[str] = ()) -> BuildPlan:
             native.append((n, NativeStep(ref=c.ref, tool=s.tool, argv=argv, cwd=c.cwd,
                                          env=_build_env(c), network=s.tool == "setup.py")))
             native_refs.add(c.ref)
+
+    # Downloads whose file is still there, pinned by its sha256 (last one per file).
+    last_download: dict[str, tuple[int, SimpleCommand, Download]] = {}
+    for n, c, _x, s in ok:
+        if isinstance(s, Download) and s.dest and s.dest in hashes and s.tool in ("wget",
+                                                                                   "curl"):
+            last_download[s.dest] = (n, c, s)
+    for dest, (n, c, s) in sorted(last_download.items()):
+        native.append((n, NativeStep(ref=c.ref, tool=f"download ({s.tool})",
+                                     argv=_download_argv(s), cwd=c.cwd, env=_build_env(c),
+                                     network=True, check_sha256=(hashes[dest], dest))))
+        native_refs.add(c.ref)
 
     # Clones the kept builds read from.
     for n, c, _x, s in ok:
@@ -620,7 +660,11 @@ def _decide(
             return out("kept", "source of a later build")
         return out("dropped", "download not replayed; its files show up as unexplained paths")
     if isinstance(s, Download):
-        return out("dropped", "download not replayed; its files show up as unexplained paths")
+        if c.ref in kept_refs:
+            return out("kept", "download replayed, checked against the sha256 of the file "
+                       "in the final state")
+        return out("dropped", "download not replayed (its file is gone, or no sha256 of it "
+                   "could be taken); what it wrote shows up as unexplained paths")
     if isinstance(s, Unclassified):
         return out("dropped", "unclassified; its effects show up as unexplained paths")
     return out("dropped", "no rule")
@@ -651,6 +695,9 @@ def _unexplained(
                   "/usr/local/share/fonts", "/usr/local/share/ca-certificates",
                   "/bin", "/lib", "/lib64", "/usr/lib64", "/var/lib/pam", "/usr/src"]
     for s in native:
+        if s.check_sha256 is not None:
+            roots.append(s.check_sha256[1])
+            continue
         roots.append(s.cwd)
         if s.tool == "git-clone":
             roots.append(s.argv[-1])
@@ -658,11 +705,12 @@ def _unexplained(
     if run.repo is not None:
         roots.append("/workspace")  # the source the artifact carries
     changed = [c for c in run.changes if not _covered(c.path, roots)]
-    # A changed directory is listed through what changed below it, never by itself.
+    # A directory is listed through what changed below it, never by itself; one made to
+    # hold something a kept step explains is explained with it.
     below = [c.path for c in (*run.changes, *run.noise)]
     leftover = [c for c in changed
-                if not (c.kind == "C" and (any(_covered(r, [c.path]) for r in roots)
-                                           or any(b != c.path and _covered(b, [c.path])
+                if not (any(_covered(r, [c.path]) for r in roots)
+                        or (c.kind == "C" and any(b != c.path and _covered(b, [c.path])
                                                   for b in below)))]
     added = {c.path for c in leftover if c.kind == "A"}
     out = [f"{c.kind} {c.path}" for c in leftover

@@ -78,7 +78,7 @@ def _run(tmp: Path) -> Path:
 
 def _export(tmp: Path, out: Path) -> Path:
     return export_run(_run(tmp), Settings.load(artifacts_dir=tmp), out_dir=out,
-                      locker=fake_locker).artifact_dir
+                      locker=fake_locker, hash_downloads=False).artifact_dir
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -105,12 +105,13 @@ def test_golden(tmp_path: Path) -> None:
 def test_export_twice_is_byte_identical(tmp_path: Path) -> None:
     run_dir = _run(tmp_path)
     settings = Settings.load(artifacts_dir=tmp_path)
-    a = export_run(run_dir, settings, out_dir=tmp_path / "a", locker=fake_locker).artifact_dir
-    b = export_run(run_dir, settings, out_dir=tmp_path / "b", locker=fake_locker).artifact_dir
+    kw = {"locker": fake_locker, "hash_downloads": False}
+    a = export_run(run_dir, settings, out_dir=tmp_path / "a", **kw).artifact_dir  # type: ignore[arg-type]
+    b = export_run(run_dir, settings, out_dir=tmp_path / "b", **kw).artifact_dir  # type: ignore[arg-type]
     assert _files(a) == _files(b)
     # Re-exporting in place replaces the artifact atomically, same bytes.
     before = _files(a)
-    export_run(run_dir, settings, out_dir=tmp_path / "a", locker=fake_locker)
+    export_run(run_dir, settings, out_dir=tmp_path / "a", **kw)  # type: ignore[arg-type]
     assert _files(a) == before
 
 
@@ -165,3 +166,20 @@ def test_templates_are_strict() -> None:
 ])
 def test_shvalue(value: str, rendered: str) -> None:
     assert shvalue(value) == rendered
+
+
+def test_pinned_download_is_replayed_and_checked(tmp_path: Path) -> None:
+    from synth.distill.load import load_run
+    from synth.distill.plan import distill, download_candidates
+    from synth.render import render_artifact
+
+    run = load_run(_run(tmp_path))
+    assert download_candidates(run) == ("/data/w.ckpt",)
+    plan = distill(run, download_hashes={"/data/w.ckpt": "ab" * 32})
+    text = render_artifact(plan, [fake_locker(e, None) for e in plan.envs])["Dockerfile"]  # type: ignore[arg-type]
+    assert "wget -q -O /data/w.ckpt https://example.org/w.ckpt" in text
+    assert f"echo '{'ab' * 32}  /data/w.ckpt' | sha256sum -c -" in text
+    assert "mkdir -p /workspace /data" in text
+    assert "A /data" not in plan.unexplained
+    kept = {o.command: o.decision for o in plan.outcomes}
+    assert kept["wget -O /data/w.ckpt https://example.org/w.ckpt"] == "kept"
