@@ -37,7 +37,7 @@ def fake_locker(env: PythonEnvPlan, target: LockTarget) -> Lock:
 def _task(tmp: Path) -> Path:
     task_dir = tmp / "tasks" / "demo"
     (task_dir / "repo" / "demo").mkdir(parents=True)
-    (task_dir / "repo" / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    (task_dir / "repo" / "setup.py").write_text("from setuptools import setup\n\nsetup()\n")
     (task_dir / "repo" / "demo" / "__init__.py").write_text("")
     (task_dir / "task.toml").write_text(
         'name = "demo"\nbase_image = "synth/python:bookworm"\n[repo]\npath = "repo"\n'
