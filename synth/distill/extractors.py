@@ -29,6 +29,7 @@ from synth.distill.steps import (
     NativeBuild,
     PipInstall,
     PipUninstall,
+    ProgramRun,
     ReadOnly,
     ShellState,
     Step,
@@ -537,6 +538,17 @@ def extract_read_only(cmd: SimpleCommand) -> Step | None:
     return None
 
 
+def extract_program_run(cmd: SimpleCommand) -> Step | None:
+    prog, args = _program(cmd)
+    if _is_python(prog) and args and args[0].endswith(".py"):
+        return ProgramRun(program=f"python {posixpath.basename(args[0])}")
+    if _is_python(prog) and args[:1] == ("-m",) and len(args) > 1:
+        return ProgramRun(program=f"python -m {args[1]}")
+    if _base(prog) in ("torchrun", "accelerate", "deepspeed", "pytest"):
+        return ProgramRun(program=_base(prog))
+    return None
+
+
 #: The registry, in order; the first extractor that returns a step wins.
 EXTRACTORS: tuple[Extractor, ...] = (
     Extractor("shell", extract_shell_state),
@@ -548,6 +560,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor("env", extract_env),
     Extractor("download", extract_download),
     Extractor("read-only", extract_read_only),
+    Extractor("program-run", extract_program_run),
 )
 
 

@@ -36,6 +36,7 @@ from synth.distill.steps import (
     NativeBuild,
     PipInstall,
     PipUninstall,
+    ProgramRun,
     ReadOnly,
     ShellState,
     Step,
@@ -665,6 +666,9 @@ def _decide(
                        "in the final state")
         return out("dropped", "download not replayed (its file is gone, or no sha256 of it "
                    "could be taken); what it wrote shows up as unexplained paths")
+    if isinstance(s, ProgramRun):
+        return out("dropped", "runs a program (a check, not a setup step); what it wrote "
+                   "shows up as unexplained paths")
     if isinstance(s, Unclassified):
         return out("dropped", "unclassified; its effects show up as unexplained paths")
     return out("dropped", "no rule")

@@ -151,6 +151,14 @@ class ReadOnly(Step):
 
 
 @dataclass(frozen=True)
+class ProgramRun(Step):
+    """A Python script or launcher run (``python train.py``): a check, not a setup step."""
+
+    kind = "program-run"
+    program: str
+
+
+@dataclass(frozen=True)
 class Unclassified(Step):
     """A command no extractor recognises; reported, its effects show up as unexplained."""
 

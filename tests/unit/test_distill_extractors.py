@@ -20,6 +20,7 @@ from synth.distill.steps import (
     NativeBuild,
     PipInstall,
     PipUninstall,
+    ProgramRun,
     ReadOnly,
     ShellState,
     Step,
@@ -39,7 +40,8 @@ def step(text: str, cwd: str = "/workspace") -> Step:
 
 def test_registry_order_is_documented() -> None:
     assert [e.name for e in EXTRACTORS] == [
-        "shell", "apt", "python-env", "pip", "conda", "native", "env", "download", "read-only"]
+        "shell", "apt", "python-env", "pip", "conda", "native", "env", "download", "read-only",
+        "program-run"]
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -171,3 +173,9 @@ def test_shell_state_and_unclassified() -> None:
 def test_conda_env_create() -> None:
     assert step("conda env create -f environment.yml") == CondaAction(
         tool="conda", verb="env create", packages=("-f environment.yml",))
+
+
+def test_program_runs() -> None:
+    assert step("/opt/venv/bin/python train.py --steps 5") == ProgramRun(program="python train.py")
+    assert step("python -m pytest -q") == ProgramRun(program="python -m pytest")
+    assert isinstance(step("python setup.py develop"), NativeBuild)
