@@ -386,12 +386,12 @@ def diff_sides(a: Side, b: Side) -> DiffResult:
 
 
 def human_size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "kB", "MB", "GB"):
-        if value < 1000 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{n} B"  # pragma: no cover
+    """Bytes in kB below 1 MB, else in MB (one decimal): sizes a few MB apart stay apart."""
+    if n < 1000:
+        return f"{n} B"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f} kB"
+    return f"{n / 1_000_000:.1f} MB"
 
 
 # ------------------------------------------------------------------------- rendering

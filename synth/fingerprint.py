@@ -71,6 +71,9 @@ class NativeFile:
     #: "site" (a site-packages/dist-packages dir) or "workdir" (the repository).
     where: str
     symlink: str | None = None
+    #: sha256 of what the loader maps (allocated ELF sections, build-id note aside): equal
+    #: for two builds that differ only in debug info. None when not parsable as ELF.
+    code_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ class Fingerprint:
                     NativeFile(
                         path=n["path"], sha256=n.get("sha256"), size=n.get("size"),
                         owner=n.get("owner"), where=n.get("where", "site"),
-                        symlink=n.get("symlink"),
+                        symlink=n.get("symlink"), code_sha256=n.get("code_sha256"),
                     )
                     for n in data["native"]
                 ),
@@ -266,7 +269,8 @@ class FingerprintComparison:
     #: Same name and version, installed from elsewhere (kind "source"); informational.
     sources: tuple[Change, ...]
     #: Native .so files added / removed / with another sha256 (kind "added", "removed",
-    #: "changed").
+    #: "changed", or "debug-only" when the loaded code is identical and only debug info,
+    #: symbols or the build-id differ).
     native: tuple[Change, ...]
     unowned: tuple[Change, ...]
     dpkg: tuple[Change, ...]
@@ -283,7 +287,13 @@ class FingerprintComparison:
 
     @property
     def native_equal(self) -> bool:
+        """Every native file byte-identical."""
         return not self.native
+
+    @property
+    def native_code_equal(self) -> bool:
+        """Same native files with the same loaded code (debug info may differ)."""
+        return all(c.kind == "debug-only" for c in self.native)
 
     @property
     def equal(self) -> bool:
@@ -304,6 +314,7 @@ class FingerprintComparison:
             "packages_equal": self.packages_equal,
             "content_equal": self.content_equal,
             "native_equal": self.native_equal,
+            "native_code_equal": self.native_code_equal,
             **{name: [c.to_json() for c in changes] for name, changes in self.sections().items()},
         }
 
@@ -378,8 +389,16 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
         {_native_key(n): _native_value(n) for n in b.native},
     )
     owners = {n.path: n.owner for n in (*a.native, *b.native) if n.owner}
-    native = [Change(c.kind, c.key, _short(c.a), _short(c.b), owners.get(c.key) or "")
-              for c in native]
+    code_a = {n.path: n.code_sha256 for n in a.native}
+    code_b = {n.path: n.code_sha256 for n in b.native}
+    native = [
+        Change("debug-only", c.key, _short(c.a), _short(c.b),
+               "; ".join(filter(None, [owners.get(c.key), "loaded code identical, "
+                                       "debug info or symbols differ"])))
+        if c.kind == "changed" and code_a.get(c.key) and code_a.get(c.key) == code_b.get(c.key)
+        else Change(c.kind, c.key, _short(c.a), _short(c.b), owners.get(c.key) or "")
+        for c in native
+    ]
     unowned = _mapping_changes(
         {f"{u.site}/{u.path}": u.sha256 for u in a.unowned},
         {f"{u.site}/{u.path}": u.sha256 for u in b.unowned},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -206,7 +207,8 @@ def test_compare_packages_versions_sources() -> None:
     assert not cmp.packages_equal
     j = cmp.to_json()
     assert j["equal"] is False
-    assert set(j) == {"equal", "packages_equal", "content_equal", "native_equal", "interpreter",
+    assert set(j) == {"equal", "packages_equal", "content_equal", "native_equal",
+                      "native_code_equal", "interpreter",
                       "packages", "content", "sources", "native", "unowned", "dpkg"}
     assert cmp.summary()[0] == "interpreter: changed python (3.11.2 -> 3.11.9)"
 
@@ -261,8 +263,6 @@ def test_source_without_direct_url(installer: str | None, metadata_dir: str,
 
 def test_launcher_shebang_python_name_is_normalised(tmp_path: Path) -> None:
     """`bin/pip install` writes `#!…/python3`, `python -m pip` writes `#!…/python`."""
-    import shutil
-
     def scripts_digest(shebang: bytes, body: bytes = b"import re\n") -> str | None:
         root = tmp_path / "env"  # the same paths each time: they are part of the digest
         shutil.rmtree(root, ignore_errors=True)
@@ -281,7 +281,6 @@ def test_launcher_shebang_python_name_is_normalised(tmp_path: Path) -> None:
 
 def _python38() -> str | None:
     import glob
-    import shutil
 
     pyenv = sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.8*/bin/python")))
     if pyenv:
@@ -304,3 +303,43 @@ def test_probe_runs_under_python38(env_dirs: tuple[Path, Path]) -> None:
     data = json.loads(proc.stdout)
     assert data["python"]["version"].startswith("3.8.")
     assert {d["name"] for d in data["distributions"]} == {"numpy", "fastops", "old-pkg"}
+
+
+def test_native_debug_only_difference_is_named() -> None:
+    def so(sha: str, code: str | None) -> dict[str, Any]:
+        return {"path": "/opt/venv/x/_C.so", "sha256": sha, "size": 10, "owner": "x",
+                "where": "site", "code_sha256": code}
+
+    a = Fingerprint.from_json(fp_json(native=[so("1" * 64, "c" * 64)]))
+    b = Fingerprint.from_json(fp_json(native=[so("2" * 64, "c" * 64)]))
+    cmp = compare_fingerprints(a, b)
+    assert [(c.kind, c.key) for c in cmp.native] == [("debug-only", "/opt/venv/x/_C.so")]
+    assert "loaded code identical" in cmp.native[0].detail
+    assert not cmp.native_equal and cmp.native_code_equal and not cmp.equal
+    c = Fingerprint.from_json(fp_json(native=[so("3" * 64, "d" * 64)]))
+    assert [x.kind for x in compare_fingerprints(a, c).native] == ["changed"]
+    assert not compare_fingerprints(a, c).native_code_equal
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler")
+def test_elf_code_digest_ignores_debug_info(tmp_path: Path) -> None:
+    """Real shared objects: -g adds debug sections, the loaded code stays the same."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fp_probe", PROBE_PATH)
+    assert spec and spec.loader
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    src = tmp_path / "op.c"
+    src.write_text("int twice(int x) { return 2 * x; }\n")
+    out = {}
+    for name, flags in (("plain", ["-g0"]), ("debug", ["-g"]), ("other", ["-g0", "-DX=1"])):
+        so = tmp_path / f"{name}.so"
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", *flags, "-o", str(so), str(src)],
+                       check=True)
+        out[name] = (probe.sha256_file(str(so)), probe.elf_code_digest(str(so)))
+    assert out["plain"][0] != out["debug"][0]
+    assert out["plain"][1] == out["debug"][1] is not None
+    assert out["plain"][1] == out["other"][1]  # -DX changes nothing in this code
+    (tmp_path / "text.so").write_text("not an ELF file")
+    assert probe.elf_code_digest(str(tmp_path / "text.so")) is None

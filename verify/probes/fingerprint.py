@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import re
+import struct
 import subprocess
 import sys
 import time
@@ -228,11 +229,85 @@ def file_digest(path):
     return None
 
 
+SHF_ALLOC = 0x2
+SHT_NOBITS = 8
+# Differs whenever any byte of the file does (debug info included): not part of the code.
+_CODE_SKIP = frozenset([".note.gnu.build-id"])
+
+
+def elf_code_digest(path):
+    """sha256 over what the loader maps of an ELF file, or None if it is not ELF.
+
+    The allocated sections (code, data, dynamic symbols: ``SHF_ALLOC``), by name, address
+    and content, without the build-id note. Two builds that differ only in debug info or in
+    the symbol table (GCC's variable-location lists are not always deterministic) have the
+    same code digest and different sha256.
+    """
+    try:
+        with open(path, "rb") as fh:
+            ident = fh.read(64)
+            if len(ident) < 64 or ident[:4] != b"\x7fELF":
+                return None
+            end = "<" if ident[5] == 1 else ">"
+            if ident[4] == 2:
+                shoff = struct.unpack(end + "Q", ident[0x28:0x30])[0]
+                shentsize, shnum, shstrndx = struct.unpack(end + "HHH", ident[0x3A:0x40])
+                layout = end + "IIQQQQ"
+            else:
+                shoff = struct.unpack(end + "I", ident[0x20:0x24])[0]
+                shentsize, shnum, shstrndx = struct.unpack(end + "HHH", ident[0x2E:0x34])
+                layout = end + "IIIIII"
+            if not shoff or not shnum or shstrndx >= shnum:
+                return None
+            fh.seek(shoff)
+            raw = fh.read(shentsize * shnum)
+            size = struct.calcsize(layout)
+            sections = [struct.unpack(layout, raw[i * shentsize:i * shentsize + size])
+                        for i in range(shnum)]
+            _n, _t, _f, _a, str_off, str_size = sections[shstrndx]
+            fh.seek(str_off)
+            names = fh.read(str_size)
+            h = hashlib.sha256()
+            for name_off, sh_type, flags, addr, offset, sh_size in sections:
+                name = names[name_off:names.find(b"\0", name_off)]
+                if not flags & SHF_ALLOC or name.decode("ascii", "replace") in _CODE_SKIP:
+                    continue
+                h.update(name + b"\0" + struct.pack("<QQ", addr, sh_size))
+                if sh_type == SHT_NOBITS:
+                    continue
+                fh.seek(offset)
+                left = sh_size
+                while left > 0:
+                    chunk = fh.read(min(BUF, left))
+                    if not chunk:
+                        break
+                    h.update(chunk)
+                    left -= len(chunk)
+            return h.hexdigest()
+    except (OSError, struct.error, ValueError, IndexError):
+        return None
+
+
+def content_digest(path, hashes, code_hashes):
+    """The digest a distribution's file contributes: the ELF code digest for native files
+    (see elf_code_digest), else the file's sha256."""
+    if path not in hashes:
+        hashes[path] = file_digest(path)
+    digest = hashes[path]
+    if digest is None or digest.startswith("symlink:") or not is_native(
+            os.path.basename(path)):
+        return digest
+    if path not in code_hashes:
+        code_hashes[path] = elf_code_digest(path)
+    return "elf-code:" + code_hashes[path] if code_hashes[path] else digest
+
+
 def scan_distributions(sites, errors):
     dists = []
     owned = set()  # absolute, normalised paths
     owners = {}  # absolute path -> canonical name of the first distribution listing it
     hashes = {}  # absolute path -> digest, so a file is hashed once
+    code_hashes = {}  # absolute path -> ELF code digest (native files)
     seen_names = set()
     for site in sites:
         try:
@@ -279,9 +354,7 @@ def scan_distributions(sites, errors):
                     else:
                         outside.append((path, digest))
                     continue
-                if path not in hashes:
-                    hashes[path] = file_digest(path)
-                digest = hashes[path]
+                digest = content_digest(path, hashes, code_hashes)
                 if digest is None:
                     missing += 1
                     continue
@@ -312,7 +385,7 @@ def scan_distributions(sites, errors):
                 "shadowed": cname in seen_names,
             })
             seen_names.add(cname)
-    return dists, owned, owners, hashes
+    return dists, owned, owners, hashes, code_hashes
 
 
 def scan_unowned(sites, owned, hashes):
@@ -334,7 +407,7 @@ def scan_unowned(sites, owned, hashes):
     return out
 
 
-def scan_native(roots, where, owners, hashes, skip_dirs=()):
+def scan_native(roots, where, owners, hashes, code_hashes, skip_dirs=()):
     out = []
     for base in roots:
         if not os.path.isdir(base):
@@ -358,6 +431,9 @@ def scan_native(roots, where, owners, hashes, skip_dirs=()):
                 else:
                     entry["sha256"] = digest
                     entry["size"] = os.path.getsize(path)
+                    if path not in code_hashes:
+                        code_hashes[path] = elf_code_digest(path)
+                    entry["code_sha256"] = code_hashes[path]
                 out.append(entry)
     return out
 
@@ -404,12 +480,13 @@ def main(argv):
     started = time.time()
     errors = []
     sites = site_dirs()
-    dists, owned, owners, hashes = scan_distributions(sites, errors)
+    dists, owned, owners, hashes, code_hashes = scan_distributions(sites, errors)
     unowned = scan_unowned(sites, owned, hashes)
-    native = scan_native(sites, "site", owners, hashes, skip_dirs=("__pycache__",))
+    native = scan_native(sites, "site", owners, hashes, code_hashes,
+                         skip_dirs=("__pycache__",))
     if os.path.isdir(workdir) and not any(
             os.path.realpath(workdir) == os.path.realpath(s) for s in sites):
-        native += scan_native([workdir], "workdir", owners, hashes,
+        native += scan_native([workdir], "workdir", owners, hashes, code_hashes,
                               skip_dirs=(".git", "__pycache__"))
     dists.sort(key=lambda d: (d["name"], d["shadowed"], d["location"]))
     result = {
