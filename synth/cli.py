@@ -327,6 +327,8 @@ def verify_cmd(
     out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "-o", "--out", help="Where verify.json, verify.md, build.log go.")] = None,
     scanner: Annotated[str, typer.Option(help="C0 parser: ast (default) or libcst.")] = "ast",
+    wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        help="Wheel folder the artifact's lock needs to rebuild (env SYNTH_WHEELHOUSE).")] = None,
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
@@ -341,7 +343,8 @@ def verify_cmd(
         require=v.parse_require(require), runtime=runtime,  # type: ignore[arg-type]
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
     )
-    outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle))
+    outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
+                                           wheelhouse=wheelhouse))
     if json_out:
         console.print_json({**outcome.document, "out_dir": str(outcome.out_dir)})
     else:
