@@ -369,10 +369,18 @@ def distill(run: LoadedRun, *, include: Sequence[str] = (),
         if "PATH" not in env:
             env["PATH"] = f"{primary_plan.prefix}/bin:{DEFAULT_PATH}"
 
+    # Packages a later successful install in the same environment named again.
+    reinstalled: dict[str, frozenset[str]] = {}
+    for installs in pip_by_env.values():
+        seen: set[str] = set()
+        for c, s in reversed(installs):
+            reinstalled[c.ref] = frozenset(seen)
+            seen.update(_req_name(r) for r in s.requirements)
+
     # The report: every command, what became of it.
     for c, x, s in classified:
         acc.outcomes.append(_decide(c, x, s, run, kept_refs, final_apt, dists_of, env_plans,
-                                    acc))
+                                    acc, reinstalled))
 
     apt = _apt_plan(run)
     unexplained = _unexplained(run, env_plans, native_steps, apt, include)
@@ -574,6 +582,7 @@ def _decide(
     dists_of: Mapping[str, Mapping[str, Distribution]],
     envs: Sequence[PythonEnvPlan],
     acc: _Acc,
+    reinstalled: Mapping[str, frozenset[str]],
 ) -> CommandOutcome:
     def out(decision: str, reason: str) -> CommandOutcome:
         return _outcome(c, extractor, s, decision, reason)
@@ -602,7 +611,9 @@ def _decide(
         present = [n for n in names if n in final_apt]
         if names and not present:
             return out("dropped", "undone: none of its packages is installed at the end")
-        return out("kept", "apt.lock (versions from the final state)")
+        gone = [n for n in names if n not in final_apt]
+        return out("kept", "apt.lock (versions from the final state)"
+                   + (f"; later undone: {', '.join(gone)}" if gone else ""))
     if isinstance(s, AptRemove):
         gone = [p for p in s.packages if _pkg_name(p) in run.apt.removed]
         if gone:
@@ -631,14 +642,20 @@ def _decide(
         found = [(n, p) for n, p in reqs if n in final]
         if not found:
             return out("dropped", "undone: none of its packages is installed at the end")
-        replaced = [n for n, p in found if p is not None
-                    and not _satisfies(final[n].version, p)]
+        later = reinstalled.get(c.ref, frozenset())
+        replaced = [n for n, p in found if (p is not None
+                    and not _satisfies(final[n].version, p)) or n in later]
         if len(replaced) == len(found):
             gone = [n for n, _p in reqs if n not in final]
             return out("dropped", "replaced: a later command changed "
                        + ", ".join(f"{n} to {final[n].version}" for n in replaced)
                        + (f" and removed {', '.join(gone)}" if gone else ""))
-        return out("kept", "requirements.lock (versions from the final state)")
+        gone = [n for n, _p in reqs if n not in final]
+        notes = ([f"later undone: {', '.join(gone)}"] if gone else []) + (
+            [f"later replaced: {', '.join(f'{n} (now {final[n].version})' for n in replaced)}"]
+            if replaced else [])
+        return out("kept", "; ".join(["requirements.lock (versions from the final state)",
+                                      *notes]))
     if isinstance(s, PipUninstall):
         return out("folded", "the final state decides: uninstalled packages are not locked")
     if isinstance(s, CondaAction):

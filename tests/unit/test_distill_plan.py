@@ -198,3 +198,25 @@ def test_range_pin_replaced_later_is_dropped(tmp_path: Path) -> None:
     assert d['/opt/venv/bin/pip install "setuptools<70" pybind11'] == (
         "dropped", "replaced: a later command changed setuptools to 80.9.0 and removed pybind11")
     assert d['/opt/venv/bin/pip install --upgrade "setuptools>=77"'][0] == "kept"
+
+
+def test_partly_undone_install_is_kept_with_notes(tmp_path: Path) -> None:
+    audit = [cmd("python3 -m venv /opt/venv"),
+             cmd("/opt/venv/bin/pip install numpy scipy tqdm"),
+             cmd('/opt/venv/bin/pip install "numpy==1.26.*"'),
+             cmd("/opt/venv/bin/pip uninstall -y tqdm")]
+    py = [system_python(), venv(dists=[dist("numpy", "1.26.4"), dist("scipy", "1.15.3")])]
+    d = decisions(plan_of(tmp_path, audit, python=py))
+    assert d["/opt/venv/bin/pip install numpy scipy tqdm"] == (
+        "kept", "requirements.lock (versions from the final state); later undone: tqdm; "
+        "later replaced: numpy (now 1.26.4)")
+    assert d['/opt/venv/bin/pip install "numpy==1.26.*"'][0] == "kept"
+
+
+def test_install_fully_reinstalled_later_is_dropped(tmp_path: Path) -> None:
+    audit = [cmd("python3 -m venv /opt/venv"), cmd("/opt/venv/bin/pip install numpy"),
+             cmd('/opt/venv/bin/pip install "numpy==1.26.*"')]
+    py = [system_python(), venv(dists=[dist("numpy", "1.26.4")])]
+    d = decisions(plan_of(tmp_path, audit, python=py))
+    assert d["/opt/venv/bin/pip install numpy"] == (
+        "dropped", "replaced: a later command changed numpy to 1.26.4")
