@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,5 +105,59 @@ def task_run(
         return done[key]
 
     yield run
+    for ref in images:
+        engine.remove_image(ref)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def marked_ca(
+    ca_bundle: Path | None, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path | None, bytes]:
+    """The host CA bundle plus a unique comment line, used for every artifact build: if the
+    bundle ever lands in a layer, the marker does too (PEM readers skip text between
+    certificates). ``(None, marker)`` where the host has no bundle."""
+    import secrets
+
+    marker = b"# synth-ca-marker-" + secrets.token_hex(24).encode()
+    if ca_bundle is None:
+        return None, marker
+    path = tmp_path_factory.mktemp("ca") / "ca-bundle.crt"
+    path.write_bytes(ca_bundle.read_bytes() + b"\n" + marker + b"\n")
+    return path, marker
+
+
+@pytest.fixture(scope="session")
+def verified(
+    engine: object, task_run: Callable[[str, str], Path], marked_ca: tuple[Path | None, bytes],
+    wheelhouse: Path | None, tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., Any]]:
+    """``verified(task, transcript, rebuild=True) -> VerifyOutcome``, memoised per session.
+
+    With ``rebuild`` the run is exported and built from scratch (no cache, the marked CA as
+    the BuildKit secret) exactly once; export, verify and diff tests all use that artifact
+    (``outcome.document["target"]["artifact_dir"]``) and image
+    (``outcome.document["build"]["image"]``). The images are removed at session end.
+    """
+    from synth.config import Settings
+    from synth.verify_cmd import VerifyOptions, verify
+
+    done: dict[tuple[str, str, bool], Any] = {}
+    images: list[str] = []
+
+    def get(task: str, transcript: str, rebuild: bool = True) -> Any:
+        key = (task, transcript, rebuild)
+        if key not in done:
+            run_dir = task_run(task, transcript)
+            settings = Settings.load(artifacts_dir=run_dir.parents[2], ca_bundle=marked_ca[0],
+                                     wheelhouse=wheelhouse)
+            out = tmp_path_factory.mktemp(f"verify-{task}-{transcript}")
+            outcome = verify(VerifyOptions(target=str(run_dir), rebuild=rebuild, out_dir=out),
+                             settings, say=lambda _m: None)
+            if outcome.document.get("build"):
+                images.append(outcome.document["build"]["image"])
+            done[key] = outcome
+        return done[key]
+
+    yield get
     for ref in images:
         engine.remove_image(ref)  # type: ignore[attr-defined]

@@ -7,8 +7,7 @@ tests replay the same transcripts); the one rebuilt image made here is removed a
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,24 +65,12 @@ def test_good_against_sloppy_shows_the_real_differences(
 
 
 @pytest.fixture(scope="module")
-def rebuilt(task_run: Callable[[str, str], Path], engine: Any, ca_bundle: Path | None,
-            wheelhouse: Path | None, tmp_path_factory: pytest.TempPathFactory
-            ) -> Iterator[tuple[Path, Path, str]]:
-    """(run dir, artifact dir, rebuilt image) for the task's good.sh run, built without
-    cache."""
-    from synth.artifact_build import build_artifact
-    from synth.export import export_run
-
-    run = task_run(TASK, "good.sh")
-    settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("diff-export"),
-                             ca_bundle=ca_bundle, wheelhouse=wheelhouse)
-    artifact = export_run(run, settings, out_dir=settings.artifacts_dir / "export").artifact_dir
-    tag = f"synth-test/diff-rebuilt:{uuid.uuid4().hex[:8]}"
-    build_artifact(artifact, tag, settings, no_cache=True)
-    try:
-        yield run, artifact, tag
-    finally:
-        engine.remove_image(tag)
+def rebuilt(verified: Callable[..., Any]) -> tuple[Path, Path, str]:
+    """(run dir, artifact dir, rebuilt image) for the task's good.sh run: the shared
+    session-wide export and no-cache rebuild of the ``verified`` fixture."""
+    doc = verified(TASK, "good.sh").document
+    run = Path(doc["target"]["path"])
+    return run, Path(doc["target"]["artifact_dir"]), str(doc["build"]["image"])
 
 
 def test_live_image_against_rebuild(rebuilt: tuple[Path, Path, str], engine: Any) -> None:

@@ -1,15 +1,16 @@
 """Bundled tasks end to end: run -> export -> verify --rebuild (real Docker).
 
-Runs come from the shared ``task_run`` fixture; each rebuild happens once per module and its
-image is removed at the end. On an engine without an NVIDIA runtime (CI) the GPU levels must
-say ``skipped: no GPU runtime on this engine`` (or the task's not-applicable reason).
+Runs come from the shared ``task_run`` fixture and verifications (with their one rebuild
+per run) from the shared ``verified`` fixture, which removes the images at the end. On an
+engine without an NVIDIA runtime (CI) the GPU levels must say
+``skipped: no GPU runtime on this engine`` (or the task's not-applicable reason).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,34 +31,6 @@ def settings_for(run_dir: Path, ca_bundle: Path | None, wheelhouse: Path | None)
     # runs live at <artifacts>/runs/<task>/<run-id>
     return Settings.load(artifacts_dir=run_dir.parents[2], ca_bundle=ca_bundle,
                          wheelhouse=wheelhouse)
-
-
-@pytest.fixture(scope="module")
-def verified(
-    engine: Any, task_run: Callable[[str, str], Path], ca_bundle: Path | None,
-    wheelhouse: Path | None, tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Verified]:
-    """``verified(task, transcript, rebuild=True) -> VerifyOutcome``, memoised."""
-    done: dict[tuple[str, str, bool], VerifyOutcome] = {}
-    images: list[str] = []
-
-    def get(task: str, transcript: str, rebuild: bool = True) -> VerifyOutcome:
-        key = (task, transcript, rebuild)
-        if key not in done:
-            run_dir = task_run(task, transcript)
-            out = tmp_path_factory.mktemp(f"verify-{task}-{transcript}")
-            outcome = verify(
-                VerifyOptions(target=str(run_dir), rebuild=rebuild, out_dir=out),
-                settings_for(run_dir, ca_bundle, wheelhouse), say=lambda _m: None,
-            )
-            if outcome.document.get("build"):
-                images.append(outcome.document["build"]["image"])
-            done[key] = outcome
-        return done[key]
-
-    yield get
-    for ref in images:
-        engine.remove_image(ref)
 
 
 def levels(outcome: VerifyOutcome, key: str) -> dict[str, dict[str, Any]]:
