@@ -1,21 +1,20 @@
 """Export each bundled task's sloppy run, rebuild it from scratch, compare with the live run.
 
-One run, one export and one no-cache build per task, shared by every test here
-(module-scoped, memoised); the rebuilt images are removed at the end.
+One run, one export and one no-cache build per task for the whole test session, shared with
+the verify and diff tests (conftest ``verified``); the rebuilt images are removed at the end.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import secrets
 import tarfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from synth.artifact_build import build_artifact
 from synth.config import Settings
 from synth.export import export_run
 from synth.task import discover_tasks, load_task
@@ -27,61 +26,26 @@ SLOPPY_TASKS = [p.name for p in discover_tasks(TASKS_DIR) if (p / "agents/sloppy
 
 
 @pytest.fixture(scope="module")
-def marked_ca(ca_bundle: Path | None, tmp_path_factory: pytest.TempPathFactory
-              ) -> tuple[Path | None, bytes]:
-    """The host CA bundle plus a unique comment line: if the bundle ever lands in a layer,
-    the marker does too (PEM readers ignore text between certificates)."""
-    marker = b"# synth-ca-marker-" + secrets.token_hex(24).encode()
-    if ca_bundle is None:
-        return None, marker
-    path = tmp_path_factory.mktemp("ca") / "ca-bundle.crt"
-    path.write_bytes(ca_bundle.read_bytes() + b"\n" + marker + b"\n")
-    return path, marker
-
-
-@pytest.fixture(scope="module")
-def exported(
-    task_run: Callable[[str, str], Path], marked_ca: tuple[Path | None, bytes],
-    wheelhouse: Path | None, tmp_path_factory: pytest.TempPathFactory,
-) -> Callable[[str], tuple[Path, Path]]:
-    """``exported(task) -> (run_dir, artifact_dir)`` for the task's sloppy.sh run."""
-    done: dict[str, tuple[Path, Path]] = {}
+def exported(verified: Callable[..., Any]) -> Callable[[str], tuple[Path, Path]]:
+    """``exported(task) -> (run_dir, artifact_dir)`` for the task's sloppy.sh run, from the
+    session's shared export + no-cache rebuild (conftest ``verified``)."""
 
     def get(task: str) -> tuple[Path, Path]:
-        if task not in done:
-            run_dir = task_run(task, "sloppy.sh")
-            settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("exp"),
-                                     ca_bundle=marked_ca[0], wheelhouse=wheelhouse)
-            done[task] = (run_dir, export_run(run_dir, settings).artifact_dir)
-        return done[task]
+        doc = verified(task, "sloppy.sh").document
+        return Path(doc["target"]["path"]), Path(doc["target"]["artifact_dir"])
 
     return get
 
 
 @pytest.fixture(scope="module")
-def rebuilt(
-    engine: object, exported: Callable[[str], tuple[Path, Path]],
-    marked_ca: tuple[Path | None, bytes], wheelhouse: Path | None,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Callable[[str], str]]:
-    """``rebuilt(task) -> image tag`` built from the artifact with no cache."""
-    done: dict[str, str] = {}
+def rebuilt(verified: Callable[..., Any]) -> Callable[[str], str]:
+    """``rebuilt(task) -> image`` built from the artifact with no cache, the marked CA as
+    the BuildKit secret (removed by ``verified`` at session end)."""
 
     def get(task: str) -> str:
-        if task not in done:
-            _run_dir, art = exported(task)
-            tag = f"synth-test/export-{task}:rebuilt"
-            settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("bld"),
-                                     ca_bundle=marked_ca[0], wheelhouse=wheelhouse)
-            log = tmp_path_factory.mktemp("log") / "build.log"
-            build_artifact(art, tag, settings, no_cache=True, log_path=log,
-                           labels={"synth.temporary": "1"})
-            done[task] = tag
-        return done[task]
+        return str(verified(task, "sloppy.sh").document["build"]["image"])
 
-    yield get
-    for tag in done.values():
-        engine.remove_image(tag)  # type: ignore[attr-defined]
+    return get
 
 
 def _live_image(run_dir: Path) -> str:
