@@ -1,17 +1,17 @@
 """The CA bundle reaches builds and containers but never an image layer.
 
 Checked the hard way: ``docker save`` the image and search every layer for the
-certificate body. A control build that COPYs the bundle proves the search can find it.
+certificate body (``tests/image_layers.py``). A control build that COPYs the bundle proves
+the search can find it.
 """
 
 from __future__ import annotations
 
-import io
 import secrets
-import tarfile
 from pathlib import Path
 
 import pytest
+from image_layers import layers_containing
 
 from synth.config import CONTAINER_CA_PATH, ca_env
 from synth.engine import BuildRequest, ContainerSpec, DockerEngine, Mount, build_image
@@ -26,27 +26,6 @@ def fake_ca(tmp_path: Path) -> tuple[Path, bytes]:
     path = tmp_path / "ca.pem"
     path.write_bytes(b"-----BEGIN CERTIFICATE-----\n" + body + b"\n-----END CERTIFICATE-----\n")
     return path, body
-
-
-def layers_containing(engine: DockerEngine, ref: str, needle: bytes, tmp_path: Path) -> list[str]:
-    saved = tmp_path / "image.tar"
-    engine.save_image(ref, saved)
-    hits = []
-    with tarfile.open(saved) as outer:
-        for member in outer.getmembers():
-            fh = outer.extractfile(member) if member.isfile() else None
-            if fh is None:
-                continue
-            data = fh.read()
-            if needle in data:
-                hits.append(member.name)
-            if member.name.endswith(".tar"):
-                with tarfile.open(fileobj=io.BytesIO(data)) as layer:
-                    for inner in layer.getmembers():
-                        ifh = layer.extractfile(inner) if inner.isfile() else None
-                        if ifh is not None and needle in ifh.read():
-                            hits.append(f"{member.name}:{inner.name}")
-    return hits
 
 
 def build(tmp_path: Path, dockerfile: str, tag: str, ca: Path, base: str) -> None:

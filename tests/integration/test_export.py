@@ -6,14 +6,13 @@ the verify and diff tests (conftest ``verified``); the rebuilt images are remove
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from image_layers import layers_containing
 
 from synth.config import Settings
 from synth.export import export_run
@@ -121,23 +120,6 @@ def test_ca_bundle_is_in_no_layer(
     if marked_ca[0] is None:
         pytest.skip("no CA bundle on this machine: nothing to leak")
     tag = rebuilt(task)
-    saved = tmp_path / "image.tar"
-    engine.save_image(tag, saved)  # type: ignore[attr-defined]
-    needle = marked_ca[1]
-    hits: list[str] = []
-    with tarfile.open(saved) as outer:
-        for member in outer.getmembers():
-            fh = outer.extractfile(member) if member.isfile() else None
-            if fh is None:
-                continue
-            data = fh.read()
-            if needle in data:
-                hits.append(member.name)
-            if member.name.endswith(".tar"):
-                with tarfile.open(fileobj=io.BytesIO(data)) as layer:
-                    for inner in layer.getmembers():
-                        ifh = layer.extractfile(inner) if inner.isfile() else None
-                        if ifh is not None and needle in ifh.read():
-                            hits.append(f"{member.name}:{inner.name}")
+    hits = layers_containing(engine, tag, marked_ca[1], tmp_path)
     assert hits == []
 
