@@ -339,3 +339,52 @@ def test_engine_error_mid_run_is_recorded_and_cleaned_up(
     assert (result.run_dir / "state" / "python.json").is_file()
     assert [r["command"] for r in commands(result.run_dir, "bash-hook")] == ["echo ok > /dev/null"]
     assert no_container_left(engine, result.run_id)
+
+
+# ----------------------------------------------------------- git URL repository
+def test_git_repo_is_cloned_at_the_pinned_commit(
+    engine: DockerEngine, base_image: str, tmp_path: Path
+) -> None:
+    """A task naming a git URL + commit runs on that commit's tree, not the branch head."""
+    origin = tmp_path / "origin"
+    origin.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(origin), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+
+    git("init", "-q")
+    (origin / "model.py").write_text("VERSION = 'pinned'\n")
+    git("add", "model.py")
+    git("commit", "-q", "-m", "pinned")
+    pinned = git("rev-parse", "HEAD")
+    (origin / "model.py").write_text("VERSION = 'later'\n")
+    git("commit", "-q", "-am", "later")
+
+    task_dir = tmp_path / "task"
+    task_dir.mkdir()
+    (task_dir / "task.toml").write_text(
+        'name = "git-test"\nbase_image = "synth/python:bookworm"\n'
+        f'[repo]\nurl = "file://{origin}"\ncommit = "{pinned}"\n'
+        '[not_applicable]\nC1 = "test"\nC3 = "test"\nC4 = "test"\n'
+    )
+    script = tmp_path / "look.sh"
+    script.write_text("cat /workspace/model.py\n")
+    settings = Settings.load(artifacts_dir=tmp_path / "artifacts")
+    result = run_session(
+        RunOptions(task=load_task(task_dir), agent=ReplayAgent(script), settings=settings,
+                   timeout=300),
+        engine=engine, say=lambda _m: None,
+    )
+    try:
+        assert result.status == "succeeded"
+        log = (result.run_dir / "logs" / "agent.log").read_text()
+        assert "VERSION = 'pinned'" in log and "later" not in log
+        run = json.loads((result.run_dir / "run.json").read_text())
+        assert run["violations"] == []
+    finally:
+        if result.live_image:
+            engine.remove_image(result.live_image)
+    assert engine.managed_containers(f"synth.run={result.run_id}") == []
