@@ -11,7 +11,6 @@ import json
 import os
 import socket
 import tarfile
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -342,12 +341,6 @@ class Container:
             if "already in progress" not in str(exc):
                 raise EngineError(f"Cannot remove {self.description}: {_short(exc)}") from exc
 
-    def kill_after(self, seconds: float) -> threading.Timer:
-        """Kill the container after ``seconds`` (a session's overall timeout)."""
-        timer = threading.Timer(seconds, self.kill)
-        timer.daemon = True
-        timer.start()
-        return timer
 
 
 def split_ref(ref: str) -> tuple[str, str]:
