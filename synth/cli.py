@@ -221,7 +221,8 @@ def runs_list(
         return
     for r in rows:
         console.out.print(f"{r['task']}/{r['run_id']}  {r['status']:<11} {r.get('agent') or '-':<7}"
-                          f"  violations={r.get('violations', 0)}  claims={r.get('claims')}",
+                          f"  violations={r.get('violations', 0)}  claims={r.get('claims')}"
+                          + ("  audit=UNVERIFIED" if r.get("audit_verified") is False else ""),
                           markup=False, soft_wrap=True)
 
 
@@ -275,6 +276,12 @@ def export_cmd(
     plan_only: Annotated[bool, typer.Option("--plan", help="Print the BuildPlan as JSON "
                                             "and write nothing.")] = False,
     locker: Annotated[str, typer.Option(help="uv or pip-tools.")] = "uv",
+    force: Annotated[bool, typer.Option(
+        "--force", help="Let -o replace an artifact synth exported there before (never "
+        "anything else).")] = False,
+    allow_incomplete: Annotated[bool, typer.Option(
+        "--allow-incomplete", help="Export a run that did not succeed or whose audit is "
+        "unverified; the report says why at its top.")] = False,
     artifacts: ArtifactsOpt = None,
     ca_bundle: CaBundleOpt = None,
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
@@ -297,7 +304,8 @@ def export_cmd(
 
         sys.stdout.write(plan_json(distill(load_run(run_dir), include=include or ())))
         return
-    result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker)
+    result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
+                        force=force, allow_incomplete=allow_incomplete)
     if json_out:
         console.print_json({"artifact_dir": str(result.artifact_dir), "run_dir": str(run_dir),
                             "warnings": list(result.warnings)})

@@ -7,6 +7,8 @@ place, so a reader sees the old artifact or the new one, never half of one.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -117,6 +119,49 @@ def run_wheelhouse(settings: Settings, run: LoadedRun) -> Path | None:
     return None
 
 
+def is_artifact_dir(path: Path) -> bool:
+    """True for a folder synth exported: its manifest.json names an export format."""
+    manifest = path / "manifest.json"
+    if manifest.is_symlink() or not manifest.is_file():
+        return False
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and data.get("export_format") in FORMATS
+
+
+def check_destination(dest: Path, run_dir: Path, *, explicit: bool, force: bool) -> None:
+    """Refuse to write the artifact where it would destroy something that is not ours.
+
+    ``dest`` may be new or an empty folder; an existing artifact folder is replaced only
+    when it is the run's own ``export/`` or ``--force`` is given for an explicit ``-o``.
+    A file, a symlink, the run directory or any folder above it, the working directory and
+    a folder synth did not export are never replaced."""
+    dest = dest.absolute()
+    where = f"-o {dest}" if explicit else str(dest)
+    if dest.is_symlink():
+        raise ExportError(f"{where} is a symlink; synth does not write through it.")
+    real = dest.resolve()
+    if real in (Path.cwd().resolve(), Path.home().resolve(), Path("/")) \
+            or run_dir.resolve().is_relative_to(real):
+        raise ExportError(f"{where} would replace {real}, which holds more than an artifact.",
+                          hint="Give a new folder, e.g. -o ./artifact.")
+    if not dest.exists():
+        return
+    if not dest.is_dir():
+        raise ExportError(f"{where} exists and is not a folder; synth will not replace it.")
+    if not any(dest.iterdir()):
+        return
+    if not is_artifact_dir(dest):
+        raise ExportError(f"{where} is not empty and is not an artifact synth exported; "
+                          "synth replaces only folders it made.",
+                          hint="Give a new or empty folder.")
+    if explicit and not force:
+        raise ExportError(f"{where} already holds an artifact.",
+                          hint="--force replaces it (atomically), or give a new folder.")
+
+
 def export_run(
     run_dir: Path,
     settings: Settings,
@@ -125,14 +170,29 @@ def export_run(
     include: Sequence[str] = (),
     locker: str | Locker = "uv",
     hash_downloads: bool = True,
+    force: bool = False,
+    allow_incomplete: bool = False,
 ) -> ExportResult:
     """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``).
 
     ``hash_downloads``: take the sha256 of downloaded files from the live image (needs the
-    engine) so that the artifact replays those downloads pinned."""
+    engine) so that the artifact replays those downloads pinned. A run that is not
+    trustworthy (not ``succeeded``, audit unverified) is refused unless
+    ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact."""
+    from synth.session.rundir import read_run, trust_problems
+
+    problems = trust_problems(read_run(run_dir), run_dir)
+    if problems and not allow_incomplete:
+        raise ExportError(f"{run_dir} is not a run synth can vouch for: "
+                          + "; ".join(problems) + ".",
+                          hint="--allow-incomplete exports it anyway; the export report "
+                          "then says why at its top.")
+    dest = (out_dir or run_dir / "export").absolute()
+    check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
     run = load_run(run_dir)
     plan = distill(run, include=include,
                    download_hashes=_download_hashes(run) if hash_downloads else None)
+    plan = dataclasses.replace(plan, incomplete=tuple(problems))
     wheelhouse = run_wheelhouse(settings, run)
     locks = []
     for env in plan.envs:
@@ -140,7 +200,6 @@ def export_run(
         locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
                      else locker(env, target))
     files = render_artifact(plan, locks)
-    dest = (out_dir or run.run_dir / "export").resolve()
     dest.parent.mkdir(parents=True, exist_ok=True)
     warnings = list(plan.warnings)
     with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
@@ -183,9 +242,12 @@ def export_run(
             "files": {p.relative_to(tmp).as_posix(): sha256_file(p)
                       for p in _all_files(tmp) if p.is_file()},
             "warnings": sorted(set(warnings)),
+            "incomplete": list(plan.incomplete),
         }
         (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
         old = Path(tmp_str) / "old"
+        # Checked again right before the swap: the folder may have changed meanwhile.
+        check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
         if dest.exists():
             os.replace(dest, old)
         os.replace(tmp, dest)

@@ -127,6 +127,7 @@ def report_json(plan: BuildPlan) -> dict[str, Any]:
         "unexplained": list(plan.unexplained),
         "not_reproducible": list(plan.not_reproducible),
         "warnings": list(plan.warnings),
+        "incomplete": list(plan.incomplete),
     }
 
 

@@ -173,6 +173,9 @@ class BuildPlan:
     uses_wheelhouse: bool = False
     #: glibc of the final state (libc6), for the lock's platform tag.
     glibc: str | None = None
+    #: Why the run cannot be trusted (not succeeded, audit unverified…), when it was
+    #: exported anyway with ``--allow-incomplete``; the report says so at the top.
+    incomplete: tuple[str, ...] = ()
 
     @property
     def regenerate_command(self) -> str:

@@ -300,12 +300,16 @@ class Container:
         with tarfile.open(fileobj=buf) as tar:
             tar.extractall(dest, filter="tar")
 
-    def read_file(self, path: str) -> bytes | None:
-        """The bytes of one file in the container, or None if it does not exist."""
+    def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes | None:
+        """The bytes of one regular file in the container, or None if there is none (a
+        symlink is not followed). Past ``max_bytes`` only the first ``max_bytes + 1`` bytes
+        are returned, so the caller sees it is too large without loading it whole."""
         try:
-            chunks, _ = self.raw.get_archive(path)
+            chunks, info = self.raw.get_archive(path)
         except docker.errors.NotFound:
             return None
+        if max_bytes is not None and int((info or {}).get("size") or 0) > max_bytes:
+            return b"\0" * (max_bytes + 1)
         with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
             member = tar.next()
             if member is None or not member.isfile():

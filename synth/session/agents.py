@@ -35,6 +35,8 @@ WORKDIR = "/workspace"
 CONTAINER_HOOK_DIR = "/synth/hook"
 CONTAINER_HOOK = CONTAINER_HOOK_DIR + "/audit_hook.sh"
 CONTAINER_SHELL_RC = CONTAINER_HOOK_DIR + "/shell_rc.sh"
+#: Runs a statement in its own process group, killed whole when the statement is killed.
+CONTAINER_RUN_GROUP = CONTAINER_HOOK_DIR + "/run_group.sh"
 #: Writable bind mount of the run's ``logs/hook`` folder: raw events stream there.
 CONTAINER_AUDIT_DIR = "/synth/audit"
 CONTAINER_AUDIT_FILE = CONTAINER_AUDIT_DIR + "/events.jsonl"
@@ -94,12 +96,18 @@ class AgentContext:
     def wrapped(self, argv: Sequence[str]) -> list[str]:
         return self.wrap(argv) if self.wrap is not None else list(argv)
 
-    def run(self, argv: Sequence[str], *, command: str | None = None) -> int:
-        """Exec ``argv`` in /workspace, recorded host-side as a ``synth`` command."""
+    def run(self, argv: Sequence[str], *, command: str | None = None,
+            group: bool = False) -> int:
+        """Exec ``argv`` in /workspace, recorded host-side as a ``synth`` command.
+
+        ``group``: in a process group of its own, killed whole if the command is killed."""
         rec = SynthCommand(tuple(argv), command or shlex.join(argv), WORKDIR, time.time())
         self.commands.append(rec)
         self.log.note(f"$ {rec.command}")
-        res = self.container.exec(self.wrapped(argv), env=self.env, workdir=WORKDIR,
+        full = self.wrapped(argv)
+        if group:
+            full = ["sh", CONTAINER_RUN_GROUP, *full]
+        res = self.container.exec(full, env=self.env, workdir=WORKDIR,
                                   on_output=self.log.write)
         self.log.flush()
         rec.end = time.time()
@@ -159,7 +167,7 @@ class ReplayAgent:
             if ctx.cancelled.is_set():
                 break
             ctx.say(f"[{number}/{len(statements)}] $ {ctx.log.masker.mask(first_line(stmt))}")
-            exit_code = ctx.run(["bash", "-c", stmt], command=stmt)
+            exit_code = ctx.run(["bash", "-c", stmt], command=stmt, group=True)
             if ctx.cancelled.is_set():
                 break
             if exit_code != 0:

@@ -33,8 +33,10 @@ class Masker:
     """Replaces secret values by ``***`` in any text synth writes."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        # Longest first, so a secret containing another is masked whole.
-        self.values = sorted({s for s in secrets if s}, key=len, reverse=True)
+        # Each secret in the encodings it commonly travels in (an agent's `base64`, a URL's
+        # userinfo); longest first, so a secret containing another is masked whole.
+        forms = {form for s in secrets if s for form in encodings(s)}
+        self.values = sorted(forms, key=len, reverse=True)
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -64,6 +66,20 @@ class Masker:
 
     def found_in(self, text: str) -> bool:
         return any(v in text for v in self.values)
+
+
+def encodings(secret: str) -> set[str]:
+    """``secret`` as written plain, base64 (standard and URL-safe, padded or not) and
+    URL-encoded."""
+    import base64
+    from urllib.parse import quote, quote_plus
+
+    raw = secret.encode("utf-8", "surrogateescape")
+    forms = {secret, quote(secret, safe=""), quote_plus(secret)}
+    for enc in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+        text = enc.decode("ascii")
+        forms |= {text, text.rstrip("=")}
+    return {f for f in forms if f}
 
 
 @dataclass(frozen=True)
@@ -357,3 +373,87 @@ def load_audit(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             hint="Upgrade synth.",
         )
     return header, records
+
+
+#: Clock slack allowed between the host's timestamps and the hook's (same kernel clock;
+#: the slack covers exec start-up and rounding).
+_CLOCK_SLACK = 5.0
+
+
+def audit_findings(
+    raw: RawEvents,
+    synth_commands: Sequence[SynthCommand],
+    *,
+    started: float,
+    ended: float,
+    match_top_level: bool,
+    masker: Masker | None = None,
+) -> list[str]:
+    """What in the raw stream no host-side evidence accounts for (tamper evidence).
+
+    * every shell numbers its commands 1, 2, 3…: a gap or a repeat means records were
+      removed, reordered or forged;
+    * every record lies inside the session's time, as the host measured it;
+    * command records belong to a shell that announced itself;
+    * with ``match_top_level`` (the replay agent, where synth itself starts each top-level
+      ``bash -c``): every such exec has its shell record and every top-level shell record
+      has its exec. A missing record means the stream was cut or the hook bypassed; an
+      extra one was written by someone other than the hook.
+    """
+    masker = masker or Masker()
+    findings: list[str] = []
+    shells: dict[str, dict[str, Any]] = {}
+    numbers: dict[str, list[int]] = {}
+    early = late = 0
+    for ev in raw.events:
+        shell = str(ev.get("shell", ""))
+        t = _num(ev.get("t"))
+        if t is not None and t < started - _CLOCK_SLACK:
+            early += 1
+        elif t is not None and t > ended + _CLOCK_SLACK:
+            late += 1
+        if ev.get("ev") == "shell":
+            shells[shell] = ev
+        elif ev.get("ev") == "begin" and _int(ev.get("n")) is not None:
+            numbers.setdefault(shell, []).append(int(ev["n"]))
+    if early or late:
+        findings.append(f"{early + late} record(s) dated outside the session "
+                        f"({early} before its start, {late} after its end)")
+    for shell, ns in sorted(numbers.items()):
+        if shell not in shells:
+            findings.append(f"{len(ns)} command record(s) of shell {shell!r}, which never "
+                            "announced itself")
+        if ns != list(range(1, len(ns) + 1)):
+            findings.append(f"shell {shell!r}: command numbers are not 1..{len(ns)} in order "
+                            "(records removed, reordered or forged)")
+    if match_top_level:
+        findings += _unmatched_top_level(shells, synth_commands, masker)
+    return findings
+
+
+def _unmatched_top_level(
+    shells: dict[str, dict[str, Any]], synth_commands: Sequence[SynthCommand], masker: Masker
+) -> list[str]:
+    from collections import Counter
+
+    execs = Counter(masker.mask(c.argv[2]) for c in synth_commands
+                    if c.phase == "agent" and len(c.argv) == 3 and c.argv[:2] == ("bash", "-c"))
+    seen = Counter(str(ev.get("cmd") or "") for ev in shells.values()
+                   if _int(ev.get("depth")) == 0 and not ev.get("interactive"))
+    findings: list[str] = []
+    missing = execs - seen
+    extra = seen - execs
+    if missing:
+        findings.append(f"{sum(missing.values())} command(s) synth ran have no hook record "
+                        "(the stream was cut or the hook bypassed): "
+                        + "; ".join(sorted(_first(t) for t in missing)))
+    if extra:
+        findings.append(f"{sum(extra.values())} top-level shell record(s) match no command "
+                        "synth ran (written by someone other than the hook): "
+                        + "; ".join(sorted(_first(t) for t in extra)))
+    return findings
+
+
+def _first(text: str, width: int = 80) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return repr(line[:width] + ("…" if len(line) > width or "\n" in text.strip() else ""))

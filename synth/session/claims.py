@@ -12,6 +12,9 @@ from typing import Any, Literal
 
 ClaimsStatus = Literal["valid", "invalid", "missing"]
 
+#: A self-report is a few hundred bytes; anything past this is refused, never loaded.
+MAX_CLAIMS_BYTES = 1024 * 1024
+
 #: field -> (accepted JSON types, description used in error messages)
 KNOWN_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "python_path": ((str,), "a string"),
@@ -39,6 +42,9 @@ class ClaimsCheck:
 def validate_claims(raw: bytes | None) -> ClaimsCheck:
     if raw is None:
         return ClaimsCheck("missing")
+    if len(raw) > MAX_CLAIMS_BYTES:
+        return ClaimsCheck("invalid", [f"{len(raw)} bytes, over the {MAX_CLAIMS_BYTES}-byte "
+                                       "limit for a self-report"])
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

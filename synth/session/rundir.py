@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
+import socket
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,48 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     return data
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def effective_status(data: dict[str, Any], run_dir: Path) -> str:
+    """The run's status as it truly is: a run still marked ``running`` whose synth died
+    (its lease lapsed, or its process is gone from this host) is ``abandoned``."""
+    status = str(data.get("status"))
+    if status != "running":
+        return status
+    from synth.session.lease import lapsed
+
+    owner = data.get("owner") or {}
+    pid = owner.get("pid")
+    if lapsed(run_dir / "logs" / "lease"):
+        return "abandoned"
+    if owner.get("host") == socket.gethostname() and isinstance(pid, int) \
+            and not _pid_alive(pid):
+        return "abandoned"
+    return status
+
+
+def trust_problems(data: dict[str, Any], run_dir: Path) -> list[str]:
+    """Why an export of this run would not be trustworthy; empty when it is."""
+    problems: list[str] = []
+    status = effective_status(data, run_dir)
+    if status != "succeeded":
+        error = data.get("error")
+        problems.append(f"the run ended `{status}`" + (f": {error}" if error else ""))
+    audit = data.get("audit") or {}
+    if audit.get("verified") is False:
+        findings = [str(f) for f in audit.get("findings") or []]
+        problems.append("its audit log is unverified: " + "; ".join(findings))
+    return problems
+
+
 def summarize(run_dir: Path) -> dict[str, Any]:
     """One line's worth of a run, for ``synth runs list``."""
     try:
@@ -101,7 +145,8 @@ def summarize(run_dir: Path) -> dict[str, Any]:
         "run_id": data.get("run_id", run_dir.name),
         "task": (data.get("task") or {}).get("name", run_dir.parent.name),
         "agent": (data.get("agent") or {}).get("kind"),
-        "status": data.get("status"),
+        "status": effective_status(data, run_dir),
+        "audit_verified": (data.get("audit") or {}).get("verified"),
         "started": data.get("started"),
         "ended": data.get("ended"),
         "violations": len(data.get("violations") or []),
@@ -135,6 +180,7 @@ def describe_run(run_dir: Path) -> dict[str, Any]:
                 failed += rec.get("exit") not in (0, None)
     primary = py.get("primary")
     prim = next((i for i in py.get("interpreters", []) if i.get("path") == primary), None)
+    run["status"] = effective_status(run, run_dir)
     return {
         "run_dir": str(run_dir),
         "run": run,
@@ -175,4 +221,11 @@ def format_run(info: dict[str, Any]) -> str:
         lines.append(f"VIOLATION  {v.get('detail')}")
     for e in run.get("capture_errors") or []:
         lines.append(f"capture    {e}")
+    audit = run.get("audit") or {}
+    if audit.get("verified") is False:
+        lines.append("audit      UNVERIFIED")
+        lines += [f"  finding  {f}" for f in audit.get("findings") or []]
+    for path in run.get("secret_findings") or []:
+        lines.append(f"SECRET     a secret value is in {path} of the live image "
+                     "(labelled not shareable)")
     return "\n".join(lines)

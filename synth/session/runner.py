@@ -10,8 +10,10 @@ synth killed outright leaves a run directory that says so.
 from __future__ import annotations
 
 import io
+import os
 import re
 import shutil
+import socket
 import subprocess
 import tarfile
 import tempfile
@@ -51,11 +53,13 @@ from synth.session.agents import (
 from synth.session.audit import (
     Masker,
     SynthCommand,
+    audit_findings,
     merge_audit,
     parse_raw_events,
-    read_raw_events,
     write_audit,
 )
+from synth.session.collector import HookCollector, drain_folder
+from synth.session.lease import LEASE_DIR, Lease, lease_command
 from synth.session.rundir import RUN_FORMAT, iso, new_run_id
 from synth.task import Task
 
@@ -126,6 +130,12 @@ class _Session:
         self.strace_dir: Path | None = None
         self.tracer: trace.Tracer | None = None
         self.capture_errors: list[str] = []
+        logs = self.run_dir / "logs"
+        self.collector = HookCollector(logs / "hook" / "events.jsonl", logs / "events.jsonl",
+                                       self.masker)
+        self.lease = Lease(logs / "lease")
+        self._stop_polling = threading.Event()
+        self._poller: threading.Thread | None = None
         # What the container held before the agent started (read in the container).
         self.base_dpkg: snapshot.DpkgSnapshot | None = None
         self.base_env: dict[str, str] | None = None
@@ -153,12 +163,16 @@ class _Session:
             "trace_exec": opts.trace_exec,
             "capture_errors": self.capture_errors,
             "error": None,
+            "owner": {"pid": os.getpid(), "host": socket.gethostname()},
+            "audit": {"verified": None, "findings": []},
+            "secret_findings": [],
         }
 
     # ------------------------------------------------------------------ paths
     @property
     def raw_events_path(self) -> Path:
-        return self.run_dir / "logs" / "hook" / "events.jsonl"
+        """The container-writable stream: read only through the collector."""
+        return self.collector.source
 
     def write_record(self) -> None:
         write_json(self.run_dir / "run.json", self.masker.mask_json(self.record))
@@ -171,6 +185,8 @@ class _Session:
             Mount(hook_dir(), CONTAINER_HOOK_DIR, read_only=True),
             Mount(hook_host, CONTAINER_AUDIT_DIR, read_only=False),
         ]
+        if not self.opts.keep:
+            mounts.append(Mount(self.lease.folder, LEASE_DIR, read_only=True))
         if s.ca_bundle is not None:
             mounts.append(Mount(s.ca_bundle, CONTAINER_CA_PATH, read_only=True))
         if s.wheelhouse is not None:
@@ -203,12 +219,17 @@ class _Session:
         return env
 
     def start(self) -> Container:
-        hook_host = self.run_dir / "logs" / "hook"
-        hook_host.mkdir(parents=True, exist_ok=True)
-        hook_host.chmod(0o777)  # agents may drop root; the hook must still append
-        self.raw_events_path.touch()
-        self.raw_events_path.chmod(0o666)
-        (self.run_dir / "state").mkdir(exist_ok=True)
+        # The run directory is synth's alone (0700); inside it only logs/hook/ is shared
+        # with the container, world-writable so an agent that drops root can still append.
+        self.run_dir.mkdir(parents=True, mode=0o700)
+        self.run_dir.chmod(0o700)
+        (self.run_dir / "logs").mkdir(mode=0o700)
+        hook_host = self.collector.source.parent
+        hook_host.mkdir()
+        hook_host.chmod(0o777)
+        self.collector.start()
+        self.lease.start()
+        (self.run_dir / "state").mkdir(mode=0o700)
         self.write_record()
         ensure_base_image(self.engine, self.task.base_image, say=self.say)
         info = self.engine.image_inspect(self.task.base_image)
@@ -223,12 +244,16 @@ class _Session:
             mounts=self.mounts(),
             workdir=WORKDIR,
             name=f"synth-run-{self.task.name}-{self.run_id}",
+            # Without --keep the container lives only while synth renews its lease.
+            command=("sleep", "infinity") if self.opts.keep else lease_command(),
         )
         self.say(f"Run {self.task.name}/{self.run_id}: starting a session container "
                  f"from {self.task.base_image}")
         self.container = self.engine.create(spec)
         self.record["container"] = self.container.name
         self.write_record()
+        self._poller = threading.Thread(target=self.poll_stream, daemon=True)
+        self._poller.start()
         return self.container
 
     def copy_repo(self, c: Container) -> None:
@@ -294,16 +319,26 @@ class _Session:
         write_json(state / "diff.json", self.masker.mask_json(diff))
         added = {p for k, p in changes if k == "A"}
 
+        hits = self.guarded("secret scan", lambda: self.scan_secrets(c, changes)) or []
+        self.record["secret_findings"] = hits
         ref = live_image_ref(self.task.name, self.run_id)
-        image_id = self.guarded("live image commit", lambda: c.commit(
-            ref, labels={"synth.run": self.run_id, "synth.kind": "live",
-                         "synth.task": self.task.name}))
+        # Recorded before it exists: an interrupted commit leaves a tag run.json names.
+        self.record["live_image"] = {"ref": ref, "id": None, "shareable": not hits}
+        self.write_record()
+        labels = {"synth.run": self.run_id, "synth.kind": "live", "synth.task": self.task.name,
+                  "synth.artifacts": str(self.opts.settings.artifacts_dir.resolve())}
+        if hits:
+            labels["synth.shareable"] = "false"
+        image_id = self.guarded("live image commit", lambda: c.commit(ref, labels=labels))
         if image_id:
-            self.record["live_image"] = {"ref": ref, "id": image_id}
+            self.record["live_image"]["id"] = image_id
+        else:
+            self.record["live_image"] = None
 
-        raw_claims = self.guarded("claims", lambda: c.read_file(CONTAINER_CLAIMS))
+        raw_claims = self.guarded("claims", lambda: c.read_file(
+            CONTAINER_CLAIMS, max_bytes=claims_mod.MAX_CLAIMS_BYTES))
         check = claims_mod.validate_claims(raw_claims)
-        if raw_claims is not None:
+        if raw_claims is not None and len(raw_claims) <= claims_mod.MAX_CLAIMS_BYTES:
             (self.run_dir / "claims.json").write_bytes(self.masker.mask_bytes(raw_claims))
         self.record["claims"] = check.to_json()
 
@@ -348,62 +383,114 @@ class _Session:
         def on_timeout() -> None:
             self.timed_out.set()
             self.cancelled.set()
-            c.kill()
+            stop_agent(c)
 
         timer = threading.Timer(self.opts.timeout, on_timeout)
         timer.daemon = True
         timer.start()
-        done = threading.Event()
-        follower = threading.Thread(target=self.follow, args=(done,), daemon=True)
-        if self.opts.agent.kind == "exec":
-            follower.start()
         try:
             return self.opts.agent.run(ctx)
         finally:
             timer.cancel()
-            done.set()
-            if follower.is_alive():
-                follower.join(timeout=2)
 
-    def follow(self, done: threading.Event) -> None:
-        """Show each top-level ``bash -c`` of an exec agent as it starts (progress only)."""
-        offset = 0
+    def poll_stream(self) -> None:
+        """While the session lasts: renew the lease, take the hook's new lines host-side
+        and, for an exec agent, show each top-level ``bash -c`` as it starts."""
         top: set[str] = set()
-        while not done.wait(0.3):
+        show = self.opts.agent.kind == "exec"
+        while not self._stop_polling.wait(0.3):
+            self.lease.renew()
             try:
-                with self.raw_events_path.open("rb") as fh:
-                    fh.seek(offset)
-                    data = fh.read()
-            except OSError:
+                new = self.collector.poll()
+            except OSError as exc:
+                self.collector.findings.append(f"reading the hook stream failed: {exc}")
                 continue
-            complete = data[: data.rfind(b"\n") + 1]
-            offset += len(complete)
-            for ev in parse_raw_events(complete.decode("utf-8", "replace")).events:
-                if ev.get("ev") == "shell" and ev.get("depth") == 0 and ev.get("cmd"):
-                    top.add(str(ev.get("shell")))
-                    self.say(f"  $ {self.masker.mask(first_line(str(ev['cmd'])))}")
-                elif ev.get("ev") == "shell-end" and ev.get("shell") in top \
-                        and ev.get("rc") not in (0, None):
-                    self.say(f"    exit {ev.get('rc')}")
+            if show and new:
+                self._show(new, top)
+
+    def _show(self, data: bytes, top: set[str]) -> None:
+        for ev in parse_raw_events(data.decode("utf-8", "replace")).events:
+            if ev.get("ev") == "shell" and ev.get("depth") == 0 and ev.get("cmd"):
+                top.add(str(ev.get("shell")))
+                self.say(f"  $ {self.masker.mask(first_line(str(ev['cmd'])))}")
+            elif ev.get("ev") == "shell-end" and ev.get("shell") in top \
+                    and ev.get("rc") not in (0, None):
+                self.say(f"    exit {ev.get('rc')}")
+
+    def scan_secrets(self, c: Container, changes: list[tuple[str, str]]) -> list[str]:
+        """Files the agent added or changed that hold a secret value (in any encoding
+        :class:`Masker` knows); the image committed from them is not shareable."""
+        if not self.masker:
+            return []
+        paths = sorted(p for k, p in changes if k in ("A", "C"))
+        hits: list[str] = []
+        env = {f"SYNTH_SCAN_{i}": v for i, v in enumerate(self.masker.values)}
+        patterns = " ".join(f'-e "$SYNTH_SCAN_{i}"' for i in range(len(env)))
+        script = f'for p in "$@"; do [ -f "$p" ] && [ ! -L "$p" ] && echo "$p"; done ' \
+                 f'| xargs -r -d "\\n" grep -lsF {patterns} --'
+        for start in range(0, len(paths), 500):
+            res = c.exec(["bash", "-c", script, "scan", *paths[start:start + 500]], env=env)
+            hits += [line for line in res.stdout.splitlines() if line]
+        for path in hits:
+            self.say(f"warning: a secret value is in {path} of the live image; "
+                     "it is labelled not shareable")
+        return sorted(set(hits))
+
+    def stop_polling(self) -> None:
+        self._stop_polling.set()
+        if self._poller is not None and self._poller.is_alive():
+            self._poller.join(timeout=5)
 
     def finish_audit(self) -> None:
-        raw_dir = self.raw_events_path.parent
-        # The hook masks secrets itself, strace does not: mask any value that reached a
-        # raw file. The one rewrite of raw files: a secret must not stay on disk.
-        for path in sorted(raw_dir.glob("*")):
-            if self.masker and path.is_file():
-                text = path.read_text(encoding="utf-8", errors="replace")
-                if self.masker.found_in(text):
-                    path.write_text(self.masker.mask(text), encoding="utf-8")
-        raw = read_raw_events(self.raw_events_path)
+        """Drain the hook's folder, check the stream against host-side evidence, and write
+        ``audit.jsonl`` from synth's own copy of the stream."""
+        self.stop_polling()
+        self.collector.finish()
+        logs = self.run_dir / "logs"
+        trace_files, leftovers = drain_folder(self.collector.source.parent,
+                                              self.collector.source.name, logs / "trace",
+                                              self.masker)
+        text = self.collector.dest.read_text(encoding="utf-8", errors="replace")
+        raw = parse_raw_events(text)
         traces: list[dict[str, Any]] = []
-        for path in sorted(raw_dir.glob("trace-*.txt"),
-                           key=lambda p: int(re.sub(r"\D", "", p.name) or 0)):
+        for path in sorted(trace_files, key=lambda p: int(re.sub(r"\D", "", p.name) or 0)):
             traces += trace.parse_trace(path.read_text(encoding="utf-8", errors="replace"))
+        findings = self.collector.findings + leftovers + audit_findings(
+            raw, self.commands, started=self.started_ts, ended=time.time(),
+            match_top_level=self.opts.agent.kind == "replay", masker=self.masker)
+        if raw.unparsed:
+            findings.append(f"{len(raw.unparsed)} line(s) of the hook stream are not records")
+        self.record["audit"] = {"verified": not findings,
+                                "findings": [self.masker.mask(f) for f in findings]}
+        for f in findings:
+            self.say(f"audit: {self.masker.mask(f)}")
         records = merge_audit(raw, self.commands, session=self.run_id,
                               started=iso(self.started_ts), masker=self.masker,
                               exec_traces=traces)
         write_audit(self.run_dir / "audit.jsonl", records)
+
+
+def stop_agent(c: Container) -> None:
+    """Kill every process in the container but its main one: the agent's command ends, and
+    the container stays up for the capture of the final state."""
+    with suppress(EngineError, docker.errors.DockerException):
+        c.exec(["bash", "-c", "kill -KILL -1"])
+
+
+#: Capture steps whose failure leaves a run that cannot be exported faithfully.
+_OPTIONAL_CAPTURE = ("claims", "secret scan")
+
+
+def _truthful_status(status: str, capture_errors: list[str], record: dict[str, Any]) -> str:
+    """``succeeded`` only when the agent succeeded *and* the final state was captured."""
+    if status != "succeeded":
+        return status
+    missing = [e for e in capture_errors if not e.startswith(_OPTIONAL_CAPTURE)]
+    if not missing:
+        return status
+    record["error"] = record.get("error") or (
+        f"the final state was not captured whole ({len(missing)} step(s) failed): {missing[0]}")
+    return "incomplete"
 
 
 def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -438,7 +525,7 @@ def run_session(
             status = "interrupted"
             s.cancelled.set()
             say("Interrupted: stopping the agent and capturing what it left")
-            c.kill()
+            stop_agent(c)
         except (SynthError, docker.errors.DockerException) as exc:
             # A killed container breaks the running exec: that is the timeout, not an error.
             if not s.timed_out.is_set():
@@ -470,6 +557,7 @@ def run_session(
         if s.strace_dir is not None:
             shutil.rmtree(s.strace_dir, ignore_errors=True)
         s.guarded("audit log", s.finish_audit)
+        status = _truthful_status(status, s.capture_errors, s.record)
         if s.container is not None:
             if opts.keep:
                 say(f"Keeping container {s.container.name} (--keep)")

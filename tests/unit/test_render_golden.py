@@ -109,9 +109,9 @@ def test_export_twice_is_byte_identical(tmp_path: Path) -> None:
     a = export_run(run_dir, settings, out_dir=tmp_path / "a", **kw).artifact_dir  # type: ignore[arg-type]
     b = export_run(run_dir, settings, out_dir=tmp_path / "b", **kw).artifact_dir  # type: ignore[arg-type]
     assert _files(a) == _files(b)
-    # Re-exporting in place replaces the artifact atomically, same bytes.
+    # Re-exporting in place (--force) replaces the artifact atomically, same bytes.
     before = _files(a)
-    export_run(run_dir, settings, out_dir=tmp_path / "a", **kw)  # type: ignore[arg-type]
+    export_run(run_dir, settings, out_dir=tmp_path / "a", force=True, **kw)  # type: ignore[arg-type]
     assert _files(a) == before
 
 

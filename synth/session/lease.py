@@ -1,0 +1,64 @@
+"""The session container's lease: it lives only while synth does.
+
+synth touches ``logs/lease/lease`` on the host every fraction of a second; the folder is
+mounted read-only in the container, whose main process exits once the file is older than
+:data:`LEASE_SECONDS`. A synth killed outright (``kill -9``) therefore leaves no container
+running the agent's commands unattended: it stops within the lease. The agent cannot renew
+the lease (the mount is read-only and a container has no right to remount it).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+LEASE_DIR = "/synth/lease"
+LEASE_SECONDS = 30
+#: How often synth renews the lease at most (the poller runs more often).
+_RENEW_EVERY = 2.0
+
+
+def lease_command(seconds: int = LEASE_SECONDS) -> tuple[str, ...]:
+    """The container's main process: POSIX sh and coreutils only (every Debian image)."""
+    script = (
+        "trap 'exit 0' TERM INT; "
+        "while :; do "
+        f"m=$(stat -c %Y {LEASE_DIR}/lease 2>/dev/null || echo 0); "
+        f'[ $(( $(date +%s) - m )) -gt {seconds} ] && exit 0; '
+        "sleep 2 & wait $!; "
+        "done"
+    )
+    return ("sh", "-c", script)
+
+
+@dataclass
+class Lease:
+    folder: Path
+    _renewed: float = 0.0
+
+    @property
+    def path(self) -> Path:
+        return self.folder / "lease"
+
+    def start(self) -> None:
+        self.folder.mkdir(mode=0o755, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        os.close(fd)
+        self.renew(force=True)
+
+    def renew(self, *, force: bool = False) -> None:
+        now = time.time()
+        if force or now - self._renewed >= _RENEW_EVERY:
+            os.utime(self.path, (now, now), follow_symlinks=False)
+            self._renewed = now
+
+
+def lapsed(folder: Path, now: float | None = None) -> bool:
+    """True when the lease in ``folder`` exists and has not been renewed in time."""
+    try:
+        mtime = os.lstat(folder / "lease").st_mtime
+    except OSError:
+        return False
+    return (now or time.time()) - mtime > LEASE_SECONDS
