@@ -128,6 +128,8 @@ def report_json(plan: BuildPlan) -> dict[str, Any]:
         "not_reproducible": list(plan.not_reproducible),
         "warnings": list(plan.warnings),
         "incomplete": list(plan.incomplete),
+        "risks": list(plan.risks),
+        "unaudited": list(plan.unaudited),
     }
 
 

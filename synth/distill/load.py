@@ -23,10 +23,11 @@ KNOWN_FORMATS: Mapping[str, int] = {
     "state/python.json": 1,
     "state/diff.json": 1,
     "state/env.json": 1,
+    "state/provenance.json": 1,
 }
 #: The run files an export is distilled from; their sha256 goes into the manifest.
 INPUT_FILES = ("run.json", "audit.jsonl", "state/apt.json", "state/diff.json",
-               "state/env.json", "state/python.json")
+               "state/env.json", "state/python.json", "state/provenance.json")
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,21 @@ class LoadedRun:
     repo: RepoRef | None
     #: sha256 of each input file that exists, by its path relative to the run directory.
     input_hashes: Mapping[str, str]
+    #: When each change happened and which setuid files appeared (None: not captured).
+    provenance: Provenance | None = None
+    #: The agent's kind (replay, exec, shell), from run.json.
+    agent_kind: str | None = None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """``state/provenance.json``: mtimes of changed files, apt packages and distributions."""
+
+    file_times: Mapping[str, float]
+    apt_times: Mapping[str, float]
+    #: interpreter path -> canonical distribution name -> time
+    dist_times: Mapping[str, Mapping[str, float]]
+    setuid: tuple[str, ...]
 
 
 def sha256_file(path: Path) -> str:
@@ -260,6 +276,7 @@ def load_run(run_dir: Path) -> LoadedRun:
     python = _read_json(run_dir, "state/python.json", required=True)
     diff = _read_json(run_dir, "state/diff.json", required=False)
     env = _read_json(run_dir, "state/env.json", required=False)
+    prov = _read_json(run_dir, "state/provenance.json", required=False)
     try:
         task = run.get("task") or {}
         base = run.get("base_image") or {}
@@ -303,6 +320,14 @@ def load_run(run_dir: Path) -> LoadedRun:
         changes = tuple(PathChange(str(c["kind"]), str(c["path"]))
                         for c in diff.get("changes", []))
         noise = tuple(PathChange(str(c["kind"]), str(c["path"])) for c in diff.get("noise", []))
+        provenance = Provenance(
+            file_times={str(k): float(v) for k, v in (prov.get("file_times") or {}).items()},
+            apt_times={str(k): float(v) for k, v in (prov.get("apt_times") or {}).items()},
+            dist_times={str(i): {str(k): float(v) for k, v in d.items()}
+                        for i, d in (prov.get("dist_times") or {}).items()},
+            setuid=tuple(str(p) for p in prov.get("setuid") or ()),
+        ) if (run_dir / "state" / "provenance.json").is_file() else None
+        agent_kind = (run.get("agent") or {}).get("kind")
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise ExportError(f"{run_dir}: malformed run file ({type(exc).__name__}: {exc}).") from exc
     hashes = {rel: sha256_file(run_dir / rel) for rel in INPUT_FILES if (run_dir / rel).is_file()}
@@ -320,4 +345,6 @@ def load_run(run_dir: Path) -> LoadedRun:
         claims_present=(run_dir / "claims.json").is_file(),
         repo=_load_repo(info.task_file),
         input_hashes=hashes,
+        provenance=provenance,
+        agent_kind=str(agent_kind) if agent_kind else None,
     )

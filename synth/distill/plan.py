@@ -22,6 +22,7 @@ from packaging.version import InvalidVersion
 from synth.config import CA_ENV_NAMES, CONTAINER_WHEELHOUSE
 from synth.distill.extractors import classify
 from synth.distill.load import Distribution, Interpreter, LoadedRun
+from synth.distill.provenance import risks, unaudited_changes
 from synth.distill.shell import SimpleCommand, simple_commands
 from synth.distill.steps import (
     AptInstall,
@@ -176,6 +177,10 @@ class BuildPlan:
     #: Why the run cannot be trusted (not succeeded, audit unverified…), when it was
     #: exported anyway with ``--allow-incomplete``; the report says so at the top.
     incomplete: tuple[str, ...] = ()
+    #: Changes no audited command explains (see :mod:`synth.distill.provenance`).
+    unaudited: tuple[str, ...] = ()
+    #: Changes that alter which code runs: loader variables, startup files, setuid files.
+    risks: tuple[str, ...] = ()
 
     @property
     def regenerate_command(self) -> str:
@@ -437,6 +442,8 @@ def distill(run: LoadedRun, *, include: Sequence[str] = (),
         claims=run.claims_present,
         uses_wheelhouse=uses_wh,
         glibc=final_apt.get("libc6"),
+        unaudited=unaudited_changes(run),
+        risks=risks(run),
     )
 
 

@@ -139,6 +139,7 @@ class _Session:
         # What the container held before the agent started (read in the container).
         self.base_dpkg: snapshot.DpkgSnapshot | None = None
         self.base_env: dict[str, str] | None = None
+        self.base_setuid: list[str] | None = None
         self.record: dict[str, Any] = {
             "format": RUN_FORMAT,
             "run_id": self.run_id,
@@ -354,17 +355,25 @@ class _Session:
                 self.say(f"violation: {v['detail']}")
 
         final = self.guarded("dpkg packages", lambda: snapshot.dpkg_snapshot(c))
+        apt: dict[str, Any] | None = None
         if final is not None and self.base_dpkg is not None:
-            write_json(state / "apt.json", snapshot.apt_state(
-                self.base_dpkg.packages, final.packages, self.base_dpkg.manual, final.manual))
+            apt = snapshot.apt_state(
+                self.base_dpkg.packages, final.packages, self.base_dpkg.manual, final.manual)
+            write_json(state / "apt.json", apt)
 
         found = self.guarded("python interpreters",
                              lambda: snapshot.python_interpreters(c, added))
+        interpreters = None
         if found is not None:
             interpreters, errors = found
             claimed = (check.claims or {}).get("python_path") if check.status == "valid" else None
             write_json(state / "python.json", self.masker.mask_json(
                 snapshot.python_state(interpreters, claimed, errors)))
+
+        provenance = self.guarded("change times", lambda: snapshot.provenance_state(
+            c, changes, apt, interpreters, self.base_setuid))
+        if provenance is not None:
+            write_json(state / "provenance.json", self.masker.mask_json(provenance))
 
         env_final = self.guarded("environment files", lambda: snapshot.read_env_files(c))
         if env_final is not None and self.base_env is not None:
@@ -478,7 +487,7 @@ def stop_agent(c: Container) -> None:
 
 
 #: Capture steps whose failure leaves a run that cannot be exported faithfully.
-_OPTIONAL_CAPTURE = ("claims", "secret scan")
+_OPTIONAL_CAPTURE = ("claims", "secret scan", "change times", "base setuid files")
 
 
 def _truthful_status(status: str, capture_errors: list[str], record: dict[str, Any]) -> str:
@@ -517,6 +526,7 @@ def run_session(
         before = s.workspace_entries(c)
         s.base_dpkg = s.guarded("base dpkg packages", lambda: snapshot.dpkg_snapshot(c))
         s.base_env = s.guarded("base environment files", lambda: snapshot.read_env_files(c))
+        s.base_setuid = s.guarded("base setuid files", lambda: snapshot.setuid_files(c))
         log = AgentLog(s.run_dir / "logs" / "agent.log", s.masker)
         try:
             exit_code = s.run_agent(c, log)

@@ -18,47 +18,11 @@ from typing import Any
 
 from synth.engine.docker import Container
 from synth.errors import RunError
+from synth.noise import noise_reason
 
 STATE_FORMAT = 1
 
 # ------------------------------------------------------------------ docker diff
-
-#: (path prefix, reason) — a change at or below the prefix is noise. Order: first match.
-NOISE_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("/synth", "synth's own mounts and claims file"),
-    ("/root/.cache", "cache"),
-    ("/var/cache", "cache"),
-    ("/var/lib/apt/lists", "apt lists"),
-    ("/var/log", "log"),
-    ("/tmp", "temporary files"),
-    ("/var/tmp", "temporary files"),
-    ("/run", "runtime state"),
-    ("/proc", "runtime state"),
-    ("/dev", "runtime state"),
-    ("/etc/hostname", "container runtime"),
-    ("/etc/hosts", "container runtime"),
-    ("/etc/resolv.conf", "container runtime"),
-    ("/etc/mtab", "container runtime"),
-    ("/root/.bash_history", "shell history"),
-    ("/root/.python_history", "shell history"),
-    ("/root/.wget-hsts", "cache"),
-    ("/root/.lesshst", "shell history"),
-)
-_CACHE_DIR_RE = re.compile(r"(^|/)\.cache(/|$)")
-
-
-def noise_reason(path: str) -> str | None:
-    """Why a ``docker diff`` path is noise, or None when it is a real change."""
-    name = path.rsplit("/", 1)[-1]
-    if "/__pycache__" in path + "/" or name.endswith((".pyc", ".pyo")):
-        return "__pycache__"
-    if _CACHE_DIR_RE.search(path):
-        return "cache"
-    for prefix, reason in NOISE_PREFIXES:
-        if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
-            return reason
-    return None
-
 
 def classify_diff(changes: Iterable[tuple[str, str]]) -> dict[str, Any]:
     real: list[dict[str, str]] = []
@@ -315,4 +279,88 @@ def python_state(
         "interpreters": interpreters,
         "primary": choose_primary(interpreters, claimed_python),
         "errors": list(errors),
+    }
+
+
+# ------------------------------------------------------------------ provenance
+
+#: setuid/setgid regular files on the root filesystem.
+SETUID_FIND = ["find", "/", "-xdev", "-type", "f", "-perm", "/6000"]
+
+
+def setuid_files(container: Container) -> list[str]:
+    res = container.exec(SETUID_FIND, timeout=300)
+    return sorted(line for line in res.stdout.splitlines() if line.startswith("/"))
+
+
+def _stat_times(container: Container, paths: list[str]) -> dict[str, float]:
+    """``path -> mtime`` (the path itself, never a link's target), for paths that exist."""
+    out: dict[str, float] = {}
+    for start in range(0, len(paths), 500):
+        res = container.exec(["stat", "-c", "%.3Y %n", "--", *paths[start:start + 500]],
+                             timeout=300)
+        for line in res.stdout.splitlines():
+            t, _, path = line.partition(" ")
+            try:
+                out[path] = float(t)
+            except ValueError:
+                continue
+    return out
+
+
+def _glob_times(container: Container, patterns: list[str]) -> dict[str, float]:
+    script = 'for p in "$@"; do for f in $p; do [ -e "$f" ] && stat -c "%.3Y %n" -- "$f"; ' \
+             'done; done; true'
+    out: dict[str, float] = {}
+    for start in range(0, len(patterns), 200):
+        res = container.exec(["bash", "--norc", "--noprofile", "-c", script, "times",
+                              *patterns[start:start + 200]], timeout=300)
+        for line in res.stdout.splitlines():
+            t, _, path = line.partition(" ")
+            try:
+                out[path] = float(t)
+            except ValueError:
+                continue
+    return out
+
+
+def provenance_state(
+    container: Container,
+    changes: list[tuple[str, str]],
+    apt: Mapping[str, Any] | None,
+    interpreters: list[dict[str, Any]] | None,
+    base_setuid: list[str] | None,
+) -> dict[str, Any]:
+    """When each change happened (mtimes read in the container) and which setuid/setgid
+    files the agent added: the evidence export uses to name changes no audited command
+    explains (``state/provenance.json``)."""
+    real = sorted(p for k, p in changes if k in ("A", "C") and noise_reason(p) is None)
+    files = _stat_times(container, real)
+    pkgs = sorted(set((apt or {}).get("added") or {}) | set((apt or {}).get("changed") or {}))
+    lists = _glob_times(container, [f"/var/lib/dpkg/info/{p}.list /var/lib/dpkg/info/{p}:*.list"
+                                    for p in pkgs])
+    apt_times: dict[str, float] = {}
+    for path, t in lists.items():
+        name = path.rsplit("/", 1)[-1].removesuffix(".list").split(":", 1)[0]
+        apt_times[name] = max(t, apt_times.get(name, 0.0))
+    dists: dict[str, dict[str, float]] = {}
+    for interp in interpreters or []:
+        locations = sorted({str(d.get("location")) for d in interp.get("distributions") or []
+                            if d.get("location")})
+        found = _glob_times(container, [f"{loc}/*.dist-info {loc}/*.egg-info"
+                                        for loc in locations])
+        times: dict[str, float] = {}
+        for path, t in found.items():
+            stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            name = stem.split("-", 1)[0].replace("_", "-").replace(".", "-").lower()
+            times[name] = max(t, times.get(name, 0.0))
+        dists[str(interp.get("path"))] = dict(sorted(times.items()))
+    final_setuid = setuid_files(container)
+    return {
+        "format": STATE_FORMAT,
+        "file_times": dict(sorted(files.items())),
+        "apt_times": dict(sorted(apt_times.items())),
+        "dist_times": dict(sorted(dists.items())),
+        "setuid": sorted(set(final_setuid) - set(base_setuid or [])),
+        "setuid_known": base_setuid is not None,
     }

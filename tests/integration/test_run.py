@@ -150,7 +150,10 @@ def test_replay_audits_each_simple_command_with_cwd_and_exit(replay: RunResult) 
     assert [r["exit"] for r in synth if r["command"] == "ls /does-not-exist"] == [2]
     seqs = [r["seq"] for r in load_audit(replay.run_dir / "audit.jsonl")[1]]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-    assert (replay.run_dir / "logs" / "hook" / "events.jsonl").is_file()
+    assert (replay.run_dir / "logs" / "events.jsonl").is_file()
+    assert not (replay.run_dir / "logs" / "hook").exists()  # drained, then removed
+    assert json.loads((replay.run_dir / "run.json").read_text())["audit"] == {
+        "verified": True, "findings": []}
 
 
 def test_replay_state_lists_apt_and_python_packages(replay: RunResult) -> None:

@@ -1,0 +1,46 @@
+"""Which paths of a container's ``docker diff`` are noise (caches, logs, runtime state).
+
+Pure: the session's snapshot and export's distillation both ask it.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: (path prefix, reason) — a change at or below the prefix is noise. Order: first match.
+NOISE_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("/synth", "synth's own mounts and claims file"),
+    ("/root/.cache", "cache"),
+    ("/var/cache", "cache"),
+    ("/var/lib/apt/lists", "apt lists"),
+    ("/var/log", "log"),
+    ("/tmp", "temporary files"),
+    ("/var/tmp", "temporary files"),
+    ("/run", "runtime state"),
+    ("/proc", "runtime state"),
+    ("/dev", "runtime state"),
+    ("/etc/hostname", "container runtime"),
+    ("/etc/hosts", "container runtime"),
+    ("/etc/resolv.conf", "container runtime"),
+    ("/etc/mtab", "container runtime"),
+    ("/root/.bash_history", "shell history"),
+    ("/root/.python_history", "shell history"),
+    ("/root/.wget-hsts", "cache"),
+    ("/root/.lesshst", "shell history"),
+)
+_CACHE_DIR_RE = re.compile(r"(^|/)\.cache(/|$)")
+
+
+def noise_reason(path: str) -> str | None:
+    """Why a ``docker diff`` path is noise, or None when it is a real change."""
+    name = path.rsplit("/", 1)[-1]
+    if "/__pycache__" in path + "/" or name.endswith((".pyc", ".pyo")):
+        return "__pycache__"
+    if _CACHE_DIR_RE.search(path):
+        return "cache"
+    for prefix, reason in NOISE_PREFIXES:
+        if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+            return reason
+    return None
+
+__all__ = ["NOISE_PREFIXES", "noise_reason"]
