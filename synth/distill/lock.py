@@ -207,11 +207,24 @@ def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> L
     return Lock(env=env, pins=tuple(locked), locker=locker)
 
 
+def without_credentials(url: str) -> str:
+    """``url`` without its userinfo (``https://user:token@host/x`` -> ``https://host/x``):
+    a lock names an index, never how to log in to it. Credentials come at build time
+    (a BuildKit secret holding a netrc, see docs/export.md)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
 def lock_options(env: PythonEnvPlan, wheel_files: Sequence[str]) -> list[str]:
     """Index options written into the lock file, as the image will see them."""
-    lines = [f"--index-url {env.index_url or DEFAULT_INDEX}"]
-    lines += [f"--extra-index-url {u}" for u in env.extra_index_urls]
-    links = [fl for fl in env.find_links if "://" in fl and not fl.startswith("file://")]
+    lines = [f"--index-url {without_credentials(env.index_url or DEFAULT_INDEX)}"]
+    lines += [f"--extra-index-url {without_credentials(u)}" for u in env.extra_index_urls]
+    links = [without_credentials(fl) for fl in env.find_links
+             if "://" in fl and not fl.startswith("file://")]
     if wheel_files:
         links.append(CONTAINER_WHEELHOUSE)
     lines += [f"--find-links {fl}" for fl in sorted(set(links))]

@@ -115,3 +115,21 @@ def test_untrustworthy_runs_need_allow_incomplete(
     assert report.index("NOT A TRUSTWORTHY RUN") < report.index("commands kept")
     assert why in report
     assert json.loads((out / "export-report.json").read_text())["incomplete"]
+
+
+def test_locks_never_carry_index_credentials() -> None:
+    from synth.distill.lock import lock_options
+    from synth.distill.plan import PythonEnvPlan
+
+    env = PythonEnvPlan(
+        python="/opt/venv/bin/python", kind="venv", version="3.11.2", prefix="/opt/venv",
+        create=(), pip=(), lock_file="x.lock", pins=(), break_system_packages=False,
+        index_url="https://user:***@pypi.example.org/simple",
+        extra_index_urls=("https://user:${MY_TOKEN}@extra.example.org/simple",),
+        find_links=("https://tok@files.example.org/links",),
+    )
+    text = "\n".join(lock_options(env, ()))
+    assert "@" not in text and "user" not in text and "MY_TOKEN" not in text
+    assert "--index-url https://pypi.example.org/simple" in text
+    assert "--extra-index-url https://extra.example.org/simple" in text
+    assert "--find-links https://files.example.org/links" in text
