@@ -96,11 +96,26 @@ def build_artifact(
         request = BuildRequest(
             context=context, tag=tag, secrets=secrets, no_cache=no_cache,
             labels={"synth.artifact": str(manifest.get("task", "")),
-                    "synth.run": str(manifest.get("run_id", "")), **(labels or {})},
+                    "synth.run": str(manifest.get("run_id", "")),
+                    # Rebuilt images are synth's own, not the base they start from.
+                    "synth.managed": "1", "synth.kind": "rebuilt",
+                    "synth.artifacts": str(settings.artifacts_dir.resolve()),
+                    **(labels or {})},
         )
+        previous = _image_id(cli.path, tag)
         build_image(cli, request, log_path=log_path, on_line=on_line)
-    out = subprocess.run([cli.path, "image", "inspect", "--format", "{{.Id}}", tag],
+    image_id = _image_id(cli.path, tag)
+    if image_id is None:
+        raise BuildError(f"Built {tag}, but cannot inspect it.")
+    if previous and previous != image_id:
+        # The image this tag named before is superseded; `rmi` of an ID refuses while
+        # another tag or a container still uses it, which is what we want.
+        subprocess.run([cli.path, "rmi", previous], capture_output=True, check=False,
+                       timeout=120)
+    return image_id
+
+
+def _image_id(cli: str, ref: str) -> str | None:
+    out = subprocess.run([cli, "image", "inspect", "--format", "{{.Id}}", ref],
                          capture_output=True, text=True, check=False, timeout=60)
-    if out.returncode != 0:
-        raise BuildError(f"Built {tag}, but cannot inspect it: {out.stderr.strip()}")
-    return out.stdout.strip()
+    return out.stdout.strip() or None if out.returncode == 0 else None

@@ -82,18 +82,26 @@ def gc(
                                          "(base images are kept).")] = False,
     force: Annotated[bool, typer.Option(help="Also remove containers of synth processes "
                                         "still running.")] = False,
+    all_folders: Annotated[bool, typer.Option(
+        "--all", help="Every artifacts folder's objects, not only this one's.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List, remove nothing.")] = False,
+    artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Remove containers (and temporary images) synth left behind."""
+    """Remove containers and images synth left behind for this artifacts folder."""
     from synth.engine.docker import DockerEngine
 
-    removed = DockerEngine.connect().gc(images=images, force=force)
+    scope = None if all_folders else str(Settings.load(artifacts_dir=artifacts)
+                                         .artifacts_dir.resolve())
+    removed = DockerEngine.connect().gc(images=images, force=force, scope=scope,
+                                        dry_run=dry_run)
     if json_out:
         console.print_json({"removed": removed})
     else:
+        verb = "would remove" if dry_run else "removed"
         for item in removed:
-            console.out.print(f"removed {item}")
-        console.out.print(f"{len(removed)} object(s) removed")
+            console.out.print(f"{verb} {item}", markup=False)
+        console.out.print(f"{len(removed)} object(s) {verb}")
 
 
 @base_app.command("bootstrap")

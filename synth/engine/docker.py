@@ -36,6 +36,8 @@ OWNER_PID_LABEL = "synth.owner_pid"
 OWNER_HOST_LABEL = "synth.owner_host"
 #: Images that only live for one operation (probe images, scratch builds).
 TEMPORARY_LABEL = "synth.temporary"
+#: The artifacts folder a session container, live image or rebuilt image was made for.
+ARTIFACTS_LABEL = "synth.artifacts"
 
 
 def docker_host() -> str:
@@ -184,27 +186,62 @@ class DockerEngine:
 
     # -------------------------------------------------------------------- gc
     def gc(
-        self, *, images: bool = False, force: bool = False, label: str | None = None
+        self, *, images: bool = False, force: bool = False, label: str | None = None,
+        scope: str | None = None, dry_run: bool = False,
     ) -> list[str]:
-        """Remove synth containers left behind, temporary images, and (if asked) all images.
+        """Remove what synth left behind; returns what was (or, ``dry_run``, would be) removed.
 
-        A container whose creating synth process is still alive on this host is in use,
-        not left behind: it is kept unless ``force``.
+        * containers whose creating synth process is gone (``force``: also live ones);
+        * temporary images, and rebuilt images no tag names any more (superseded);
+        * with ``images``: live and rebuilt images too (base images are kept).
+
+        ``scope`` (an artifacts folder) limits containers and live/rebuilt images to those
+        made for it; objects of other folders, other users and other checkouts are left
+        alone. Objects that vanish meanwhile (another gc, another user) are skipped.
         """
         removed: list[str] = []
         for c in self.managed_containers(label):
-            if not force and _owner_alive(c.labels):
+            labels = c.labels or {}
+            if not force and _owner_alive(labels):
                 continue
-            c.remove(force=True, v=True)
+            if scope is not None and labels.get(ARTIFACTS_LABEL, scope) != scope:
+                continue
+            if not dry_run:
+                try:
+                    c.remove(force=True, v=True)
+                except docker.errors.NotFound:
+                    continue
             removed.append(f"container {c.name}")
-        label = None if images else f"{TEMPORARY_LABEL}=1"
-        for img in self.managed_images(label):
-            if images and img.labels.get("synth.kind") == "base":
-                continue  # base images are expensive to make and hold no run data
-            for ref in img.tags or [img.id]:
-                self.remove_image(ref)
+        for img in self._gc_images(label, images=images, scope=scope):
+            refs = img.tags or [img.id]
+            for ref in refs:
+                if not dry_run:
+                    try:
+                        self.client.images.remove(ref, force=True)
+                    except docker.errors.NotFound:
+                        continue
+                    except docker.errors.APIError:
+                        continue  # in use by a container of someone else's: keep
                 removed.append(f"image {ref}")
         return removed
+
+    def _gc_images(self, label: str | None, *, images: bool, scope: str | None) -> list[Any]:
+        chosen: list[Any] = []
+        try:
+            found = self.managed_images(label)
+        except docker.errors.NotFound:
+            return chosen
+        for img in found:
+            labels = img.labels or {}
+            kind = labels.get("synth.kind")
+            if kind == "base" or (scope is not None
+                                  and labels.get(ARTIFACTS_LABEL, scope) != scope):
+                continue
+            superseded = kind == "rebuilt" and not img.tags
+            if labels.get(TEMPORARY_LABEL) == "1" or superseded \
+                    or (images and kind in ("live", "rebuilt")):
+                chosen.append(img)
+        return chosen
 
 
 class Container:

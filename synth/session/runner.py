@@ -241,7 +241,8 @@ class _Session:
         spec = ContainerSpec(
             image=self.task.base_image,
             labels={"synth.run": self.run_id, "synth.kind": "session",
-                    "synth.task": self.task.name},
+                    "synth.task": self.task.name,
+                    "synth.artifacts": str(self.opts.settings.artifacts_dir.resolve())},
             mounts=self.mounts(),
             workdir=WORKDIR,
             name=f"synth-run-{self.task.name}-{self.run_id}",

@@ -126,3 +126,25 @@ def test_gc_removes_leftovers_only(engine: DockerEngine, base_image: str) -> Non
         assert f"container {leftover.name}" in removed
         assert f"container {in_use.name}" not in removed
         assert [c.id for c in engine.managed_containers("synth.run=gc")] == [in_use.id]
+
+
+def test_gc_is_scoped_to_one_artifacts_folder_and_dry_run_removes_nothing(
+    engine: DockerEngine, base_image: str
+) -> None:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    dead = {"synth.run": "gc-scope", "synth.owner_pid": str(proc.pid)}
+    mine = engine.create(ContainerSpec(image=base_image, network=False,
+                                       labels={**dead, "synth.artifacts": "/a/mine"}))
+    theirs = engine.create(ContainerSpec(image=base_image, network=False,
+                                         labels={**dead, "synth.artifacts": "/b/theirs"}))
+    try:
+        listed = engine.gc(label="synth.run=gc-scope", scope="/a/mine", dry_run=True)
+        assert listed == [f"container {mine.name}"]
+        assert len(engine.managed_containers("synth.run=gc-scope")) == 2
+        assert engine.gc(label="synth.run=gc-scope", scope="/a/mine") == [f"container {mine.name}"]
+        assert [c.id for c in engine.managed_containers("synth.run=gc-scope")] == [theirs.id]
+        assert engine.gc(label="synth.run=gc-scope", scope=None) == [f"container {theirs.name}"]
+    finally:
+        mine.remove()
+        theirs.remove()
