@@ -1,0 +1,257 @@
+"""A hostile agent on a real engine: it reaches nothing on the host, and what it does is named.
+
+One replay run plays every trick a root agent in the container can play on synth itself:
+symlinks planted where synth reads, a forged and a truncated audit stream, installs outside
+any audited installer, an import-path hijack, a setuid file, a statement killed with its
+children left behind. An exec agent writes its secret to disk. A synth killed with -9 and a
+run cut by its timeout show that sessions die cleanly and runs stay exportable on request.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth.config import Settings
+from synth.engine import Mount
+from synth.engine.docker import DockerEngine
+from synth.errors import ExportError
+from synth.export import export_run
+from synth.session import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
+from synth.task import Task, load_task
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "hostile-secret-5e4d3c2b1a"
+HOST_VICTIM = "synth hostile test: this host file must never change\n"
+
+SLEEPERS = ("test \"$(for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; "
+            "done | grep -c '^sleep 321')\" = 0")
+
+HOSTILE = """\
+python3 -m venv /opt/venv
+ln -s {victim} /synth/audit/trace-1.txt
+ln -s {victim} /synth/audit/planted
+ln -s {victim} /synth/claims.json
+echo '{{"ev":"begin","shell":"forged","n":1,"pid":1,"cmd":"pip install requests==2.31.0","cwd":"/","t":1.0}}' >> /synth/audit/events.jsonl
+/opt/venv/bin/python -c "import subprocess; subprocess.run(['/opt/venv/bin/pip', 'install', '-q', 'six'], check=True)"
+echo 'export PYTHONPATH=/tmp/evil' >> /root/.bashrc
+echo 'import os' > /opt/venv/lib/python3.11/site-packages/sitecustomize.py
+cp /bin/true /usr/local/bin/rootme && chmod u+s /usr/local/bin/rootme
+(sleep 321 &) ; kill -9 $$
+{sleepers}
+"""
+
+
+def _task(root: Path) -> Task:
+    repo = root / "repo"
+    repo.mkdir(parents=True)
+    (repo / "main.py").write_text("print('ok')\n")
+    (root / "task.toml").write_text(
+        'name = "hostile"\nbase_image = "synth/python:bookworm"\n[repo]\npath = "repo"\n'
+        '[not_applicable]\nC1 = "test"\nC3 = "test"\nC4 = "test"\n')
+    return load_task(root)
+
+
+@pytest.fixture(scope="module")
+def world(
+    engine: DockerEngine, base_image: str, ca_bundle: Path | None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("hostile")
+    victim = root / "host-victim.txt"
+    victim.write_text(HOST_VICTIM)
+    os.utime(victim, (1_000_000_000, 1_000_000_000))
+    settings = Settings.load(artifacts_dir=root / "artifacts", ca_bundle=ca_bundle)
+    state: dict[str, Any] = {"root": root, "victim": victim, "settings": settings,
+                             "task": _task(root / "task"), "images": []}
+    yield state
+    for ref in state["images"]:
+        engine.remove_image(ref)
+
+
+def _run(engine: DockerEngine, world: dict[str, Any], opts: RunOptions) -> RunResult:
+    result = run_session(opts, engine=engine, say=lambda _m: None)
+    if result.live_image:
+        world["images"].append(result.live_image)
+    return result
+
+
+@pytest.fixture(scope="module")
+def hostile(engine: DockerEngine, world: dict[str, Any]) -> RunResult:
+    script = world["root"] / "hostile.sh"
+    script.write_text(HOSTILE.format(victim=world["victim"], sleepers=SLEEPERS))
+    return _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
+                                          settings=world["settings"], timeout=600))
+
+
+def _run_json(result: RunResult) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((result.run_dir / "run.json").read_text())
+    return data
+
+
+def test_the_host_is_untouched(hostile: RunResult, world: dict[str, Any]) -> None:
+    victim: Path = world["victim"]
+    assert victim.read_text() == HOST_VICTIM
+    assert victim.stat().st_mtime == 1_000_000_000
+    for path in hostile.run_dir.rglob("*"):
+        assert not path.is_symlink(), path
+        if path.is_file():
+            assert HOST_VICTIM.encode() not in path.read_bytes(), path
+    assert not (hostile.run_dir / "logs" / "hook").exists()
+    assert oct(hostile.run_dir.stat().st_mode & 0o777) == "0o700"
+    assert oct((hostile.run_dir / "logs" / "events.jsonl").stat().st_mode & 0o777) == "0o600"
+
+
+def test_tampering_is_found_and_marks_the_audit_unverified(hostile: RunResult) -> None:
+    run = _run_json(hostile)
+    assert run["audit"]["verified"] is False
+    findings = "\n".join(run["audit"]["findings"])
+    assert "left planted in the audit folder: a symlink to" in findings
+    assert "left trace-1.txt in the audit folder: a symlink to" in findings
+    assert "dated outside the session" in findings
+    assert "shell 'forged', which never announced itself" in findings
+    assert run["claims"]["status"] == "missing"  # a symlinked claims file is not read
+    shown = subprocess.run(
+        [sys.executable, "-m", "synth", "runs", "show", str(hostile.run_dir)],
+        capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert "UNVERIFIED" in shown.stdout
+
+
+def test_a_killed_statement_takes_its_children(hostile: RunResult) -> None:
+    from synth.session.audit import load_audit
+
+    _h, records = load_audit(hostile.run_dir / "audit.jsonl")
+    by_cmd = {r["command"]: r for r in records if r.get("source") == "synth"}
+    assert by_cmd["(sleep 321 &) ; kill -9 $$"]["exit"] == 137
+    assert by_cmd[SLEEPERS]["exit"] == 0, "a child of the killed statement outlived it"
+
+
+def test_export_refuses_then_names_risks_and_unaudited_changes(
+    hostile: RunResult, world: dict[str, Any], tmp_path: Path
+) -> None:
+    settings: Settings = world["settings"]
+    with pytest.raises(ExportError, match="not a run synth can vouch for"):
+        export_run(hostile.run_dir, settings, out_dir=tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+    art = export_run(hostile.run_dir, settings, out_dir=tmp_path / "art",
+                     allow_incomplete=True).artifact_dir
+    report = json.loads((art / "export-report.json").read_text())
+    assert any("audit log is unverified" in w for w in report["incomplete"])
+    risks = "\n".join(report["risks"])
+    assert "ENV PYTHONPATH=/tmp/evil" in risks
+    assert "ENV PYTHONPATH points into /tmp/evil, which export does not carry" in risks
+    assert "sitecustomize.py: runs at every Python start" in risks
+    assert "/usr/local/bin/rootme: setuid/setgid file added by the agent" in risks
+    unaudited = "\n".join(report["unaudited"])
+    assert "distribution six" in unaudited and "no audited Python installer ran" in unaudited
+    assert "six==" in (art / "requirements.lock").read_text()  # the lock follows the state
+    md = (art / "export-report.md").read_text()
+    assert md.index("NOT A TRUSTWORTHY RUN") < md.index("## Risks") < md.index("## Unaudited")
+
+
+AGENT = f"""\
+import base64, os, subprocess
+key = os.environ["HOSTILE_TOKEN"]
+open("/root/token.txt", "w").write(key)
+open("/root/token.b64", "w").write(base64.b64encode(key.encode()).decode())
+print("leaking", base64.b64encode(key.encode()).decode())
+subprocess.run(["bash", "-c", "true"], check=True)
+"""
+
+
+def test_secrets_written_by_the_agent_are_found_before_the_image_is_tagged(
+    engine: DockerEngine, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent_dir = world["root"] / "agent"
+    agent_dir.mkdir()
+    (agent_dir / "agent.py").write_text(AGENT)
+    monkeypatch.setenv("HOSTILE_TOKEN", SECRET)
+    agent = ExecAgent(["python3", "/agent/agent.py"], [Mount(agent_dir, "/agent")],
+                      ["HOSTILE_TOKEN"])
+    result = _run(engine, world, RunOptions(task=world["task"], agent=agent,
+                                            settings=world["settings"], timeout=300))
+    assert result.status == "succeeded"
+    run = _run_json(result)
+    assert run["secret_findings"] == ["/root/token.b64", "/root/token.txt"]
+    assert run["live_image"]["shareable"] is False
+    assert result.live_image is not None
+    labels = engine.image_inspect(result.live_image)["Config"]["Labels"]
+    assert labels["synth.shareable"] == "false"
+    encoded = base64.b64encode(SECRET.encode())
+    for path in result.run_dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert SECRET.encode() not in data and encoded not in data, path
+    assert "leaking ***" in (result.run_dir / "logs" / "agent.log").read_text()
+
+
+def _synth(*args: str, **kw: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "synth", *args], text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, **kw)
+
+
+def test_a_synth_killed_with_sigkill_leaves_no_running_container(
+    engine: DockerEngine, world: dict[str, Any]
+) -> None:
+    settings: Settings = world["settings"]
+    script = world["root"] / "long.sh"
+    script.write_text("echo started\nsleep 600\n")
+    proc = _synth("run", str(world["task"].task_dir), "--script", str(script),
+                  "--artifacts", str(settings.artifacts_dir), stdout=subprocess.DEVNULL,
+                  stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "sleep 600" in line:
+            break
+    time.sleep(2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    from synth.session.rundir import list_runs, summarize
+
+    run_dir = list_runs(settings, "hostile")[-1]
+    run_id = run_dir.name
+    assert summarize(run_dir)["status"] == "abandoned"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        running = [c for c in engine.managed_containers(f"synth.run={run_id}")
+                   if c.status == "running"]
+        if not running:
+            break
+        time.sleep(2)
+        for c in running:
+            c.reload()
+    assert not running, "the session container outlived synth's lease"
+    removed = engine.gc(label=f"synth.run={run_id}",
+                        scope=str(settings.artifacts_dir.resolve()))
+    assert any(r.startswith("container synth-run-hostile-") for r in removed)
+
+
+def test_a_timed_out_run_is_captured_and_exports_only_on_request(
+    engine: DockerEngine, world: dict[str, Any], tmp_path: Path
+) -> None:
+    settings: Settings = world["settings"]
+    script = world["root"] / "slow.sh"
+    script.write_text("python3 -m venv /opt/venv\nsleep 300\n")
+    result = _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
+                                            settings=settings, timeout=8))
+    assert result.status == "timeout"
+    run = _run_json(result)
+    assert run["capture_errors"] == []
+    assert (result.run_dir / "state" / "python.json").is_file()
+    with pytest.raises(ExportError, match="ended `timeout`"):
+        export_run(result.run_dir, settings, out_dir=tmp_path / "a")
+    art = export_run(result.run_dir, settings, out_dir=tmp_path / "a",
+                     allow_incomplete=True).artifact_dir
+    assert "the run ended `timeout`" in (art / "export-report.md").read_text()
