@@ -10,7 +10,7 @@ own libraries are never involved. Each agent command runs as
         -e trace=execve,chdir -o /synth/audit/trace-N.txt -- CMD…
 
 (``--seccomp-bpf`` keeps the overhead near 2 %). The trace files land in the run's
-``logs/hook/`` beside the hook's events; environments are never printed (strace shows
+the shared audit folder beside the hook's events (copied to ``logs/trace/``); environments are never printed (strace shows
 only their size without ``-v``). Successful ``execve`` calls become ``exec-trace`` records.
 """
 
