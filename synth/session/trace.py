@@ -9,9 +9,9 @@ own libraries are never involved. Each agent command runs as
     /synth/trace/ld.so --library-path /synth/trace/lib /synth/trace/strace -f --seccomp-bpf
         -e trace=execve,chdir -o /synth/audit/trace-N.txt -- CMD…
 
-(``--seccomp-bpf`` keeps the overhead near 2 %). The trace files land in the run's
-the shared audit folder beside the hook's events (copied to ``logs/trace/``); environments are never printed (strace shows
-only their size without ``-v``). Successful ``execve`` calls become ``exec-trace`` records.
+(``--seccomp-bpf`` keeps the overhead near 2 %). The trace files land in the shared audit
+folder beside the hook's events and are copied to the run's ``logs/trace/`` when the session
+ends; environments are never printed (strace shows only their size without ``-v``). Successful ``execve`` calls become ``exec-trace`` records.
 """
 
 from __future__ import annotations
