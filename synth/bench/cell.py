@@ -1,0 +1,198 @@
+"""One bench cell: run the agent, export the run, rebuild the artifact from scratch and
+verify the rebuilt image beside the live one. Plain JSON in, plain JSON out, so that a
+cell runs the same in a local worker process and as a Ray task on another node.
+
+A stage that synth refuses (an export of a run that is not trustworthy is made anyway with
+``allow_incomplete`` and noted; a rebuild that fails) is recorded in the cell's record; a
+cell is ``crashed`` only when something other than synth's own errors broke it.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from synth.bench.matrix import Cell
+from synth.bench.results import RECORD_FORMAT
+from synth.config import Settings
+from synth.errors import SynthError
+
+#: The cell's reports copied into the results folder (name -> path under the work folder).
+REPORT_FILES = ("run.json", "claims.json", "verify.json", "verify.md", "export-report.md")
+LEVELS = ("C0", "C1", "C2", "C3", "C4", "C5")
+
+
+def _agent(cell: Cell) -> Any:
+    from synth.session import ExecAgent, ReplayAgent
+
+    if cell.agent.kind == "replay":
+        assert cell.script is not None
+        return ReplayAgent(cell.script)
+    return ExecAgent(list(cell.agent.argv))
+
+
+def _image_size(engine: Any, ref: str | None) -> int | None:
+    if not ref:
+        return None
+    try:
+        return int(engine.image_inspect(ref).get("Size") or 0)
+    except SynthError:
+        return None
+
+
+def _levels(report: dict[str, Any] | None) -> dict[str, str]:
+    return {r["level"]: r["status"] for r in (report or {}).get("levels", [])}
+
+
+def verify_summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """What a bench keeps of a ``verify.json``: statuses per level, highest levels,
+    fidelity and whether the fingerprints are equal."""
+    reports = doc.get("reports") or {}
+    fid = doc.get("fidelity")
+    fp = doc.get("fingerprint") or {}
+    return {
+        "passed": bool(doc.get("passed")), "decides": doc.get("decides"),
+        "require": doc.get("require"),
+        "levels": {k: _levels(r) for k, r in reports.items()},
+        "highest": {k: r.get("highest") for k, r in reports.items()},
+        "reaches_live_level": fid["reaches_live_level"] if fid else None,
+        "gaps": [g["level"] for g in fid["gaps"]] if fid else [],
+        "fingerprint_equal": fp.get("equal") if fp.get("status") == "compared" else None,
+        "error": None,
+    }
+
+
+def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
+            say: Callable[[str], None]) -> None:
+    from synth.export import export_run
+    from synth.session import RunOptions, run_session
+    from synth.session.rundir import read_run, trust_problems
+    from synth.task import load_task
+    from synth.verify_cmd import VerifyOptions, verify
+
+    times = rec["times"]
+    t0 = time.monotonic()
+    result = run_session(RunOptions(task=load_task(cell.task_dir), agent=_agent(cell),
+                                    settings=settings, timeout=rec["timeout"]),
+                         engine=engine, say=say)
+    times["run"] = round(time.monotonic() - t0, 2)
+    info = read_run(result.run_dir)
+    rec["run"] = {"run_id": result.run_id, "run_dir": str(result.run_dir),
+                  "status": result.status, "agent_exit_code": result.agent_exit_code,
+                  "audit_verified": (info.get("audit") or {}).get("verified"),
+                  "claims": (info.get("claims") or {}).get("status"),
+                  "violations": len(result.violations)}
+    rec["images"]["live"] = {"ref": result.live_image,
+                             "size": _image_size(engine, result.live_image)}
+    problems = trust_problems(info, result.run_dir)
+    t0 = time.monotonic()
+    try:
+        exported = export_run(result.run_dir, settings, allow_incomplete=True)
+    except SynthError as exc:
+        rec["export"] = {"ok": False, "error": exc.message, "incomplete": problems}
+        return
+    finally:
+        times["export"] = round(time.monotonic() - t0, 2)
+    rec["export"] = {"ok": True, "error": None, "incomplete": problems,
+                     "allowed_incomplete": bool(problems),
+                     "artifact_dir": str(exported.artifact_dir)}
+    live = bool(result.live_image) and engine.image_exists(result.live_image)
+    t0 = time.monotonic()
+    try:
+        outcome = verify(VerifyOptions(target=str(exported.artifact_dir), rebuild=True,
+                                       live=live, out_dir=result.run_dir / "verify"),
+                         settings, say=say)
+    except SynthError as exc:
+        rec["verify"] = {"passed": False, "error": exc.message, "levels": {}, "highest": {}}
+        return
+    finally:
+        times["verify_total"] = round(time.monotonic() - t0, 2)
+    doc = outcome.document
+    rec["verify"] = verify_summary(doc)
+    build = doc.get("build") or {}
+    times["build"] = build.get("seconds")
+    times["verify"] = round(times["verify_total"] - (build.get("seconds") or 0.0), 2)
+    rec["images"]["rebuilt"] = {"ref": build.get("image"),
+                                "size": _image_size(engine, build.get("image"))}
+
+
+def new_record(cell: Cell, executor: str, timeout: float) -> dict[str, Any]:
+    return {
+        "format": RECORD_FORMAT, "cell": cell.id, "task": cell.task, "agent": cell.agent.name,
+        "agent_kind": cell.agent.kind, "repeat": cell.repeat, "executor": executor,
+        "host": socket.gethostname(), "status": "done", "error": None, "timeout": timeout,
+        "started": time.time(), "ended": None, "run": None, "export": None, "verify": None,
+        "times": {}, "images": {"live": None, "rebuilt": None},
+    }
+
+
+def run_cell(cell_json: dict[str, Any], work_dir: str, settings_kw: dict[str, Any],
+             executor: str = "local", timeout: float = 3600,
+             keep_images: bool = False) -> dict[str, Any]:
+    """Run one cell under ``work_dir`` (its artifacts folder); never raises.
+
+    Returns the record, with ``files``: the cell's reports (name -> text) for the driver."""
+    from synth.engine.docker import DockerEngine
+
+    cell = Cell.from_json(cell_json)
+    rec = new_record(cell, executor, timeout)
+    log = Path(work_dir) / "cell.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with log.open("a", encoding="utf-8") as fh:
+        def say(msg: str) -> None:
+            fh.write(msg + "\n")
+            fh.flush()
+
+        engine: Any = None
+        try:
+            ca, wh = settings_kw.get("ca_bundle"), settings_kw.get("wheelhouse")
+            settings = Settings.load(artifacts_dir=Path(work_dir) / "artifacts",
+                                     ca_bundle=Path(ca) if ca else None,
+                                     wheelhouse=Path(wh) if wh else None)
+            engine = DockerEngine.connect()
+            _stages(cell, settings, rec, engine, say)
+        except SynthError as exc:
+            rec["error"] = exc.message
+        except BaseException as exc:  # a cell never takes the bench down with it
+            rec["status"] = "crashed"
+            rec["error"] = f"{type(exc).__name__}: {exc}"
+            rec["traceback"] = traceback.format_exc()[-4000:]
+            say(rec["traceback"])
+        finally:
+            if engine is not None and not keep_images:
+                _remove_images(engine, rec)
+    rec["times"]["total"] = round(time.monotonic() - start, 2)
+    rec["ended"] = time.time()
+    rec["files"] = _gather(rec, log)
+    return rec
+
+
+def _remove_images(engine: Any, rec: dict[str, Any]) -> None:
+    for which in ("rebuilt", "live"):
+        ref = (rec["images"].get(which) or {}).get("ref")
+        if ref:
+            try:
+                engine.remove_image(ref)
+            except SynthError:
+                pass
+
+
+def _gather(rec: dict[str, Any], log: Path) -> dict[str, str]:
+    files: dict[str, str] = {}
+    run_dir = Path((rec.get("run") or {}).get("run_dir") or "/nonexistent")
+    paths = {"run.json": run_dir / "run.json", "claims.json": run_dir / "claims.json",
+             "verify.json": run_dir / "verify" / "verify.json",
+             "verify.md": run_dir / "verify" / "verify.md",
+             "export-report.md": run_dir / "export" / "export-report.md",
+             "cell.log": log}
+    for name, path in paths.items():
+        try:
+            files[name] = path.read_text("utf-8", errors="replace")[-200_000:]
+        except OSError:
+            continue
+    return files

@@ -1,0 +1,125 @@
+"""``synth bench``: plan the matrix, skip what is finished, run the rest, summarize.
+
+Resuming: a cell whose latest record is ``done`` is skipped; a crashed cell runs again
+(its crashed line stays); a cell that was dispatched but never recorded (the bench was
+killed) is first recorded as crashed with that reason, then runs again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synth import atomic
+from synth.bench.executors import ExecOptions, crashed, run_local, run_ray
+from synth.bench.matrix import AgentSpec, Cell, plan_cells
+from synth.bench.results import ResultsFolder
+from synth.bench.summary import render_markdown, summarize
+from synth.config import Settings
+from synth.errors import UsageError
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    tasks: list[Path]
+    agents: list[AgentSpec]
+    out_dir: Path
+    repeats: int = 1
+    executor: str = "local"
+    jobs: int = 1
+    address: str | None = None
+    timeout: float = 3600
+    keep_images: bool = False
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    results_dir: Path
+    ran: int
+    skipped: int
+    summary: dict[str, Any]
+
+
+def _verdict(rec: dict[str, Any]) -> str:
+    if rec.get("status") != "done":
+        return f"CRASHED: {str(rec.get('error'))[:160]}"
+    v = rec.get("verify") or {}
+    if not v.get("levels"):
+        why = rec.get("error") or v.get("error") or (rec.get("export") or {}).get("error")
+        return f"no verdict: {str(why)[:160]}"
+    high = v.get("highest") or {}
+    c5 = (v.get("levels", {}).get("rebuilt") or {}).get("C5", "-")
+    return (f"{'passed' if v.get('passed') else 'FAILED'} (rebuilt {high.get('rebuilt') or '-'}"
+            f", live {high.get('live') or '-'}, C5 {c5})")
+
+
+def write_reports(folder: ResultsFolder) -> dict[str, Any]:
+    """``summary.json``, ``summary.md`` and ``report.html`` from the cells so far."""
+    from synth.bench.report import render_html
+
+    summary = summarize(folder.latest())
+    atomic.write_json(folder.root / "summary.json", summary)
+    atomic.write_text(folder.root / "summary.md", render_markdown(summary))
+    if summary["cells"]:
+        atomic.write_text(folder.root / "report.html", render_html(summary))
+    return summary
+
+
+def _recover(folder: ResultsFolder, cells: list[Cell], say: Say) -> None:
+    """Record cells cut off by a killed bench as crashed before they run again."""
+    latest = folder.latest()
+    for cell in cells:
+        started = folder.started(cell.id)
+        rec = latest.get(cell.id)
+        if started is None or (rec is not None and rec.get("ended", 0) >= started["started"]):
+            continue
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started["started"]))
+        error = (f"interrupted: the bench stopped while this cell ran (dispatched {stamp} UTC "
+                 f"on {started.get('host')}, executor {started.get('executor')})")
+        rec = crashed(cell, str(started.get("executor")), error)
+        rec["started"] = rec["ended"] = started["started"]
+        rec.pop("files", None)
+        folder.append(rec)
+        say(f"{cell.id}: {error}")
+
+
+def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
+    if opts.executor not in ("local", "ray"):
+        raise UsageError(f"--executor {opts.executor!r}: use local or ray.")
+    cells = plan_cells(opts.tasks, opts.agents, opts.repeats)
+    folder = ResultsFolder(opts.out_dir)
+    _recover(folder, cells, say)
+    latest = folder.latest()
+    todo = [c for c in cells if (latest.get(c.id) or {}).get("status") != "done"]
+    skipped = len(cells) - len(todo)
+    say(f"bench: {len(cells)} cells ({len(todo)} to run, {skipped} finished and skipped) "
+        f"-> {folder.root}")
+    count = {"n": 0}
+
+    def on_start(cell: Cell) -> None:
+        folder.mark_started(cell.id, opts.executor)
+        say(f"  start {cell.id}")
+
+    def on_done(rec: dict[str, Any]) -> None:
+        files = rec.pop("files", None) or {}
+        folder.write_files(rec["cell"], files)
+        folder.append(rec)
+        count["n"] += 1
+        say(f"[{count['n']}/{len(todo)}] {rec['cell']}: {_verdict(rec)} in "
+            f"{rec['times'].get('total', 0):.0f}s")
+
+    exec_opts = ExecOptions(
+        results_dir=folder.root, timeout=opts.timeout, keep_images=opts.keep_images,
+        jobs=opts.jobs, address=opts.address,
+        settings_kw={"ca_bundle": str(settings.ca_bundle) if settings.ca_bundle else None,
+                     "wheelhouse": str(settings.wheelhouse) if settings.wheelhouse else None})
+    if todo:
+        (run_ray if opts.executor == "ray" else run_local)(todo, exec_opts, on_start, on_done)
+    summary = write_reports(folder)
+    say(f"bench: summary {folder.root / 'summary.md'}, report {folder.root / 'report.html'}")
+    return BenchOutcome(folder.root, len(todo), skipped, summary)
