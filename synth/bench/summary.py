@@ -3,8 +3,9 @@ fidelity and time per stage, from the latest record of each cell.
 
 A level's pass rate counts the cells where it was decided: ``pass`` over ``pass`` +
 ``fail`` + ``not_reached``, plus cells that reached no verdict at all (the run, export or
-rebuild broke: a failure, as ResearchEnvBench counts a setup that did not work). Levels
-``not_applicable`` or ``skipped`` leave the denominator. Crashed cells are counted apart.
+rebuild broke: a failure, as ResearchEnvBench counts a setup that did not work) at the
+levels some other cell decided. Levels ``not_applicable`` or ``skipped`` leave the
+denominator. Crashed cells are counted apart.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def level_counts(records: Iterable[Mapping[str, Any]], target: str,
             continue
         status = levels.get(level, "no_verdict")
         counts[status if status in counts else "no_verdict"] += 1
-    decided = counts["pass"] + counts["fail"] + counts["not_reached"] + counts["no_verdict"]
+    decided = counts["pass"] + counts["fail"] + counts["not_reached"]
+    if decided:  # a level no cell decided (not applicable to the task) stays undecided
+        decided += counts["no_verdict"]
     return {**counts, "decided": decided, "rate": _rate(counts["pass"], decided)}
 
 

@@ -1,0 +1,147 @@
+"""synth bench's pure parts: agent specs, the matrix, the results folder (append, torn
+lines, recovery of a killed cell), the job bound, the summary and the HTML report."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth.bench.executors import CELL_MEMORY, bounded_jobs
+from synth.bench.matrix import AgentSpec, Cell, plan_cells
+from synth.bench.results import ResultsFolder
+from synth.bench.run import _recover
+from synth.bench.summary import render_markdown, summarize
+from synth.errors import UsageError
+from tests.conftest import REPO_ROOT
+
+TASK = REPO_ROOT / "tests" / "bench_task"
+
+
+def test_agent_specs() -> None:
+    assert AgentSpec.parse("good") == AgentSpec("good", "replay")
+    assert AgentSpec.parse("liar.sh") == AgentSpec("liar", "replay")
+    assert AgentSpec.parse("cli=exec:my-agent --prompt 'a b'") == \
+        AgentSpec("cli", "exec", ("my-agent", "--prompt", "a b"))
+    for bad in ("", "a b", "x=shell:bash", "x=exec:", "../x"):
+        with pytest.raises(UsageError):
+            AgentSpec.parse(bad)
+
+
+def test_plan_cells() -> None:
+    cells = plan_cells([TASK], [AgentSpec.parse("good"), AgentSpec.parse("liar")], 2)
+    assert [c.id for c in cells] == ["bench-tiny--good--r1", "bench-tiny--good--r2",
+                                     "bench-tiny--liar--r1", "bench-tiny--liar--r2"]
+    assert cells[0].script == TASK.resolve() / "agents" / "good.sh"
+    assert Cell.from_json(json.loads(json.dumps(cells[3].to_json()))) == cells[3]
+    with pytest.raises(UsageError, match="no transcript"):
+        plan_cells([TASK], [AgentSpec.parse("sloppy")], 1)
+    with pytest.raises(UsageError, match="named twice"):
+        plan_cells([TASK, TASK], [AgentSpec.parse("good")], 1)
+    with pytest.raises(UsageError, match="repeat"):
+        plan_cells([TASK], [AgentSpec.parse("good"), AgentSpec.parse("good")], 1)
+    with pytest.raises(UsageError, match="at least 1"):
+        plan_cells([TASK], [AgentSpec.parse("good")], 0)
+
+
+def test_results_append_latest_and_torn_line(tmp_path: Path) -> None:
+    folder = ResultsFolder(tmp_path / "r")
+    folder.append({"cell": "a", "status": "crashed"})
+    folder.append({"cell": "b", "status": "done"})
+    folder.append({"cell": "a", "status": "done"})
+    with folder.cells_file.open("a") as fh:
+        fh.write('{"cell": "c", "sta')  # a writer killed mid-line
+    assert [r["cell"] for r in folder.records()] == ["a", "b", "a"]
+    assert folder.latest()["a"]["status"] == "done"
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "cells.jsonl").write_text('{"x": 1}\n')
+    with pytest.raises(UsageError, match=r"cells\.jsonl:1"):
+        ResultsFolder(tmp_path / "bad").records()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UsageError, match="not a folder"):
+        ResultsFolder(tmp_path / "file")
+
+
+def test_write_files_stays_in_the_cell_folder(tmp_path: Path) -> None:
+    folder = ResultsFolder(tmp_path)
+    folder.write_files("x", {"verify.json": "{}", "../evil": "no", ".hidden": "no"})
+    assert sorted(p.name for p in folder.cell_dir("x").iterdir()) == ["verify.json"]
+
+
+def test_recover_records_a_killed_cell_once(tmp_path: Path) -> None:
+    folder = ResultsFolder(tmp_path)
+    cells = plan_cells([TASK], [AgentSpec.parse("good"), AgentSpec.parse("liar")], 1)
+    folder.mark_started(cells[0].id, "local")
+    said: list[str] = []
+    _recover(folder, cells, said.append)
+    recs = folder.records()
+    assert [(r["cell"], r["status"]) for r in recs] == [(cells[0].id, "crashed")]
+    assert recs[0]["error"].startswith("interrupted: the bench stopped")
+    assert "files" not in recs[0] and len(said) == 1
+    _recover(folder, cells, said.append)  # already recorded: nothing new
+    assert len(folder.records()) == 1
+
+
+def test_bounded_jobs() -> None:
+    assert bounded_jobs(8, cores=2, mem=64 * 1024**3) == 2
+    assert bounded_jobs(8, cores=16, mem=3 * CELL_MEMORY) == 3
+    assert bounded_jobs(4, cores=16, mem=CELL_MEMORY // 2) == 1
+    assert bounded_jobs(1, cores=16, mem=None) == 1
+    with pytest.raises(UsageError):
+        bounded_jobs(0)
+
+
+def _rec(cell: str, agent: str, levels: dict[str, str] | None, **extra: Any) -> dict[str, Any]:
+    verify = None if levels is None else {
+        "passed": levels.get("C1") == "pass", "levels": {"rebuilt": levels, "live": levels},
+        "highest": {"rebuilt": "C1", "live": "C1"}, "reaches_live_level": True,
+        "fingerprint_equal": True}
+    return {"cell": cell, "task": "t", "agent": agent, "status": "done", "verify": verify,
+            "times": {"run": 10.0, "export": 1.0, "build": 20.0, "verify": 5.0},
+            "export": {"incomplete": []}, **extra}
+
+
+_ALL_PASS = {"C0": "pass", "C1": "pass", "C2": "skipped", "C3": "not_applicable",
+             "C4": "not_applicable", "C5": "pass"}
+
+
+def test_summary_rates() -> None:
+    recs = {
+        "a1": _rec("a1", "a", _ALL_PASS),
+        "a2": _rec("a2", "a", {**_ALL_PASS, "C1": "fail", "C5": "fail"}),
+        "a3": _rec("a3", "a", None, error="the run broke"),  # no verdict: a failure
+        "b1": _rec("b1", "b", _ALL_PASS, status="crashed"),
+    }
+    s = summarize(recs)
+    a = s["agents"]["a"]
+    assert (s["cells"], s["done"], s["crashed"]) == (4, 3, 1)
+    assert a["levels"]["rebuilt"]["C0"]["rate"] == round(2 / 3, 4)
+    assert a["levels"]["rebuilt"]["C1"] | {} == {
+        "pass": 1, "fail": 1, "not_reached": 0, "no_verdict": 1, "not_applicable": 0,
+        "skipped": 0, "decided": 3, "rate": round(1 / 3, 4)}
+    assert a["levels"]["live"]["C2"]["rate"] is None
+    assert a["levels"]["rebuilt"]["C3"]["not_applicable"] == 2
+    assert a["mean_seconds"] == {"run": 10.0, "export": 1.0, "build": 20.0, "verify": 5.0}
+    assert a["fidelity"] == {"compared": 2, "reaches": 2, "rate": 1.0}
+    assert s["agents"]["b"]["crashed"] == 1 and s["agents"]["b"]["pass_rate"] is None
+    md = render_markdown(s)
+    assert "| a | 3 | 67% / 67% | 33% / 33% | — / — |" in md
+    assert "| b | 0 (+1 crashed) |" in md
+    assert "the run broke" in md
+
+
+def test_html_report_embeds_three_pngs() -> None:
+    pytest.importorskip("matplotlib")
+    from synth.bench.report import render_html
+
+    s = summarize({"a1": _rec("a1", "a", _ALL_PASS), "b1": _rec("b1", "b", _ALL_PASS)})
+    page = render_html(s)
+    pngs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(pngs) == 3
+    assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert 'data-images-loaded="0"' in page and "| a | 1 |" in page
+    assert render_html(s) == page  # the same results, the same bytes
