@@ -162,6 +162,26 @@ def task_check(
         raise typer.Exit(SynthError.exit_code + 2)
 
 
+@task_app.command("import-reb")
+def task_import_reb(
+    reb_dir: Annotated[Path, typer.Argument(help="A ResearchEnvBench checkout.")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="Folder for the task folders.")],
+    repo: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--repo", help="Only this repo_id (repeatable).")] = None,
+    mirror: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--mirror", help="URL=PATH: a local git mirror of a repository URL.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """One synth task per ResearchEnvBench repository (url + commit, REB's probes)."""
+    from synth.reb.importer import import_reb, parse_mirrors
+
+    written = import_reb(reb_dir, out, repo or None, parse_mirrors(mirror or []))
+    if json_out:
+        console.print_json({"tasks": [str(p) for p in written]})
+    for p in written:
+        console.say(f"task: {p}")
+
+
 runs_app = typer.Typer(help="Recorded agent sessions under <artifacts>/runs/.")
 app.add_typer(runs_app, name="runs")
 

@@ -43,6 +43,14 @@ def _rates(agent: Mapping[str, Any], target: str) -> list[float]:
     return [(agent["levels"][target][lv]["rate"] or 0.0) * 100 for lv in LEVELS]
 
 
+def _mark_undecided(ax: Any, agent: Mapping[str, Any], target: str, xs: list[float]) -> None:
+    """``n/a`` over a level no cell decided (not applicable or skipped), not a 0 % bar."""
+    for x, lv in zip(xs, LEVELS, strict=True):
+        if agent["levels"][target][lv]["rate"] is None:
+            ax.text(x, 2, "n/a", ha="center", va="bottom", fontsize=7, color="#777777",
+                    rotation=90)
+
+
 def plot_pass_rates(summary: Mapping[str, Any]) -> str:
     plt = _pyplot()
     agents = list(summary["agents"])
@@ -51,6 +59,7 @@ def plot_pass_rates(summary: Mapping[str, Any]) -> str:
     for i, name in enumerate(agents):
         xs = [x + i * width for x in range(len(LEVELS))]
         ax.bar(xs, _rates(summary["agents"][name], "rebuilt"), width, label=name)
+        _mark_undecided(ax, summary["agents"][name], "rebuilt", xs)
     ax.set_xticks([x + width * (len(agents) - 1) / 2 for x in range(len(LEVELS))], LEVELS)
     ax.set_ylabel("pass rate (%)")
     ax.set_ylim(0, 105)
@@ -73,6 +82,7 @@ def plot_live_vs_rebuilt(summary: Mapping[str, Any]) -> str:
                label="live", hatch="//", color="#bbbbbb", edgecolor="#555555")
         ax.bar([x + 0.2 for x in xs], _rates(summary["agents"][name], "rebuilt"), 0.4,
                label="rebuilt", color="#3b75af")
+        _mark_undecided(ax, summary["agents"][name], "rebuilt", [float(x) for x in xs])
         ax.set_xticks(xs, LEVELS)
         ax.set_ylim(0, 105)
         ax.set_title(name)
@@ -96,7 +106,8 @@ def plot_stage_times(summary: Mapping[str, Any]) -> str:
         left = [lft + w for lft, w in zip(left, widths, strict=True)]
     ax.set_xlabel("mean seconds per cell")
     ax.set_title("Time per stage")
-    ax.legend(ncol=len(STAGES), fontsize="small", loc="lower right")
+    ax.legend(ncol=len(STAGES), fontsize="small", loc="upper center",
+              bbox_to_anchor=(0.5, -0.3 if len(agents) < 3 else -0.12))
     fig.tight_layout()
     out = _png(fig)
     plt.close(fig)

@@ -5,6 +5,7 @@ skips every finished cell); the report is opened in a real headless browser."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -166,3 +167,115 @@ def test_report_opens_in_a_headless_browser(
     subprocess.run([browser, *flags, "--window-size=1200,1600", f"--screenshot={shot}", url],
                    capture_output=True, timeout=120, check=False)
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A short-lived local Ray cluster on 127.0.0.1: a head that runs no cells (0 CPUs) and
+    one worker node offering one `synth_docker` slot. Each `ray start --block` is a process
+    group of its own, ended by its id at teardown. Ports are fixed up front: without them a
+    raylet on a busy 2-core machine times out waiting for its agents' port files."""
+    pytest.importorskip("ray")
+    ray_cli = Path(sys.executable).parent / "ray"
+    if not ray_cli.is_file():
+        pytest.skip(f"no ray command beside {sys.executable}")
+    tmp = tmp_path_factory.mktemp("ray")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(name: str, *args: str) -> bool:
+        """Start one node; True once it blocks (is up), False if it died meanwhile."""
+        ports = [f"--{flag}={_free_port()}" for flag in (
+            "dashboard-agent-grpc-port", "dashboard-agent-listen-port",
+            "runtime-env-agent-port", "metrics-export-port", "node-manager-port",
+            "object-manager-port")]
+        log = tmp / f"{name}.log"
+        with log.open("wb") as fh:
+            proc = subprocess.Popen(
+                [str(ray_cli), "start", "--block", "--node-ip-address=127.0.0.1",
+                 "--disable-usage-stats", "--object-store-memory=80000000", *ports, *args],
+                env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        procs.append(proc)
+        deadline = time.monotonic() + 240
+        while proc.poll() is None and time.monotonic() < deadline:
+            if "block forever" in log.read_text(errors="replace"):
+                return True
+            time.sleep(1)
+        return False
+
+    try:
+        assert start("head", "--head", f"--port={port}", "--num-cpus=0",
+                     "--include-dashboard=false", f"--temp-dir={tmp / 'session'}"), \
+            (tmp / "head.log").read_text()[-3000:]
+        # A node that times out joining a busy head is started again (at most 3 times).
+        assert any(start(f"worker{i}", f"--address={address}", "--num-cpus=1",
+                         '--resources={"synth_docker": 1}') for i in range(3)), \
+            (tmp / "worker2.log").read_text()[-3000:]
+        yield address
+    finally:
+        for proc in reversed(procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in reversed(procs):
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                pass
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(15)
+
+
+def _wait_for_slot(address: str) -> None:
+    code = ("import ray, sys, time\n"
+            f"ray.init(address={address!r}, logging_level='ERROR')\n"
+            "for _ in range(180):\n"
+            "    if ray.cluster_resources().get('synth_docker', 0) >= 1: sys.exit(0)\n"
+            "    time.sleep(1)\n"
+            "sys.exit(1)\n")
+    if subprocess.run([sys.executable, "-c", code], capture_output=True,
+                      timeout=300, check=False).returncode == 0:
+        return
+    pytest.fail(f"the local Ray cluster at {address} never offered synth_docker")
+
+
+def test_ray_executor_gives_the_same_verdicts(
+    bench_results: tuple[Path, Any, list[str]], ray_cluster: str, ca_bundle: Path | None,
+    wheelhouse: Path | None, tmp_path: Path,
+) -> None:
+    from synth.bench.matrix import AgentSpec
+    from synth.bench.run import BenchOptions, run_bench
+    from synth.config import Settings
+
+    local_out, _, _ = bench_results
+    _wait_for_slot(ray_cluster)
+    out = tmp_path / "ray-results"
+    settings = Settings.load(ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    outcome = run_bench(BenchOptions(
+        tasks=[TASK], agents=[AgentSpec.parse("good"), AgentSpec.parse("liar")],
+        out_dir=out, timeout=300, executor="ray", address=ray_cluster), settings,
+        say=lambda _m: None)
+    assert (outcome.ran, outcome.summary["done"]) == (2, 2), outcome.summary
+    local = {r["cell"]: r for r in _records(local_out)}
+    remote = {r["cell"]: r for r in _records(out)}
+    for cell in (GOOD, LIAR):
+        assert remote[cell]["executor"] == "ray"
+        assert remote[cell]["verify"]["levels"] == local[cell]["verify"]["levels"]
+        assert remote[cell]["verify"]["passed"] == local[cell]["verify"]["passed"]
+        # the reports came home with the task's result; the node's work folder is gone
+        assert json.loads((out / "cells" / cell / "verify.json").read_text())["passed"]
+        assert not Path(remote[cell]["run"]["run_dir"]).exists()
+    for which in ("C1", "C5"):
+        assert outcome.summary["agents"]["liar"]["levels"]["rebuilt"][which]["rate"] == \
+            json.loads((local_out / "summary.json").read_text())[
+                "agents"]["liar"]["levels"]["rebuilt"][which]["rate"]
