@@ -80,6 +80,8 @@ def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
                                     settings=settings, timeout=rec["timeout"]),
                          engine=engine, say=say)
     times["run"] = round(time.monotonic() - t0, 2)
+    if result.status == "interrupted":  # Ctrl-C reached the worker: not a measurement
+        raise KeyboardInterrupt(f"the run {result.run_dir} was interrupted")
     info = read_run(result.run_dir)
     rec["run"] = {"run_id": result.run_id, "run_dir": str(result.run_dir),
                   "status": result.status, "agent_exit_code": result.agent_exit_code,

@@ -7,6 +7,7 @@ killed) is first recorded as crashed with that reason, then runs again.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from synth.bench.results import ResultsFolder
 from synth.bench.summary import render_markdown, summarize
 from synth.config import Settings
 from synth.errors import UsageError
+from synth.reb.results import write_results
 
 Say = Callable[[str], None]
 
@@ -108,6 +110,9 @@ def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
     def on_done(rec: dict[str, Any]) -> None:
         files = rec.pop("files", None) or {}
         folder.write_files(rec["cell"], files)
+        if "verify.json" in files:  # REB's per-stage results beside synth's own
+            write_results(json.loads(files["verify.json"]), rec["task"],
+                          folder.cell_dir(rec["cell"]))
         folder.append(rec)
         count["n"] += 1
         say(f"[{count['n']}/{len(todo)}] {rec['cell']}: {_verdict(rec)} in "

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from synth.reb.results import read_results
 from tests.conftest import REPO_ROOT
 
 TASK = REPO_ROOT / "tests" / "bench_task"
@@ -113,6 +114,9 @@ def test_cells_verdicts_times_sizes(bench_results: tuple[Path, Any, list[str]]) 
         verify_json = json.loads((out / "cells" / cell / "verify.json").read_text())
         assert verify_json["reports"]["rebuilt"]["highest"] == "C1"
         assert (out / "cells" / cell / "run.json").is_file()
+        reb = read_results(out / "cells" / cell)  # REB's per-stage results.json files
+        assert (reb["cpu"]["status"], reb["cuda"]["status"], reb["hallucination"]["status"]) \
+            == ("success", "skipped", "success" if c5 == "pass" else "failure")
 
 
 def test_summary_and_report(bench_results: tuple[Path, Any, list[str]]) -> None:
@@ -228,7 +232,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 os.killpg(proc.pid, signal.SIGTERM)
         for proc in reversed(procs):
             try:
-                proc.wait(15)
+                proc.wait(5)
             except subprocess.TimeoutExpired:
                 pass
             with contextlib.suppress(ProcessLookupError):
