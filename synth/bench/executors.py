@@ -4,14 +4,17 @@ the driver as each one finishes (in any order).
 * :func:`run_local` — ``--jobs N`` worker processes on this machine (spawned, each cell its
   own session container), N bounded by the cores and the memory;
 * :func:`run_ray` — each cell a Ray task on a node with its own Docker engine (a node says
-  so with the custom resource ``synth_docker``); records and reports come back to the driver.
+  so with the custom resource ``synth_docker``); the task folder travels with the task (a
+  tar in the object store), records and reports come back to the driver.
 """
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import os
 import shutil
+import tarfile
 import tempfile
 import traceback
 from collections.abc import Callable
@@ -93,13 +96,31 @@ def run_local(cells: list[Cell], opts: ExecOptions, on_start: OnStart,
                                     f"{type(exc).__name__}: {exc}"))
 
 
-def ray_cell(cell_json: dict[str, Any], settings_kw: dict[str, Any], timeout: float,
-             keep_images: bool) -> dict[str, Any]:
-    """A cell as a Ray task: runs in a temporary folder on its node, which is removed
-    after; the record carries the reports home."""
-    work = tempfile.mkdtemp(prefix="synth-bench-cell-")
+_TASK_SKIP = (".git", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
+
+
+def pack_task(task_dir: Path) -> bytes:
+    """The task folder (task file, repo, transcripts) as a tar, for nodes without it."""
+    def skip(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        return None if set(Path(info.name).parts) & set(_TASK_SKIP) else info
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(task_dir, arcname="task", filter=skip)
+    return buf.getvalue()
+
+
+def ray_cell(cell_json: dict[str, Any], task_tar: bytes, settings_kw: dict[str, Any],
+             timeout: float, keep_images: bool) -> dict[str, Any]:
+    """A cell as a Ray task: the task folder unpacked and the cell run in a temporary
+    folder of its node, removed after; the record carries the reports home."""
+    work = Path(tempfile.mkdtemp(prefix="synth-bench-cell-"))
     try:
-        return run_cell(cell_json, work, settings_kw, "ray", timeout, keep_images)
+        with tarfile.open(fileobj=io.BytesIO(task_tar), mode="r:gz") as tar:
+            tar.extractall(work, filter="data")
+        cell_json = {**cell_json, "task_dir": str(work / "task")}
+        return run_cell(cell_json, str(work / "cell"), settings_kw, "ray", timeout,
+                        keep_images)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -130,11 +151,14 @@ def run_ray(cells: list[Cell], opts: ExecOptions, on_start: OnStart, on_done: On
                 f"`ray start … --resources '{{\"{RAY_RESOURCE}\": N}}'` (N cells at a time).")
         remote = ray.remote(num_cpus=0, resources={RAY_RESOURCE: 1},
                             max_retries=0)(ray_cell)
+        tars: dict[str, Any] = {}  # one object per task folder, shared by its cells
         refs: dict[Any, Cell] = {}
         for cell in cells:
+            if cell.task_dir not in tars:
+                tars[cell.task_dir] = ray.put(pack_task(Path(cell.task_dir)))
             on_start(cell)
-            refs[remote.remote(cell.to_json(), opts.settings_kw, opts.timeout,
-                               opts.keep_images)] = cell
+            refs[remote.remote(cell.to_json(), tars[cell.task_dir], opts.settings_kw,
+                               opts.timeout, opts.keep_images)] = cell
         while refs:
             ready, _ = ray.wait(list(refs), num_returns=1)
             for ref in ready:

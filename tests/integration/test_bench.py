@@ -279,6 +279,10 @@ def test_ray_executor_gives_the_same_verdicts(
         # the reports came home with the task's result; the node's work folder is gone
         assert json.loads((out / "cells" / cell / "verify.json").read_text())["passed"]
         assert not Path(remote[cell]["run"]["run_dir"]).exists()
+        # the task folder travelled with the Ray task: the node ran its own copy
+        task_file = json.loads((out / "cells" / cell / "run.json").read_text())[
+            "task"]["task_file"]
+        assert task_file.endswith("/task/task.toml") and not task_file.startswith(str(TASK))
     for which in ("C1", "C5"):
         assert outcome.summary["agents"]["liar"]["levels"]["rebuilt"][which]["rate"] == \
             json.loads((local_out / "summary.json").read_text())[

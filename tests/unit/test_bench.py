@@ -145,3 +145,21 @@ def test_html_report_embeds_three_pngs() -> None:
     assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert 'data-images-loaded="0"' in page and "| a | 1 |" in page
     assert render_html(s) == page  # the same results, the same bytes
+
+
+def test_pack_task_carries_the_task_folder(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    from synth.bench.executors import pack_task
+
+    task = tmp_path / "t"
+    (task / "repo" / "__pycache__").mkdir(parents=True)
+    (task / "repo" / ".git").mkdir()
+    (task / "task.toml").write_text("name = 't'\n")
+    (task / "repo" / "a.py").write_text("")
+    (task / "repo" / "__pycache__" / "a.pyc").write_text("")
+    (task / "repo" / ".git" / "HEAD").write_text("")
+    with tarfile.open(fileobj=io.BytesIO(pack_task(task)), mode="r:gz") as tar:
+        names = sorted(tar.getnames())
+    assert names == ["task", "task/repo", "task/repo/a.py", "task/task.toml"]
