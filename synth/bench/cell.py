@@ -26,12 +26,16 @@ REPORT_FILES = ("run.json", "claims.json", "verify.json", "verify.md", "export-r
 LEVELS = ("C0", "C1", "C2", "C3", "C4", "C5")
 
 
-def _agent(cell: Cell) -> Any:
+def _agent(cell: Cell, task: Any, timeout: float) -> Any:
     from synth.session import ExecAgent, ReplayAgent
 
     if cell.agent.kind == "replay":
         assert cell.script is not None
         return ReplayAgent(cell.script)
+    if cell.agent.kind == "preset":
+        from synth.bench.presets import preset_agent
+
+        return preset_agent(cell.agent.argv[0], cell.agent.argv[1], task, timeout)
     return ExecAgent(list(cell.agent.argv))
 
 
@@ -76,7 +80,8 @@ def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
 
     times = rec["times"]
     t0 = time.monotonic()
-    result = run_session(RunOptions(task=load_task(cell.task_dir), agent=_agent(cell),
+    task = load_task(cell.task_dir)
+    result = run_session(RunOptions(task=task, agent=_agent(cell, task, rec["timeout"]),
                                     settings=settings, timeout=rec["timeout"]),
                          engine=engine, say=say)
     times["run"] = round(time.monotonic() - t0, 2)

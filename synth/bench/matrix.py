@@ -15,11 +15,12 @@ from synth.task import load_task
 @dataclass(frozen=True)
 class AgentSpec:
     """An agent of the matrix: a replay transcript by name (``good`` is
-    ``tasks/<t>/agents/good.sh``), or ``NAME=exec:COMMAND`` (an exec agent)."""
+    ``tasks/<t>/agents/good.sh``), ``NAME=exec:COMMAND`` (an exec agent), or
+    ``NAME=preset:PRESET:HOST_BINARY`` (a CLI agent, :mod:`synth.bench.presets`)."""
 
     name: str
-    kind: str  # "replay" or "exec"
-    argv: tuple[str, ...] = ()
+    kind: str  # "replay", "exec" or "preset"
+    argv: tuple[str, ...] = ()  # exec: the command; preset: (preset, host binary)
 
     @classmethod
     def parse(cls, text: str) -> AgentSpec:
@@ -31,8 +32,15 @@ class AgentSpec:
         if not sep:
             return cls(name.removesuffix(".sh"), "replay")
         kind, colon, command = rest.partition(":")
+        if kind == "preset" and colon:
+            from synth.bench.presets import check_preset
+
+            preset, _, binary = command.partition(":")
+            check_preset(preset, binary)
+            return cls(name, "preset", (preset, str(Path(binary).resolve())))
         if kind != "exec" or not colon or not command.strip():
-            raise UsageError(f"--agent {text!r}: expected NAME=exec:COMMAND.")
+            raise UsageError(f"--agent {text!r}: expected NAME=exec:COMMAND or "
+                             "NAME=preset:PRESET:HOST_BINARY.")
         return cls(name, "exec", tuple(shlex.split(command)))
 
 

@@ -1,7 +1,9 @@
 """``synth bench`` on a real engine, over ONE tiny task (tests/bench_task: stdlib only, a
 cell takes seconds) x two transcripts (good, liar). One results folder serves every test:
-a bench killed in its first cell, resumed in-process, then re-run through the CLI (which
-skips every finished cell); the report is opened in a real headless browser."""
+a bench killed in its first cell, resumed in-process with two jobs, then re-run through
+the CLI (which skips every finished cell); the report is opened in a real headless browser;
+the same matrix on a local Ray cluster gives the same verdicts. One more cell plays a CLI
+agent preset with a stand-in script."""
 
 from __future__ import annotations
 
@@ -74,7 +76,7 @@ def bench_results(
         settings = Settings.load(ca_bundle=ca_bundle, wheelhouse=wheelhouse)
         outcome = run_bench(BenchOptions(
             tasks=[TASK], agents=[AgentSpec.parse("good"), AgentSpec.parse("liar")],
-            out_dir=out, timeout=300), settings, say=lines.append)
+            out_dir=out, timeout=300, jobs=2), settings, say=lines.append)
         yield out, outcome, lines
     finally:
         if proc.poll() is None:
@@ -287,3 +289,36 @@ def test_ray_executor_gives_the_same_verdicts(
         assert outcome.summary["agents"]["liar"]["levels"]["rebuilt"][which]["rate"] == \
             json.loads((local_out / "summary.json").read_text())[
                 "agents"]["liar"]["levels"]["rebuilt"][which]["rate"]
+
+
+def test_cli_agent_preset_with_a_stand_in(
+    engine: Any, base_image: str, ca_bundle: Path | None, wheelhouse: Path | None,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The claude-code preset, played by a stand-in script that behaves like the CLI: its
+    binary mounted from the host, its key passed through and masked, the prompt naming
+    the probes and the claims path, one bench cell end to end."""
+    from synth.bench.matrix import AgentSpec
+    from synth.bench.run import BenchOptions, run_bench
+    from synth.config import Settings
+
+    key = "sk-standin-" + "7" * 24
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    out = tmp_path / "preset"
+    agent = AgentSpec.parse(f"cli=preset:claude-code:{TASK / 'standin_cli.sh'}")
+    outcome = run_bench(BenchOptions(tasks=[TASK], agents=[agent], out_dir=out, timeout=300),
+                        Settings.load(ca_bundle=ca_bundle, wheelhouse=wheelhouse),
+                        say=lambda _m: None)
+    rec = _records(out)[-1]
+    assert (outcome.ran, rec["status"], rec["run"]["status"]) == (1, "done", "succeeded"), rec
+    assert rec["run"]["claims"] == "valid"
+    levels = rec["verify"]["levels"]["rebuilt"]
+    assert (levels["C1"], levels["C5"]) == ("pass", "pass"), levels
+    run = json.loads((out / "cells" / "bench-tiny--cli--r1" / "run.json").read_text())
+    argv = run["agent"]["argv"]
+    assert argv[0] == "/synth/agent/standin_cli.sh" and "`python hello.py`" in argv[2]
+    assert run["secret_env"] == ["ANTHROPIC_API_KEY"]
+    logs = list((out / "cells").rglob("agent.log"))
+    assert logs and "using key ***" in logs[0].read_text()
+    assert key not in "".join(p.read_text(errors="replace") for p in out.rglob("*")
+                              if p.is_file() and p.suffix in (".json", ".jsonl", ".log", ".md"))

@@ -163,3 +163,29 @@ def test_pack_task_carries_the_task_folder(tmp_path: Path) -> None:
     with tarfile.open(fileobj=io.BytesIO(pack_task(task)), mode="r:gz") as tar:
         names = sorted(tar.getnames())
     assert names == ["task", "task/repo", "task/repo/a.py", "task/task.toml"]
+
+
+def test_agent_presets(tmp_path: Path) -> None:
+    from synth.bench.presets import preset_agent, prompt
+    from synth.task import load_task
+
+    binary = tmp_path / "agent-cli"
+    binary.write_text("#!/bin/sh\n")
+    spec = AgentSpec.parse(f"cc=preset:claude-code:{binary}")
+    assert spec == AgentSpec("cc", "preset", ("claude-code", str(binary.resolve())))
+    with pytest.raises(UsageError, match="Unknown agent preset"):
+        AgentSpec.parse(f"x=preset:nope:{binary}")
+    with pytest.raises(UsageError, match="not a file"):
+        AgentSpec.parse(f"x=preset:codex:{tmp_path / 'missing'}")
+    task = load_task(TASK)
+    text = prompt(task, 600)
+    assert "C1 (CPU): `python hello.py` must exit 0" in text
+    assert "/synth/claims.json" in text and "600 seconds" in text and "\n\n" not in text
+    agent = preset_agent("claude-code", str(binary), task, 600)
+    assert list(agent.argv) == ["/synth/agent/agent-cli", "-p", text,
+                                "--dangerously-skip-permissions"]
+    assert [(m.source, m.target, m.read_only) for m in agent.mounts] == \
+        [(binary.resolve(), "/synth/agent/agent-cli", True)]
+    assert agent.secret_names() == ["ANTHROPIC_API_KEY"]
+    stdin = preset_agent("prompt-stdin", str(binary), task, 600)
+    assert list(stdin.argv)[-2:] == ["/synth/agent/agent-cli", text]
