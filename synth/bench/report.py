@@ -35,7 +35,7 @@ def _pyplot() -> Any:
 def _png(fig: Any) -> str:
     buf = io.BytesIO()
     # Fixed metadata: the same results give the same bytes.
-    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None}, bbox_inches="tight")
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -64,7 +64,7 @@ def plot_pass_rates(summary: Mapping[str, Any]) -> str:
     ax.set_ylabel("pass rate (%)")
     ax.set_ylim(0, 105)
     ax.set_title("Pass rate per level, rebuilt image")
-    ax.legend(loc="upper right", fontsize="small")
+    ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     out = _png(fig)
     plt.close(fig)
@@ -106,8 +106,7 @@ def plot_stage_times(summary: Mapping[str, Any]) -> str:
         left = [lft + w for lft, w in zip(left, widths, strict=True)]
     ax.set_xlabel("mean seconds per cell")
     ax.set_title("Time per stage")
-    ax.legend(ncol=len(STAGES), fontsize="small", loc="upper center",
-              bbox_to_anchor=(0.5, -0.3 if len(agents) < 3 else -0.12))
+    ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     out = _png(fig)
     plt.close(fig)
