@@ -24,6 +24,7 @@ from image_layers import layers_containing
 from synth.config import Settings
 from synth.engine import Mount
 from synth.engine.docker import DockerEngine
+from synth.errors import EXIT_AGENT_TIMEOUT
 from synth.session import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
 from synth.session.audit import load_audit
 from synth.session.rundir import find_run, list_runs
@@ -241,8 +242,8 @@ def test_timeout_keeps_records_and_says_timeout(
         capture_output=True, text=True, check=False, timeout=300,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
-    assert proc.returncode == 1, proc.stderr
-    out = json.loads(proc.stdout)
+    assert proc.returncode == EXIT_AGENT_TIMEOUT, proc.stderr
+    out = json.loads(proc.stdout)["result"]
     assert out["status"] == "timeout"
     run_dir = Path(out["run_dir"])
     if out.get("live_image"):
@@ -261,7 +262,7 @@ def test_timeout_keeps_records_and_says_timeout(
          "--artifacts", str(settings.artifacts_dir)],
         capture_output=True, text=True, check=True,
     )
-    assert json.loads(shown.stdout)["run"]["status"] == "timeout"
+    assert json.loads(shown.stdout)["result"]["run"]["status"] == "timeout"
 
 
 # ------------------------------------------------------------- trace-exec
@@ -302,7 +303,7 @@ def test_sigterm_interrupts_captures_and_cleans_up(
     proc.send_signal(signal.SIGTERM)
     stdout, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130
-    out = json.loads(stdout)
+    out = json.loads(stdout)["result"]
     assert out["status"] == "interrupted"
     if out.get("live_image"):
         engine.remove_image(out["live_image"])
