@@ -274,17 +274,17 @@ def runs_list(
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List recorded runs, oldest first."""
-    from synth.session.rundir import list_runs, summarize
+    """List recorded runs, oldest first: agent, claims after C5, verify verdicts, image sizes."""
+    from synth import runs_view
+    from synth.session.rundir import list_runs
 
-    rows = [summarize(d) for d in list_runs(Settings.load(artifacts_dir=artifacts), task)]
+    dirs = list_runs(Settings.load(artifacts_dir=artifacts), task)
+    rows = runs_view.views(dirs, runs_view.engine_sizes() if dirs else None, console.warn)
     if json_out:
         console.print_json({"runs": rows})
         return
     for r in rows:
-        console.out.print(f"{r['task']}/{r['run_id']}  {r['status']:<11} {r.get('agent') or '-':<7}"
-                          f"  violations={r.get('violations', 0)}  claims={r.get('claims')}",
-                          markup=False, soft_wrap=True)
+        console.out.print(runs_view.list_line(r), markup=False, soft_wrap=True)
 
 
 @runs_app.command("show")
@@ -295,13 +295,17 @@ def runs_show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show one run: outcome, violations, claims, and what it installed."""
+    from synth import runs_view
     from synth.session.rundir import describe_run, find_run, format_run
 
-    info = describe_run(find_run(Settings.load(artifacts_dir=artifacts), run_ref))
+    run_dir = find_run(Settings.load(artifacts_dir=artifacts), run_ref)
+    info = describe_run(run_dir)
+    row = runs_view.view(run_dir, runs_view.engine_sizes())
     if json_out:
-        console.print_json(info)
+        console.print_json({**info, "view": row})
     else:
-        console.out.print(format_run(info), markup=False, soft_wrap=True)
+        console.out.print("\n".join([format_run(info), *runs_view.show_lines(row)]),
+                          markup=False, soft_wrap=True)
 
 
 @app.command()

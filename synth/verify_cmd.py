@@ -515,12 +515,14 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
 
 
 def print_table(doc: Mapping[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from synth import console
 
     cols = report_columns(doc)
-    table = Table(title=f"synth verify: {doc['target']['task']}", show_lines=False)
+    table = Table(title=f"synth verify: {escape(str(doc['target']['task']))}",
+                  show_lines=False)
     table.add_column("level")
     table.add_column("what")
     for key in cols:
@@ -532,14 +534,14 @@ def print_table(doc: Mapping[str, Any]) -> None:
         for key in cols:
             r = _levels(doc, key).get(level)
             color = colors.get(str(r.get("status")) if r else "", "")
-            text = cell(r).replace("[", "\\[")
+            text = escape(cell(r))
             row.append(f"[{color}]{text}[/]" if color else text)
         table.add_row(*row)
     console.out.print(table)
     for line in extra_lines(doc):
         console.out.print(line, markup=False, highlight=False)
     style = "bold green" if doc["passed"] else "bold red"
-    console.out.print(f"[{style}]{verdict_line(doc)}[/]")
+    console.out.print(f"[{style}]{escape(verdict_line(doc))}[/]")
 
 
 def parse_levels(text: str | None) -> frozenset[Level]:

@@ -150,3 +150,17 @@ def test_console_helpers_print_literally(capsys: pytest.CaptureFixture[str]) -> 
     err = capsys.readouterr().err
     assert err.count(text) == 4
     assert "❌" not in err
+
+
+def test_verify_table_prints_reasons_literally(capsys: pytest.CaptureFixture[str]) -> None:
+    from synth.verify_cmd import print_table
+
+    reason = "RUN [ -f x ] && echo [/] :x: [bold]"
+    doc = {"target": {"task": "t[/]"}, "decides": "host", "passed": False, "require": "C1",
+           "reports": {"host": {"highest": None, "levels": [
+               {"level": "C1", "status": "fail", "reason": reason}]}}}
+    print_table(doc)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "t[/]" in out
+    assert "[/] :x: [bold]" in out
+    assert "❌" not in out
