@@ -230,6 +230,9 @@ def run(
         help="Exec: a variable passed from this environment; its value is masked as ***.")]
     = None,
     timeout: Annotated[float, typer.Option(help="Seconds before the agent is killed.")] = 3600,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", help="Exec: do not stream the agent's output to the terminal "
+        "(logs/agent.log has it either way).")] = False,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the session container.")] = False,
     trace_exec: Annotated[bool, typer.Option(
         "--trace-exec",
@@ -251,7 +254,7 @@ def run(
         task=load_task(task, tasks_root=Path("tasks")),
         agent=make_agent(agent, script=script, stop_on_error=stop_on_error,
                          command=command or (), mounts=agent_mount or (),
-                         env_names=agent_env or ()),
+                         env_names=agent_env or (), quiet=quiet),
         settings=Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                wheelhouse=wheelhouse),
         timeout=timeout, keep=keep, trace_exec=trace_exec,
@@ -414,7 +417,11 @@ def verify_cmd(
         help="The repository (--runtime host; default the task's repo path).")] = None,
     out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "-o", "--out", help="Where verify.json, verify.md, build.log go.")] = None,
-    scanner: Annotated[str, typer.Option(help="C0 parser: ast (default) or libcst.")] = "ast",
+    scanner: Annotated[str, typer.Option(help="C0 parser: ast or libcst.")] = "ast",
+    progress: Annotated[str, typer.Option(
+        help="The rebuild on the terminal: steps (each BuildKit step as it starts, with "
+        "long steps' time), plain (every line, as docker's --progress plain) or quiet. "
+        "build.log has every line either way.")] = "steps",
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder the artifact's lock needs to rebuild (env SYNTH_WHEELHOUSE).")] = None,
     ca_bundle: CaBundleOpt = None,
@@ -426,10 +433,13 @@ def verify_cmd(
 
     if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
         raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
+    if progress not in ("steps", "plain", "quiet"):
+        raise UsageError("--progress is steps, plain or quiet.")
     opts = v.VerifyOptions(
         target=target, rebuild=rebuild, live=live, levels=v.parse_levels(levels),
         require=v.parse_require(require), runtime=runtime,  # type: ignore[arg-type]
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
+        progress=progress,
     )
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))

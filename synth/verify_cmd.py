@@ -68,6 +68,9 @@ class VerifyOptions:
     out_dir: Path | None = None
     scanner: Scanner = DEFAULT_SCANNER
     fingerprint: bool = True
+    #: The rebuild's progress on the terminal: `steps` (each BuildKit step as it starts),
+    #: `plain` (every line, as `docker build --progress plain`), or `quiet`.
+    progress: str = "steps"
 
 
 @dataclass(frozen=True)
@@ -243,16 +246,24 @@ def _fingerprints(engine: Any, live: str, rebuilt: str, python_live: str,
 
 
 def _rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
-             say: Say) -> dict[str, Any]:
+             say: Say, progress: str = "steps") -> dict[str, Any]:
+    from rich.markup import escape
+
     from synth import console
     from synth.artifact_build import build_artifact
+    from synth.engine.build import StepLines
 
     log_path = out_dir / "build.log"
     start = time.monotonic()
     say(f"Rebuilding {artifact_dir} from scratch (no cache) as {tag}; log: {log_path}")
-    with console.err.status(f"building {tag}") as status:
+    steps = StepLines()
+    with console.err.status(escape(f"building {tag}")) as status:
         def on_line(line: str) -> None:
-            status.update(f"building {tag}: {line[:110]}")
+            shown = line if progress == "plain" else steps(line) if progress == "steps" else None
+            if shown is not None:
+                console.say(shown)
+            status.update(escape(f"building {tag} ({time.monotonic() - start:.0f}s): "
+                                 f"{line[:100]}"))
 
         image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
                                   log_path=log_path, on_line=on_line)
@@ -388,7 +399,7 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
         manifest = _read_json(artifact_dir / "manifest.json") or {}
         python = _manifest_python(manifest, artifact_dir)
         tag = _rebuilt_tag(target.name, artifact_dir)
-        doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say)
+        doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress)
         doc["target"]["artifact_dir"] = str(artifact_dir)
         say(f"Verifying the rebuilt image {tag}")
         reports["rebuilt"] = _verify_image(
