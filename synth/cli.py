@@ -108,9 +108,10 @@ def doctor(json_out: JsonOpt = False, ca_bundle: CaBundleOpt = None) -> None:
         marks = {"ok": "[green]ok  [/]", "warn": "[yellow]warn[/]", "fail": "[red]FAIL[/]"}
         for c in checks:
             console.out.print(f"{marks[c.status]} {console.literal(c.name):<28} "
-                              f"{console.literal(c.detail)}")
+                              f"{console.literal(c.detail)}", soft_wrap=True)
             if c.fix and c.status != "ok":
-                console.out.print(f"     [dim]fix: {console.literal(c.fix)}[/]")
+                console.out.print(f"     [dim]fix: {console.literal(c.fix)}[/]",
+                                  soft_wrap=True)
     if any(c.status == "fail" for c in checks):
         raise typer.Exit(EXIT_NEGATIVE)
 

@@ -80,3 +80,21 @@ def test_module_imports_alone(module: str) -> None:
     proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_tls_verdicts_say_what_to_pass() -> None:
+    from synth.doctor import TlsAttempt, judge_tls
+
+    bundle = Path("/etc/ssl/certs/ca.crt")
+    bad = TlsAttempt(None, False, "URLError [SSL: CERTIFICATE_VERIFY_FAILED] self-signed")
+    good = TlsAttempt(bundle, True, "")
+    check = judge_tls([bad, good], None)
+    assert check.status == "fail"
+    assert check.fix is not None and f"--ca-bundle {bundle}" in check.fix
+    assert judge_tls([bad, good], bundle).status == "ok"
+    assert judge_tls([TlsAttempt(None, True, "")], None).status == "ok"
+    check = judge_tls([bad, TlsAttempt(bundle, False, "still failing")], bundle)
+    assert check.status == "fail"
+    assert "still failing" in check.detail
+    offline = judge_tls([TlsAttempt(None, False, "URLError timed out")], None)
+    assert offline.status == "warn"
