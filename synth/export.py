@@ -22,7 +22,7 @@ from synth.distill.load import LoadedRun, load_run, sha256_file
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
 from synth.errors import ExportError
-from synth.render import render_artifact
+from synth.render import reader_facts, render_artifact
 
 MANIFEST_FORMAT = 1
 FORMATS = ("Dockerfile",)
@@ -139,7 +139,7 @@ def export_run(
         target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
         locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
                      else locker(env, target))
-    files = render_artifact(plan, locks)
+    files = render_artifact(plan, locks, reader=reader_facts(run.info.task_file))
     dest = (out_dir or run.run_dir / "export").resolve()
     dest.parent.mkdir(parents=True, exist_ok=True)
     warnings = list(plan.warnings)
