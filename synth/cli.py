@@ -50,7 +50,8 @@ task_app = typer.Typer(help="Task files: tasks/<name>/task.toml.")
 app.add_typer(base_app, name="base")
 app.add_typer(task_app, name="task")
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+JsonOpt = Annotated[bool, typer.Option(
+    "--json", help="Print machine-readable JSON on stdout (errors too).")]
 CaBundleOpt = Annotated[
     Optional[Path],  # noqa: UP045 - typer needs Optional here
     typer.Option("--ca-bundle", help="CA bundle for a TLS-intercepting proxy "
@@ -168,6 +169,7 @@ def base_bootstrap(
 @task_app.command("check")
 def task_check(
     paths: Annotated[list[Path], typer.Argument(
+        metavar="PATH",
         help="Task directories or task.toml files (a glob's other files are skipped).")],
     json_out: JsonOpt = False,
 ) -> None:
@@ -217,9 +219,10 @@ app.add_typer(runs_app, name="runs")
 
 @app.command()
 def run(
-    task: Annotated[str, typer.Argument(help="A task directory or a task name under ./tasks.")],
+    task: Annotated[str, typer.Argument(
+        metavar="TASK", help="A task directory or a task name under ./tasks.")],
     command: Annotated[Optional[list[str]], typer.Argument(  # noqa: UP045
-        help="With --agent exec: the agent's command, after `--`.")] = None,
+        metavar="COMMAND", help="With --agent exec: the agent's command, after `--`.")] = None,
     agent: Annotated[str, typer.Option(help="replay, exec or shell.")] = "replay",
     script: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Replay: the setup script (one `bash -c` per top-level statement).")] = None,
@@ -314,8 +317,8 @@ def runs_show(
 
 @app.command()
 def diff(
-    a: Annotated[str, typer.Argument(help="Run, artifact dir or image (image:REF).")],
-    b: Annotated[str, typer.Argument(help="Run, artifact dir or image (image:REF).")],
+    a: Annotated[str, typer.Argument(metavar="A", help="Run, artifact dir or image (image:REF).")],
+    b: Annotated[str, typer.Argument(metavar="B", help="Run, artifact dir or image (image:REF).")],
     md: Annotated[bool, typer.Option("--md", help="Print markdown.")] = False,
     python: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Interpreter to fingerprint in images (default: its venv, else python3).")] = None,
@@ -507,19 +510,26 @@ def _command_path(args: list[str]) -> str:
     return " ".join(words)
 
 
-def _hide_flag_types() -> None:
-    """Typer's help shows a type for every option (`--rebuild <bool>`); a flag has none."""
-    from typer.core import TyperOption
+def _plain_help() -> None:
+    """Typer's help shows a type for every option (`--rebuild <bool>`): a flag has none.
+    Its usage line writes a required argument `{TASK}`: the convention is `TASK`."""
+    from typer.core import TyperArgument, TyperOption
 
     original = TyperOption.display_type_rich
 
     def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
         return None if self.is_flag else original(self, ctx)
 
+    def usage_name(self: TyperArgument) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
+
     setattr(TyperOption, "display_type_rich", display_type_rich)  # noqa: B010
+    if hasattr(TyperArgument, "_usage_display_name"):
+        setattr(TyperArgument, "_usage_display_name", usage_name)  # noqa: B010
 
 
-_hide_flag_types()
+_plain_help()
 
 
 def main() -> None:

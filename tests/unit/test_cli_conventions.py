@@ -108,6 +108,7 @@ def test_help_has_no_artefacts(args: list[str]) -> None:
     assert "<bool>" not in text
     assert "[[" not in text
     assert "[default: no-" not in text
+    assert "{" not in text.splitlines()[1]  # the usage line: `TASK`, not `{TASK}`
 
 
 def test_help_lists_exit_codes() -> None:
