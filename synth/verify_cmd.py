@@ -261,7 +261,7 @@ def _rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
         def on_line(line: str) -> None:
             shown = line if progress == "plain" else steps(line) if progress == "steps" else None
             if shown is not None:
-                console.say(shown)
+                say(shown)
             status.update(escape(f"building {tag} ({time.monotonic() - start:.0f}s): "
                                  f"{line[:100]}"))
 

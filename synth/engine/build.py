@@ -163,8 +163,9 @@ class StepLines:
     """Which lines of BuildKit's plain progress to show by default: each step as it starts
     (`#7 [3/9] RUN …`, once), how long it took when that was a while, and errors."""
 
-    def __init__(self, min_seconds: float = 2.0) -> None:
+    def __init__(self, min_seconds: float = 2.0, width: int = 160) -> None:
         self.min_seconds = min_seconds
+        self.width = width
         self._shown: set[str] = set()
 
     def __call__(self, line: str) -> str | None:
@@ -172,7 +173,8 @@ class StepLines:
             if m["id"] in self._shown:
                 return None
             self._shown.add(m["id"])
-            return line
+            short = " ".join(line.split())
+            return short if len(short) <= self.width else short[:self.width - 1] + "…"
         if (m := _DONE_RE.match(line)) and m["id"] in self._shown:
             return line if float(m["secs"]) >= self.min_seconds else None
         return line if " ERROR" in line[:12] or line.startswith("ERROR") else None

@@ -24,7 +24,7 @@ from image_layers import layers_containing
 from synth.config import Settings
 from synth.engine import Mount
 from synth.engine.docker import DockerEngine
-from synth.errors import EXIT_AGENT_TIMEOUT
+from synth.errors import EXIT_AGENT_FAILED, EXIT_AGENT_TIMEOUT
 from synth.session import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
 from synth.session.audit import load_audit
 from synth.session.rundir import find_run, list_runs
@@ -226,6 +226,30 @@ def test_exec_secret_appears_nowhere(
     run = json.loads((exec_run.run_dir / "run.json").read_text())
     assert run["secret_env"] == ["SYNTH_TEST_SECRET"]
     assert run["agent"]["mounts"][0]["target"] == "/agent"
+
+
+def test_exec_output_streams_masked_and_a_failed_agent_has_its_exit_code(
+    engine: DockerEngine, env: dict[str, Any]
+) -> None:
+    settings: Settings = env["settings"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "synth", "run", str(env["task"].task_dir), "--agent", "exec",
+         "--agent-env", "SYNTH_TEST_SECRET", "--json", "--artifacts",
+         str(settings.artifacts_dir), "--",
+         "bash", "-c", "printf 'streamed \\033[31m[/]%s\\n' $SYNTH_TEST_SECRET; exit 5"],
+        capture_output=True, text=True, check=False, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+             "SYNTH_TEST_SECRET": SECRET},
+    )
+    assert proc.returncode == EXIT_AGENT_FAILED, proc.stderr
+    assert "streamed [/]***" in proc.stderr  # on the terminal, masked, no escape codes
+    assert SECRET not in proc.stderr + proc.stdout
+    out = json.loads(proc.stdout)["result"]
+    assert out["status"] == "failed"
+    if out.get("live_image"):
+        engine.remove_image(out["live_image"])
+    log = (Path(out["run_dir"]) / "logs" / "agent.log").read_text()
+    assert "streamed \x1b[31m[/]***" in log  # the log keeps the bytes, masked
 
 
 # ----------------------------------------------------------------- timeout

@@ -98,3 +98,5 @@ ERROR: failed to solve: exit code: 1""".splitlines()
         '#8 ERROR: process "/bin/sh -c pip install" did not complete successfully: exit code: 1',
         "ERROR: failed to solve: exit code: 1",
     ]
+    long = StepLines(width=30)("#9 [5/7] RUN apt-get install -y      a  b  c  d  e  f  g  h")
+    assert long == "#9 [5/7] RUN apt-get install …"
