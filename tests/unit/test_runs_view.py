@@ -89,3 +89,18 @@ def test_agent_labels() -> None:
     assert runs_view.agent_label({"kind": "exec", "preset": "codex"}) == "exec:codex"
     assert runs_view.agent_label({"kind": "shell"}) == "shell"
     assert runs_view.agent_label(None) == "-"
+
+
+def test_untrusted_names_print_literally(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path, task="evil", run_id="20261129-101500-dddddd")
+    data = json.loads((run_dir / "run.json").read_text())
+    data["task"]["name"] = "evil[/]:x:"
+    data["agent"] = {"kind": "exec", "argv": ["/x/[bold]agent:smile:"]}
+    (run_dir / "run.json").write_text(json.dumps(data))
+    proc = synth("runs", "list", "--artifacts", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "evil[/]:x:/20261129-101500-dddddd" in proc.stdout
+    assert "exec:[bold]agent:smile:" in proc.stdout
+    proc = synth("runs", "show", "latest", "--artifacts", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "agent-as   exec:[bold]agent:smile:" in proc.stdout
