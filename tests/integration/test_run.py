@@ -246,8 +246,16 @@ def test_exec_output_streams_masked_and_a_failed_agent_has_its_exit_code(
     assert SECRET not in proc.stderr + proc.stdout
     out = json.loads(proc.stdout)["result"]
     assert out["status"] == "failed"
-    if out.get("live_image"):
-        engine.remove_image(out["live_image"])
+    assert out["live_image"]
+    listed = subprocess.run(
+        [sys.executable, "-m", "synth", "runs", "list", "--json", "--artifacts",
+         str(settings.artifacts_dir)], capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    row = next(r for r in json.loads(listed.stdout)["result"]["runs"]
+               if r["run_id"] == out["run_id"])
+    assert row["agent"] == "exec:bash" and row["status"] == "failed"
+    assert row["images"]["live"]["size"] > 10_000_000  # the engine answered
+    engine.remove_image(out["live_image"])
     log = (Path(out["run_dir"]) / "logs" / "agent.log").read_text()
     assert "streamed \x1b[31m[/]***" in log  # the log keeps the bytes, masked
 
