@@ -165,3 +165,26 @@ def test_verify_table_prints_reasons_literally(capsys: pytest.CaptureFixture[str
     assert "t[/]" in out
     assert "[/] :x: [bold]" in out
     assert "❌" not in out
+
+
+def test_verify_progress_is_checked() -> None:
+    proc = run("verify", "--progress", "fancy", "--json")
+    assert proc.returncode == errors.UsageError.exit_code
+    assert "--progress is steps, plain or quiet" in json.loads(proc.stdout)["error"]["message"]
+
+
+def test_global_flags_stop_at_the_agent_command() -> None:
+    from synth import console
+    from synth.cli import _global_flags
+
+    before = dict(console.mode)
+    try:
+        argv = _global_flags(["--json", "runs", "--debug", "list", "--", "x", "--json"])
+        assert argv == ["runs", "list", "--json", "--", "x", "--json"]
+        assert console.mode["json"] and console.mode["debug"]
+        assert console.mode["command"] == "runs list"
+        argv = _global_flags(["run", "t", "--agent", "exec", "--", "agent", "--json"])
+        assert argv == ["run", "t", "--agent", "exec", "--", "agent", "--json"]
+        assert not console.mode["json"] and console.mode["command"] == "run"
+    finally:
+        console.mode.update(before)
