@@ -30,6 +30,7 @@ def test_reader_builds_and_checks_with_plain_docker(
     wheelhouse: Path | None, tmp_path: Path,
 ) -> None:
     outcome = verified("numpy-ext", "good.sh")
+    assert outcome.passed, outcome.document["reports"]["rebuilt"]  # synth's own rebuild
     art = tmp_path / "artifact"
     shutil.copytree(outcome.document["target"]["artifact_dir"], art)
     manifest = json.loads((art / "manifest.json").read_text())
