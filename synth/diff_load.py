@@ -62,9 +62,8 @@ def diff_command(opts: DiffOptions) -> int:
         loader = SideLoader(settings, python=opts.python, fingerprint=opts.fingerprint)
         result = diff_sides(_load_checked(loader, opts.a), _load_checked(loader, opts.b))
     except SynthError as exc:
-        console.err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
-        if exc.hint:
-            console.err.print(f"[bold]hint:[/] {exc.hint}", markup=True, highlight=False)
+        console.print_error(code=DIFF_ERROR_EXIT, kind=type(exc).__name__,
+                            message=exc.message, hint=exc.hint)
         return DIFF_ERROR_EXIT
     emit(result, json_out=opts.json, markdown=opts.markdown)
     return result.exit_code

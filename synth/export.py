@@ -24,7 +24,7 @@ from synth.distill.load import LoadedRun, load_run, sha256_file
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
 from synth.errors import ExportError
-from synth.render import render_artifact
+from synth.render import reader_facts, render_artifact
 
 MANIFEST_FORMAT = 1
 FORMATS = ("Dockerfile",)
@@ -199,7 +199,7 @@ def export_run(
         target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
         locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
                      else locker(env, target))
-    files = render_artifact(plan, locks)
+    files = render_artifact(plan, locks, reader=reader_facts(run.info.task_file))
     dest.parent.mkdir(parents=True, exist_ok=True)
     warnings = list(plan.warnings)
     with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:

@@ -183,3 +183,39 @@ def test_pinned_download_is_replayed_and_checked(tmp_path: Path) -> None:
     assert "A /data" not in plan.unexplained
     kept = {o.command: o.decision for o in plan.outcomes}
     assert kept["wget -O /data/w.ckpt https://example.org/w.ckpt"] == "kept"
+
+
+def test_reader_facts_url_source_cuda_and_labels(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from synth.distill.load import load_run
+    from synth.distill.plan import SourcePlan, distill
+    from synth.render import ReaderFacts, check_line, render_artifact
+
+    plan = distill(load_run(_run(tmp_path)))
+    plan = replace(plan, source=SourcePlan("url", "/workspace", "https://example.org/r.git",
+                                           "0123abcd" * 5))
+    locks = [fake_locker(e, None) for e in plan.envs]  # type: ignore[arg-type]
+    reader = ReaderFacts(description='A "quoted" task', cpu_command="python run.py --fast",
+                         workdir="/workspace/sub")
+    files = render_artifact(plan, locks, reader=reader)
+    docker = files["Dockerfile"]
+    assert 'org.opencontainers.image.source="https://example.org/r.git"' in docker
+    assert f'org.opencontainers.image.revision="{"0123abcd" * 5}"' in docker
+    assert 'org.opencontainers.image.description="A \\"quoted\\" task"' in docker
+    assert 'synth.kind="rebuilt"' in docker and "created" not in docker
+    assert docker.rstrip().endswith(
+        'CMD ["bash", "-c", "cd /workspace/sub && python run.py --fast"]')
+    cff = files["CITATION.cff"]
+    assert 'repository-code: "https://example.org/r.git"' in cff
+    assert f'commit: "{"0123abcd" * 5}"' in cff
+    readme = files["README.md"]
+    assert f"https://example.org/r.git at commit `{'0123abcd' * 5}`" in readme
+    assert "CPU-only" in readme
+    cuda = [replace(lk, pins=(*lk.pins, replace(lk.pins[0], name="nvidia-cublas-cu12")))
+            for lk in locks]
+    assert "--gpus all" in render_artifact(plan, cuda, reader=reader)["README.md"]
+    assert check_line("t:r", ReaderFacts(cpu_command="echo $HOME")) == \
+        "docker run --rm -w /workspace t:r bash -c 'echo $HOME'"
+    no_check = render_artifact(plan, locks)
+    assert "No CPU check in task.toml" in no_check["Dockerfile"]
