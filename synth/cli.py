@@ -279,6 +279,13 @@ def export_cmd(
     ca_bundle: CaBundleOpt = None,
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder the run used (env SYNTH_WHEELHOUSE).")] = None,
+    apt_snapshot: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--apt-snapshot", metavar="URL-TEMPLATE",
+        help="Snapshot archive for .debs the mirror dropped; {timestamp} = the run's end, "
+        "{archive} = debian or debian-security (default "
+        "https://snapshot.debian.org/archive/{archive}/{timestamp}/).")] = None,
+    apt_snapshot_only: Annotated[bool, typer.Option(
+        "--apt-snapshot-only", help="Fetch .debs from the snapshot archive only.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Distill a run into a rebuildable artifact (Dockerfile, locks, manifest, report)."""
@@ -297,7 +304,8 @@ def export_cmd(
 
         sys.stdout.write(plan_json(distill(load_run(run_dir), include=include or ())))
         return
-    result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker)
+    result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
+                        apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only)
     if json_out:
         console.print_json({"artifact_dir": str(result.artifact_dir), "run_dir": str(run_dir),
                             "warnings": list(result.warnings)})

@@ -18,6 +18,7 @@ from pathlib import Path
 from synth import __version__
 from synth.atomic import dumps_json
 from synth.config import Settings
+from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.load import LoadedRun, load_run, sha256_file
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
@@ -108,6 +109,26 @@ def _all_files(root: Path) -> list[Path]:
                   key=lambda p: p.relative_to(root).as_posix())
 
 
+def _apt_timestamp(run: LoadedRun) -> str | None:
+    from synth.distill.plan import snapshot_timestamp
+
+    return snapshot_timestamp(run.info.ended)
+
+
+def apt_manifest(plan: BuildPlan, apt: AptSources) -> dict[str, object]:
+    """The manifest's ``apt`` key: how the .debs are pinned and where they come from."""
+    return {
+        "packages": len(plan.apt.pins),
+        "hashed": len(plan.apt.debs),
+        "unhashed": [n for n, _ in plan.apt.unhashed],
+        "timestamp": plan.apt.timestamp,
+        "snapshot_template": apt.template,
+        "snapshot_url": apt.url,
+        "sources": list(apt.order),
+        "bytes": sum(d.size for d in plan.apt.debs),
+    }
+
+
 def run_wheelhouse(settings: Settings, run: LoadedRun) -> Path | None:
     """The host wheelhouse: the one configured, else the one the run recorded."""
     if settings.wheelhouse is not None:
@@ -125,12 +146,16 @@ def export_run(
     include: Sequence[str] = (),
     locker: str | Locker = "uv",
     hash_downloads: bool = True,
+    apt_snapshot: str | None = None,
+    apt_snapshot_only: bool = False,
 ) -> ExportResult:
     """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``).
 
     ``hash_downloads``: take the sha256 of downloaded files from the live image (needs the
-    engine) so that the artifact replays those downloads pinned."""
+    engine) so that the artifact replays those downloads pinned. ``apt_snapshot``: the
+    snapshot archive URL template for .debs (docs/export.md, Durability)."""
     run = load_run(run_dir)
+    apt = apt_sources(apt_snapshot, _apt_timestamp(run), apt_snapshot_only)
     plan = distill(run, include=include,
                    download_hashes=_download_hashes(run) if hash_downloads else None)
     wheelhouse = run_wheelhouse(settings, run)
@@ -139,7 +164,7 @@ def export_run(
         target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
         locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
                      else locker(env, target))
-    files = render_artifact(plan, locks)
+    files = render_artifact(plan, locks, apt=apt)
     dest = (out_dir or run.run_dir / "export").resolve()
     dest.parent.mkdir(parents=True, exist_ok=True)
     warnings = list(plan.warnings)
@@ -170,6 +195,7 @@ def export_run(
             "export_format": "Dockerfile",
             "base_image": {"ref": plan.base_ref, "id": plan.base_id,
                            "digest": plan.base_digest},
+            "apt": apt_manifest(plan, apt),
             "python": plan.python,
             "locks": {lk.env.lock_file: {"python": lk.env.python, "pins": len(lk.pins),
                                          "locker": lk.locker} for lk in locks},

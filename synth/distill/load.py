@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,20 @@ class Interpreter:
 
 
 @dataclass(frozen=True)
+class DebRecord:
+    """One pinned .deb as apt's indexes in the live container described it."""
+
+    name: str
+    version: str
+    arch: str
+    sha256: str
+    size: int
+    #: The archive root it came from (``http://deb.debian.org/debian``) and the pool path.
+    mirror: str
+    filename: str
+
+
+@dataclass(frozen=True)
 class AptState:
     base: Mapping[str, str]
     final: Mapping[str, str]
@@ -89,6 +103,10 @@ class AptState:
     changed: Mapping[str, tuple[str, str]]
     removed: Mapping[str, str]
     manual: tuple[str, ...]
+    #: Content hashes of the pinned .debs (runs before they were captured have none).
+    debs: Mapping[str, DebRecord] = field(default_factory=dict)
+    #: True when the run captured .deb hashes at all (an older run did not).
+    debs_captured: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,6 +127,8 @@ class RunInfo:
     wheelhouse: str | None
     ca_bundle: bool
     live_image: str | None
+    #: When the session ended (ISO 8601, UTC), for the time-pinned apt snapshot source.
+    ended: str | None = None
 
 
 @dataclass(frozen=True)
@@ -250,6 +270,12 @@ def _load_repo(task_file: str | None) -> RepoRef | None:
     return RepoRef(path=str(path) if path else None, url=task.repo.url, commit=task.repo.commit)
 
 
+def _deb_record(name: str, d: Mapping[str, Any]) -> DebRecord:
+    return DebRecord(name=name, version=str(d["version"]), arch=str(d.get("arch") or ""),
+                     sha256=str(d["sha256"]), size=int(d["size"]), mirror=str(d["mirror"]),
+                     filename=str(d["filename"]))
+
+
 def load_run(run_dir: Path) -> LoadedRun:
     """Read ``run_dir``; raises :class:`ExportError` naming the file that is wrong."""
     run_dir = run_dir.resolve()
@@ -275,6 +301,7 @@ def load_run(run_dir: Path) -> LoadedRun:
             wheelhouse=str(run["wheelhouse"]) if run.get("wheelhouse") else None,
             ca_bundle=bool(run.get("ca_bundle", False)),
             live_image=str(live["ref"]) if isinstance(live, dict) and live.get("ref") else None,
+            ended=str(run.get("ended") or run.get("started") or "") or None,
         )
         interpreters = tuple(
             Interpreter(
@@ -299,6 +326,8 @@ def load_run(run_dir: Path) -> LoadedRun:
             changed={k: (str(v[0]), str(v[1])) for k, v in changed_raw.items()},
             removed=dict(apt.get("removed") or {}),
             manual=tuple(sorted(apt.get("manual") or ())),
+            debs={str(n): _deb_record(str(n), d) for n, d in (apt.get("debs") or {}).items()},
+            debs_captured="debs" in apt,
         )
         changes = tuple(PathChange(str(c["kind"]), str(c["path"]))
                         for c in diff.get("changes", []))

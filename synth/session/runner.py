@@ -320,8 +320,11 @@ class _Session:
 
         final = self.guarded("dpkg packages", lambda: snapshot.dpkg_snapshot(c))
         if final is not None and self.base_dpkg is not None:
+            base_pkgs = self.base_dpkg.packages
+            debs = self.guarded("apt .deb hashes", lambda: snapshot.deb_records(
+                c, snapshot.apt_pins(base_pkgs, final.packages)))
             write_json(state / "apt.json", snapshot.apt_state(
-                self.base_dpkg.packages, final.packages, self.base_dpkg.manual, final.manual))
+                base_pkgs, final.packages, self.base_dpkg.manual, final.manual, debs))
 
         found = self.guarded("python interpreters",
                              lambda: snapshot.python_interpreters(c, added))
