@@ -286,6 +286,9 @@ def export_cmd(
         "https://snapshot.debian.org/archive/{archive}/{timestamp}/).")] = None,
     apt_snapshot_only: Annotated[bool, typer.Option(
         "--apt-snapshot-only", help="Fetch .debs from the snapshot archive only.")] = False,
+    archive: Annotated[bool, typer.Option(
+        "--archive", help="Also write <task>-<run-id>.tar.gz (deterministic) beside the "
+        "artifact, with an RO-Crate and a CycloneDX SBOM inside; print its sha256.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Distill a run into a rebuildable artifact (Dockerfile, locks, manifest, report)."""
@@ -305,14 +308,20 @@ def export_cmd(
         sys.stdout.write(plan_json(distill(load_run(run_dir), include=include or ())))
         return
     result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
-                        apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only)
+                        apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only,
+                        archive=archive)
     if json_out:
         console.print_json({"artifact_dir": str(result.artifact_dir), "run_dir": str(run_dir),
-                            "warnings": list(result.warnings)})
+                            "warnings": list(result.warnings),
+                            **({"archive": str(result.archive),
+                                "archive_sha256": result.archive_sha256}
+                               if result.archive else {})})
         return
     for w in result.warnings:
         console.err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
     console.say(f"artifact: {result.artifact_dir}")
+    if result.archive:
+        console.say(f"archive: {result.archive}\nsha256: {result.archive_sha256}")
 
 
 @app.command("verify")

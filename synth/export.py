@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from synth import __version__
+from synth import __version__, publish
 from synth.atomic import dumps_json
 from synth.config import Settings
 from synth.distill.apt_source import AptSources, apt_sources
@@ -38,6 +38,9 @@ class ExportResult:
     artifact_dir: Path
     plan: BuildPlan
     warnings: tuple[str, ...]
+    #: With ``archive``: ``<task>-<run-id>.tar.gz`` beside the artifact, and its sha256.
+    archive: Path | None = None
+    archive_sha256: str | None = None
 
 
 def _copy_tree(src: Path, dest: Path) -> None:
@@ -148,12 +151,14 @@ def export_run(
     hash_downloads: bool = True,
     apt_snapshot: str | None = None,
     apt_snapshot_only: bool = False,
+    archive: bool = False,
 ) -> ExportResult:
     """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``).
 
     ``hash_downloads``: take the sha256 of downloaded files from the live image (needs the
     engine) so that the artifact replays those downloads pinned. ``apt_snapshot``: the
-    snapshot archive URL template for .debs (docs/export.md, Durability)."""
+    snapshot archive URL template for .debs (docs/export.md, Durability). ``archive``:
+    add an RO-Crate and a CycloneDX SBOM and write a deterministic ``.tar.gz`` beside."""
     run = load_run(run_dir)
     apt = apt_sources(apt_snapshot, _apt_timestamp(run), apt_snapshot_only)
     plan = distill(run, include=include,
@@ -186,6 +191,10 @@ def export_run(
             _clone(run.repo.url, run.repo.commit, tmp / "source")
         _copy_includes(run, plan.includes, tmp)
         wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
+        epoch = publish.source_date_epoch(run) if archive else 0
+        if archive:
+            (tmp / publish.SBOM).write_text(publish.sbom_json(plan, locks, epoch),
+                                            encoding="utf-8")
         manifest = {
             "format": MANIFEST_FORMAT,
             "synth_version": __version__,
@@ -210,9 +219,20 @@ def export_run(
                       for p in _all_files(tmp) if p.is_file()},
             "warnings": sorted(set(warnings)),
         }
+        if archive:
+            manifest["archive"] = publish.archive_manifest(plan, epoch)
         (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
+        if archive:  # last: it describes every other file, the manifest included
+            (tmp / publish.RO_CRATE).write_text(publish.ro_crate_json(tmp, plan, run, epoch),
+                                                encoding="utf-8")
         old = Path(tmp_str) / "old"
         if dest.exists():
             os.replace(dest, old)
         os.replace(tmp, dest)
-    return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))))
+    if not archive:
+        return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))))
+    name = publish.archive_name(plan)
+    path = dest.parent / f"{name}.tar.gz"
+    digest = publish.write_archive(dest, path, name, epoch)
+    return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))),
+                        archive=path, archive_sha256=digest)
