@@ -12,9 +12,10 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from synth.engine.docker import DockerEngine
 from synth.errors import BaseImageError
@@ -62,6 +63,16 @@ def _dpkg_packages(rootfs: Path) -> list[str]:
         if fields.get("Status", "").endswith(" installed") and "Package" in fields:
             pkgs.append(f"{fields['Package']}={fields.get('Version', '')}")
     return sorted(pkgs)
+
+
+def _tool_version(package: str) -> str:
+    """The host's Debian package version of ``package`` (empty when unknown)."""
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package],
+                             capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
 
 
 def bootstrap(
@@ -124,6 +135,7 @@ def bootstrap(
             "synth.kind": "base",
             "synth.base.recipe": recipe.describe(),
             "synth.base.packages_sha256": digest,
+            "synth.base.tool_version": _tool_version("debootstrap"),
         }
         image_id = engine.import_image(tar_path, ref, labels=labels)
     say(f"Made {ref} ({len(packages)} Debian packages, content {digest[:12]}).")
@@ -145,3 +157,89 @@ def ensure_base_image(
         )
     say(f"Base image {ref} is missing; making it now.")
     bootstrap(engine, ref, recipe, say=say)
+
+
+# ------------------------------------------------------------ a base that can be checked
+
+def parse_recipe(describe: str) -> BaseRecipe | None:
+    """The inverse of :meth:`BaseRecipe.describe` (a base image's ``synth.base.recipe``)."""
+    words = describe.split()
+    if len(words) < 4 or words[:2] != ["debootstrap", "--variant=minbase"]:
+        return None
+    include: tuple[str, ...] = ()
+    rest = words[2:]
+    if rest[0].startswith("--include="):
+        include = tuple(x for x in rest[0].removeprefix("--include=").split(",") if x)
+        rest = rest[1:]
+    if len(rest) != 2:
+        return None
+    return BaseRecipe(suite=rest[0], include=include, mirror=rest[1])
+
+
+def base_manifest(ref: str, image_id: str | None, digest: str | None,
+                  rootfs: Sequence[str], repo_digests: Sequence[str],
+                  labels: Mapping[str, str]) -> dict[str, Any]:
+    """The manifest's ``base`` key: what the artifact was made on, and how to remake it."""
+    describe = labels.get("synth.base.recipe")
+    recipe = parse_recipe(describe) if describe else None
+    return {
+        "ref": ref, "id": image_id, "digest": digest,
+        "rootfs": list(rootfs), "repo_digests": sorted(repo_digests),
+        "recipe": None if recipe is None else {
+            "tool": "debootstrap", "variant": "minbase", "suite": recipe.suite,
+            "include": list(recipe.include), "mirror": recipe.mirror, "describe": describe,
+            "tool_version": labels.get("synth.base.tool_version"),
+            "packages_sha256": labels.get("synth.base.packages_sha256"),
+        },
+    }
+
+
+def _short(layers: Sequence[str]) -> str:
+    return ", ".join(x.removeprefix("sha256:")[:12] for x in layers) or "(none)"
+
+
+def check_base(engine: DockerEngine, base: Mapping[str, Any], *, allow_mismatch: bool = False,
+               say: Callable[[str], None] = print) -> str:
+    """Before a rebuild: is the artifact's base on this engine the one it was made on?
+
+    A missing synth base is recreated from the recorded recipe (debootstrap is not bit
+    for bit reproducible, so the package list's hash decides); a present base whose
+    rootfs layers differ from the recorded ones is refused unless ``allow_mismatch``.
+    Returns what was found, in words."""
+    ref = str(base.get("ref") or "")
+    want = [str(x) for x in base.get("rootfs") or []]
+    if not ref or base.get("digest"):
+        return "pinned by registry digest" if ref else "not recorded"
+    if not engine.image_exists(ref):
+        raw = base.get("recipe")
+        if not isinstance(raw, Mapping):
+            raise BaseImageError(
+                f"The artifact's base image {ref} is not on this engine, and its manifest "
+                "records no recipe to make it from.",
+                hint="Load the original image (`docker load -i base.tar`) and tag it " + ref)
+        recipe = BaseRecipe(suite=str(raw["suite"]), include=tuple(raw.get("include") or ()),
+                            mirror=str(raw.get("mirror") or DEFAULT_MIRROR))
+        say(f"Base image {ref} is missing; recreating it from the recorded recipe "
+            f"({recipe.describe()}).")
+        bootstrap(engine, ref, recipe, say=say)
+        labels = engine.image_inspect(ref).get("Config", {}).get("Labels") or {}
+        got, rec = labels.get("synth.base.packages_sha256"), raw.get("packages_sha256")
+        if rec and got != rec and not allow_mismatch:
+            raise BaseImageError(
+                f"Recreated {ref} from its recipe, but its Debian packages differ from the "
+                f"recorded base (package list {str(got)[:12]} vs {str(rec)[:12]}): the mirror "
+                "has moved on.", hint="Pass --allow-base-mismatch to build on it anyway.")
+        return "recreated from the recorded recipe"
+    layers = list((engine.image_inspect(ref).get("RootFS") or {}).get("Layers") or [])
+    if not want:
+        return "no rootfs recorded: not checked"
+    if layers == want:
+        return "matches the recorded rootfs"
+    if not allow_mismatch:
+        raise BaseImageError(
+            f"The base image {ref} on this engine is not the one the artifact was made on: its "
+            f"rootfs layers are {_short(layers)}, manifest.json records {_short(want)}.",
+            hint="Load the original base image, or pass --allow-base-mismatch to build on "
+            "this one anyway (the rebuild may then differ).")
+    say(f"warning: base image {ref} differs from the recorded one (allowed).")
+    return "differs from the recorded rootfs (allowed)"

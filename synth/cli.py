@@ -346,6 +346,9 @@ def verify_cmd(
     scanner: Annotated[str, typer.Option(help="C0 parser: ast (default) or libcst.")] = "ast",
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder the artifact's lock needs to rebuild (env SYNTH_WHEELHOUSE).")] = None,
+    allow_base_mismatch: Annotated[bool, typer.Option(
+        "--allow-base-mismatch", help="Rebuild even on a base image whose rootfs differs "
+        "from the one manifest.json records.")] = False,
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
@@ -359,6 +362,7 @@ def verify_cmd(
         target=target, rebuild=rebuild, live=live, levels=v.parse_levels(levels),
         require=v.parse_require(require), runtime=runtime,  # type: ignore[arg-type]
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
+        allow_base_mismatch=allow_base_mismatch,
     )
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))

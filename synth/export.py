@@ -17,6 +17,7 @@ from pathlib import Path
 
 from synth import __version__, publish
 from synth.atomic import dumps_json
+from synth.base_images import base_manifest
 from synth.config import Settings
 from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.load import LoadedRun, load_run, sha256_file
@@ -205,6 +206,9 @@ def export_run(
             "base_image": {"ref": plan.base_ref, "id": plan.base_id,
                            "digest": plan.base_digest},
             "apt": apt_manifest(plan, apt),
+            "base": base_manifest(plan.base_ref, plan.base_id, plan.base_digest,
+                                  run.info.base_rootfs, run.info.base_repo_digests,
+                                  run.info.base_labels),
             "python": plan.python,
             "locks": {lk.env.lock_file: {"python": lk.env.python, "pins": len(lk.pins),
                                          "locker": lk.locker} for lk in locks},

@@ -22,6 +22,7 @@ import synth
 from synth.atomic import dumps_json
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_source import AptSources, apt_sources
+from synth.distill.load import repo_name
 from synth.distill.lock import Lock, render_lock
 from synth.distill.plan import BuildPlan
 
@@ -91,7 +92,8 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(shjoin=shjoin, shquote=shquote, shvalue=shvalue, dockerenv=dockerenv,
                        mdcode=mdcode, wordlines=wordlines,
-                       dirname=posixpath.dirname, basename=posixpath.basename)
+                       dirname=posixpath.dirname, basename=posixpath.basename,
+                       repo_name=repo_name)
     return env
 
 

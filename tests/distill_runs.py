@@ -74,7 +74,12 @@ def make_run_dir(
         "format": 1, "run_id": run_id, "synth_version": "0.1.0",
         "task": {"name": task, "task_file": str(task_file) if task_file else None},
         "agent": {"kind": "replay", "script": "/x/sloppy.sh", "argv": None},
-        "base_image": {"ref": "synth/python:bookworm", "id": base_id, "labels": {}},
+        "base_image": {
+            "ref": "synth/python:bookworm", "id": base_id,
+            "labels": {"synth.base.recipe": "debootstrap --variant=minbase --include=python3,"
+                       "python3-venv bookworm http://deb.debian.org/debian",
+                       "synth.base.packages_sha256": "cd" * 32},
+            "rootfs": ["sha256:" + "ef" * 32], "repo_digests": []},
         "started": "2026-11-29T10:15:00Z", "ended": "2026-11-29T10:16:40Z",
         "status": "succeeded", "agent_exit_code": 0,
         "source_tree": {"before": "0" * 64, "after": "0" * 64, "changed": []},

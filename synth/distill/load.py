@@ -129,6 +129,10 @@ class RunInfo:
     live_image: str | None
     #: When the session ended (ISO 8601, UTC), for the time-pinned apt snapshot source.
     ended: str | None = None
+    #: The base image's RootFS.Layers, RepoDigests and labels (a synth base's recipe).
+    base_rootfs: tuple[str, ...] = ()
+    base_repo_digests: tuple[str, ...] = ()
+    base_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -270,6 +274,21 @@ def _load_repo(task_file: str | None) -> RepoRef | None:
     return RepoRef(path=str(path) if path else None, url=task.repo.url, commit=task.repo.commit)
 
 
+def repo_name(ref: str) -> str:
+    """``registry:5000/name:tag`` -> ``registry:5000/name`` (no tag, no digest)."""
+    ref = ref.split("@", 1)[0]
+    head, _, last = ref.rpartition("/")
+    return (head + "/" if head else "") + last.split(":", 1)[0]
+
+
+def repo_digest(ref: str, repo_digests: Any) -> str | None:
+    """The ``sha256:…`` a registry gave the base ``ref`` (RepoDigests), if any."""
+    digests = [str(d) for d in repo_digests if "@sha256:" in str(d)]
+    same = [d for d in digests if repo_name(d) == repo_name(ref)]
+    chosen = same or sorted(digests)
+    return chosen[0].split("@", 1)[1] if chosen else None
+
+
 def _deb_record(name: str, d: Mapping[str, Any]) -> DebRecord:
     return DebRecord(name=name, version=str(d["version"]), arch=str(d.get("arch") or ""),
                      sha256=str(d["sha256"]), size=int(d["size"]), mirror=str(d["mirror"]),
@@ -296,12 +315,16 @@ def load_run(run_dir: Path) -> LoadedRun:
             task_file=str(task["task_file"]) if task.get("task_file") else None,
             base_ref=str(base["ref"]),
             base_id=str(base["id"]) if base.get("id") else None,
-            base_digest=str(base["digest"]) if base.get("digest") else None,
+            base_digest=str(base["digest"]) if base.get("digest") else repo_digest(
+                str(base["ref"]), base.get("repo_digests") or []),
             status=str(run.get("status", "unknown")),
             wheelhouse=str(run["wheelhouse"]) if run.get("wheelhouse") else None,
             ca_bundle=bool(run.get("ca_bundle", False)),
             live_image=str(live["ref"]) if isinstance(live, dict) and live.get("ref") else None,
             ended=str(run.get("ended") or run.get("started") or "") or None,
+            base_rootfs=tuple(str(x) for x in base.get("rootfs") or ()),
+            base_repo_digests=tuple(sorted(str(x) for x in base.get("repo_digests") or ())),
+            base_labels={str(k): str(v) for k, v in (base.get("labels") or {}).items()},
         )
         interpreters = tuple(
             Interpreter(

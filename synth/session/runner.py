@@ -215,6 +215,9 @@ class _Session:
         self.record["base_image"] = {
             "ref": self.task.base_image, "id": info.get("Id"),
             "labels": dict((info.get("Config") or {}).get("Labels") or {}),
+            # What the base is made of, for artifacts that must find or recreate it.
+            "rootfs": list((info.get("RootFS") or {}).get("Layers") or []),
+            "repo_digests": sorted(info.get("RepoDigests") or []),
         }
         spec = ContainerSpec(
             image=self.task.base_image,
