@@ -321,7 +321,8 @@ def export_cmd(
         console.err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
     console.say(f"artifact: {result.artifact_dir}")
     if result.archive:
-        console.say(f"archive: {result.archive}\nsha256: {result.archive_sha256}")
+        for line in (f"archive: {result.archive}", f"sha256: {result.archive_sha256}"):
+            console.err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("verify")

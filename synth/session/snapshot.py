@@ -173,7 +173,9 @@ def deb_records(container: Container, pins: Mapping[str, str]) -> dict[str, Any]
         arches.setdefault(name, arch.strip())
     specs = [f"{n}={v}" for n, v in sorted(pins.items())]
     found: dict[str, dict[str, Any]] = {}
-    if specs:
+    lists = container.exec(["sh", "-c", "ls /var/lib/apt/lists/ | grep -c _Packages"],
+                           timeout=60)
+    if specs and lists.stdout.strip() not in ("", "0"):
         res = container.exec(["apt-get", "download", "--print-uris", *specs], timeout=300)
         found = parse_print_uris(res.stdout)
         if not res.ok:  # one unknown version fails them all: ask one by one

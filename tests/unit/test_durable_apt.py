@@ -12,9 +12,10 @@ from synth.diff_load import parse_apt_lock
 from synth.distill.apt_source import DEFAULT_APT_SNAPSHOT, apt_sources
 from synth.distill.load import load_run
 from synth.distill.plan import distill, snapshot_timestamp
+from synth.engine.base import ExecResult
 from synth.errors import UsageError
 from synth.render import render_artifact
-from synth.session.snapshot import apt_pins, parse_print_uris
+from synth.session.snapshot import apt_pins, deb_records, parse_print_uris
 
 SHA = "ba4f88f73dbc3ae9055f3c20f4523bfdbaf1ad13ff95e258924f77d20b4fbedf"
 
@@ -116,3 +117,45 @@ def test_a_run_without_hashes_installs_by_version(tmp_path: Path) -> None:
     assert "apt-fetch.sh" not in files
     run = load_run(make_run_dir(tmp_path / "w", apt_added={"gcc": "1"}))
     assert any("predates .deb hashing" in w for w in distill(run).warnings)
+
+
+class FakeContainer:
+    """Answers the three commands deb_records runs, like apt in a container would."""
+
+    def __init__(self, lists: int, known: dict[str, str]) -> None:
+        self.lists, self.known, self.calls = lists, known, 0
+
+    def exec(self, argv: list[str], **_kw: object) -> ExecResult:
+        self.calls += 1
+        if argv[0] == "dpkg-query":
+            return ExecResult(tuple(argv), 0, "gcc\tamd64\nhello\tamd64\ntzdata\tall\n", "")
+        if argv[0] == "sh":
+            return ExecResult(tuple(argv), 0 if self.lists else 1, f"{self.lists}\n", "")
+        lines, missing = [], False
+        for spec in argv[3:]:
+            name, _, version = spec.partition("=")
+            if self.known.get(name) != version:
+                missing = True
+                continue
+            lines.append(f"'http://deb.debian.org/debian/pool/main/{name[0]}/{name}/"
+                         f"{name}_{version}_amd64.deb' {name}_{version}_amd64.deb 10 SHA256:{SHA}")
+        if missing:
+            return ExecResult(tuple(argv), 100, "", "E: Version not found")
+        return ExecResult(tuple(argv), 0, "\n".join(lines), "")
+
+
+def test_deb_records_ask_one_by_one_when_a_version_is_unknown() -> None:
+    c = FakeContainer(lists=1, known={"gcc": "12", "hello": "2.10-3"})
+    got = deb_records(c, {"gcc": "12", "hello": "2.10-3", "tzdata": "2025a"})  # type: ignore[arg-type]
+    assert sorted(got["debs"]) == ["gcc", "hello"] and got["debs_missing"] == ["tzdata"]
+    assert got["debs"]["hello"] == {
+        "version": "2.10-3", "arch": "amd64", "sha256": SHA, "size": 10,
+        "mirror": "http://deb.debian.org/debian",
+        "filename": "pool/main/h/hello/hello_2.10-3_amd64.deb"}
+
+
+def test_deb_records_without_lists_name_every_package_missing() -> None:
+    c = FakeContainer(lists=0, known={"gcc": "12"})
+    got = deb_records(c, {"gcc": "12", "hello": "2.10-3"})  # type: ignore[arg-type]
+    assert got == {"debs": {}, "debs_missing": ["gcc", "hello"]}
+    assert c.calls == 2  # no apt-get call at all
