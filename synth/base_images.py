@@ -11,6 +11,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,15 +24,23 @@ from synth.errors import BaseImageError
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 
+TOOLS = ("debootstrap", "mmdebstrap")
+
+
 @dataclass(frozen=True)
 class BaseRecipe:
     suite: str
     include: tuple[str, ...] = ()
     mirror: str = DEFAULT_MIRROR
+    #: debootstrap (the default), or mmdebstrap: a reproducible tar with SOURCE_DATE_EPOCH.
+    tool: str = "debootstrap"
+    source_date_epoch: int | None = None
 
     def describe(self) -> str:
         inc = f" --include={','.join(self.include)}" if self.include else ""
-        return f"debootstrap --variant=minbase{inc} {self.suite} {self.mirror}"
+        sde = (f" SOURCE_DATE_EPOCH={self.source_date_epoch}"
+               if self.source_date_epoch is not None else "")
+        return f"{self.tool} --variant=minbase{inc} {self.suite} {self.mirror}{sde}"
 
 
 #: The recipes synth knows by tag; a task naming one of these gets it made when missing.
@@ -75,6 +84,72 @@ def _tool_version(package: str) -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
+def _find_tool(tool: str, ref: str) -> str:
+    path = shutil.which(tool) or (f"/usr/sbin/{tool}" if Path(f"/usr/sbin/{tool}").exists()
+                                  else shutil.which(tool, path="/usr/bin"))
+    if path is None:
+        raise BaseImageError(
+            f"{tool} is not installed, so no base image can be made here.",
+            hint=f"apt-get install {tool} (or pull/load a Debian image and tag it {ref}).",
+        )
+    if os.geteuid() != 0:
+        raise BaseImageError(
+            f"{tool} needs root to make a base image.",
+            hint=f"Run `sudo synth base bootstrap --tag {ref}`.",
+        )
+    return path
+
+
+def _run_tool(argv: list[str], recipe: BaseRecipe, env: dict[str, str] | None = None) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise BaseImageError(
+            f"{recipe.tool} failed (exit {proc.returncode}):\n{tail}",
+            hint=f"Is the Debian mirror {recipe.mirror} reachable? "
+            "Set SYNTH_DEBIAN_MIRROR to another.",
+        )
+
+
+def _debootstrap_tar(exe: str, recipe: BaseRecipe, tmp: Path) -> tuple[Path, list[str]]:
+    rootfs = tmp / "rootfs"
+    argv = [exe, "--variant=minbase"]
+    if recipe.include:
+        argv.append("--include=" + ",".join(recipe.include))
+    _run_tool([*argv, recipe.suite, str(rootfs), recipe.mirror], recipe)
+    # Package caches and lists only bloat the image; agents run apt-get update anyway.
+    for sub in ("var/cache/apt/archives", "var/lib/apt/lists"):
+        for entry in (rootfs / sub).glob("*"):
+            if entry.is_file():
+                entry.unlink()
+    packages = _dpkg_packages(rootfs)
+    tar_path = tmp / "rootfs.tar"
+    subprocess.run(
+        ["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tar_path), "."], check=True
+    )
+    return tar_path, packages
+
+
+def _mmdebstrap_tar(exe: str, recipe: BaseRecipe, tmp: Path) -> tuple[Path, list[str]]:
+    """mmdebstrap writes a reproducible tar itself: same inputs and SOURCE_DATE_EPOCH, same
+    bytes (its own cleanup drops apt's lists and caches)."""
+    tar_path = tmp / "rootfs.tar"
+    argv = [exe, "--quiet", "--mode=root", "--variant=minbase", "--format=tar"]
+    if recipe.include:
+        argv.append("--include=" + ",".join(recipe.include))
+    env = dict(os.environ)
+    if recipe.source_date_epoch is not None:
+        env["SOURCE_DATE_EPOCH"] = str(recipe.source_date_epoch)
+    _run_tool([*argv, recipe.suite, str(tar_path), recipe.mirror], recipe, env)
+    status = tmp / "status"
+    with tarfile.open(tar_path) as tar:
+        member = tar.extractfile("./var/lib/dpkg/status")
+        status.write_bytes(member.read() if member else b"")
+    (tmp / "fs" / "var/lib/dpkg").mkdir(parents=True)
+    status.replace(tmp / "fs" / "var/lib/dpkg/status")
+    return tar_path, _dpkg_packages(tmp / "fs")
+
+
 def bootstrap(
     engine: DockerEngine,
     ref: str,
@@ -90,52 +165,18 @@ def bootstrap(
             say(f"{ref} already exists with this recipe; nothing to do.")
             return str(engine.image_inspect(ref)["Id"])
         say(f"{ref} exists but with another recipe; it will be rebuilt.")
-    debootstrap = shutil.which("debootstrap") or (
-        "/usr/sbin/debootstrap" if Path("/usr/sbin/debootstrap").exists() else None
-    )
-    if debootstrap is None:
-        raise BaseImageError(
-            "debootstrap is not installed, so no base image can be made here.",
-            hint="apt-get install debootstrap (or pull/load a Debian image and tag it "
-            f"{ref}).",
-        )
-    if os.geteuid() != 0:
-        raise BaseImageError(
-            "debootstrap needs root to make a base image.",
-            hint=f"Run `sudo synth base bootstrap --tag {ref}`.",
-        )
+    exe = _find_tool(recipe.tool, ref)
     with tempfile.TemporaryDirectory(prefix="synth-base-") as tmp:
-        rootfs = Path(tmp) / "rootfs"
-        argv = [debootstrap, "--variant=minbase"]
-        if recipe.include:
-            argv.append("--include=" + ",".join(recipe.include))
-        argv += [recipe.suite, str(rootfs), recipe.mirror]
-        say(f"Making base image {ref}: {recipe.describe()} (about a minute)")
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-            raise BaseImageError(
-                f"debootstrap failed (exit {proc.returncode}):\n{tail}",
-                hint=f"Is the Debian mirror {recipe.mirror} reachable? "
-                "Set SYNTH_DEBIAN_MIRROR to another.",
-            )
-        # Package caches and lists only bloat the image; agents run apt-get update anyway.
-        for sub in ("var/cache/apt/archives", "var/lib/apt/lists"):
-            for entry in (rootfs / sub).glob("*"):
-                if entry.is_file():
-                    entry.unlink()
-        packages = _dpkg_packages(rootfs)
+        say(f"Making base image {ref}: {recipe.describe()} (a minute or two)")
+        make = _mmdebstrap_tar if recipe.tool == "mmdebstrap" else _debootstrap_tar
+        tar_path, packages = make(exe, recipe, Path(tmp))
         digest = hashlib.sha256("\n".join(packages).encode()).hexdigest()
-        tar_path = Path(tmp) / "rootfs.tar"
-        subprocess.run(
-            ["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tar_path), "."], check=True
-        )
         labels = {
             "synth.managed": "1",
             "synth.kind": "base",
             "synth.base.recipe": recipe.describe(),
             "synth.base.packages_sha256": digest,
-            "synth.base.tool_version": _tool_version("debootstrap"),
+            "synth.base.tool_version": _tool_version(recipe.tool),
         }
         image_id = engine.import_image(tar_path, ref, labels=labels)
     say(f"Made {ref} ({len(packages)} Debian packages, content {digest[:12]}).")
@@ -164,16 +205,21 @@ def ensure_base_image(
 def parse_recipe(describe: str) -> BaseRecipe | None:
     """The inverse of :meth:`BaseRecipe.describe` (a base image's ``synth.base.recipe``)."""
     words = describe.split()
-    if len(words) < 4 or words[:2] != ["debootstrap", "--variant=minbase"]:
+    if len(words) < 4 or words[0] not in TOOLS or words[1] != "--variant=minbase":
         return None
     include: tuple[str, ...] = ()
     rest = words[2:]
     if rest[0].startswith("--include="):
         include = tuple(x for x in rest[0].removeprefix("--include=").split(",") if x)
         rest = rest[1:]
+    sde: int | None = None
+    if rest and rest[-1].startswith("SOURCE_DATE_EPOCH="):
+        value = rest.pop().removeprefix("SOURCE_DATE_EPOCH=")
+        sde = int(value) if value.isdigit() else None
     if len(rest) != 2:
         return None
-    return BaseRecipe(suite=rest[0], include=include, mirror=rest[1])
+    return BaseRecipe(suite=rest[0], include=include, mirror=rest[1], tool=words[0],
+                      source_date_epoch=sde)
 
 
 def base_manifest(ref: str, image_id: str | None, digest: str | None,
@@ -186,7 +232,8 @@ def base_manifest(ref: str, image_id: str | None, digest: str | None,
         "ref": ref, "id": image_id, "digest": digest,
         "rootfs": list(rootfs), "repo_digests": sorted(repo_digests),
         "recipe": None if recipe is None else {
-            "tool": "debootstrap", "variant": "minbase", "suite": recipe.suite,
+            "tool": recipe.tool, "variant": "minbase", "suite": recipe.suite,
+            "source_date_epoch": recipe.source_date_epoch,
             "include": list(recipe.include), "mirror": recipe.mirror, "describe": describe,
             "tool_version": labels.get("synth.base.tool_version"),
             "packages_sha256": labels.get("synth.base.packages_sha256"),
@@ -217,8 +264,11 @@ def check_base(engine: DockerEngine, base: Mapping[str, Any], *, allow_mismatch:
                 f"The artifact's base image {ref} is not on this engine, and its manifest "
                 "records no recipe to make it from.",
                 hint="Load the original image (`docker load -i base.tar`) and tag it " + ref)
+        sde = raw.get("source_date_epoch")
         recipe = BaseRecipe(suite=str(raw["suite"]), include=tuple(raw.get("include") or ()),
-                            mirror=str(raw.get("mirror") or DEFAULT_MIRROR))
+                            mirror=str(raw.get("mirror") or DEFAULT_MIRROR),
+                            tool=str(raw.get("tool") or "debootstrap"),
+                            source_date_epoch=int(sde) if isinstance(sde, int) else None)
         say(f"Base image {ref} is missing; recreating it from the recorded recipe "
             f"({recipe.describe()}).")
         bootstrap(engine, ref, recipe, say=say)

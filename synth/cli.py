@@ -107,10 +107,15 @@ def base_bootstrap(
     ] = None,
     mirror: Annotated[Optional[str], typer.Option(help="Debian mirror URL.")] = None,  # noqa: UP045
     force: Annotated[bool, typer.Option(help="Rebuild even if it exists.")] = False,
+    tool: Annotated[str, typer.Option(help="debootstrap, or mmdebstrap (a reproducible "
+                                      "rootfs with --source-date-epoch).")] = "debootstrap",
+    source_date_epoch: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        help="mmdebstrap: every timestamp in the rootfs (use with a snapshot --mirror).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Make a minimal Debian base image with debootstrap + docker import."""
-    from synth.base_images import BaseRecipe, bootstrap, recipe_for
+    from synth.base_images import TOOLS, BaseRecipe, bootstrap, recipe_for
     from synth.engine.docker import DockerEngine
 
     known = recipe_for(tag, mirror)
@@ -119,7 +124,11 @@ def base_bootstrap(
         include=tuple(sorted(i for i in include.split(",") if i)) if include is not None
         else (known.include if known else ()),
         mirror=mirror or (known.mirror if known else BaseRecipe(suite).mirror),
+        tool=tool, source_date_epoch=source_date_epoch,
     )
+    if tool not in TOOLS or (source_date_epoch is not None and tool != "mmdebstrap"):
+        raise UsageError(f"--tool is one of {', '.join(TOOLS)}; --source-date-epoch needs "
+                         "--tool mmdebstrap.")
     image_id = bootstrap(DockerEngine.connect(), tag, recipe, force=force, say=console.say)
     if json_out:
         console.print_json({"image": tag, "id": image_id, "recipe": recipe.describe()})

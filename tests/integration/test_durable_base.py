@@ -5,6 +5,7 @@ and the real base matches what a run records. One tiny image build (one file).""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from synth.base_images import check_base
+from synth.base_images import BaseRecipe, bootstrap, check_base, parse_recipe
 from synth.config import Settings
 from synth.errors import BaseImageError
 from synth.verify_cmd import VerifyOptions, verify
@@ -49,3 +50,25 @@ def test_an_artifact_on_another_base_is_refused(engine: Any, base_image: str,
         assert not (tmp_path / "v" / "build.log").exists()  # refused before building
     finally:
         engine.remove_image(OTHER)
+
+
+@pytest.mark.skipif(os.environ.get("SYNTH_TEST_BOOTSTRAP") != "1",
+                    reason="two mmdebstrap bootstraps take over 3 minutes on 2 cores: opt in "
+                    "with SYNTH_TEST_BOOTSTRAP=1")
+def test_two_reproducible_bootstraps_give_the_same_rootfs(engine: Any) -> None:
+    if shutil.which("mmdebstrap") is None:
+        pytest.skip("mmdebstrap is not installed")
+    recipe = BaseRecipe("bookworm", tool="mmdebstrap", source_date_epoch=1795947400)
+    refs = ["synth-test/repro:a", "synth-test/repro:b"]
+    try:
+        for ref in refs:
+            bootstrap(engine, ref, recipe, force=True, say=lambda _m: None)
+        a, b = (_layers(engine, ref) for ref in refs)
+        assert a == b and len(a) == 1
+        labels = engine.image_inspect(refs[0])["Config"]["Labels"]
+        assert labels["synth.base.recipe"] == recipe.describe()
+        assert parse_recipe(labels["synth.base.recipe"]) == recipe
+    finally:
+        for ref in refs:
+            if engine.image_exists(ref):
+                engine.remove_image(ref)

@@ -86,3 +86,10 @@ def test_ro_crate_has_its_required_entities(tmp_path: Path) -> None:
     crate = ROCrate(str(art))  # the library reads it back
     assert crate.root_dataset["name"] == root["name"]
     assert crate.mainEntity.id == "Dockerfile"
+
+
+def test_manifest_with_archive_validates(tmp_path: Path) -> None:
+    from synth.schemas import validate
+
+    art = _export(tmp_path, _run(tmp_path), "a").artifact_dir
+    assert validate(json.loads((art / "manifest.json").read_text()), "manifest") == []
