@@ -85,8 +85,8 @@ def _tool_version(package: str) -> str:
 
 
 def _find_tool(tool: str, ref: str) -> str:
-    path = shutil.which(tool) or (f"/usr/sbin/{tool}" if Path(f"/usr/sbin/{tool}").exists()
-                                  else shutil.which(tool, path="/usr/bin"))
+    # /usr/sbin is not on every user's PATH (debootstrap lives there).
+    path = shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin")
     if path is None:
         raise BaseImageError(
             f"{tool} is not installed, so no base image can be made here.",
