@@ -156,10 +156,15 @@ def base_bootstrap(
     ] = None,
     mirror: Annotated[Optional[str], typer.Option(help="Debian mirror URL.")] = None,  # noqa: UP045
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if it exists.")] = False,
+    tool: Annotated[str, typer.Option(help="debootstrap, or mmdebstrap (a reproducible "
+                                      "rootfs with --source-date-epoch).")] = "debootstrap",
+    source_date_epoch: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        help="mmdebstrap: every timestamp in the rootfs (use with a snapshot --mirror).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Make a minimal Debian base image with debootstrap + docker import."""
-    from synth.base_images import BaseRecipe, bootstrap, recipe_for
+    from synth.base_images import TOOLS, BaseRecipe, bootstrap, recipe_for
     from synth.engine.docker import DockerEngine
 
     known = recipe_for(tag, mirror)
@@ -168,7 +173,11 @@ def base_bootstrap(
         include=tuple(sorted(i for i in include.split(",") if i)) if include is not None
         else (known.include if known else ()),
         mirror=mirror or (known.mirror if known else BaseRecipe(suite).mirror),
+        tool=tool, source_date_epoch=source_date_epoch,
     )
+    if tool not in TOOLS or (source_date_epoch is not None and tool != "mmdebstrap"):
+        raise UsageError(f"--tool is one of {', '.join(TOOLS)}; --source-date-epoch needs "
+                         "--tool mmdebstrap.")
     image_id = bootstrap(DockerEngine.connect(), tag, recipe, force=force, say=console.say)
     if json_out:
         console.print_json({"image": tag, "id": image_id, "recipe": recipe.describe()})
@@ -369,6 +378,16 @@ def export_cmd(
     ca_bundle: CaBundleOpt = None,
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder the run used (env SYNTH_WHEELHOUSE).")] = None,
+    apt_snapshot: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--apt-snapshot", metavar="URL-TEMPLATE",
+        help="Snapshot archive for .debs the mirror dropped; {timestamp} = the run's end, "
+        "{archive} = debian or debian-security (default "
+        "https://snapshot.debian.org/archive/{archive}/{timestamp}/).")] = None,
+    apt_snapshot_only: Annotated[bool, typer.Option(
+        "--apt-snapshot-only", help="Fetch .debs from the snapshot archive only.")] = False,
+    archive: Annotated[bool, typer.Option(
+        "--archive", help="Also write <task>-<run-id>.tar.gz (deterministic) beside the "
+        "artifact, with an RO-Crate and a CycloneDX SBOM inside; print its sha256.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Distill a run into a rebuildable artifact (Dockerfile, locks, manifest, report)."""
@@ -390,14 +409,22 @@ def export_cmd(
         sys.stdout.write(plan_json(distill(load_run(run_dir), include=include or ())))
         return
     result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
-                        force=force, allow_incomplete=allow_incomplete)
+                        force=force, allow_incomplete=allow_incomplete,
+                        apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only,
+                        archive=archive)
     if json_out:
         console.print_json({"artifact_dir": str(result.artifact_dir), "run_dir": str(run_dir),
-                            "warnings": list(result.warnings)})
+                            "warnings": list(result.warnings),
+                            **({"archive": str(result.archive),
+                                "archive_sha256": result.archive_sha256}
+                               if result.archive else {})})
         return
     for w in result.warnings:
         console.warn(w)
     console.say(f"artifact: {result.artifact_dir}")
+    if result.archive:
+        for line in (f"archive: {result.archive}", f"sha256: {result.archive_sha256}"):
+            console.err.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _export_target(run_arg: str | None, fmt: str, run_opt: str | None) -> tuple[str, str | None]:
@@ -443,6 +470,9 @@ def verify_cmd(
         "build.log has every line either way.")] = "steps",
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder the artifact's lock needs to rebuild (env SYNTH_WHEELHOUSE).")] = None,
+    allow_base_mismatch: Annotated[bool, typer.Option(
+        "--allow-base-mismatch", help="Rebuild even on a base image whose rootfs differs "
+        "from the one manifest.json records.")] = False,
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
@@ -459,6 +489,7 @@ def verify_cmd(
         require=v.parse_require(require), runtime=runtime,  # type: ignore[arg-type]
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
         progress=progress,
+        allow_base_mismatch=allow_base_mismatch,
     )
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))

@@ -441,8 +441,9 @@ def parse_apt_lock(text: str) -> dict[str, str]:
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
-        name, _, version = line.partition("=")
-        out[name.strip()] = version.strip()
+        name, _, rest = line.partition("=")
+        # ``name=version`` then, since apt.lock has content hashes, more columns.
+        out[name.strip()] = rest.split()[0] if rest.split() else ""
     return out
 
 

@@ -22,6 +22,8 @@ import jinja2
 import synth
 from synth.atomic import dumps_json
 from synth.config import CONTAINER_WHEELHOUSE
+from synth.distill.apt_source import AptSources, apt_sources
+from synth.distill.load import repo_name
 from synth.distill.lock import Lock, render_lock
 from synth.distill.plan import BuildPlan
 
@@ -93,7 +95,8 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(shjoin=shjoin, shquote=shquote, shvalue=shvalue, dockerenv=dockerenv,
                        mdcode=mdcode, wordlines=wordlines, yaml_str=yaml_str,
-                       json_argv=json_argv, dirname=posixpath.dirname)
+                       json_argv=json_argv, dirname=posixpath.dirname,
+                       basename=posixpath.basename, repo_name=repo_name)
     return env
 
 
@@ -184,13 +187,28 @@ def json_argv(argv: Sequence[str]) -> str:
     return json.dumps(list(argv), ensure_ascii=False)
 
 
+APT_DEBS_DIR = "/tmp/synth/debs"
+
+
 def render_apt_lock(plan: BuildPlan) -> str:
+    """One line per package: ``name=version arch sha256 size mirror pool-path``.
+
+    The fields after ``name=version`` come from apt's indexes in the live container; a
+    package they did not describe has ``-`` there and is installed by version only."""
     lines = [
         f"# apt.lock for task {plan.task}: every Debian package the run added or changed "
-        "against the base image, name=version.",
+        "against the base image.",
         f"# Regenerate: {plan.regenerate_command}",
+        "# name=version architecture sha256 size mirror pool-path (- where apt's indexes in "
+        "the run did not describe the package)",
     ]
-    lines += [f"{name}={version}" for name, version in plan.apt.pins]
+    if plan.apt.timestamp:
+        lines.append(f"# run ended: {plan.apt.timestamp} (the snapshot archive's timestamp)")
+    debs = {d.name: d for d in plan.apt.debs}
+    for name, version in plan.apt.pins:
+        d = debs.get(name)
+        lines.append(f"{name}={version} {d.arch or '-'} {d.sha256} {d.size} {d.mirror} "
+                     f"{d.filename}" if d else f"{name}={version} - - - - -")
     lines += [f"# removed: {name}" for name in plan.apt.remove]
     return "\n".join(lines) + "\n"
 
@@ -226,7 +244,7 @@ def report_json(plan: BuildPlan) -> dict[str, Any]:
 def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[tuple[str, str]]:
     files = [
         ("Dockerfile", "the build: base, apt, Python lock, source, native builds, ENV"),
-        ("apt.lock", "Debian packages, name=version, sorted"),
+        ("apt.lock", "Debian packages: name=version, architecture, sha256, size, source URL"),
     ]
     files += [(lk.env.lock_file, f"pins with sha256 hashes for {lk.env.python}") for lk in locks]
     files += [
@@ -236,6 +254,8 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
         ("task.toml", "the task's probes, for `synth verify`"),
         ("CITATION.cff", "citation metadata: fill in the authors"),
     ]
+    if plan.apt.debs:
+        files.append(("apt-fetch.sh", "fetches apt.lock's .debs by URL and checks their sha256"))
     if plan.claims:
         files.append(("claims.json", "the agent's self-report, checked by C5"))
     if plan.source.kind != "none":
@@ -247,9 +267,11 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
 
 def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
                     locker_command: str = "uv pip compile --generate-hashes --no-deps",
+                    apt: AptSources | None = None,
                     reader: ReaderFacts | None = None) -> dict[str, str]:
     """Every generated text file of the artifact (not the manifest), by name."""
     env = environment()
+    apt = apt or apt_sources(None, plan.apt.timestamp)
     wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
     reader = reader or ReaderFacts()
     ctx: dict[str, Any] = {
@@ -268,6 +290,8 @@ def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
         "counts": report_counts(plan),
         "artifact_ref": f"{plan.task}/{plan.run_id}",
         "files": artifact_files_description(plan, locks),
+        "apt_sources": apt,
+        "apt_debs_dir": APT_DEBS_DIR,
     }
     files = {
         "Dockerfile": env.get_template("Dockerfile.j2").render(ctx),
@@ -277,6 +301,8 @@ def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
         "export-report.json": dumps_json(report_json(plan)),
         "apt.lock": render_apt_lock(plan),
     }
+    if plan.apt.debs:
+        files["apt-fetch.sh"] = env.get_template("apt-fetch.sh.j2").render(ctx)
     for lk in locks:
         header = [
             f"{lk.env.lock_file} for {lk.env.python} (task {plan.task}): exact pins with "

@@ -71,6 +71,8 @@ class VerifyOptions:
     #: The rebuild's progress on the terminal: `steps` (each BuildKit step as it starts),
     #: `plain` (every line, as `docker build --progress plain`), or `quiet`.
     progress: str = "steps"
+    #: Rebuild on a base whose rootfs differs from the one manifest.json records.
+    allow_base_mismatch: bool = False
 
 
 @dataclass(frozen=True)
@@ -398,6 +400,11 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
                         else _artifact_for_run(target, settings, say))
         manifest = _read_json(artifact_dir / "manifest.json") or {}
         python = _manifest_python(manifest, artifact_dir)
+        if isinstance(manifest.get("base"), dict):
+            from synth.base_images import check_base
+
+            say("Base image: " + check_base(engine, manifest["base"],
+                                            allow_mismatch=opts.allow_base_mismatch, say=say))
         tag = _rebuilt_tag(target.name, artifact_dir)
         doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress)
         doc["target"]["artifact_dir"] = str(artifact_dir)

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion
 
 from synth.config import CA_ENV_NAMES, CONTAINER_WHEELHOUSE
 from synth.distill.extractors import classify
-from synth.distill.load import Distribution, Interpreter, LoadedRun
+from synth.distill.load import DebRecord, Distribution, Interpreter, LoadedRun
 from synth.distill.provenance import risks, unaudited_changes
 from synth.distill.shell import SimpleCommand, simple_commands
 from synth.distill.steps import (
@@ -102,6 +102,12 @@ class AptPlan:
     auto: tuple[str, ...] = ()
     #: Base packages the run removed.
     remove: tuple[str, ...] = ()
+    #: The pins apt's indexes described in the live container: fetched by URL and
+    #: checked by sha256. The other pins (``unhashed``) go through ``apt-get install``.
+    debs: tuple[DebRecord, ...] = ()
+    unhashed: tuple[tuple[str, str], ...] = ()
+    #: The run's end as a snapshot.debian.org timestamp (``20261129T101640Z``).
+    timestamp: str | None = None
 
 
 @dataclass(frozen=True)
@@ -403,6 +409,13 @@ def distill(run: LoadedRun, *, include: Sequence[str] = (),
         if i not in envs_in and i.kind == "conda":
             acc.not_reproducible.append(f"conda environment {i.prefix} ({len(i.distributions)} "
                                         "distributions) is not reproduced")
+    if apt.unhashed:
+        why = ("apt's package lists were gone at the end of the run" if run.apt.debs_captured
+               else "the run predates .deb hashing")
+        acc.warnings.append(
+            f"{len(apt.unhashed)} Debian package(s) are pinned by version only, without a "
+            f"sha256 ({why}): {', '.join(n for n, _ in apt.unhashed[:8])}"
+            f"{' …' if len(apt.unhashed) > 8 else ''}")
     if run.info.base_digest is None:
         acc.warnings.append(
             f"base image {run.info.base_ref} has no registry digest; the local image ID "
@@ -578,8 +591,19 @@ def _apt_plan(run: LoadedRun) -> AptPlan:
         pins[name] = new
     manual = {_pkg_name(m) for m in run.apt.manual}
     auto = sorted(n for n in pins if _pkg_name(n) not in manual)
+    debs = tuple(d for n, v in sorted(pins.items())
+                 if (d := run.apt.debs.get(n)) is not None and d.version == v)
+    hashed = {d.name for d in debs}
     return AptPlan(pins=tuple(sorted(pins.items())), auto=tuple(auto),
-                   remove=tuple(sorted(run.apt.removed)))
+                   remove=tuple(sorted(run.apt.removed)), debs=debs,
+                   unhashed=tuple((n, v) for n, v in sorted(pins.items()) if n not in hashed),
+                   timestamp=snapshot_timestamp(run.info.ended))
+
+
+def snapshot_timestamp(iso: str | None) -> str | None:
+    """``2026-11-29T10:16:40Z`` -> ``20261129T101640Z`` (snapshot.debian.org's form)."""
+    m = re.match(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)", iso or "")
+    return "{}{}{}T{}{}{}Z".format(*m.groups()) if m else None
 
 
 def _decide(

@@ -99,6 +99,8 @@ class BuildRequest:
     labels: Mapping[str, str] = field(default_factory=dict)
     no_cache: bool = False
     network: str | None = None
+    #: Extra ``/etc/hosts`` entries for the build (``--add-host name:ip``).
+    add_hosts: Mapping[str, str] = field(default_factory=dict)
 
 
 def build_image(
@@ -116,6 +118,8 @@ def build_image(
         argv.append("--no-cache")
     if request.network:
         argv += ["--network", request.network]
+    for host, ip in sorted(request.add_hosts.items()):
+        argv += ["--add-host", f"{host}:{ip}"]
     for sid, src in sorted(request.secrets.items()):
         argv += ["--secret", f"id={sid},src={src}"]
     for k, v in sorted(request.build_args.items()):

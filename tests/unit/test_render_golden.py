@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from distill_runs import cmd, dist, make_run_dir, system_python, venv
+from distill_runs import cmd, deb, dist, make_run_dir, system_python, venv
 
 from synth.config import Settings
 from synth.distill.lock import Lock, LockedPin, LockTarget
@@ -69,7 +69,10 @@ def _run(tmp: Path) -> Path:
     return make_run_dir(
         tmp, audit, task="demo", python=py, task_file=_task(tmp),
         apt_added={"build-essential": "12.9", "git": "1:2.39.5-0+deb12u2", "gcc": "4:12.2.0-3"},
-        apt_manual=["build-essential", "git"], env={"OMP_NUM_THREADS": "1"},
+        apt_manual=["build-essential", "git"],
+        apt_debs={"build-essential": deb("build-essential", "12.9"),
+                  "gcc": deb("gcc", "4:12.2.0-3")},
+        env={"OMP_NUM_THREADS": "1"},
         diff=[("C", "/opt"), ("A", "/opt/venv"), ("A", "/data"), ("A", "/data/w.ckpt"),
               ("C", "/root"), ("C", "/root/.bashrc")],
         claims={"python_path": "/opt/venv/bin/python"},
