@@ -20,6 +20,7 @@ from typing import Any
 import bashlex
 import bashlex.errors
 
+from synth.distill.fastshell import FastCommand, fast_parse
 from synth.distill.load import AuditRecord
 
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -153,29 +154,39 @@ class _Walker:
         )
 
     def command(self, node: Any, *, masked: bool, flags: tuple[str, ...]) -> None:
-        st = self.state
-        assignments: list[tuple[str, str]] = []
+        assignments: list[str] = []
         words: list[str] = []
         redirects: list[tuple[str, str]] = []
-        extra_flags: list[str] = []
+        substitutions = 0
         for part in node.parts:
             if part.kind == "assignment":
-                name, _, value = part.word.partition("=")
-                assignments.append((name, expand(value, st.exported)))
+                assignments.append(part.word)
             elif part.kind == "word":
                 if any(p.kind == "commandsubstitution" for p in getattr(part, "parts", [])):
-                    extra_flags.append("command-substitution")
-                words.append(expand(part.word, {**st.exported, **dict(assignments)}))
+                    substitutions += 1
+                words.append(part.word)
             elif part.kind == "redirect":
                 target = part.output
                 tgt = target.word if hasattr(target, "word") else str(target)
                 redirects.append((str(part.type), tgt))
-        text = self.source[node.pos[0]:node.pos[1]]
+        self.emit(assignments, words, redirects, node.pos[0], node.pos[1], masked=masked,
+                  flags=(*flags, *("command-substitution",) * substitutions))
+
+    def emit(self, assignment_words: Sequence[str], words: Sequence[str],
+             redirects: Sequence[tuple[str, str]], start: int, end: int, *, masked: bool,
+             flags: tuple[str, ...]) -> None:
+        """One simple command from its words (after quote removal) in the current state."""
+        st = self.state
+        assignments: list[tuple[str, str]] = []
+        for word in assignment_words:
+            name, _, value = word.partition("=")
+            assignments.append((name, expand(value, st.exported)))
+        scope = {**st.exported, **dict(assignments)} if assignments else st.exported
         cmd = SimpleCommand(
-            argv=tuple(words), assignments=tuple(assignments), redirects=tuple(redirects),
-            text=text, cwd=st.cwd, env=tuple(sorted(st.exported.items())),
-            activated=st.activated, seq=self.record.seq, exit=None,
-            flags=(*flags, *extra_flags), masked=masked, index=len(self.out),
+            argv=tuple(expand(w, scope) for w in words), assignments=tuple(assignments),
+            redirects=tuple(redirects), text=self.source[start:end], cwd=st.cwd,
+            env=tuple(sorted(st.exported.items())), activated=st.activated,
+            seq=self.record.seq, exit=None, flags=flags, masked=masked, index=len(self.out),
         )
         self.out.append(cmd)
         self._apply(cmd)
@@ -214,16 +225,31 @@ class _Walker:
 
 
 @functools.lru_cache(maxsize=4096)
+def _fast_parse(source: str) -> tuple[FastCommand, ...] | None:
+    return fast_parse(source)
+
+
+@functools.lru_cache(maxsize=4096)
 def _parse(source: str) -> tuple[Any, ...]:
     """bashlex trees of a line; cached, since agents repeat lines (the walker only reads)."""
     return tuple(bashlex.parse(source))
 
 
-def parse_line(record: AuditRecord) -> list[SimpleCommand]:
-    """Split one audited command line into simple commands (exit statuses not yet set)."""
+def parse_line(record: AuditRecord, *, fast: bool = True) -> list[SimpleCommand]:
+    """Split one audited command line into simple commands (exit statuses not yet set).
+
+    A plain line takes the fast path (:mod:`synth.distill.fastshell`), which gives the
+    same commands bashlex would; ``fast=False`` always asks bashlex (for the test that
+    checks exactly that)."""
     source = record.command
     state = _ShellState(cwd=record.cwd or "/")
     walker = _Walker(source, record, state)
+    plain = _fast_parse(source) if fast else None
+    if plain is not None:
+        for c in plain:
+            walker.emit(c.assignments, c.words, c.redirects, c.start, c.end, masked=c.masked,
+                        flags=())
+        return walker.out
     try:
         trees = _parse(source)
     except (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError,
