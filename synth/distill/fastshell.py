@@ -14,21 +14,20 @@ bashlex exactly (tests/unit/test_distill_fastshell.py).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _PARAM = rf"\$(?:{_NAME}|\{{{_NAME}\}})"
 #: One token: blanks, an operator, a redirection or a word. A word is a run of plain
 #: characters, single-quoted strings, simple double-quoted strings and parameters.
 _TOKEN = re.compile(
-    r"(?P<ws>[ ]+)"
-    r"|(?P<op>&&|\|\||[;|])"
+    r"[ ]*(?:(?P<op>&&|\|\||[;|])"
     r"|(?P<redir>2>&1(?![^ ;|&])|&>(?![>&|])|2>>|2>(?![>&|])|>>(?![>&|])|>(?![>&|])"
     r"|<(?![<>&|]))"
-    r"|(?P<word>(?:[^\s'\"\\`$!|&;<>(){}]"
+    r"|(?P<word>(?:[^\s'\"\\`$!|&;<>(){}]++"
     r"|'[^'\n]*'"
-    rf"|\"(?:[^\"'\\`$!\n]|{_PARAM})*\""
-    rf"|{_PARAM})+)"
+    rf"|\"(?:[^\"'\\`$!\n]++|{_PARAM})*+\""
+    rf"|{_PARAM})++))"
 )
 _QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
 _SPECIAL_IN_SINGLE = re.compile(r"[\"$`\\]")
@@ -45,8 +44,7 @@ _REDIRECT_TYPE = {">": ">", ">>": ">>", "<": "<", "2>": ">", "2>>": ">>", "&>": 
                   "2>&1": ">&"}
 
 
-@dataclass(frozen=True)
-class FastCommand:
+class FastCommand(NamedTuple):
     """One simple command: raw assignment words and words after quote removal, redirects
     as ``(type, target)`` the way the bashlex walker records them, and its source span."""
 
@@ -85,24 +83,24 @@ def _unquote(raw: str) -> str:
 
 
 def _tokens(source: str) -> list[tuple[str, str, int, int]]:
-    """``(kind, text, start, end)`` of every token but blanks; raises _Decline."""
+    """``(kind, text, start, end)`` of every token, blanks skipped; raises _Decline."""
     out: list[tuple[str, str, int, int]] = []
     pos, n = 0, len(source)
-    match = _TOKEN.match
-    while pos < n:
-        m = match(source, pos)
-        if m is None:
-            raise _Decline
-        kind = m.lastgroup
+    for m in _TOKEN.finditer(source):
         end = m.end()
-        if kind != "ws":
-            text = m.group()
-            if kind == "word" and (text[0] == "#" or text in _RESERVED
-                                   or (end < n and source[end] in "<>" and text.isdigit())
-                                   or not _dequotable(text)):
-                raise _Decline
-            out.append((kind or "", text, pos, end))
+        if m.start() != pos or end == pos:
+            raise _Decline  # something no token matches lies between
+        kind = m.lastgroup or ""
+        start = m.start(kind)
+        text = source[start:end]
+        if kind == "word" and (text[0] == "#" or text in _RESERVED
+                               or (end < n and source[end] in "<>" and text.isdigit())
+                               or not _dequotable(text)):
+            raise _Decline
+        out.append((kind, text, start, end))
         pos = end
+    if source[pos:].strip(" "):
+        raise _Decline
     return out
 
 

@@ -10,6 +10,7 @@ paths the container changed that no kept step explains are listed as unexplained
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -63,6 +64,7 @@ def _req_name(spec: str) -> str:
     return canonical(m.group(1)) if m else canonical(spec)
 
 
+@functools.lru_cache(maxsize=4096)
 def _req_pin(spec: str) -> str | None:
     """The version specifier of a requirement (``==1.0``, ``<70``), None when it has none."""
     try:
@@ -72,6 +74,7 @@ def _req_pin(spec: str) -> str | None:
     return str(req.specifier) or None
 
 
+@functools.lru_cache(maxsize=4096)
 def _satisfies(version: str, specifier: str) -> bool:
     try:
         return SpecifierSet(specifier).contains(version, prereleases=True)
