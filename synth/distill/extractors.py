@@ -45,10 +45,12 @@ RC_FILES = ("/etc/environment", "/etc/bash.bashrc", "/root/.bashrc", "/root/.pro
             "/root/.bash_profile")
 
 
+@functools.lru_cache(maxsize=4096)
 def _base(word: str) -> str:
-    return word[word.rfind("/") + 1:]  # posixpath.basename, without its overhead
+    return posixpath.basename(word)  # cached: every extractor asks it of the same program
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_python(word: str) -> bool:
     return bool(_PY.match(_base(word)))
 
