@@ -104,92 +104,75 @@ def _tokens(source: str) -> list[tuple[str, str, int, int]]:
     return out
 
 
-class _Builder:
-    """Groups tokens into commands and pipelines, with the walker's masking rule."""
+_Parts = tuple[list[str], list[str], list[tuple[str, str]], int, int]
 
-    def __init__(self) -> None:
-        self.assignments: list[str] = []
-        self.words: list[str] = []
-        self.redirects: list[tuple[str, str]] = []
-        self.start = -1
-        self.end = -1
-        #: Pipelines: ``(commands, operator before)``; their masking is set on close.
-        self.pipeline: list[tuple[list[str], list[str], list[tuple[str, str]], int, int]] = []
-        self.pipelines: list[tuple[list[tuple[list[str], list[str], list[tuple[str, str]],
-                                              int, int]], str | None, str | None]] = []
-        self.op_before: str | None = None
 
-    def word(self, text: str, start: int, end: int) -> None:
-        if self.start < 0:
-            self.start = start
-        if not self.words and not self.redirects and _ASSIGNMENT.match(text):
-            self.assignments.append(_unquote(text))
-        elif not self.words and _ODD_ASSIGNMENT.match(text):
-            raise _Decline
+def _close_pipeline(out: list[FastCommand], pipeline: list[_Parts], before: str | None,
+                    after: str | None) -> None:
+    """The commands of a pipeline, with the walker's masking rule: every member of a
+    pipeline next to ``||`` is masked, and every member but the last of any pipeline."""
+    masked = before == "||" or after == "||"
+    last = len(pipeline) - 1
+    for i, (assignments, words, redirects, start, end) in enumerate(pipeline):
+        out.append(FastCommand(tuple(assignments), tuple(words), tuple(redirects), start, end,
+                               masked or i < last))
+
+
+def _commands(tokens: list[tuple[str, str, int, int]]) -> tuple[FastCommand, ...]:
+    """Tokens grouped into simple commands; raises _Decline."""
+    out: list[FastCommand] = []
+    pipeline: list[_Parts] = []
+    before: str | None = None
+    assignments: list[str] = []
+    words: list[str] = []
+    redirects: list[tuple[str, str]] = []
+    start = end = -1
+    i, n = 0, len(tokens)
+    while i < n:
+        kind, text, t_start, end_of = tokens[i]
+        if kind == "word":
+            if words:
+                words.append(_unquote(text))
+            elif redirects or _ODD_ASSIGNMENT.match(text):
+                raise _Decline  # ``X=1 >f Y=2 cmd``, ``A[0]=1``, ``X+=1``: left to bashlex
+            elif _ASSIGNMENT.match(text):
+                assignments.append(_unquote(text))
+            else:
+                words.append(_unquote(text))
+            start = t_start if start < 0 else start
+        elif kind == "redir":
+            if start < 0:
+                raise _Decline  # a redirection before the command: left to bashlex
+            if text == "2>&1":
+                redirects.append((">&", "1"))
+            else:
+                i += 1
+                if i == n or tokens[i][0] != "word":
+                    raise _Decline
+                redirects.append((_REDIRECT_TYPE[text], _unquote(tokens[i][1])))
+                end_of = tokens[i][3]
         else:
-            self.words.append(_unquote(text))
-        self.end = end
-
-    def redirect(self, op: str, target: str, start: int, end: int) -> None:
-        if self.start < 0:
-            raise _Decline  # a redirection before the command: left to bashlex
-        self.redirects.append((_REDIRECT_TYPE[op], "1" if op == "2>&1" else _unquote(target)))
-        self.end = end
-
-    def close_command(self) -> None:
-        if self.start < 0:
-            raise _Decline  # an empty command: a syntax error, bashlex reports it
-        self.pipeline.append((self.assignments, self.words, self.redirects, self.start,
-                              self.end))
-        self.assignments, self.words, self.redirects = [], [], []
-        self.start = self.end = -1
-
-    def close_pipeline(self, op_after: str | None) -> None:
-        self.pipelines.append((self.pipeline, self.op_before, op_after))
-        self.pipeline = []
-        self.op_before = op_after
-
-    def result(self) -> tuple[FastCommand, ...]:
-        out = []
-        for cmds, before, after in self.pipelines:
-            masked = before == "||" or after == "||"
-            last = len(cmds) - 1
-            for i, (assignments, words, redirects, start, end) in enumerate(cmds):
-                out.append(FastCommand(tuple(assignments), tuple(words), tuple(redirects),
-                                       start, end, masked or i < last))
-        return tuple(out)
+            if start < 0:
+                raise _Decline  # an empty command: a syntax error, bashlex reports it
+            pipeline.append((assignments, words, redirects, start, end))
+            assignments, words, redirects, start = [], [], [], -1
+            if text != "|":
+                _close_pipeline(out, pipeline, before, text)
+                pipeline, before = [], text
+        end = end_of
+        i += 1
+    if start >= 0:
+        pipeline.append((assignments, words, redirects, start, end))
+        _close_pipeline(out, pipeline, before, None)
+    elif tokens[-1][1] != ";":
+        raise _Decline  # ends in ``&&``, ``||`` or ``|``
+    return tuple(out)
 
 
 def fast_parse(source: str) -> tuple[FastCommand, ...] | None:
     """The simple commands of a plain line, in order; None when the line is not plain."""
     try:
         tokens = _tokens(source)
-        if not tokens:
-            return None
-        b = _Builder()
-        i, n = 0, len(tokens)
-        while i < n:
-            kind, text, start, end = tokens[i]
-            if kind == "word":
-                b.word(text, start, end)
-            elif kind == "redir":
-                if text == "2>&1":
-                    b.redirect(text, "", start, end)
-                else:
-                    if i + 1 >= n or tokens[i + 1][0] != "word":
-                        raise _Decline
-                    i += 1
-                    b.redirect(text, tokens[i][1], start, tokens[i][3])
-            else:
-                b.close_command()
-                if text != "|":
-                    b.close_pipeline(text)
-            i += 1
-        if b.start >= 0:
-            b.close_command()
-            b.close_pipeline(None)
-        elif tokens[-1][1] != ";":
-            raise _Decline  # ends in ``&&``, ``||`` or ``|``
-        return b.result()
+        return _commands(tokens) if tokens else None
     except _Decline:
         return None
