@@ -79,7 +79,9 @@ def _command(rng: random.Random) -> str:
     for _ in range(rng.choice((0, 0, 1, 2))):
         redir = rng.choice(_REDIRS)
         target = "" if "&" in redir[1:] or redir == ">f" else rng.choice(_TARGETS)
-        parts.append(redir + rng.choice(("", " ")) + target)
+        # Mostly at the end, sometimes between the assignments and words.
+        parts.insert(len(parts) if rng.random() < 0.8 else rng.randint(0, len(parts)),
+                     redir + rng.choice(("", " ")) + target)
     return " ".join(parts)
 
 
@@ -122,7 +124,7 @@ def test_declines_what_it_does_not_know() -> None:
     for line in ("echo $(pwd)", "echo `id`", "a \\\n b", "if true; then x; fi", "a &",
                  "cat <<EOF\nx\nEOF", "echo a # c", "f() { x; }", "(cd a && b)", "! x",
                  "a |& b", "x >&2", "echo {a,b}", "a\tb", "a &&", "", "  ", "time make",
-                 "A[0]=1 x", "X+=1", "> f cmd", "echo $1", "echo \"a\\\"b\""):
+                 "A[0]=1 x", "X+=1", "> f cmd", "X=1 >f Y=2 cmd", "echo $1", "echo \"a\\\"b\""):
         assert fast_parse(line) is None, line
 
 
