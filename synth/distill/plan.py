@@ -10,9 +10,12 @@ paths the container changed that no kept step explains are listed as unexplained
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -63,6 +66,7 @@ def _req_name(spec: str) -> str:
     return canonical(m.group(1)) if m else canonical(spec)
 
 
+@functools.lru_cache(maxsize=4096)
 def _req_pin(spec: str) -> str | None:
     """The version specifier of a requirement (``==1.0``, ``<70``), None when it has none."""
     try:
@@ -72,6 +76,7 @@ def _req_pin(spec: str) -> str | None:
     return str(req.specifier) or None
 
 
+@functools.lru_cache(maxsize=4096)
 def _satisfies(version: str, specifier: str) -> bool:
     try:
         return SpecifierSet(specifier).contains(version, prereleases=True)
@@ -260,11 +265,12 @@ def download_candidates(run: LoadedRun) -> tuple[str, ...]:
     (taken from the live image by the exporter) lets the artifact replay them pinned."""
     present = {c.path for c in run.changes if c.kind in ("A", "C")}
     out = set()
-    for c in simple_commands(run.records):
-        _x, s = classify(c)
-        if (isinstance(s, Download) and s.tool in ("wget", "curl") and s.dest
-                and c.ran and not c.failed and s.dest in present):
-            out.add(s.dest)
+    with _gc_paused():
+        for c in simple_commands(run.records):
+            _x, s = classify(c)
+            if (isinstance(s, Download) and s.tool in ("wget", "curl") and s.dest
+                    and c.ran and not c.failed and s.dest in present):
+                out.add(s.dest)
     return tuple(sorted(out))
 
 
@@ -275,6 +281,22 @@ def _download_argv(s: Download) -> tuple[str, ...]:
     return ("wget", "-q", "-O", s.dest, s.url)
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a while (reference counting still frees).
+
+    Distilling makes a few small acyclic objects per audited command, hundreds of
+    thousands on a long log; the collector's repeated passes over all of them cost more
+    than the work itself (on 100,000 records, 6.2 s of CPU instead of 3.7 s)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def distill(run: LoadedRun, *, include: Sequence[str] = (),
             download_hashes: Mapping[str, str] | None = None) -> BuildPlan:
     """What to build from ``run``: pure, deterministic, no I/O.
@@ -282,6 +304,12 @@ def distill(run: LoadedRun, *, include: Sequence[str] = (),
     ``download_hashes`` maps files that downloads wrote (:func:`download_candidates`) to
     their sha256 in the final state; those downloads are replayed and checked.
     """
+    with _gc_paused():
+        return _distill(run, include, download_hashes)
+
+
+def _distill(run: LoadedRun, include: Sequence[str],
+             download_hashes: Mapping[str, str] | None) -> BuildPlan:
     acc = _Acc()
     hashes = dict(download_hashes or {})
     cmds = list(simple_commands(run.records))
