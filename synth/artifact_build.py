@@ -84,8 +84,12 @@ def build_artifact(
     log_path: Path | None = None,
     on_line: Callable[[str], None] | None = None,
     labels: Mapping[str, str] | None = None,
+    network: str | None = None,
+    add_hosts: Mapping[str, str] | None = None,
 ) -> str:
-    """Build ``artifact_dir`` as ``tag``; returns the image ID. Raises BuildError."""
+    """Build ``artifact_dir`` as ``tag``; returns the image ID. Raises BuildError.
+
+    ``network`` (``host``, ``none``) and ``add_hosts`` go to ``docker build`` as given."""
     artifact_dir = artifact_dir.resolve()
     manifest = read_manifest(artifact_dir)
     cli = find_build_cli(settings.docker_cli)
@@ -101,6 +105,7 @@ def build_artifact(
                     "synth.managed": "1", "synth.kind": "rebuilt",
                     "synth.artifacts": str(settings.artifacts_dir.resolve()),
                     **(labels or {})},
+            network=network, add_hosts=dict(add_hosts or {}),
         )
         previous = _image_id(cli.path, tag)
         build_image(cli, request, log_path=log_path, on_line=on_line)

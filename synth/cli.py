@@ -12,7 +12,30 @@ import typer
 
 from synth import __version__, console
 from synth.config import Settings
-from synth.errors import SynthError, UsageError
+from synth.errors import (
+    EXIT_AGENT_FAILED,
+    EXIT_AGENT_TIMEOUT,
+    EXIT_INTERRUPTED,
+    EXIT_NEGATIVE,
+    EXIT_USAGE,
+    NotFoundError,
+    RunError,
+    SynthError,
+    TaskError,
+    UsageError,
+    exit_codes,
+)
+
+
+def _epilog() -> str:
+    from synth.errors import error_kinds
+
+    outcomes = ". ".join(f"{code} = {meaning}" for code, meaning in exit_codes()
+                         if code < SynthError.exit_code or code == EXIT_INTERRUPTED)
+    kinds = ", ".join(f"{k.exit_code} = {k.__name__}" for k in error_kinds())
+    return ("--json and --debug are accepted anywhere on the command line.\n\n"
+            f"Exit codes: {outcomes}.\n\nErrors (README.md, synth/errors.py): {kinds}.")
+
 
 app = typer.Typer(
     help="Audit an agent's setup of a research repo, distill it into a rebuildable artifact, "
@@ -20,15 +43,15 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    epilog=_epilog(),
 )
 base_app = typer.Typer(help="Base images made locally (debootstrap), for air-gapped sites.")
 task_app = typer.Typer(help="Task files: tasks/<name>/task.toml.")
 app.add_typer(base_app, name="base")
 app.add_typer(task_app, name="task")
 
-_state: dict[str, object] = {"debug": False}
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+JsonOpt = Annotated[bool, typer.Option(
+    "--json", help="Print machine-readable JSON on stdout (errors too).")]
 CaBundleOpt = Annotated[
     Optional[Path],  # noqa: UP045 - typer needs Optional here
     typer.Option("--ca-bundle", help="CA bundle for a TLS-intercepting proxy "
@@ -42,17 +65,33 @@ ArtifactsOpt = Annotated[
 ]
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
+    # main() takes --debug and --json off the command line wherever they are; these two
+    # options only document them.
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print machine-readable JSON on stdout (errors too).")] = False,
+    show_version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print synth's version and exit.")] = False,
 ) -> None:
-    _state["debug"] = debug
+    """The options every command takes."""
 
 
 @app.command()
-def version() -> None:
+def version(json_out: JsonOpt = False) -> None:
     """Print synth's version."""
-    typer.echo(__version__)
+    if json_out:
+        console.print_json({"version": __version__, "python": sys.version.split()[0]})
+    else:
+        typer.echo(__version__)
 
 
 @app.command()
@@ -69,19 +108,21 @@ def doctor(json_out: JsonOpt = False, ca_bundle: CaBundleOpt = None) -> None:
     else:
         marks = {"ok": "[green]ok  [/]", "warn": "[yellow]warn[/]", "fail": "[red]FAIL[/]"}
         for c in checks:
-            console.out.print(f"{marks[c.status]} {c.name:<28} {c.detail}")
+            console.out.print(f"{marks[c.status]} {console.literal(c.name):<28} "
+                              f"{console.literal(c.detail)}", soft_wrap=True)
             if c.fix and c.status != "ok":
-                console.out.print(f"     [dim]fix: {c.fix}[/]")
+                console.out.print(f"     [dim]fix: {console.literal(c.fix)}[/]",
+                                  soft_wrap=True)
     if any(c.status == "fail" for c in checks):
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_NEGATIVE)
 
 
 @app.command()
 def gc(
-    images: Annotated[bool, typer.Option(help="Also remove live and rebuilt images "
-                                         "(base images are kept).")] = False,
-    force: Annotated[bool, typer.Option(help="Also remove containers of synth processes "
-                                        "still running.")] = False,
+    images: Annotated[bool, typer.Option("--images", help="Also remove live and rebuilt "
+                                         "images (base images are kept).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Also remove containers of synth "
+                                        "processes still running.")] = False,
     all_folders: Annotated[bool, typer.Option(
         "--all", help="Every artifacts folder's objects, not only this one's.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List, remove nothing.")] = False,
@@ -101,7 +142,7 @@ def gc(
         verb = "would remove" if dry_run else "removed"
         for item in removed:
             console.out.print(f"{verb} {item}", markup=False)
-        console.out.print(f"{len(removed)} object(s) {verb}")
+        console.out.print(f"{len(removed)} object(s) {verb}", markup=False)
 
 
 @base_app.command("bootstrap")
@@ -114,11 +155,16 @@ def base_bootstrap(
                      "synth/… tag)."),
     ] = None,
     mirror: Annotated[Optional[str], typer.Option(help="Debian mirror URL.")] = None,  # noqa: UP045
-    force: Annotated[bool, typer.Option(help="Rebuild even if it exists.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if it exists.")] = False,
+    tool: Annotated[str, typer.Option(help="debootstrap, or mmdebstrap (a reproducible "
+                                      "rootfs with --source-date-epoch).")] = "debootstrap",
+    source_date_epoch: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        help="mmdebstrap: every timestamp in the rootfs (use with a snapshot --mirror).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Make a minimal Debian base image with debootstrap + docker import."""
-    from synth.base_images import BaseRecipe, bootstrap, recipe_for
+    from synth.base_images import TOOLS, BaseRecipe, bootstrap, recipe_for
     from synth.engine.docker import DockerEngine
 
     known = recipe_for(tag, mirror)
@@ -127,7 +173,11 @@ def base_bootstrap(
         include=tuple(sorted(i for i in include.split(",") if i)) if include is not None
         else (known.include if known else ()),
         mirror=mirror or (known.mirror if known else BaseRecipe(suite).mirror),
+        tool=tool, source_date_epoch=source_date_epoch,
     )
+    if tool not in TOOLS or (source_date_epoch is not None and tool != "mmdebstrap"):
+        raise UsageError(f"--tool is one of {', '.join(TOOLS)}; --source-date-epoch needs "
+                         "--tool mmdebstrap.")
     image_id = bootstrap(DockerEngine.connect(), tag, recipe, force=force, say=console.say)
     if json_out:
         console.print_json({"image": tag, "id": image_id, "recipe": recipe.describe()})
@@ -135,31 +185,49 @@ def base_bootstrap(
 
 @task_app.command("check")
 def task_check(
-    paths: Annotated[list[Path], typer.Argument(help="Task directories or task.toml files.")],
+    paths: Annotated[list[Path], typer.Argument(
+        metavar="PATH",
+        help="Task directories or task.toml files (a glob's other files are skipped).")],
     json_out: JsonOpt = False,
 ) -> None:
     """Validate task files; errors name the file, the field and the line."""
     from synth.task import load_task
 
-    results = []
-    failed = False
+    results: list[dict[str, object]] = []
     for p in paths:
+        if not _is_task_path(p):
+            results.append({"path": str(p), "ok": None, "skipped": "not a task: no task.toml"})
+            continue
         try:
-            t = load_task(p)
-            results.append({"path": str(p), "ok": True, "name": t.name})
+            results.append({"path": str(p), "ok": True, "name": load_task(p).name})
         except SynthError as exc:
-            failed = True
             results.append({"path": str(p), "ok": False, "error": exc.message})
+    failed = any(r["ok"] is False for r in results)
+    if not any(r["ok"] is not None for r in results):
+        raise UsageError(f"No task among {', '.join(str(p) for p in paths)}.",
+                         hint="Name task directories (holding task.toml) or task.toml files.")
     if json_out:
         console.print_json({"ok": not failed, "tasks": results})
     else:
         for r in results:
-            if r["ok"]:
-                console.out.print(f"[green]ok[/]   {r['path']} ({r['name']})")
+            if r["ok"] is None:
+                console.say(f"note: skipped {r['path']}: {r['skipped']}")
+            elif r["ok"]:
+                console.out.print(f"[green]ok[/]   {console.literal(r['path'])} "
+                                  f"({console.literal(r['name'])})", soft_wrap=True)
             else:
-                console.err.print(f"[red]fail[/] {r['error']}", markup=True)
+                console.err.print(f"[red]fail[/] {console.literal(r['error'])}",
+                                  soft_wrap=True)
     if failed:
-        raise typer.Exit(SynthError.exit_code + 2)
+        raise typer.Exit(TaskError.exit_code)
+
+
+def _is_task_path(p: Path) -> bool:
+    """A task directory or a .toml file; what else a glob like tasks/* matches is skipped.
+    A path that does not exist is kept, so that loading it says so."""
+    if p.is_dir():
+        return (p / "task.toml").is_file()
+    return not p.exists() or p.suffix == ".toml"
 
 
 @task_app.command("import-reb")
@@ -188,22 +256,27 @@ app.add_typer(runs_app, name="runs")
 
 @app.command()
 def run(
-    task: Annotated[str, typer.Argument(help="A task directory or a task name under ./tasks.")],
+    task: Annotated[str, typer.Argument(
+        metavar="TASK", help="A task directory or a task name under ./tasks.")],
     command: Annotated[Optional[list[str]], typer.Argument(  # noqa: UP045
-        help="With --agent exec: the agent's command, after `--`.")] = None,
+        metavar="COMMAND", help="With --agent exec: the agent's command, after `--`.")] = None,
     agent: Annotated[str, typer.Option(help="replay, exec or shell.")] = "replay",
     script: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Replay: the setup script (one `bash -c` per top-level statement).")] = None,
-    stop_on_error: Annotated[bool, typer.Option(help="Replay: stop at the first failure.")]
-    = False,
+    stop_on_error: Annotated[bool, typer.Option(
+        "--stop-on-error", help="Replay: stop at the first failure.")] = False,
     agent_mount: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         help="Exec: HOST:CONTAINER mounted read-only (the agent's tooling).")] = None,
     agent_env: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         help="Exec: a variable passed from this environment; its value is masked as ***.")]
     = None,
     timeout: Annotated[float, typer.Option(help="Seconds before the agent is killed.")] = 3600,
-    keep: Annotated[bool, typer.Option(help="Keep the session container.")] = False,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", help="Exec: do not stream the agent's output to the terminal "
+        "(logs/agent.log has it either way).")] = False,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the session container.")] = False,
     trace_exec: Annotated[bool, typer.Option(
+        "--trace-exec",
         help="Also record every exec with the host's strace (mounted, never installed).")]
     = False,
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
@@ -222,7 +295,7 @@ def run(
         task=load_task(task, tasks_root=Path("tasks")),
         agent=make_agent(agent, script=script, stop_on_error=stop_on_error,
                          command=command or (), mounts=agent_mount or (),
-                         env_names=agent_env or ()),
+                         env_names=agent_env or (), quiet=quiet),
         settings=Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                wheelhouse=wheelhouse),
         timeout=timeout, keep=keep, trace_exec=trace_exec,
@@ -231,7 +304,12 @@ def run(
     if json_out:
         console.print_json(result.to_json())
     if not result.ok:
-        raise typer.Exit(130 if result.status == "interrupted" else 1)
+        raise typer.Exit(_RUN_EXIT.get(result.status, RunError.exit_code))
+
+
+#: `synth run`'s exit code per run status other than succeeded (errors/exit codes).
+_RUN_EXIT = {"failed": EXIT_AGENT_FAILED, "timeout": EXIT_AGENT_TIMEOUT,
+             "interrupted": EXIT_INTERRUPTED, "error": RunError.exit_code}
 
 
 @runs_app.command("list")
@@ -240,18 +318,17 @@ def runs_list(
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List recorded runs, oldest first."""
-    from synth.session.rundir import list_runs, summarize
+    """List recorded runs, oldest first: agent, claims after C5, verify verdicts, image sizes."""
+    from synth import runs_view
+    from synth.session.rundir import list_runs
 
-    rows = [summarize(d) for d in list_runs(Settings.load(artifacts_dir=artifacts), task)]
+    dirs = list_runs(Settings.load(artifacts_dir=artifacts), task)
+    rows = runs_view.views(dirs, runs_view.engine_sizes() if dirs else None, console.warn)
     if json_out:
         console.print_json({"runs": rows})
         return
     for r in rows:
-        console.out.print(f"{r['task']}/{r['run_id']}  {r['status']:<11} {r.get('agent') or '-':<7}"
-                          f"  violations={r.get('violations', 0)}  claims={r.get('claims')}"
-                          + ("  audit=UNVERIFIED" if r.get("audit_verified") is False else ""),
-                          markup=False, soft_wrap=True)
+        console.out.print(runs_view.list_line(r), markup=False, soft_wrap=True)
 
 
 @runs_app.command("show")
@@ -262,23 +339,28 @@ def runs_show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show one run: outcome, violations, claims, and what it installed."""
+    from synth import runs_view
     from synth.session.rundir import describe_run, find_run, format_run
 
-    info = describe_run(find_run(Settings.load(artifacts_dir=artifacts), run_ref))
+    run_dir = find_run(Settings.load(artifacts_dir=artifacts), run_ref)
+    info = describe_run(run_dir)
+    row = runs_view.view(run_dir, runs_view.engine_sizes())
     if json_out:
-        console.print_json(info)
+        console.print_json({**info, "view": row})
     else:
-        console.out.print(format_run(info), markup=False, soft_wrap=True)
+        console.out.print("\n".join([format_run(info), *runs_view.show_lines(row)]),
+                          markup=False, soft_wrap=True)
 
 
 @app.command()
 def diff(
-    a: Annotated[str, typer.Argument(help="Run, artifact dir or image (image:REF).")],
-    b: Annotated[str, typer.Argument(help="Run, artifact dir or image (image:REF).")],
+    a: Annotated[str, typer.Argument(metavar="A", help="Run, artifact dir or image (image:REF).")],
+    b: Annotated[str, typer.Argument(metavar="B", help="Run, artifact dir or image (image:REF).")],
     md: Annotated[bool, typer.Option("--md", help="Print markdown.")] = False,
     python: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Interpreter to fingerprint in images (default: its venv, else python3).")] = None,
     fingerprint: Annotated[bool, typer.Option(
+        "--fingerprint",
         help="Also fingerprint runs' live images (native .so and file hashes).")] = False,
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
@@ -293,10 +375,12 @@ def diff(
 
 @app.command("export")
 def export_cmd(
-    fmt: Annotated[str, typer.Argument(metavar="[FORMAT]",
-                                       help="Artifact format: Dockerfile.")] = "Dockerfile",
-    run_ref: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--run", help="Run dir, run id, <task>/<run-id> or latest (default).")] = None,
+    run_arg: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        metavar="RUN", help="Run dir, run id, <task>/<run-id> or `latest` (default).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Artifact format.")] = "Dockerfile",
+    run_opt: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--run", help="The run, as an option (the older form `synth export Dockerfile "
+        "--run RUN`).")] = None,
     out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "-o", "--out", help="Artifact folder (default <run>/export).")] = None,
     include: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -314,17 +398,29 @@ def export_cmd(
     ca_bundle: CaBundleOpt = None,
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder the run used (env SYNTH_WHEELHOUSE).")] = None,
+    apt_snapshot: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--apt-snapshot", metavar="URL-TEMPLATE",
+        help="Snapshot archive for .debs the mirror dropped; {timestamp} = the run's end, "
+        "{archive} = debian or debian-security (default "
+        "https://snapshot.debian.org/archive/{archive}/{timestamp}/).")] = None,
+    apt_snapshot_only: Annotated[bool, typer.Option(
+        "--apt-snapshot-only", help="Fetch .debs from the snapshot archive only.")] = False,
+    archive: Annotated[bool, typer.Option(
+        "--archive", help="Also write <task>-<run-id>.tar.gz (deterministic) beside the "
+        "artifact, with an RO-Crate and a CycloneDX SBOM inside; print its sha256.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Distill a run into a rebuildable artifact (Dockerfile, locks, manifest, report)."""
-    from synth.export import FORMATS, export_run
+    from synth.export import export_run
     from synth.session.rundir import find_run
 
-    if fmt not in FORMATS:
-        raise UsageError(f"Unknown export format {fmt!r}.",
-                         hint=f"Supported: {', '.join(FORMATS)}.")
+    fmt, run_ref = _export_target(run_arg, fmt, run_opt)
     settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
-    run_dir = find_run(settings, run_ref)
+    try:
+        run_dir = find_run(settings, run_ref)
+    except NotFoundError as exc:
+        raise NotFoundError(exc.message, hint=f"{exc.hint} (An artifact format is named with "
+                            "--format: Dockerfile.)") from exc
     if plan_only:
         from synth.distill.load import load_run
         from synth.distill.plan import distill
@@ -333,24 +429,49 @@ def export_cmd(
         sys.stdout.write(plan_json(distill(load_run(run_dir), include=include or ())))
         return
     result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
-                        force=force, allow_incomplete=allow_incomplete)
+                        force=force, allow_incomplete=allow_incomplete,
+                        apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only,
+                        archive=archive)
     if json_out:
         console.print_json({"artifact_dir": str(result.artifact_dir), "run_dir": str(run_dir),
-                            "warnings": list(result.warnings)})
+                            "warnings": list(result.warnings),
+                            **({"archive": str(result.archive),
+                                "archive_sha256": result.archive_sha256}
+                               if result.archive else {})})
         return
     for w in result.warnings:
-        console.err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+        console.warn(w)
     console.say(f"artifact: {result.artifact_dir}")
+    if result.archive:
+        for line in (f"archive: {result.archive}", f"sha256: {result.archive_sha256}"):
+            console.err.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _export_target(run_arg: str | None, fmt: str, run_opt: str | None) -> tuple[str, str | None]:
+    """(format, run) from `export RUN [--format F]` or the older `export FORMAT [--run RUN]`."""
+    from synth.export import FORMATS
+
+    if run_arg is not None and run_arg in FORMATS:
+        fmt, run_arg = run_arg, None
+    if run_arg is not None and run_opt is not None:
+        raise UsageError(f"Two runs named: {run_arg} and --run {run_opt}.",
+                         hint="Name the run once: `synth export RUN`.")
+    if fmt not in FORMATS:
+        raise UsageError(f"Unknown export format {fmt!r}.",
+                         hint=f"Supported: {', '.join(FORMATS)}.")
+    return fmt, run_arg if run_arg is not None else run_opt
 
 
 @app.command("verify")
 def verify_cmd(
     target: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        metavar="TARGET",
         help="Run (dir, id, latest) or artifact dir; with --runtime host also a task.")] = None,
-    rebuild: Annotated[bool, typer.Option(help="Build the artifact from scratch (no cache) "
-                                          "and verify the new image.")] = False,
-    live: Annotated[bool, typer.Option(help="Verify the run's live image (the default for a "
-                                       "run without --rebuild; with it, side by side).")] = False,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Build the artifact from scratch "
+                                          "(no cache) and verify the new image.")] = False,
+    live: Annotated[bool, typer.Option("--live", help="With --rebuild, also verify the run's "
+                                       "live image, side by side. (A run without --rebuild "
+                                       "is verified on its live image anyway.)")] = False,
     levels: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Levels to run, e.g. C0,C1 (default all).")] = None,
     require: Annotated[str, typer.Option(help="Exit 0 only if no level up to this one "
@@ -362,9 +483,16 @@ def verify_cmd(
         help="The repository (--runtime host; default the task's repo path).")] = None,
     out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "-o", "--out", help="Where verify.json, verify.md, build.log go.")] = None,
-    scanner: Annotated[str, typer.Option(help="C0 parser: ast (default) or libcst.")] = "ast",
+    scanner: Annotated[str, typer.Option(help="C0 parser: ast or libcst.")] = "ast",
+    progress: Annotated[str, typer.Option(
+        help="The rebuild on the terminal: steps (each BuildKit step as it starts, with "
+        "long steps' time), plain (every line, as docker's --progress plain) or quiet. "
+        "build.log has every line either way.")] = "steps",
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder the artifact's lock needs to rebuild (env SYNTH_WHEELHOUSE).")] = None,
+    allow_base_mismatch: Annotated[bool, typer.Option(
+        "--allow-base-mismatch", help="Rebuild even on a base image whose rootfs differs "
+        "from the one manifest.json records.")] = False,
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
@@ -374,10 +502,14 @@ def verify_cmd(
 
     if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
         raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
+    if progress not in ("steps", "plain", "quiet"):
+        raise UsageError("--progress is steps, plain or quiet.")
     opts = v.VerifyOptions(
         target=target, rebuild=rebuild, live=live, levels=v.parse_levels(levels),
         require=v.parse_require(require), runtime=runtime,  # type: ignore[arg-type]
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
+        progress=progress,
+        allow_base_mismatch=allow_base_mismatch,
     )
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))
@@ -453,30 +585,85 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _global_flags(argv: list[str]) -> list[str]:
+    """Take --debug and --json from anywhere before `--`: --debug is remembered, --json moves
+    to the end, where the (sub)command that is run takes it. Sets console.mode."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    head, tail = argv[:cut], argv[cut:]
+    console.mode["debug"] = "--debug" in head
+    console.mode["json"] = "--json" in head
+    head = [a for a in head if a not in ("--debug", "--json")]
+    console.mode["command"] = _command_path(head)
+    return head + (["--json"] if console.mode["json"] else []) + tail
+
+
+def _command_path(args: list[str]) -> str:
+    """The (sub)command the words of the command line name, e.g. `runs list`."""
+    cmd: object = typer.main.get_command(app)
+    words: list[str] = []
+    for arg in args:
+        if arg.startswith("-"):
+            continue
+        sub = getattr(cmd, "commands", {}).get(arg)
+        if sub is None:
+            break
+        words.append(arg)
+        cmd = sub
+    return " ".join(words)
+
+
+def _plain_help() -> None:
+    """Typer's help shows a type for every option (`--rebuild <bool>`): a flag has none.
+    Its usage line writes a required argument `{TASK}`: the convention is `TASK`."""
+    from typer.core import TyperArgument, TyperOption
+
+    original = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag else original(self, ctx)
+
+    def usage_name(self: TyperArgument) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    setattr(TyperOption, "display_type_rich", display_type_rich)  # noqa: B010
+    if hasattr(TyperArgument, "_usage_display_name"):
+        setattr(TyperArgument, "_usage_display_name", usage_name)  # noqa: B010
+
+
+_plain_help()
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
+    argv = _global_flags(sys.argv[1:])
     try:
         # Without standalone mode click returns a command's exit code instead of exiting.
-        code = app(standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
     except SynthError as exc:
-        if _state["debug"]:
+        if console.mode["debug"]:
             raise
-        console.err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
-        if exc.hint:
-            console.err.print(f"[bold]hint:[/] {exc.hint}", markup=True, highlight=False)
+        console.print_error(code=exc.exit_code, kind=type(exc).__name__, message=exc.message,
+                            hint=exc.hint)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         console.err.print("interrupted; cleaned up.", markup=False)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
         # Usage errors of the (vendored) click surface here without standalone mode.
         show = getattr(exc, "show", None)
-        if callable(show) and isinstance(getattr(exc, "exit_code", None), int):
-            show()
-            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
+        code = getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            if console.mode["json"] and code == EXIT_USAGE:
+                console.print_error(code=code, kind="CommandLineError",
+                                    message=str(getattr(exc, "message", exc)),
+                                    hint="`synth --help` lists the commands and options.")
+            else:
+                show()
+            sys.exit(code)
         raise

@@ -62,9 +62,8 @@ def diff_command(opts: DiffOptions) -> int:
         loader = SideLoader(settings, python=opts.python, fingerprint=opts.fingerprint)
         result = diff_sides(_load_checked(loader, opts.a), _load_checked(loader, opts.b))
     except SynthError as exc:
-        console.err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
-        if exc.hint:
-            console.err.print(f"[bold]hint:[/] {exc.hint}", markup=True, highlight=False)
+        console.print_error(code=DIFF_ERROR_EXIT, kind=type(exc).__name__,
+                            message=exc.message, hint=exc.hint)
         return DIFF_ERROR_EXIT
     emit(result, json_out=opts.json, markdown=opts.markdown)
     return result.exit_code
@@ -442,8 +441,9 @@ def parse_apt_lock(text: str) -> dict[str, str]:
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
-        name, _, version = line.partition("=")
-        out[name.strip()] = version.strip()
+        name, _, rest = line.partition("=")
+        # ``name=version`` then, since apt.lock has content hashes, more columns.
+        out[name.strip()] = rest.split()[0] if rest.split() else ""
     return out
 
 

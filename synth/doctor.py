@@ -85,10 +85,101 @@ def run_checks(settings: Settings) -> list[Check]:
     else:
         checks.append(Check(
             "ca_bundle", "warn",
-            "none configured: fine without an intercepting proxy",
+            "none configured: fine without an intercepting proxy (tls_in_container says)",
             "Behind a TLS-intercepting proxy, set SYNTH_CA_BUNDLE or pass --ca-bundle "
             "(e.g. /etc/ssl/certs/ca-certificates.crt).",
         ))
+    if engine is not None:
+        checks.append(tls_check(engine, settings))
     if settings.wheelhouse:
         checks.append(Check("wheelhouse", "ok", str(settings.wheelhouse)))
     return checks
+
+
+# ------------------------------------------------------------------ TLS in a container
+#: The package index every Python setup reaches first.
+INDEX_URL = "https://pypi.org/simple/pip/"
+TLS_BASE = "synth/python:bookworm"
+HOST_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+_PROBE = ("import sys, urllib.request\n"
+          "try:\n"
+          "    urllib.request.urlopen(sys.argv[1], timeout=20).read(64)\n"
+          "except Exception as exc:\n"
+          "    print(type(exc).__name__, exc)\n"
+          "    sys.exit(1)\n")
+
+
+@dataclass(frozen=True)
+class TlsAttempt:
+    """One HTTPS request from inside a container, with one CA bundle (None: the image's)."""
+
+    bundle: Path | None
+    ok: bool
+    detail: str
+
+    @property
+    def cert_failure(self) -> bool:
+        return "CERTIFICATE_VERIFY_FAILED" in self.detail
+
+
+def tls_attempts(engine: DockerEngine, bundles: list[Path | None],
+                 image: str = TLS_BASE, url: str = INDEX_URL) -> list[TlsAttempt]:
+    """One throwaway container of ``image``; one request to ``url`` per bundle, each mounted
+    read-only and named by SSL_CERT_FILE (as synth does for sessions and builds)."""
+    from synth.engine.base import ContainerSpec, Mount
+
+    mounts = [Mount(b, f"/synth/ca/{i}.crt") for i, b in enumerate(bundles) if b is not None]
+    spec = ContainerSpec(image=image, mounts=mounts, labels={"synth.kind": "doctor"})
+    attempts = []
+    with engine.container(spec) as c:
+        for i, bundle in enumerate(bundles):
+            env = {"SSL_CERT_FILE": f"/synth/ca/{i}.crt"} if bundle is not None else {}
+            res = c.exec(["python3", "-c", _PROBE, url], env=env, timeout=60)
+            detail = (res.stdout.strip() or res.stderr.strip()).splitlines()
+            attempts.append(TlsAttempt(bundle, res.ok, detail[-1][:300] if detail else ""))
+    return attempts
+
+
+def tls_check(engine: DockerEngine, settings: Settings) -> Check:
+    """Does HTTPS to the package index work from inside a container, and with which bundle?"""
+    name = "tls_in_container"
+    if not engine.image_exists(TLS_BASE):
+        return Check(name, "warn", f"not tested: {TLS_BASE} is missing",
+                     f"synth base bootstrap --tag {TLS_BASE}")
+    bundles: list[Path | None] = [None]
+    if settings.ca_bundle is not None:
+        bundles.append(settings.ca_bundle)
+    elif HOST_BUNDLE.is_file():
+        bundles.append(HOST_BUNDLE)
+    try:
+        attempts = tls_attempts(engine, bundles)
+    except SynthError as exc:
+        return Check(name, "warn", f"not tested: {exc.message}")
+    return judge_tls(attempts, settings.ca_bundle)
+
+
+def judge_tls(attempts: list[TlsAttempt], configured: Path | None) -> Check:
+    """Which request worked, and what to pass."""
+    name = "tls_in_container"
+    plain = attempts[0]
+    with_bundle = attempts[1] if len(attempts) > 1 else None
+    said = f"HTTPS to {INDEX_URL} from a container"
+    if plain.ok:
+        return Check(name, "ok", f"{said} works without a CA bundle"
+                     + (f" and with {configured}" if configured and with_bundle
+                        and with_bundle.ok else ""))
+    if with_bundle is not None and with_bundle.ok and configured is not None:
+        return Check(name, "ok", f"{said} needs the CA bundle {configured} (configured); "
+                     f"without it: {plain.detail}")
+    if with_bundle is not None and with_bundle.ok:
+        return Check(name, "fail", f"{said} fails without a CA bundle ({plain.detail}) and "
+                     f"works with {with_bundle.bundle}",
+                     f"Pass --ca-bundle {with_bundle.bundle} or set "
+                     f"SYNTH_CA_BUNDLE={with_bundle.bundle}.")
+    if plain.cert_failure:
+        return Check(name, "fail", f"{said} fails certificate verification: {plain.detail}"
+                     + (f"; with {configured}: {with_bundle.detail}" if with_bundle else ""),
+                     "Pass the bundle that holds your proxy's CA with --ca-bundle or "
+                     "SYNTH_CA_BUNDLE.")
+    return Check(name, "warn", f"{said} fails: {plain.detail}",
+                 "Check the engine's network and proxy settings (HTTPS_PROXY).")

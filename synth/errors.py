@@ -103,3 +103,47 @@ class GpuRuntimeUnavailableError(EngineError):
         "(`nvidia-ctk runtime configure --runtime=docker`), or verify on the GPU host "
         "itself with `--runtime host --python PATH`."
     )
+
+
+# ------------------------------------------------------------------- exit codes
+#: Exit codes that report an outcome rather than a SynthError (each kind above has its own).
+EXIT_OK = 0
+#: A negative answer: `diff` found a difference, `verify` a failing level, `doctor` a failing
+#: check. (An invalid task file in `task check` exits with TaskError's code.)
+EXIT_NEGATIVE = 1
+#: The command line does not parse (click), or `diff` could not compare.
+EXIT_USAGE = 2
+#: `synth run`: the agent exited non-zero (the run is recorded all the same).
+EXIT_AGENT_FAILED = 3
+#: `synth run`: the agent was killed at --timeout (the run is recorded all the same).
+EXIT_AGENT_TIMEOUT = 4
+#: Ctrl-C or SIGTERM; containers were removed.
+EXIT_INTERRUPTED = 130
+
+_OUTCOMES: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "success; diff: equal"),
+    (EXIT_NEGATIVE, "diff: the sides differ; verify: a level up to --require fails; "
+     "doctor: a check fails"),
+    (EXIT_USAGE, "the command line does not parse; diff: could not compare"),
+    (EXIT_AGENT_FAILED, "run: the agent exited non-zero (the run is recorded)"),
+    (EXIT_AGENT_TIMEOUT, "run: the agent was killed at --timeout (the run is recorded)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C, SIGTERM); containers were removed"),
+)
+
+
+def error_kinds() -> list[type[SynthError]]:
+    """Every SynthError kind, ordered by exit code."""
+    found: list[type[SynthError]] = []
+    todo: list[type[SynthError]] = [SynthError]
+    while todo:
+        kind = todo.pop()
+        found.append(kind)
+        todo.extend(kind.__subclasses__())
+    return sorted(set(found), key=lambda k: k.exit_code)
+
+
+def exit_codes() -> list[tuple[int, str]]:
+    """Every exit code synth uses and what it means, in order (``--help``, README)."""
+    errors = [(k.exit_code, f"{k.__name__}: {(k.__doc__ or '').strip().splitlines()[0]}")
+              for k in error_kinds()]
+    return sorted([*_OUTCOMES, *errors])

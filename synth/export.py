@@ -17,14 +17,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from synth import __version__
+from synth import __version__, publish
 from synth.atomic import dumps_json
+from synth.base_images import base_manifest
 from synth.config import Settings
+from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.load import LoadedRun, load_run, sha256_file
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
 from synth.errors import ExportError
-from synth.render import render_artifact
+from synth.render import reader_facts, render_artifact
 
 MANIFEST_FORMAT = 1
 FORMATS = ("Dockerfile",)
@@ -39,6 +41,9 @@ class ExportResult:
     artifact_dir: Path
     plan: BuildPlan
     warnings: tuple[str, ...]
+    #: With ``archive``: ``<task>-<run-id>.tar.gz`` beside the artifact, and its sha256.
+    archive: Path | None = None
+    archive_sha256: str | None = None
 
 
 def _copy_tree(src: Path, dest: Path) -> None:
@@ -110,6 +115,26 @@ def _all_files(root: Path) -> list[Path]:
                   key=lambda p: p.relative_to(root).as_posix())
 
 
+def _apt_timestamp(run: LoadedRun) -> str | None:
+    from synth.distill.plan import snapshot_timestamp
+
+    return snapshot_timestamp(run.info.ended)
+
+
+def apt_manifest(plan: BuildPlan, apt: AptSources) -> dict[str, object]:
+    """The manifest's ``apt`` key: how the .debs are pinned and where they come from."""
+    return {
+        "packages": len(plan.apt.pins),
+        "hashed": len(plan.apt.debs),
+        "unhashed": [n for n, _ in plan.apt.unhashed],
+        "timestamp": plan.apt.timestamp,
+        "snapshot_template": apt.template,
+        "snapshot_url": apt.url,
+        "sources": list(apt.order),
+        "bytes": sum(d.size for d in plan.apt.debs),
+    }
+
+
 def run_wheelhouse(settings: Settings, run: LoadedRun) -> Path | None:
     """The host wheelhouse: the one configured, else the one the run recorded."""
     if settings.wheelhouse is not None:
@@ -172,12 +197,17 @@ def export_run(
     hash_downloads: bool = True,
     force: bool = False,
     allow_incomplete: bool = False,
+    apt_snapshot: str | None = None,
+    apt_snapshot_only: bool = False,
+    archive: bool = False,
 ) -> ExportResult:
     """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``).
 
     ``hash_downloads``: take the sha256 of downloaded files from the live image (needs the
-    engine) so that the artifact replays those downloads pinned. A run that is not
-    trustworthy (not ``succeeded``, audit unverified) is refused unless
+    engine) so that the artifact replays those downloads pinned. ``apt_snapshot``: the
+    snapshot archive URL template for .debs (docs/export.md, Durability). ``archive``:
+    add an RO-Crate and a CycloneDX SBOM and write a deterministic ``.tar.gz`` beside.
+    A run that is not trustworthy (not ``succeeded``, audit unverified) is refused unless
     ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact."""
     from synth.session.rundir import read_run, trust_problems
 
@@ -190,6 +220,7 @@ def export_run(
     dest = (out_dir or run_dir / "export").absolute()
     check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
     run = load_run(run_dir)
+    apt = apt_sources(apt_snapshot, _apt_timestamp(run), apt_snapshot_only)
     plan = distill(run, include=include,
                    download_hashes=_download_hashes(run) if hash_downloads else None)
     plan = dataclasses.replace(plan, incomplete=tuple(problems))
@@ -199,7 +230,7 @@ def export_run(
         target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
         locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
                      else locker(env, target))
-    files = render_artifact(plan, locks)
+    files = render_artifact(plan, locks, apt=apt, reader=reader_facts(run.info.task_file))
     dest.parent.mkdir(parents=True, exist_ok=True)
     warnings = list(plan.warnings)
     with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
@@ -220,6 +251,10 @@ def export_run(
             _clone(run.repo.url, run.repo.commit, tmp / "source")
         _copy_includes(run, plan.includes, tmp)
         wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
+        epoch = publish.source_date_epoch(run) if archive else 0
+        if archive:
+            (tmp / publish.SBOM).write_text(publish.sbom_json(plan, locks, epoch),
+                                            encoding="utf-8")
         manifest = {
             "format": MANIFEST_FORMAT,
             "synth_version": __version__,
@@ -229,6 +264,10 @@ def export_run(
             "export_format": "Dockerfile",
             "base_image": {"ref": plan.base_ref, "id": plan.base_id,
                            "digest": plan.base_digest},
+            "apt": apt_manifest(plan, apt),
+            "base": base_manifest(plan.base_ref, plan.base_id, plan.base_digest,
+                                  run.info.base_rootfs, run.info.base_repo_digests,
+                                  run.info.base_labels),
             "python": plan.python,
             "locks": {lk.env.lock_file: {"python": lk.env.python, "pins": len(lk.pins),
                                          "locker": lk.locker} for lk in locks},
@@ -244,11 +283,22 @@ def export_run(
             "warnings": sorted(set(warnings)),
             "incomplete": list(plan.incomplete),
         }
+        if archive:
+            manifest["archive"] = publish.archive_manifest(plan, epoch)
         (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
+        if archive:  # last: it describes every other file, the manifest included
+            (tmp / publish.RO_CRATE).write_text(publish.ro_crate_json(tmp, plan, run, epoch),
+                                                encoding="utf-8")
         old = Path(tmp_str) / "old"
         # Checked again right before the swap: the folder may have changed meanwhile.
         check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
         if dest.exists():
             os.replace(dest, old)
         os.replace(tmp, dest)
-    return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))))
+    if not archive:
+        return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))))
+    name = publish.archive_name(plan)
+    path = dest.parent / f"{name}.tar.gz"
+    digest = publish.write_archive(dest, path, name, epoch)
+    return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))),
+                        archive=path, archive_sha256=digest)

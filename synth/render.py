@@ -13,6 +13,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,14 @@ import jinja2
 import synth
 from synth.atomic import dumps_json
 from synth.config import CONTAINER_WHEELHOUSE
+from synth.distill.apt_source import AptSources, apt_sources
+from synth.distill.load import repo_name
 from synth.distill.lock import Lock, render_lock
 from synth.distill.plan import BuildPlan
 
 REPORT_FORMAT = 1
+#: Distributions that only exist for CUDA: an image with one of them wants a GPU.
+_CUDA_NAME = re.compile(r"^(nvidia-|cupy-cuda|jax-cuda|torch-cuda)|(^|-)cu\d+$")
 _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 
 
@@ -89,18 +94,121 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=False,
     )
     env.filters.update(shjoin=shjoin, shquote=shquote, shvalue=shvalue, dockerenv=dockerenv,
-                       mdcode=mdcode, wordlines=wordlines,
-                       dirname=posixpath.dirname)
+                       mdcode=mdcode, wordlines=wordlines, yaml_str=yaml_str,
+                       json_argv=json_argv, dirname=posixpath.dirname,
+                       basename=posixpath.basename, repo_name=repo_name)
     return env
 
 
+@dataclass(frozen=True)
+class ReaderFacts:
+    """What the artifact's reader needs from the task file: the task in a sentence and the
+    command of its CPU check (C1), run in ``workdir``."""
+
+    description: str = ""
+    cpu_command: str | None = None
+    workdir: str = "/workspace"
+
+
+def reader_facts(task_file: str | Path | None) -> ReaderFacts:
+    """The task file's facts, or none where it does not load (the README then says so)."""
+    from synth.errors import SynthError
+    from synth.task import load_task
+
+    if not task_file:
+        return ReaderFacts()
+    try:
+        task = load_task(Path(task_file))
+    except (SynthError, OSError):
+        return ReaderFacts()
+    cpu = task.probes.cpu
+    return ReaderFacts(description=" ".join(task.description.split()),
+                       cpu_command=cpu.command if cpu else None, workdir=task.probes.workdir)
+
+
+def uses_cuda(locks: Sequence[Lock]) -> bool:
+    """True when the lock pins CUDA builds (``+cu121`` wheels, ``nvidia-*`` runtimes)."""
+    return any(_CUDA_NAME.search(p.name.lower()) or re.search(r"\+cu\d+", p.version)
+               for lk in locks for p in lk.pins)
+
+
+def base_recipe(plan: BuildPlan) -> dict[str, str] | None:
+    """How the base was made when synth made it (debootstrap + docker import), as commands
+    a reader runs without synth; None for a base synth does not make."""
+    from synth.base_images import DEFAULT_MIRROR, recipe_for
+
+    recipe = recipe_for(plan.base_ref, DEFAULT_MIRROR)
+    if recipe is None:
+        return None
+    include = f" --include={','.join(recipe.include)}" if recipe.include else ""
+    return {
+        "synth": f"synth base bootstrap --tag {plan.base_ref}",
+        "debootstrap": f"debootstrap --variant=minbase{include} {recipe.suite} rootfs "
+                       f"{recipe.mirror}",
+        "clean": "find rootfs/var/cache/apt/archives rootfs/var/lib/apt/lists -maxdepth 1 "
+                 "-type f -delete",
+        "import": f"tar --numeric-owner -C rootfs -c . | docker import - {plan.base_ref}",
+    }
+
+
+def wheel_rows(locks: Sequence[Lock]) -> list[dict[str, str]]:
+    """Each wheelhouse wheel: file, pin, sha256 and where the run found it."""
+    rows = []
+    for lk in locks:
+        links = [f"the author's wheelhouse (at {f} during the run)"
+                 if f == CONTAINER_WHEELHOUSE else f for f in lk.env.find_links]
+        where = "; ".join([*links, f"index {lk.env.index_url}"])
+        for p in lk.pins:
+            for f in p.wheel_files:
+                rows.append({"file": f, "pin": f"{p.name}=={p.version}",
+                             "sha256": " or ".join(p.hashes) or "(not recorded)",
+                             "where": where})
+    return sorted(rows, key=lambda r: r["file"])
+
+
+def check_line(image: str, reader: ReaderFacts) -> str | None:
+    """`docker run` of the CPU check as a reader types it: the command itself where the
+    host shell passes it through unchanged, else inside ``bash -c '…'``."""
+    cmd = reader.cpu_command
+    if cmd is None:
+        return None
+    if re.search(r"[$`\\!*?~]|[<>|;&]", cmd):
+        return f"docker run --rm -w {shquote(reader.workdir)} {image} bash -c {shlex.quote(cmd)}"
+    return f"docker run --rm -w {shquote(reader.workdir)} {image} {cmd}"
+
+
+def yaml_str(text: str) -> str:
+    """A YAML double-quoted scalar (JSON strings are valid YAML)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def json_argv(argv: Sequence[str]) -> str:
+    """A Dockerfile exec-form list (JSON), readable: no ``\u003c`` escapes."""
+    return json.dumps(list(argv), ensure_ascii=False)
+
+
+APT_DEBS_DIR = "/tmp/synth/debs"
+
+
 def render_apt_lock(plan: BuildPlan) -> str:
+    """One line per package: ``name=version arch sha256 size mirror pool-path``.
+
+    The fields after ``name=version`` come from apt's indexes in the live container; a
+    package they did not describe has ``-`` there and is installed by version only."""
     lines = [
         f"# apt.lock for task {plan.task}: every Debian package the run added or changed "
-        "against the base image, name=version.",
+        "against the base image.",
         f"# Regenerate: {plan.regenerate_command}",
+        "# name=version architecture sha256 size mirror pool-path (- where apt's indexes in "
+        "the run did not describe the package)",
     ]
-    lines += [f"{name}={version}" for name, version in plan.apt.pins]
+    if plan.apt.timestamp:
+        lines.append(f"# run ended: {plan.apt.timestamp} (the snapshot archive's timestamp)")
+    debs = {d.name: d for d in plan.apt.debs}
+    for name, version in plan.apt.pins:
+        d = debs.get(name)
+        lines.append(f"{name}={version} {d.arch or '-'} {d.sha256} {d.size} {d.mirror} "
+                     f"{d.filename}" if d else f"{name}={version} - - - - -")
     lines += [f"# removed: {name}" for name in plan.apt.remove]
     return "\n".join(lines) + "\n"
 
@@ -136,7 +244,7 @@ def report_json(plan: BuildPlan) -> dict[str, Any]:
 def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[tuple[str, str]]:
     files = [
         ("Dockerfile", "the build: base, apt, Python lock, source, native builds, ENV"),
-        ("apt.lock", "Debian packages, name=version, sorted"),
+        ("apt.lock", "Debian packages: name=version, architecture, sha256, size, source URL"),
     ]
     files += [(lk.env.lock_file, f"pins with sha256 hashes for {lk.env.python}") for lk in locks]
     files += [
@@ -144,7 +252,10 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
         ("export-report.md", "what was kept, folded, dropped (with reasons) and unexplained"),
         ("export-report.json", "the export report, for machines"),
         ("task.toml", "the task's probes, for `synth verify`"),
+        ("CITATION.cff", "citation metadata: fill in the authors"),
     ]
+    if plan.apt.debs:
+        files.append(("apt-fetch.sh", "fetches apt.lock's .debs by URL and checks their sha256"))
     if plan.claims:
         files.append(("claims.json", "the agent's self-report, checked by C5"))
     if plan.source.kind != "none":
@@ -155,12 +266,22 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
 
 
 def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
-                    locker_command: str = "uv pip compile --generate-hashes --no-deps"
-                    ) -> dict[str, str]:
+                    locker_command: str = "uv pip compile --generate-hashes --no-deps",
+                    apt: AptSources | None = None,
+                    reader: ReaderFacts | None = None) -> dict[str, str]:
     """Every generated text file of the artifact (not the manifest), by name."""
     env = environment()
+    apt = apt or apt_sources(None, plan.apt.timestamp)
     wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
+    reader = reader or ReaderFacts()
     ctx: dict[str, Any] = {
+        "reader": reader,
+        "cuda": uses_cuda(locks),
+        "base_recipe": base_recipe(plan),
+        "wheels": wheel_rows(locks),
+        "check_argv": ["bash", "-c", f"cd {shquote(reader.workdir)} && {reader.cpu_command}"]
+        if reader.cpu_command else None,
+        "check_line": check_line(f"{plan.task}:rebuilt", reader),
         "plan": plan,
         "locks": locks,
         "wheel_files": wheel_files,
@@ -169,14 +290,19 @@ def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
         "counts": report_counts(plan),
         "artifact_ref": f"{plan.task}/{plan.run_id}",
         "files": artifact_files_description(plan, locks),
+        "apt_sources": apt,
+        "apt_debs_dir": APT_DEBS_DIR,
     }
     files = {
         "Dockerfile": env.get_template("Dockerfile.j2").render(ctx),
         "README.md": env.get_template("README.md.j2").render(ctx),
+        "CITATION.cff": env.get_template("CITATION.cff.j2").render(ctx),
         "export-report.md": env.get_template("export-report.md.j2").render(ctx),
         "export-report.json": dumps_json(report_json(plan)),
         "apt.lock": render_apt_lock(plan),
     }
+    if plan.apt.debs:
+        files["apt-fetch.sh"] = env.get_template("apt-fetch.sh.j2").render(ctx)
     for lk in locks:
         header = [
             f"{lk.env.lock_file} for {lk.env.python} (task {plan.task}): exact pins with "

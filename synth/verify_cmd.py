@@ -68,6 +68,11 @@ class VerifyOptions:
     out_dir: Path | None = None
     scanner: Scanner = DEFAULT_SCANNER
     fingerprint: bool = True
+    #: The rebuild's progress on the terminal: `steps` (each BuildKit step as it starts),
+    #: `plain` (every line, as `docker build --progress plain`), or `quiet`.
+    progress: str = "steps"
+    #: Rebuild on a base whose rootfs differs from the one manifest.json records.
+    allow_base_mismatch: bool = False
 
 
 @dataclass(frozen=True)
@@ -243,16 +248,24 @@ def _fingerprints(engine: Any, live: str, rebuilt: str, python_live: str,
 
 
 def _rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
-             say: Say) -> dict[str, Any]:
+             say: Say, progress: str = "steps") -> dict[str, Any]:
+    from rich.markup import escape
+
     from synth import console
     from synth.artifact_build import build_artifact
+    from synth.engine.build import StepLines
 
     log_path = out_dir / "build.log"
     start = time.monotonic()
     say(f"Rebuilding {artifact_dir} from scratch (no cache) as {tag}; log: {log_path}")
-    with console.err.status(f"building {tag}") as status:
+    steps = StepLines()
+    with console.err.status(escape(f"building {tag}")) as status:
         def on_line(line: str) -> None:
-            status.update(f"building {tag}: {line[:110]}")
+            shown = line if progress == "plain" else steps(line) if progress == "steps" else None
+            if shown is not None:
+                say(shown)
+            status.update(escape(f"building {tag} ({time.monotonic() - start:.0f}s): "
+                                 f"{line[:100]}"))
 
         image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
                                   log_path=log_path, on_line=on_line)
@@ -387,8 +400,13 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
                         else _artifact_for_run(target, settings, say))
         manifest = _read_json(artifact_dir / "manifest.json") or {}
         python = _manifest_python(manifest, artifact_dir)
+        if isinstance(manifest.get("base"), dict):
+            from synth.base_images import check_base
+
+            say("Base image: " + check_base(engine, manifest["base"],
+                                            allow_mismatch=opts.allow_base_mismatch, say=say))
         tag = _rebuilt_tag(target.name, artifact_dir)
-        doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say)
+        doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress)
         doc["target"]["artifact_dir"] = str(artifact_dir)
         say(f"Verifying the rebuilt image {tag}")
         reports["rebuilt"] = _verify_image(
@@ -515,12 +533,14 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
 
 
 def print_table(doc: Mapping[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from synth import console
 
     cols = report_columns(doc)
-    table = Table(title=f"synth verify: {doc['target']['task']}", show_lines=False)
+    table = Table(title=f"synth verify: {escape(str(doc['target']['task']))}",
+                  show_lines=False)
     table.add_column("level")
     table.add_column("what")
     for key in cols:
@@ -532,14 +552,14 @@ def print_table(doc: Mapping[str, Any]) -> None:
         for key in cols:
             r = _levels(doc, key).get(level)
             color = colors.get(str(r.get("status")) if r else "", "")
-            text = cell(r).replace("[", "\\[")
+            text = escape(cell(r))
             row.append(f"[{color}]{text}[/]" if color else text)
         table.add_row(*row)
     console.out.print(table)
     for line in extra_lines(doc):
         console.out.print(line, markup=False, highlight=False)
     style = "bold green" if doc["passed"] else "bold red"
-    console.out.print(f"[{style}]{verdict_line(doc)}[/]")
+    console.out.print(f"[{style}]{escape(verdict_line(doc))}[/]")
 
 
 def parse_levels(text: str | None) -> frozenset[Level]:

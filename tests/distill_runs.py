@@ -36,6 +36,16 @@ def cmd(command: str, *, exit: int = 0, cwd: str = "/workspace",
     return {"command": command, "exit": exit, "cwd": cwd, "hooks": hooks}
 
 
+def deb(name: str, version: str, arch: str = "amd64") -> dict[str, Any]:
+    """A ``state/apt.json`` ``debs`` record as apt's indexes would give it (fake hash)."""
+    import hashlib
+
+    pool = f"pool/main/{name[0]}/{name}/{name}_{version.rsplit(':', maxsplit=1)[-1]}_{arch}.deb"
+    return {"version": version, "arch": arch, "size": 1000 + len(name),
+            "sha256": hashlib.sha256(pool.encode()).hexdigest(),
+            "mirror": "http://deb.debian.org/debian", "filename": pool}
+
+
 def make_run_dir(
     tmp_path: Path,
     audit: Sequence[Mapping[str, Any]] = (),
@@ -44,6 +54,7 @@ def make_run_dir(
     run_id: str = "20261129-101500-a1b2c3",
     apt_added: Mapping[str, str] | None = None,
     apt_manual: Sequence[str] = (),
+    apt_debs: Mapping[str, Mapping[str, Any]] | None = None,
     python: Sequence[Mapping[str, Any]] | None = None,
     primary: str | None = "/opt/venv/bin/python",
     diff: Sequence[tuple[str, str]] = (),
@@ -63,7 +74,12 @@ def make_run_dir(
         "format": 1, "run_id": run_id, "synth_version": "0.1.0",
         "task": {"name": task, "task_file": str(task_file) if task_file else None},
         "agent": {"kind": "replay", "script": "/x/sloppy.sh", "argv": None},
-        "base_image": {"ref": "synth/python:bookworm", "id": base_id, "labels": {}},
+        "base_image": {
+            "ref": "synth/python:bookworm", "id": base_id,
+            "labels": {"synth.base.recipe": "debootstrap --variant=minbase --include=python3,"
+                       "python3-venv bookworm http://deb.debian.org/debian",
+                       "synth.base.packages_sha256": "cd" * 32},
+            "rootfs": ["sha256:" + "ef" * 32], "repo_digests": []},
         "started": "2026-11-29T10:15:00Z", "ended": "2026-11-29T10:16:40Z",
         "status": "succeeded", "agent_exit_code": 0,
         "source_tree": {"before": "0" * 64, "after": "0" * 64, "changed": []},
@@ -98,6 +114,8 @@ def make_run_dir(
     dump("state/apt.json", {
         "format": 1, "base": BASE_APT, "final": {**BASE_APT, **added}, "added": added,
         "changed": {}, "removed": {}, "manual": sorted(apt_manual),
+        **({"debs": {n: dict(d) for n, d in apt_debs.items()},
+            "debs_missing": sorted(set(added) - set(apt_debs))} if apt_debs is not None else {}),
     })
     interps = list(python) if python is not None else [system_python(), venv()]
     dump("state/python.json", {"format": 1, "interpreters": interps, "primary": primary})

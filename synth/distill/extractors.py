@@ -10,6 +10,7 @@ only because the pip extractor declines every pip sub-command that changes nothi
 from __future__ import annotations
 
 import ast
+import functools
 import posixpath
 import re
 from collections.abc import Callable
@@ -44,26 +45,39 @@ RC_FILES = ("/etc/environment", "/etc/bash.bashrc", "/root/.bashrc", "/root/.pro
             "/root/.bash_profile")
 
 
+@functools.lru_cache(maxsize=4096)
 def _base(word: str) -> str:
-    return posixpath.basename(word)
+    return posixpath.basename(word)  # cached: every extractor asks it of the same program
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_python(word: str) -> bool:
     return bool(_PY.match(_base(word)))
 
 
 def _abs(cmd: SimpleCommand, path: str) -> str:
-    path = expand(path, cmd.env_map())
+    if "$" in path:
+        path = expand(path, cmd.env_map())
+    return _abs_in(cmd.cwd, path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _abs_in(cwd: str, path: str) -> str:
     if path.startswith("file://"):
         path = path[len("file://"):]
     if path == "~" or path.startswith("~/"):
         path = "/root" + path[1:]
-    return posixpath.normpath(posixpath.join(cmd.cwd, path))
+    return posixpath.normpath(posixpath.join(cwd, path))
 
 
 def _program(cmd: SimpleCommand) -> tuple[str, tuple[str, ...]]:
     """The program and its arguments, looking through ``sudo``/``env``/``time`` wrappers."""
-    argv = cmd.argv
+    return _program_of(cmd.argv)
+
+
+@functools.lru_cache(maxsize=1024)
+def _program_of(argv: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    # Cached: every extractor asks it of the same command in turn.
     while argv and _base(argv[0]) in ("sudo", "env", "time", "nohup", "nice", "command",
                                       "exec", "stdbuf"):
         argv = argv[1:]
@@ -165,8 +179,24 @@ _PIP_READ_ONLY = {"list", "show", "freeze", "check", "config", "debug", "help", 
                   "-V", "search", "inspect", "index", "tree", "cache", "hash"}
 
 
-def _pip_invocation(cmd: SimpleCommand) -> tuple[str, str | None, tuple[str, ...]] | None:
+_PipInvocation = tuple[str, str | None, tuple[str, ...]]
+#: The last command :func:`_pip_invocation` answered, and its answer: the pip and the
+#: read-only extractors ask it of the same command in turn.
+_last_pip: tuple[SimpleCommand | None, _PipInvocation | None] = (None, None)
+
+
+def _pip_invocation(cmd: SimpleCommand) -> _PipInvocation | None:
     """``(tool, python, args after 'pip')`` for pip and ``uv pip`` invocations."""
+    global _last_pip
+    last = _last_pip
+    if last[0] is cmd:
+        return last[1]
+    answer = _pip_invocation_of(cmd)
+    _last_pip = (cmd, answer)
+    return answer
+
+
+def _pip_invocation_of(cmd: SimpleCommand) -> _PipInvocation | None:
     prog, args = _program(cmd)
     name = _base(prog)
     if _PIP.match(name):
@@ -491,6 +521,7 @@ _PY_SAFE_CALLS = re.compile(r"\b(open|system|popen|subprocess|remove|unlink|rmtr
                             r"write|mkdir|rename|install|pip|setup|exec|eval)\b")
 
 
+@functools.lru_cache(maxsize=1024)
 def _python_is_read_only(args: tuple[str, ...]) -> bool:
     if args[:1] in (("--version",), ("-V",), ("-VV",)):
         return True

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,20 @@ class Interpreter:
 
 
 @dataclass(frozen=True)
+class DebRecord:
+    """One pinned .deb as apt's indexes in the live container described it."""
+
+    name: str
+    version: str
+    arch: str
+    sha256: str
+    size: int
+    #: The archive root it came from (``http://deb.debian.org/debian``) and the pool path.
+    mirror: str
+    filename: str
+
+
+@dataclass(frozen=True)
 class AptState:
     base: Mapping[str, str]
     final: Mapping[str, str]
@@ -90,6 +104,10 @@ class AptState:
     changed: Mapping[str, tuple[str, str]]
     removed: Mapping[str, str]
     manual: tuple[str, ...]
+    #: Content hashes of the pinned .debs (runs before they were captured have none).
+    debs: Mapping[str, DebRecord] = field(default_factory=dict)
+    #: True when the run captured .deb hashes at all (an older run did not).
+    debs_captured: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,6 +128,12 @@ class RunInfo:
     wheelhouse: str | None
     ca_bundle: bool
     live_image: str | None
+    #: When the session ended (ISO 8601, UTC), for the time-pinned apt snapshot source.
+    ended: str | None = None
+    #: The base image's RootFS.Layers, RepoDigests and labels (a synth base's recipe).
+    base_rootfs: tuple[str, ...] = ()
+    base_repo_digests: tuple[str, ...] = ()
+    base_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -266,6 +290,27 @@ def _load_repo(task_file: str | None) -> RepoRef | None:
     return RepoRef(path=str(path) if path else None, url=task.repo.url, commit=task.repo.commit)
 
 
+def repo_name(ref: str) -> str:
+    """``registry:5000/name:tag`` -> ``registry:5000/name`` (no tag, no digest)."""
+    ref = ref.split("@", 1)[0]
+    head, _, last = ref.rpartition("/")
+    return (head + "/" if head else "") + last.split(":", 1)[0]
+
+
+def repo_digest(ref: str, repo_digests: Any) -> str | None:
+    """The ``sha256:…`` a registry gave the base ``ref`` (RepoDigests), if any."""
+    digests = [str(d) for d in repo_digests if "@sha256:" in str(d)]
+    same = [d for d in digests if repo_name(d) == repo_name(ref)]
+    chosen = same or sorted(digests)
+    return chosen[0].split("@", 1)[1] if chosen else None
+
+
+def _deb_record(name: str, d: Mapping[str, Any]) -> DebRecord:
+    return DebRecord(name=name, version=str(d["version"]), arch=str(d.get("arch") or ""),
+                     sha256=str(d["sha256"]), size=int(d["size"]), mirror=str(d["mirror"]),
+                     filename=str(d["filename"]))
+
+
 def load_run(run_dir: Path) -> LoadedRun:
     """Read ``run_dir``; raises :class:`ExportError` naming the file that is wrong."""
     run_dir = run_dir.resolve()
@@ -287,11 +332,16 @@ def load_run(run_dir: Path) -> LoadedRun:
             task_file=str(task["task_file"]) if task.get("task_file") else None,
             base_ref=str(base["ref"]),
             base_id=str(base["id"]) if base.get("id") else None,
-            base_digest=str(base["digest"]) if base.get("digest") else None,
+            base_digest=str(base["digest"]) if base.get("digest") else repo_digest(
+                str(base["ref"]), base.get("repo_digests") or []),
             status=str(run.get("status", "unknown")),
             wheelhouse=str(run["wheelhouse"]) if run.get("wheelhouse") else None,
             ca_bundle=bool(run.get("ca_bundle", False)),
             live_image=str(live["ref"]) if isinstance(live, dict) and live.get("ref") else None,
+            ended=str(run.get("ended") or run.get("started") or "") or None,
+            base_rootfs=tuple(str(x) for x in base.get("rootfs") or ()),
+            base_repo_digests=tuple(sorted(str(x) for x in base.get("repo_digests") or ())),
+            base_labels={str(k): str(v) for k, v in (base.get("labels") or {}).items()},
         )
         interpreters = tuple(
             Interpreter(
@@ -316,6 +366,8 @@ def load_run(run_dir: Path) -> LoadedRun:
             changed={k: (str(v[0]), str(v[1])) for k, v in changed_raw.items()},
             removed=dict(apt.get("removed") or {}),
             manual=tuple(sorted(apt.get("manual") or ())),
+            debs={str(n): _deb_record(str(n), d) for n, d in (apt.get("debs") or {}).items()},
+            debs_captured="debs" in apt,
         )
         changes = tuple(PathChange(str(c["kind"]), str(c["path"]))
                         for c in diff.get("changes", []))

@@ -10,9 +10,12 @@ paths the container changed that no kept step explains are listed as unexplained
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -21,7 +24,7 @@ from packaging.version import InvalidVersion
 
 from synth.config import CA_ENV_NAMES, CONTAINER_WHEELHOUSE
 from synth.distill.extractors import classify
-from synth.distill.load import Distribution, Interpreter, LoadedRun
+from synth.distill.load import DebRecord, Distribution, Interpreter, LoadedRun
 from synth.distill.provenance import risks, unaudited_changes
 from synth.distill.shell import SimpleCommand, simple_commands
 from synth.distill.steps import (
@@ -63,6 +66,7 @@ def _req_name(spec: str) -> str:
     return canonical(m.group(1)) if m else canonical(spec)
 
 
+@functools.lru_cache(maxsize=4096)
 def _req_pin(spec: str) -> str | None:
     """The version specifier of a requirement (``==1.0``, ``<70``), None when it has none."""
     try:
@@ -72,6 +76,7 @@ def _req_pin(spec: str) -> str | None:
     return str(req.specifier) or None
 
 
+@functools.lru_cache(maxsize=4096)
 def _satisfies(version: str, specifier: str) -> bool:
     try:
         return SpecifierSet(specifier).contains(version, prereleases=True)
@@ -102,6 +107,12 @@ class AptPlan:
     auto: tuple[str, ...] = ()
     #: Base packages the run removed.
     remove: tuple[str, ...] = ()
+    #: The pins apt's indexes described in the live container: fetched by URL and
+    #: checked by sha256. The other pins (``unhashed``) go through ``apt-get install``.
+    debs: tuple[DebRecord, ...] = ()
+    unhashed: tuple[tuple[str, str], ...] = ()
+    #: The run's end as a snapshot.debian.org timestamp (``20261129T101640Z``).
+    timestamp: str | None = None
 
 
 @dataclass(frozen=True)
@@ -254,11 +265,12 @@ def download_candidates(run: LoadedRun) -> tuple[str, ...]:
     (taken from the live image by the exporter) lets the artifact replay them pinned."""
     present = {c.path for c in run.changes if c.kind in ("A", "C")}
     out = set()
-    for c in simple_commands(run.records):
-        _x, s = classify(c)
-        if (isinstance(s, Download) and s.tool in ("wget", "curl") and s.dest
-                and c.ran and not c.failed and s.dest in present):
-            out.add(s.dest)
+    with _gc_paused():
+        for c in simple_commands(run.records):
+            _x, s = classify(c)
+            if (isinstance(s, Download) and s.tool in ("wget", "curl") and s.dest
+                    and c.ran and not c.failed and s.dest in present):
+                out.add(s.dest)
     return tuple(sorted(out))
 
 
@@ -269,6 +281,22 @@ def _download_argv(s: Download) -> tuple[str, ...]:
     return ("wget", "-q", "-O", s.dest, s.url)
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a while (reference counting still frees).
+
+    Distilling makes a few small acyclic objects per audited command, hundreds of
+    thousands on a long log; the collector's repeated passes over all of them cost more
+    than the work itself (on 100,000 records, 6.2 s of CPU instead of 3.7 s)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def distill(run: LoadedRun, *, include: Sequence[str] = (),
             download_hashes: Mapping[str, str] | None = None) -> BuildPlan:
     """What to build from ``run``: pure, deterministic, no I/O.
@@ -276,6 +304,12 @@ def distill(run: LoadedRun, *, include: Sequence[str] = (),
     ``download_hashes`` maps files that downloads wrote (:func:`download_candidates`) to
     their sha256 in the final state; those downloads are replayed and checked.
     """
+    with _gc_paused():
+        return _distill(run, include, download_hashes)
+
+
+def _distill(run: LoadedRun, include: Sequence[str],
+             download_hashes: Mapping[str, str] | None) -> BuildPlan:
     acc = _Acc()
     hashes = dict(download_hashes or {})
     cmds = list(simple_commands(run.records))
@@ -403,6 +437,13 @@ def distill(run: LoadedRun, *, include: Sequence[str] = (),
         if i not in envs_in and i.kind == "conda":
             acc.not_reproducible.append(f"conda environment {i.prefix} ({len(i.distributions)} "
                                         "distributions) is not reproduced")
+    if apt.unhashed:
+        why = ("apt's package lists were gone at the end of the run" if run.apt.debs_captured
+               else "the run predates .deb hashing")
+        acc.warnings.append(
+            f"{len(apt.unhashed)} Debian package(s) are pinned by version only, without a "
+            f"sha256 ({why}): {', '.join(n for n, _ in apt.unhashed[:8])}"
+            f"{' …' if len(apt.unhashed) > 8 else ''}")
     if run.info.base_digest is None:
         acc.warnings.append(
             f"base image {run.info.base_ref} has no registry digest; the local image ID "
@@ -578,8 +619,19 @@ def _apt_plan(run: LoadedRun) -> AptPlan:
         pins[name] = new
     manual = {_pkg_name(m) for m in run.apt.manual}
     auto = sorted(n for n in pins if _pkg_name(n) not in manual)
+    debs = tuple(d for n, v in sorted(pins.items())
+                 if (d := run.apt.debs.get(n)) is not None and d.version == v)
+    hashed = {d.name for d in debs}
     return AptPlan(pins=tuple(sorted(pins.items())), auto=tuple(auto),
-                   remove=tuple(sorted(run.apt.removed)))
+                   remove=tuple(sorted(run.apt.removed)), debs=debs,
+                   unhashed=tuple((n, v) for n, v in sorted(pins.items()) if n not in hashed),
+                   timestamp=snapshot_timestamp(run.info.ended))
+
+
+def snapshot_timestamp(iso: str | None) -> str | None:
+    """``2026-11-29T10:16:40Z`` -> ``20261129T101640Z`` (snapshot.debian.org's form)."""
+    m = re.match(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)", iso or "")
+    return "{}{}{}T{}{}{}Z".format(*m.groups()) if m else None
 
 
 def _decide(

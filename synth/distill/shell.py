@@ -14,12 +14,13 @@ import functools
 import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import bashlex
 import bashlex.errors
 
+from synth.distill.fastshell import FastCommand, fast_parse
 from synth.distill.load import AuditRecord
 
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -80,6 +81,9 @@ class _ShellState:
 def expand(word: str, env: Mapping[str, str]) -> str:
     """Expand ``$VAR`` / ``${VAR}`` known in ``env``; unknown ones stay as written."""
 
+    if "$" not in word:
+        return word
+
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
         return env.get(name, m.group(0))
@@ -103,11 +107,21 @@ def _normalise(text: str) -> str:
 
 
 class _Walker:
-    def __init__(self, source: str, record: AuditRecord, state: _ShellState) -> None:
+    def __init__(self, source: str, record: AuditRecord, state: _ShellState,
+                 exits: str | None = None) -> None:
         self.source = source
         self.record = record
         self.state = state
         self.out: list[SimpleCommand] = []
+        #: How exit statuses are set: None (not yet), ``line`` (from the whole line, no
+        #: hook records: see :func:`_with_exits`) or ``own`` (the record is one command).
+        self.exits = exits
+
+    def _exit(self, masked: bool) -> int | None:
+        code = self.record.exit
+        if self.exits is None or (self.exits == "line" and masked and not code):
+            return None
+        return code
 
     def walk(self, node: Any, *, masked: bool = False, flags: tuple[str, ...] = ()) -> None:
         kind = node.kind
@@ -148,34 +162,45 @@ class _Walker:
         return SimpleCommand(
             argv=(), assignments=(), redirects=(), text=text, cwd=self.state.cwd,
             env=tuple(sorted(self.state.exported.items())), activated=self.state.activated,
-            seq=self.record.seq, exit=None, parsed=False, flags=flags,
+            seq=self.record.seq, exit=self._exit(False), parsed=False, flags=flags,
             index=len(self.out),
         )
 
     def command(self, node: Any, *, masked: bool, flags: tuple[str, ...]) -> None:
-        st = self.state
-        assignments: list[tuple[str, str]] = []
+        assignments: list[str] = []
         words: list[str] = []
         redirects: list[tuple[str, str]] = []
-        extra_flags: list[str] = []
+        substitutions = 0
         for part in node.parts:
             if part.kind == "assignment":
-                name, _, value = part.word.partition("=")
-                assignments.append((name, expand(value, st.exported)))
+                assignments.append(part.word)
             elif part.kind == "word":
                 if any(p.kind == "commandsubstitution" for p in getattr(part, "parts", [])):
-                    extra_flags.append("command-substitution")
-                words.append(expand(part.word, {**st.exported, **dict(assignments)}))
+                    substitutions += 1
+                words.append(part.word)
             elif part.kind == "redirect":
                 target = part.output
                 tgt = target.word if hasattr(target, "word") else str(target)
                 redirects.append((str(part.type), tgt))
-        text = self.source[node.pos[0]:node.pos[1]]
+        self.emit(assignments, words, redirects, node.pos[0], node.pos[1], masked=masked,
+                  flags=(*flags, *("command-substitution",) * substitutions))
+
+    def emit(self, assignment_words: Sequence[str], words: Sequence[str],
+             redirects: Sequence[tuple[str, str]], start: int, end: int, *, masked: bool,
+             flags: tuple[str, ...]) -> None:
+        """One simple command from its words (after quote removal) in the current state."""
+        st = self.state
+        assignments: list[tuple[str, str]] = []
+        for word in assignment_words:
+            name, _, value = word.partition("=")
+            assignments.append((name, expand(value, st.exported)))
+        scope = {**st.exported, **dict(assignments)} if assignments else st.exported
         cmd = SimpleCommand(
-            argv=tuple(words), assignments=tuple(assignments), redirects=tuple(redirects),
-            text=text, cwd=st.cwd, env=tuple(sorted(st.exported.items())),
-            activated=st.activated, seq=self.record.seq, exit=None,
-            flags=(*flags, *extra_flags), masked=masked, index=len(self.out),
+            argv=tuple([expand(w, scope) for w in words]), assignments=tuple(assignments),
+            redirects=tuple(redirects), text=self.source[start:end], cwd=st.cwd,
+            env=tuple(sorted(st.exported.items())) if st.exported else (),
+            activated=st.activated, seq=self.record.seq, exit=self._exit(masked),
+            flags=flags, masked=masked, index=len(self.out),
         )
         self.out.append(cmd)
         self._apply(cmd)
@@ -214,16 +239,36 @@ class _Walker:
 
 
 @functools.lru_cache(maxsize=4096)
+def _fast_parse(source: str) -> tuple[FastCommand, ...] | None:
+    return fast_parse(source)
+
+
+@functools.lru_cache(maxsize=4096)
 def _parse(source: str) -> tuple[Any, ...]:
     """bashlex trees of a line; cached, since agents repeat lines (the walker only reads)."""
     return tuple(bashlex.parse(source))
 
 
-def parse_line(record: AuditRecord) -> list[SimpleCommand]:
-    """Split one audited command line into simple commands (exit statuses not yet set)."""
+def parse_line(record: AuditRecord, *, fast: bool = True) -> list[SimpleCommand]:
+    """Split one audited command line into simple commands (exit statuses not yet set).
+
+    A plain line takes the fast path (:mod:`synth.distill.fastshell`), which gives the
+    same commands bashlex would; ``fast=False`` always asks bashlex (for the test that
+    checks exactly that)."""
+    return _parse_line(record, fast=fast)
+
+
+def _parse_line(record: AuditRecord, *, fast: bool = True,
+                exits: str | None = None) -> list[SimpleCommand]:
     source = record.command
     state = _ShellState(cwd=record.cwd or "/")
-    walker = _Walker(source, record, state)
+    walker = _Walker(source, record, state, exits)
+    plain = _fast_parse(source) if fast else None
+    if plain is not None:
+        for c in plain:
+            walker.emit(c.assignments, c.words, c.redirects, c.start, c.end, masked=c.masked,
+                        flags=())
+        return walker.out
     try:
         trees = _parse(source)
     except (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError,
@@ -238,6 +283,11 @@ def parse_line(record: AuditRecord) -> list[SimpleCommand]:
     return walker.out
 
 
+def _with(c: SimpleCommand, **changes: Any) -> SimpleCommand:
+    """``dataclasses.replace`` for a SimpleCommand, at a fraction of its cost."""
+    return SimpleCommand(**{**c.__dict__, **changes})
+
+
 def _with_exits(
     cmds: list[SimpleCommand], record: AuditRecord, hooks: Sequence[AuditRecord]
 ) -> tuple[list[SimpleCommand], list[AuditRecord]]:
@@ -246,12 +296,12 @@ def _with_exits(
     Returns the commands and the hook records that matched none of them (commands run by a
     script the line called, for example).
     """
-    if not hooks:
+    if not hooks:  # simple_commands sets these as it parses: _parse_line(exits="line")
         if record.exit == 0 or record.exit is None:
-            return [replace(c, exit=record.exit if not c.masked else None) for c in cmds], []
+            return [_with(c, exit=record.exit if not c.masked else None) for c in cmds], []
         # The line failed and nothing says which command did: treat every command as
         # failed, so nothing from a failed line is replayed (final state still decides).
-        return [replace(c, exit=record.exit) for c in cmds], []
+        return [_with(c, exit=record.exit) for c in cmds], []
     used: set[int] = set()
     pos = 0
     out: list[SimpleCommand] = []
@@ -263,12 +313,12 @@ def _with_exits(
                 found = j
                 break
         if found is None:
-            out.append(replace(c, exit=None, flags=(*c.flags, "not-run")) if c.parsed
-                       else replace(c, exit=record.exit))
+            out.append(_with(c, exit=None, flags=(*c.flags, "not-run")) if c.parsed
+                       else _with(c, exit=record.exit))
             continue
         used.add(found)
         pos = found + 1
-        out.append(replace(c, exit=hooks[found].exit))
+        out.append(_with(c, exit=hooks[found].exit))
     leftovers = [h for j, h in enumerate(hooks) if j not in used]
     return out, leftovers
 
@@ -310,8 +360,6 @@ def simple_commands(records: Sequence[AuditRecord]) -> Iterator[SimpleCommand]:
     parent (an interactive shell, a script) is a unit of its own. ``exec-trace`` records
     describe the same commands again from below and are not distilled.
     """
-    from dataclasses import replace
-
     skip = _skipped(records)
     records = [r for r in records if r.seq not in skip]
     tops = {r.seq for r in records if r.source in ("bash-c", "synth")}
@@ -324,16 +372,19 @@ def simple_commands(records: Sequence[AuditRecord]) -> Iterator[SimpleCommand]:
             continue
         if r.source == "bash-hook" and r.parent_seq in tops:
             continue
-        cmds = parse_line(r)
         if r.source == "bash-hook":
             # One hook record is one simple command already; its exit status is its own.
-            yield from (replace(c, exit=r.exit) for c in cmds)
+            yield from _parse_line(r, exits="own")
             continue
-        with_exits, leftovers = _with_exits(cmds, r, hooks_of.get(r.seq, []))
+        hooks = hooks_of.get(r.seq)
+        if not hooks:
+            yield from _parse_line(r, exits="line")
+            continue
+        with_exits, leftovers = _with_exits(parse_line(r), r, hooks)
         yield from with_exits
         index = len(with_exits)
         for h in leftovers:
             for c in parse_line(h):
-                yield replace(c, exit=h.exit, seq=r.seq, index=index,
+                yield _with(c, exit=h.exit, seq=r.seq, index=index,
                               flags=(*c.flags, "nested"))
                 index += 1

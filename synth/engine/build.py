@@ -9,6 +9,7 @@ switched on with ``DOCKER_BUILDKIT=1`` (docker CLI < 23).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -98,6 +99,8 @@ class BuildRequest:
     labels: Mapping[str, str] = field(default_factory=dict)
     no_cache: bool = False
     network: str | None = None
+    #: Extra ``/etc/hosts`` entries for the build (``--add-host name:ip``).
+    add_hosts: Mapping[str, str] = field(default_factory=dict)
 
 
 def build_image(
@@ -115,6 +118,8 @@ def build_image(
         argv.append("--no-cache")
     if request.network:
         argv += ["--network", request.network]
+    for host, ip in sorted(request.add_hosts.items()):
+        argv += ["--add-host", f"{host}:{ip}"]
     for sid, src in sorted(request.secrets.items()):
         argv += ["--secret", f"id={sid},src={src}"]
     for k, v in sorted(request.build_args.items()):
@@ -152,3 +157,28 @@ def build_image(
         raise BuildError(
             f"Building {request.tag} failed (exit {code}).{where}\n" + "\n".join(tail[-25:])
         )
+
+
+_STEP_RE = re.compile(r"^#(?P<id>\d+) \[[^\]]*\d+/\d+\] ")
+_DONE_RE = re.compile(r"^#(?P<id>\d+) DONE (?P<secs>\d+(\.\d+)?)s$")
+
+
+class StepLines:
+    """Which lines of BuildKit's plain progress to show by default: each step as it starts
+    (`#7 [3/9] RUN …`, once), how long it took when that was a while, and errors."""
+
+    def __init__(self, min_seconds: float = 2.0, width: int = 160) -> None:
+        self.min_seconds = min_seconds
+        self.width = width
+        self._shown: set[str] = set()
+
+    def __call__(self, line: str) -> str | None:
+        if m := _STEP_RE.match(line):
+            if m["id"] in self._shown:
+                return None
+            self._shown.add(m["id"])
+            short = " ".join(line.split())
+            return short if len(short) <= self.width else short[:self.width - 1] + "…"
+        if (m := _DONE_RE.match(line)) and m["id"] in self._shown:
+            return line if float(m["secs"]) >= self.min_seconds else None
+        return line if " ERROR" in line[:12] or line.startswith("ERROR") else None

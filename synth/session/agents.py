@@ -14,6 +14,7 @@ container's lifecycle, the timeout and the capture of the final state.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -52,14 +53,18 @@ class AgentLog:
         self._pending: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
-    def write(self, stream: str, data: bytes) -> None:
+    def write(self, stream: str, data: bytes) -> bytes:
+        """Log the complete lines in ``data``; returns them as written (masked)."""
         with self._lock:
             buf = self._pending.get(stream, b"") + data
             head, sep, tail = buf.rpartition(b"\n")
-            if sep:
-                self._fh.write(self.masker.mask_bytes(head + sep))
-                self._fh.flush()
             self._pending[stream] = tail
+            if not sep:
+                return b""
+            masked = self.masker.mask_bytes(head + sep)
+            self._fh.write(masked)
+            self._fh.flush()
+            return masked
 
     def note(self, text: str) -> None:
         self.flush()
@@ -67,13 +72,17 @@ class AgentLog:
             self._fh.write(self.masker.mask(text).encode("utf-8") + b"\n")
             self._fh.flush()
 
-    def flush(self) -> None:
+    def flush(self) -> bytes:
+        """Log what is left of unfinished lines; returns it as written (masked)."""
+        written = b""
         with self._lock:
             for rest in self._pending.values():
                 if rest:
-                    self._fh.write(self.masker.mask_bytes(rest) + b"\n")
+                    written += self.masker.mask_bytes(rest) + b"\n"
+            self._fh.write(written)
             self._pending.clear()
             self._fh.flush()
+        return written
 
     def close(self) -> None:
         self.flush()
@@ -97,19 +106,27 @@ class AgentContext:
         return self.wrap(argv) if self.wrap is not None else list(argv)
 
     def run(self, argv: Sequence[str], *, command: str | None = None,
-            group: bool = False) -> int:
-        """Exec ``argv`` in /workspace, recorded host-side as a ``synth`` command.
+            group: bool = False, echo: Callable[[bytes], None] | None = None) -> int:
+        """Exec ``argv`` in /workspace, recorded host-side as a ``synth`` command; its output
+        goes to the log and, masked as there, to ``echo`` (the terminal) if given.
 
         ``group``: in a process group of its own, killed whole if the command is killed."""
         rec = SynthCommand(tuple(argv), command or shlex.join(argv), WORKDIR, time.time())
         self.commands.append(rec)
         self.log.note(f"$ {rec.command}")
+
+        def on_output(stream: str, data: bytes) -> None:
+            written = self.log.write(stream, data)
+            if echo is not None and written:
+                echo(written)
+
         full = self.wrapped(argv)
         if group:
             full = ["sh", CONTAINER_RUN_GROUP, *full]
-        res = self.container.exec(full, env=self.env, workdir=WORKDIR,
-                                  on_output=self.log.write)
-        self.log.flush()
+        res = self.container.exec(full, env=self.env, workdir=WORKDIR, on_output=on_output)
+        rest = self.log.flush()
+        if echo is not None and rest:
+            echo(rest)
         rec.end = time.time()
         rec.exit = res.exit_code
         rec.timed_out = self.cancelled.is_set()
@@ -183,6 +200,8 @@ class ExecAgent:
     argv: Sequence[str]
     mounts: Sequence[Mount] = ()
     env_names: Sequence[str] = ()
+    #: Stream the agent's output to the terminal as well as logs/agent.log (not --quiet).
+    echo: bool = True
     kind: str = field(default="exec", init=False)
 
     def describe(self) -> dict[str, Any]:
@@ -205,7 +224,24 @@ class ExecAgent:
                 "The exec agent needs a command: `synth run TASK --agent exec -- CMD…`."
             )
         ctx.say(f"$ {ctx.log.masker.mask(shlex.join(self.argv))}")
-        return ctx.run(list(self.argv))
+        return ctx.run(list(self.argv), echo=echo_to_terminal if self.echo else None)
+
+
+#: CSI sequences (colours, cursor), OSC sequences (window title…), other control characters.
+_CONTROL = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]"
+                      rb"|\x1b\][^\x07\x1b]*(\x07|\x1b\\\\)?"
+                      rb"|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def terminal_safe(data: bytes) -> str:
+    """An agent's output as plain text: no escape sequences or control characters (its
+    text must not drive our terminal), tabs and newlines kept."""
+    return _CONTROL.sub(b"", data).decode("utf-8", errors="replace")
+
+
+def echo_to_terminal(data: bytes) -> None:
+    sys.stderr.write(terminal_safe(data))
+    sys.stderr.flush()
 
 
 @dataclass(frozen=True)
@@ -278,6 +314,7 @@ def make_agent(
     command: Sequence[str] = (),
     mounts: Sequence[str] = (),
     env_names: Sequence[str] = (),
+    quiet: bool = False,
 ) -> Agent:
     """The agent the command line asks for, with its options checked."""
     if kind != "exec" and (command or mounts or env_names):
@@ -295,7 +332,8 @@ def make_agent(
         if not command:
             raise UsageError("`--agent exec` needs the command after `--`: "
                              "synth run TASK --agent exec -- CMD ARGS…")
-        return ExecAgent(list(command), [parse_mount(m) for m in mounts], list(env_names))
+        return ExecAgent(list(command), [parse_mount(m) for m in mounts], list(env_names),
+                         echo=not quiet)
     if kind == "shell":
         return ShellAgent()
     raise UsageError(f"Unknown agent {kind!r}: use replay, exec or shell.")

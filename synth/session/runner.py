@@ -237,6 +237,9 @@ class _Session:
         self.record["base_image"] = {
             "ref": self.task.base_image, "id": info.get("Id"),
             "labels": dict((info.get("Config") or {}).get("Labels") or {}),
+            # What the base is made of, for artifacts that must find or recreate it.
+            "rootfs": list((info.get("RootFS") or {}).get("Layers") or []),
+            "repo_digests": sorted(info.get("RepoDigests") or []),
         }
         spec = ContainerSpec(
             image=self.task.base_image,
@@ -358,8 +361,11 @@ class _Session:
         final = self.guarded("dpkg packages", lambda: snapshot.dpkg_snapshot(c))
         apt: dict[str, Any] | None = None
         if final is not None and self.base_dpkg is not None:
+            base_pkgs = self.base_dpkg.packages
+            debs = self.guarded("apt .deb hashes", lambda: snapshot.deb_records(
+                c, snapshot.apt_pins(base_pkgs, final.packages)))
             apt = snapshot.apt_state(
-                self.base_dpkg.packages, final.packages, self.base_dpkg.manual, final.manual)
+                base_pkgs, final.packages, self.base_dpkg.manual, final.manual, debs)
             write_json(state / "apt.json", apt)
 
         found = self.guarded("python interpreters",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -54,6 +55,7 @@ def parse_dpkg(text: str) -> dict[str, str]:
 def apt_state(
     base: Mapping[str, str], final: Mapping[str, str],
     base_manual: Iterable[str], final_manual: Iterable[str],
+    debs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     added = {k: v for k, v in final.items() if k not in base}
     removed = {k: v for k, v in base.items() if k not in final}
@@ -67,7 +69,13 @@ def apt_state(
         "changed": dict(sorted(changed.items())),
         "removed": dict(sorted(removed.items())),
         "manual": manual,
+        **(dict(debs) if debs is not None else {}),
     }
+
+
+def apt_pins(base: Mapping[str, str], final: Mapping[str, str]) -> dict[str, str]:
+    """The packages an artifact pins: added or changed against the base, final versions."""
+    return {k: v for k, v in final.items() if base.get(k) != v}
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,68 @@ def dpkg_snapshot(container: Container) -> DpkgSnapshot:
         parse_dpkg(res.stdout),
         sorted(manual.stdout.split()) if manual.ok else [],
     )
+
+
+# ------------------------------------------------------- .deb content hashes
+
+#: ``'URI' local-name size SHA256:hex``, one line per .deb (``apt-get download --print-uris``).
+_PRINT_URI_RE = re.compile(r"^'([^']+)' (\S+) (\d+) SHA256:([0-9a-f]{64})$")
+DPKG_ARCH = ["dpkg-query", "-W", "-f", "${Package}\t${Architecture}\n"]
+
+
+def parse_print_uris(text: str) -> dict[str, dict[str, Any]]:
+    """``name -> {sha256, size, mirror, filename}`` from ``apt-get download --print-uris``.
+
+    The URI is apt's own (the mirror root joined with the index's ``Filename:``); it is
+    split at ``/pool/`` into the mirror and the unquoted pool path."""
+    out: dict[str, dict[str, Any]] = {}
+    for line in text.splitlines():
+        m = _PRINT_URI_RE.match(line.strip())
+        if not m:
+            continue
+        uri, local, size, sha = m.groups()
+        root, sep, rest = uri.partition("/pool/")
+        if not sep:
+            continue
+        out[local.split("_", 1)[0]] = {
+            "sha256": sha, "size": int(size), "mirror": root,
+            "filename": "pool/" + urllib.parse.unquote(rest),
+        }
+    return out
+
+
+def deb_records(container: Container, pins: Mapping[str, str]) -> dict[str, Any]:
+    """What each pinned .deb must hash to, from apt's own indexes in the container.
+
+    ``{"debs": {name: {version, arch, sha256, size, mirror, filename}}, "debs_missing":
+    [names apt's lists do not know at that version]}``. Read with ``apt-get download
+    --print-uris``, which downloads nothing; when the agent removed the lists (or the
+    version left them) a package is named in ``debs_missing`` with its architecture only."""
+    arch_res = container.exec(DPKG_ARCH, timeout=120)
+    arches: dict[str, str] = {}
+    for line in arch_res.stdout.splitlines():
+        name, _, arch = line.partition("\t")
+        arches.setdefault(name, arch.strip())
+    specs = [f"{n}={v}" for n, v in sorted(pins.items())]
+    found: dict[str, dict[str, Any]] = {}
+    lists = container.exec(["sh", "-c", "ls /var/lib/apt/lists/ | grep -c _Packages"],
+                           timeout=60)
+    if specs and lists.stdout.strip() not in ("", "0"):
+        res = container.exec(["apt-get", "download", "--print-uris", *specs], timeout=300)
+        found = parse_print_uris(res.stdout)
+        if not res.ok:  # one unknown version fails them all: ask one by one
+            for spec in specs:
+                one = container.exec(["apt-get", "download", "--print-uris", spec], timeout=60)
+                found.update(parse_print_uris(one.stdout) if one.ok else {})
+    debs: dict[str, Any] = {}
+    missing: list[str] = []
+    for name, version in sorted(pins.items()):
+        rec = found.get(name)
+        if rec is None:
+            missing.append(name)
+            continue
+        debs[name] = {"version": version, "arch": arches.get(name, ""), **rec}
+    return {"debs": debs, "debs_missing": missing}
 
 
 # ---------------------------------------------------------------- environment

@@ -11,7 +11,8 @@ own libraries are never involved. Each agent command runs as
 
 (``--seccomp-bpf`` keeps the overhead near 2 %). The trace files land in the shared audit
 folder beside the hook's events and are copied to the run's ``logs/trace/`` when the session
-ends; environments are never printed (strace shows only their size without ``-v``). Successful ``execve`` calls become ``exec-trace`` records.
+ends; environments are never printed (strace shows only their size without ``-v``).
+Successful ``execve`` calls become ``exec-trace`` records.
 """
 
 from __future__ import annotations

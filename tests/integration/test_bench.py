@@ -146,7 +146,8 @@ def test_rerun_skips_finished_cells(bench_results: tuple[Path, Any, list[str]]) 
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert (doc["ran"], doc["skipped"]) == (0, 2)
+    assert doc["command"] == "bench"
+    assert (doc["result"]["ran"], doc["result"]["skipped"]) == (0, 2)
     assert "2 cells (0 to run, 2 finished and skipped)" in proc.stderr
     assert (out / "cells.jsonl").read_bytes() == before
 

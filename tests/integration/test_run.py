@@ -24,6 +24,7 @@ from image_layers import layers_containing
 from synth.config import Settings
 from synth.engine import Mount
 from synth.engine.docker import DockerEngine
+from synth.errors import EXIT_AGENT_FAILED, EXIT_AGENT_TIMEOUT
 from synth.session import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
 from synth.session.audit import load_audit
 from synth.session.rundir import find_run, list_runs
@@ -230,6 +231,38 @@ def test_exec_secret_appears_nowhere(
     assert run["agent"]["mounts"][0]["target"] == "/agent"
 
 
+def test_exec_output_streams_masked_and_a_failed_agent_has_its_exit_code(
+    engine: DockerEngine, env: dict[str, Any]
+) -> None:
+    settings: Settings = env["settings"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "synth", "run", str(env["task"].task_dir), "--agent", "exec",
+         "--agent-env", "SYNTH_TEST_SECRET", "--json", "--artifacts",
+         str(settings.artifacts_dir), "--",
+         "bash", "-c", "printf 'streamed \\033[31m[/]%s\\n' $SYNTH_TEST_SECRET; exit 5"],
+        capture_output=True, text=True, check=False, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+             "SYNTH_TEST_SECRET": SECRET},
+    )
+    assert proc.returncode == EXIT_AGENT_FAILED, proc.stderr
+    assert "streamed [/]***" in proc.stderr  # on the terminal, masked, no escape codes
+    assert SECRET not in proc.stderr + proc.stdout
+    out = json.loads(proc.stdout)["result"]
+    assert out["status"] == "failed"
+    assert out["live_image"]
+    listed = subprocess.run(
+        [sys.executable, "-m", "synth", "runs", "list", "--json", "--artifacts",
+         str(settings.artifacts_dir)], capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    row = next(r for r in json.loads(listed.stdout)["result"]["runs"]
+               if r["run_id"] == out["run_id"])
+    assert row["agent"] == "exec:bash" and row["status"] == "failed"
+    assert row["images"]["live"]["size"] > 10_000_000  # the engine answered
+    engine.remove_image(out["live_image"])
+    log = (Path(out["run_dir"]) / "logs" / "agent.log").read_text()
+    assert "streamed \x1b[31m[/]***" in log  # the log keeps the bytes, masked
+
+
 # ----------------------------------------------------------------- timeout
 def test_timeout_keeps_records_and_says_timeout(
     engine: DockerEngine, env: dict[str, Any]
@@ -244,8 +277,8 @@ def test_timeout_keeps_records_and_says_timeout(
         capture_output=True, text=True, check=False, timeout=300,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
-    assert proc.returncode == 1, proc.stderr
-    out = json.loads(proc.stdout)
+    assert proc.returncode == EXIT_AGENT_TIMEOUT, proc.stderr
+    out = json.loads(proc.stdout)["result"]
     assert out["status"] == "timeout"
     run_dir = Path(out["run_dir"])
     if out.get("live_image"):
@@ -264,7 +297,7 @@ def test_timeout_keeps_records_and_says_timeout(
          "--artifacts", str(settings.artifacts_dir)],
         capture_output=True, text=True, check=True,
     )
-    assert json.loads(shown.stdout)["run"]["status"] == "timeout"
+    assert json.loads(shown.stdout)["result"]["run"]["status"] == "timeout"
 
 
 # ------------------------------------------------------------- trace-exec
@@ -305,7 +338,7 @@ def test_sigterm_interrupts_captures_and_cleans_up(
     proc.send_signal(signal.SIGTERM)
     stdout, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130
-    out = json.loads(stdout)
+    out = json.loads(stdout)["result"]
     assert out["status"] == "interrupted"
     if out.get("live_image"):
         engine.remove_image(out["live_image"])

@@ -34,7 +34,7 @@ def test_exit_codes_are_distinct() -> None:
 def test_dead_daemon_says_how_to_start_it() -> None:
     proc = run("doctor", "--json", env={"DOCKER_HOST": "unix:///tmp/synth-no-daemon.sock"})
     assert proc.returncode == 1
-    report = json.loads(proc.stdout)
+    report = json.loads(proc.stdout)["result"]
     engine = next(c for c in report["checks"] if c["name"] == "engine")
     assert engine["status"] == "fail"
     assert "synth-no-daemon.sock" in engine["detail"]
@@ -60,8 +60,8 @@ def test_debug_shows_traceback() -> None:
 def test_task_check_names_field_and_line(tmp_path: Path) -> None:
     (tmp_path / "task.toml").write_text('name = "x"\nbase_image = 5\n[repo]\npath = "."\n')
     proc = run("task", "check", str(tmp_path), "--json")
-    assert proc.returncode != 0
-    out = json.loads(proc.stdout)
+    assert proc.returncode == errors.TaskError.exit_code
+    out = json.loads(proc.stdout)["result"]
     assert out["ok"] is False
     assert "task.toml:2: field `base_image`" in out["tasks"][0]["error"]
 
@@ -80,3 +80,21 @@ def test_module_imports_alone(module: str) -> None:
     proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_tls_verdicts_say_what_to_pass() -> None:
+    from synth.doctor import TlsAttempt, judge_tls
+
+    bundle = Path("/etc/ssl/certs/ca.crt")
+    bad = TlsAttempt(None, False, "URLError [SSL: CERTIFICATE_VERIFY_FAILED] self-signed")
+    good = TlsAttempt(bundle, True, "")
+    check = judge_tls([bad, good], None)
+    assert check.status == "fail"
+    assert check.fix is not None and f"--ca-bundle {bundle}" in check.fix
+    assert judge_tls([bad, good], bundle).status == "ok"
+    assert judge_tls([TlsAttempt(None, True, "")], None).status == "ok"
+    check = judge_tls([bad, TlsAttempt(bundle, False, "still failing")], bundle)
+    assert check.status == "fail"
+    assert "still failing" in check.detail
+    offline = judge_tls([TlsAttempt(None, False, "URLError timed out")], None)
+    assert offline.status == "warn"

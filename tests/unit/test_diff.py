@@ -372,7 +372,7 @@ def test_diff_command_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     b = make_run(tmp_path, "20261129-101600-bbbbbb", env={"X": "1"})
     opts = DiffOptions(a=str(a), b=str(a), json=True, artifacts_dir=tmp_path)
     assert diff_command(opts) == 0
-    assert json.loads(capsys.readouterr().out)["equal"] is True
+    assert json.loads(capsys.readouterr().out)["result"]["equal"] is True
     assert diff_command(DiffOptions(a=str(a), b=str(b), artifacts_dir=tmp_path)) == 1
     assert diff_command(DiffOptions(a=str(a), b="no-such-run", artifacts_dir=tmp_path)) == 2
     err = capsys.readouterr().err

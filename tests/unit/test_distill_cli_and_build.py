@@ -22,9 +22,26 @@ def synth(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_unknown_format_names_the_supported_ones(tmp_path: Path) -> None:
-    out = synth("export", "Apptainer", "--artifacts", str(tmp_path), cwd=tmp_path)
+    out = synth("export", "--format", "Apptainer", "--artifacts", str(tmp_path), cwd=tmp_path)
     assert out.returncode == 11
     assert "Dockerfile" in out.stderr
+    # The run is the positional argument now; a format there is a run that is not found.
+    out = synth("export", "Apptainer", "--artifacts", str(tmp_path), cwd=tmp_path)
+    assert out.returncode == 21
+    assert "--format" in out.stderr
+
+
+def test_run_is_positional_and_the_old_form_still_works(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path, [cmd("python3 -m venv /opt/venv")])
+    for args in (["export", run_dir.name], ["export", "Dockerfile", "--run", run_dir.name],
+                 ["export", "latest", "--format", "Dockerfile"]):
+        out = synth(*args, "--plan", "--artifacts", str(tmp_path), cwd=tmp_path)
+        assert out.returncode == 0, (args, out.stderr)
+        assert json.loads(out.stdout)["task"] == "demo"
+    out = synth("export", run_dir.name, "--run", "latest", "--artifacts", str(tmp_path),
+                cwd=tmp_path)
+    assert out.returncode == 11
+    assert "Two runs named" in out.stderr
 
 
 def test_plan_prints_json_for_the_latest_run(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_import_reb_tasks_pass_task_check(reb: dict[str, Any], tmp_path: Path) -
         args += ["--mirror", m]
     proc = subprocess.run(args, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(Path(p).name for p in json.loads(proc.stdout)["tasks"]) == \
+    assert sorted(Path(p).name for p in json.loads(proc.stdout)["result"]["tasks"]) == \
         ["acme-beta", "acme_alpha"]
     check = subprocess.run([*SYNTH, "task", "check", str(out / "acme_alpha"),
                             str(out / "acme-beta")], capture_output=True, text=True,

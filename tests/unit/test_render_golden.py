@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from distill_runs import cmd, dist, make_run_dir, system_python, venv
+from distill_runs import cmd, deb, dist, make_run_dir, system_python, venv
 
 from synth.config import Settings
 from synth.distill.lock import Lock, LockedPin, LockTarget
@@ -69,7 +69,10 @@ def _run(tmp: Path) -> Path:
     return make_run_dir(
         tmp, audit, task="demo", python=py, task_file=_task(tmp),
         apt_added={"build-essential": "12.9", "git": "1:2.39.5-0+deb12u2", "gcc": "4:12.2.0-3"},
-        apt_manual=["build-essential", "git"], env={"OMP_NUM_THREADS": "1"},
+        apt_manual=["build-essential", "git"],
+        apt_debs={"build-essential": deb("build-essential", "12.9"),
+                  "gcc": deb("gcc", "4:12.2.0-3")},
+        env={"OMP_NUM_THREADS": "1"},
         diff=[("C", "/opt"), ("A", "/opt/venv"), ("A", "/data"), ("A", "/data/w.ckpt"),
               ("C", "/root"), ("C", "/root/.bashrc")],
         claims={"python_path": "/opt/venv/bin/python"},
@@ -183,3 +186,39 @@ def test_pinned_download_is_replayed_and_checked(tmp_path: Path) -> None:
     assert "A /data" not in plan.unexplained
     kept = {o.command: o.decision for o in plan.outcomes}
     assert kept["wget -O /data/w.ckpt https://example.org/w.ckpt"] == "kept"
+
+
+def test_reader_facts_url_source_cuda_and_labels(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from synth.distill.load import load_run
+    from synth.distill.plan import SourcePlan, distill
+    from synth.render import ReaderFacts, check_line, render_artifact
+
+    plan = distill(load_run(_run(tmp_path)))
+    plan = replace(plan, source=SourcePlan("url", "/workspace", "https://example.org/r.git",
+                                           "0123abcd" * 5))
+    locks = [fake_locker(e, None) for e in plan.envs]  # type: ignore[arg-type]
+    reader = ReaderFacts(description='A "quoted" task', cpu_command="python run.py --fast",
+                         workdir="/workspace/sub")
+    files = render_artifact(plan, locks, reader=reader)
+    docker = files["Dockerfile"]
+    assert 'org.opencontainers.image.source="https://example.org/r.git"' in docker
+    assert f'org.opencontainers.image.revision="{"0123abcd" * 5}"' in docker
+    assert 'org.opencontainers.image.description="A \\"quoted\\" task"' in docker
+    assert 'synth.kind="rebuilt"' in docker and "created" not in docker
+    assert docker.rstrip().endswith(
+        'CMD ["bash", "-c", "cd /workspace/sub && python run.py --fast"]')
+    cff = files["CITATION.cff"]
+    assert 'repository-code: "https://example.org/r.git"' in cff
+    assert f'commit: "{"0123abcd" * 5}"' in cff
+    readme = files["README.md"]
+    assert f"https://example.org/r.git at commit `{'0123abcd' * 5}`" in readme
+    assert "CPU-only" in readme
+    cuda = [replace(lk, pins=(*lk.pins, replace(lk.pins[0], name="nvidia-cublas-cu12")))
+            for lk in locks]
+    assert "--gpus all" in render_artifact(plan, cuda, reader=reader)["README.md"]
+    assert check_line("t:r", ReaderFacts(cpu_command="echo $HOME")) == \
+        "docker run --rm -w /workspace t:r bash -c 'echo $HOME'"
+    no_check = render_artifact(plan, locks)
+    assert "No CPU check in task.toml" in no_check["Dockerfile"]

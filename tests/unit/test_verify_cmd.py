@@ -55,7 +55,7 @@ def test_cli_host_runtime_verifies_this_interpreter(tmp_path: Path) -> None:
         env={**os.environ, "SYNTH_ARTIFACTS": str(tmp_path / "art")},
     )
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = json.loads(proc.stdout)["result"]
     assert doc["decides"] == "host"
     lv = {r["level"]: r for r in doc["reports"]["host"]["levels"]}
     assert lv["C0"]["status"] == lv["C1"]["status"] == "pass"

@@ -1,0 +1,164 @@
+"""What `synth runs list` and `synth runs show` print: enough to tell runs apart.
+
+The display side only: runs are read with synth.session.rundir's loader; a run that does not
+load is skipped with a warning, never a crash. Each run gains its agent's label, its claims
+status after C5 (when `synth verify` checked them), the latest verify verdict per level and
+the size of its images where the engine answers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from synth.errors import SynthError
+from synth.session.rundir import effective_status, read_run
+
+#: A size lookup: image ref -> bytes, or None where the engine does not know it.
+SizeOf = Callable[[str], int | None]
+_SHORT = {"pass": "pass", "fail": "FAIL", "skipped": "skip", "not_applicable": "n/a",
+          "not_reached": "not-reached"}
+
+
+def agent_label(agent: Mapping[str, Any] | None) -> str:
+    """`replay:good.sh`, `exec:my-agent`, `shell`, or the preset a run names."""
+    if not agent:
+        return "-"
+    kind = str(agent.get("kind") or "?")
+    if agent.get("preset"):
+        return f"{kind}:{agent['preset']}"
+    if agent.get("script"):
+        return f"{kind}:{Path(str(agent['script'])).name}"
+    argv = agent.get("argv") or []
+    if argv:
+        return f"{kind}:{Path(str(argv[0])).name}"
+    return kind
+
+
+def latest_verify(run_dir: Path) -> dict[str, Any] | None:
+    """The run's verify.json (`synth verify RUN` writes it to <run>/verify/), if readable."""
+    try:
+        doc = json.loads((run_dir / "verify" / "verify.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("reports"), dict) else None
+
+
+def verify_levels(doc: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """(report name, level -> status) of the report that decided the verdict."""
+    key = str(doc.get("decides") or next(iter(doc["reports"]), ""))
+    report = doc["reports"].get(key) or {}
+    levels = {str(r.get("level")): str(r.get("status")) for r in report.get("levels") or []
+              if isinstance(r, Mapping)}
+    return key, levels
+
+
+def claims_status(run: Mapping[str, Any], verify_doc: Mapping[str, Any] | None) -> str:
+    """`valid`/`absent`… as recorded, or `3 false` once C5 found false claims."""
+    recorded = str((run.get("claims") or {}).get("status") or "-")
+    if verify_doc is None:
+        return recorded
+    key, _ = verify_levels(verify_doc)
+    report = verify_doc["reports"].get(key) or {}
+    c5 = next((r for r in report.get("levels") or [] if r.get("level") == "C5"), None)
+    metrics = (c5 or {}).get("metrics") or {}
+    if "hallucinations" not in metrics:
+        return recorded
+    false = int(metrics["hallucinations"])
+    if false:
+        return f"{false} false"
+    return f"{recorded}, 0 false" if recorded == "valid" else recorded
+
+
+def view(run_dir: Path, size_of: SizeOf | None = None) -> dict[str, Any]:
+    """One run for display; raises SynthError or ValueError if run.json does not load."""
+    run = read_run(run_dir)
+    doc = latest_verify(run_dir)
+    row: dict[str, Any] = {
+        "run_dir": str(run_dir),
+        "run_id": run.get("run_id", run_dir.name),
+        "task": (run.get("task") or {}).get("name", run_dir.parent.name),
+        "agent": agent_label(run.get("agent")),
+        "status": effective_status(run, run_dir),
+        "audit_verified": (run.get("audit") or {}).get("verified"),
+        "started": run.get("started"),
+        "violations": len(run.get("violations") or []),
+        "claims": claims_status(run, doc),
+        "verify": None,
+        "images": {},
+    }
+    if doc is not None:
+        key, levels = verify_levels(doc)
+        row["verify"] = {"report": key, "passed": doc.get("passed"), "levels": levels}
+    refs = {"live": (run.get("live_image") or {}).get("ref"),
+            "rebuilt": ((doc or {}).get("build") or {}).get("image")}
+    if size_of is not None:
+        for name, ref in refs.items():
+            if ref and (size := size_of(str(ref))) is not None:
+                row["images"][name] = {"ref": ref, "size": size}
+    return row
+
+
+def views(run_dirs: list[Path], size_of: SizeOf | None,
+          warn: Callable[[str], None]) -> list[dict[str, Any]]:
+    rows = []
+    for d in run_dirs:
+        try:
+            rows.append(view(d, size_of))
+        except (SynthError, ValueError, TypeError, AttributeError) as exc:
+            warn(f"skipped {d}: {exc}")
+    return rows
+
+
+def engine_sizes() -> SizeOf | None:
+    """Image sizes from the engine, or None when no engine answers (sizes are then left out)."""
+    try:
+        from synth.engine.docker import DockerEngine
+
+        engine = DockerEngine.connect(timeout=5)
+    except SynthError:
+        return None
+
+    def size_of(ref: str) -> int | None:
+        try:
+            return int(engine.image_inspect(ref).get("Size") or 0) or None
+        except SynthError:
+            return None
+
+    return size_of
+
+
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f}{unit}" if unit == "B" else f"{size:.1f}{unit}"
+        size /= 1000
+    return f"{size:.1f}GB"  # pragma: no cover - the loop returns
+
+
+def verify_text(row: Mapping[str, Any]) -> str:
+    v = row.get("verify")
+    if not v:
+        return "verify=-"
+    levels = " ".join(f"{lv}={_SHORT.get(st, st)}" for lv, st in sorted(v["levels"].items()))
+    return f"verify[{v['report']}] {levels}"
+
+
+def list_line(row: Mapping[str, Any]) -> str:
+    sizes = " ".join(f"{k}={human_size(i['size'])}" for k, i in sorted(row["images"].items()))
+    return (f"{row['task']}/{row['run_id']}  {row['status'] or '-':<11} {row['agent']:<18} "
+            f"violations={row['violations']} claims={row['claims']}  {verify_text(row)}"
+            + ("  audit=UNVERIFIED" if row.get("audit_verified") is False else "")
+            + (f"  {sizes}" if sizes else ""))
+
+
+def show_lines(row: Mapping[str, Any]) -> list[str]:
+    """What `runs show` adds to rundir.format_run: label, checked claims, verdicts, sizes."""
+    lines = [f"agent-as   {row['agent']}", f"claims-now {row['claims']}",
+             f"verify     {verify_text(row).removeprefix('verify')}"]
+    lines += [f"image      {name} {i['ref']} {human_size(i['size'])}"
+              for name, i in sorted(row["images"].items())]
+    return lines

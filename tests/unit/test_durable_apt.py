@@ -1,0 +1,161 @@
+"""Content-addressed apt, pure parts: apt's print-uris lines, the snapshot source, apt.lock
+and the Dockerfile's apt layer for hashed, unhashed and mixed pins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from distill_runs import deb, make_run_dir
+
+from synth.diff_load import parse_apt_lock
+from synth.distill.apt_source import DEFAULT_APT_SNAPSHOT, apt_sources
+from synth.distill.load import load_run
+from synth.distill.plan import distill, snapshot_timestamp
+from synth.engine.base import ExecResult
+from synth.errors import UsageError
+from synth.render import render_artifact
+from synth.session.snapshot import apt_pins, deb_records, parse_print_uris
+
+SHA = "ba4f88f73dbc3ae9055f3c20f4523bfdbaf1ad13ff95e258924f77d20b4fbedf"
+
+
+def test_parse_print_uris_splits_mirror_and_unquoted_pool_path() -> None:
+    text = (
+        "'http://deb.debian.org/debian/pool/main/g/glibc/libc6_2.36-9%2bdeb12u14_amd64.deb' "
+        f"libc6_2.36-9+deb12u14_amd64.deb 2759320 SHA256:{SHA}\n"
+        "'http://deb.debian.org/debian/pool/main/z/zlib/zlib1g_1.2.13.dfsg-1_amd64.deb' "
+        f"zlib1g_1%3a1.2.13.dfsg-1_amd64.deb 86684 SHA256:{SHA}\n"
+        "E: Version '9.9' for 'hello' was not found\n"
+    )
+    got = parse_print_uris(text)
+    assert got["libc6"] == {"sha256": SHA, "size": 2759320,
+                            "mirror": "http://deb.debian.org/debian",
+                            "filename": "pool/main/g/glibc/libc6_2.36-9+deb12u14_amd64.deb"}
+    assert got["zlib1g"]["filename"] == "pool/main/z/zlib/zlib1g_1.2.13.dfsg-1_amd64.deb"
+    assert sorted(got) == ["libc6", "zlib1g"]
+
+
+def test_apt_pins_are_added_and_changed_packages() -> None:
+    assert apt_pins({"a": "1", "b": "1", "c": "1"}, {"a": "1", "b": "2", "d": "3"}) == {
+        "b": "2", "d": "3"}
+
+
+def test_snapshot_timestamp() -> None:
+    assert snapshot_timestamp("2026-11-29T10:16:40Z") == "20261129T101640Z"
+    assert snapshot_timestamp(None) is None
+    assert snapshot_timestamp("yesterday") is None
+
+
+def test_apt_sources_fill_the_template() -> None:
+    s = apt_sources(None, "20261129T101640Z")
+    assert s.template == DEFAULT_APT_SNAPSHOT
+    assert s.url == "https://snapshot.debian.org/archive/{archive}/20261129T101640Z/"
+    assert s.order == ("mirror", "snapshot")
+    local = apt_sources("http://127.0.0.1:8080/debian", None, snapshot_only=True)
+    assert local.url == "http://127.0.0.1:8080/debian/" and local.order == ("snapshot",)
+    # No time to fill {timestamp} with: the mirror only.
+    assert apt_sources(None, None).order == ("mirror",)
+
+
+@pytest.mark.parametrize("template, expect", [
+    ("ftp://mirror/debian", "http:// or https://"),
+    ("https://snap/{when}/", "unknown placeholder {when}"),
+    ("https://snap/$(id)/", "not allowed"),
+])
+def test_bad_templates_are_usage_errors(template: str, expect: str) -> None:
+    with pytest.raises(UsageError) as err:
+        apt_sources(template, "20261129T101640Z")
+    assert expect in err.value.message
+
+
+def test_snapshot_only_needs_a_time_for_timestamp_templates() -> None:
+    with pytest.raises(UsageError, match="records no time"):
+        apt_sources(None, None, snapshot_only=True)
+
+
+def _render(tmp_path: Path, debs: dict[str, dict[str, object]] | None,
+            only: bool = False) -> dict[str, str]:
+    added = {"gcc": "4:12.2.0-3", "hello": "2.10-3"}
+    run = load_run(make_run_dir(tmp_path, apt_added=added, apt_manual=["hello"],
+                                apt_debs=debs))
+    plan = distill(run)
+    return render_artifact(plan, [], apt=apt_sources(None, plan.apt.timestamp, only))
+
+
+def test_all_hashed_fetches_by_url_and_never_updates(tmp_path: Path) -> None:
+    files = _render(tmp_path, {"gcc": deb("gcc", "4:12.2.0-3"), "hello": deb("hello", "2.10-3")})
+    df = files["Dockerfile"]
+    assert "apt-get update" not in df
+    assert "sh /tmp/synth/apt-fetch.sh /tmp/synth/apt.lock /tmp/synth/debs" in df
+    assert "/tmp/synth/debs/gcc_12.2.0-3_amd64.deb" in df
+    assert "--mount=type=secret,id=cacert,required=false" in df
+    lock = files["apt.lock"]
+    assert f"hello=2.10-3 amd64 {deb('hello', '2.10-3')['sha256']} " in lock
+    assert "# run ended: 20261129T101640Z" in lock
+    assert parse_apt_lock(lock) == {"gcc": "4:12.2.0-3", "hello": "2.10-3"}
+    script = files["apt-fetch.sh"]
+    assert "sources='mirror snapshot'" in script and "sha256sum -c" in script
+
+
+def test_snapshot_only_renders_one_source(tmp_path: Path) -> None:
+    files = _render(tmp_path, {"gcc": deb("gcc", "4:12.2.0-3"), "hello": deb("hello", "2.10-3")},
+                    only=True)
+    assert "sources='snapshot'" in files["apt-fetch.sh"]
+
+
+def test_mixed_pins_update_for_the_unhashed_ones(tmp_path: Path) -> None:
+    files = _render(tmp_path, {"gcc": deb("gcc", "4:12.2.0-3")})
+    df = files["Dockerfile"]
+    assert " && apt-get update \\" in df and "      hello=2.10-3 \\" in df
+    assert "hello=2.10-3 - - - - -" in files["apt.lock"]
+
+
+def test_a_run_without_hashes_installs_by_version(tmp_path: Path) -> None:
+    files = _render(tmp_path, None)
+    assert "RUN apt-get update \\" in files["Dockerfile"]
+    assert "apt-fetch.sh" not in files
+    run = load_run(make_run_dir(tmp_path / "w", apt_added={"gcc": "1"}))
+    assert any("predates .deb hashing" in w for w in distill(run).warnings)
+
+
+class FakeContainer:
+    """Answers the three commands deb_records runs, like apt in a container would."""
+
+    def __init__(self, lists: int, known: dict[str, str]) -> None:
+        self.lists, self.known, self.calls = lists, known, 0
+
+    def exec(self, argv: list[str], **_kw: object) -> ExecResult:
+        self.calls += 1
+        if argv[0] == "dpkg-query":
+            return ExecResult(tuple(argv), 0, "gcc\tamd64\nhello\tamd64\ntzdata\tall\n", "")
+        if argv[0] == "sh":
+            return ExecResult(tuple(argv), 0 if self.lists else 1, f"{self.lists}\n", "")
+        lines, missing = [], False
+        for spec in argv[3:]:
+            name, _, version = spec.partition("=")
+            if self.known.get(name) != version:
+                missing = True
+                continue
+            lines.append(f"'http://deb.debian.org/debian/pool/main/{name[0]}/{name}/"
+                         f"{name}_{version}_amd64.deb' {name}_{version}_amd64.deb 10 SHA256:{SHA}")
+        if missing:
+            return ExecResult(tuple(argv), 100, "", "E: Version not found")
+        return ExecResult(tuple(argv), 0, "\n".join(lines), "")
+
+
+def test_deb_records_ask_one_by_one_when_a_version_is_unknown() -> None:
+    c = FakeContainer(lists=1, known={"gcc": "12", "hello": "2.10-3"})
+    got = deb_records(c, {"gcc": "12", "hello": "2.10-3", "tzdata": "2025a"})  # type: ignore[arg-type]
+    assert sorted(got["debs"]) == ["gcc", "hello"] and got["debs_missing"] == ["tzdata"]
+    assert got["debs"]["hello"] == {
+        "version": "2.10-3", "arch": "amd64", "sha256": SHA, "size": 10,
+        "mirror": "http://deb.debian.org/debian",
+        "filename": "pool/main/h/hello/hello_2.10-3_amd64.deb"}
+
+
+def test_deb_records_without_lists_name_every_package_missing() -> None:
+    c = FakeContainer(lists=0, known={"gcc": "12"})
+    got = deb_records(c, {"gcc": "12", "hello": "2.10-3"})  # type: ignore[arg-type]
+    assert got == {"debs": {}, "debs_missing": ["gcc", "hello"]}
+    assert c.calls == 2  # no apt-get call at all
