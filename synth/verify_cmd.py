@@ -434,17 +434,8 @@ def extra_lines(doc: Mapping[str, Any]) -> list[str]:
     lines: list[str] = []
     for key in report_columns(doc):
         levels = _levels(doc, key)
-        c0 = levels.get("C0") or {}
-        m = c0.get("metrics") or {}
-        if m:
-            lines.append(
-                f"{key} C0: {m.get('missing_statements', 0)}/{m.get('import_statements', 0)} "
-                f"import statements unresolved (ratio {m.get('missing_ratio', 0)}), "
-                f"{m.get('optional_missing_statements', 0)} optional missing; "
-                f"{m.get('files', 0)} files scanned with {m.get('scanner')}")
-        for miss in (c0.get("details") or {}).get("missing", []):
-            lines.append(f"  missing {miss['module']} -> install {miss['distribution']} "
-                         f"(at {', '.join(miss['locations'][:3])})")
+        lines += _c0_lines(key, levels.get("C0") or {})
+        lines += _c0i_lines(key, levels.get("C0i") or {})
         c5 = levels.get("C5") or {}
         if c5.get("status") in ("pass", "fail", "skipped") and c5.get("metrics"):
             cm = c5["metrics"]
@@ -484,14 +475,71 @@ def extra_lines(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _c0_lines(key: str, c0: Mapping[str, Any]) -> list[str]:
+    m = c0.get("metrics") or {}
+    classes = m.get("classes") or {}
+    apart = ", ".join(f"{v.get('missing', 0)} {k.replace('_', ' ')}" for k, v in
+                      classes.items() if k != "required" and v.get("missing"))
+    lines = [] if not m else [
+        f"{key} C0: {m.get('missing_statements', 0)}/{m.get('import_statements', 0)} required "
+        f"import statements unresolved (synth missing_statement_ratio "
+        f"{m.get('missing_statement_ratio', 0)}, allowed {m.get('max_missing_ratio', 0)}); "
+        f"ResearchEnvBench missing top-level modules "
+        f"{m.get('researchenvbench_missing_top_modules', 0)}/"
+        f"{m.get('researchenvbench_top_modules', 0)} "
+        f"(ratio {m.get('researchenvbench_missing_ratio', 0)}); {m.get('files_in_scope', 0)}"
+        f"/{m.get('files', 0)} files in scope, scanned with {m.get('scanner')}"
+        + (f"; not failing: {apart} missing" if apart else "")]
+    details = c0.get("details") or {}
+    for miss in details.get("missing", []):
+        lines.append(f"  missing {miss['module']} -> {_hint(miss)} "
+                     f"(at {', '.join(miss['locations'][:3])})")
+    for miss in details.get("optional_missing", [])[:10]:
+        lines.append(f"  {miss.get('class', 'optional').replace('_', ' ')}: {miss['module']} "
+                     f"-> {_hint(miss)} (at {', '.join(miss['locations'][:2])})")
+    return lines
+
+
+def _hint(miss: Mapping[str, Any]) -> str:
+    source = miss.get("distribution_source") or "guess"
+    if source == "guess":
+        return f"no known distribution (perhaps `{miss['distribution']}`, a guess)"
+    return f"install {miss['distribution']} ({source})"
+
+
+def _c0i_lines(key: str, c0i: Mapping[str, Any]) -> list[str]:
+    m = c0i.get("metrics") or {}
+    if not m:
+        return []
+    lines = [f"{key} C0i: {m.get('ok', 0)}/{m.get('modules', 0)} modules import"]
+    for r in (c0i.get("details") or {}).get("failed", [])[:10]:
+        where = f" at {r['where']}" if r.get("where") else ""
+        lines.append(f"  {r['module']}: {r.get('error_class')}: "
+                     f"{str(r.get('message'))[:160]}{where}")
+    pip = (c0i.get("details") or {}).get("pip_check") or {}
+    if pip.get("ran") and pip.get("exit_code"):
+        first = (pip.get("output") or "").strip().splitlines()[:3]
+        lines.append(f"  pip check (a finding, not a verdict): {'; '.join(first)}")
+    return lines
+
+
 def verdict_line(doc: Mapping[str, Any]) -> str:
+    """The last line: the verdict on --require, and every level that passed on its own."""
     key = doc["decides"]
-    highest = doc["reports"][key].get("highest") or "none"
+    report = doc["reports"][key]
+    passed = report.get("passed_levels") or [
+        r["level"] for r in report.get("levels", []) if r.get("status") == "pass"]
+    failed = [r["level"] for r in report.get("levels", []) if r.get("status") == "fail"
+              and LEVELS.index(r["level"]) <= LEVELS.index(doc["require"])]
     word = "PASSED" if doc["passed"] else "FAILED"
-    return (f"{word}: the {key} target passes every applicable level up to "
-            f"{doc['require']}" if doc["passed"] else
-            f"{word}: the {key} target fails a level up to {doc['require']}") + (
-        f" (highest level reached: {highest})")
+    head = (f"{word}: the {key} target passes every applicable level up to {doc['require']}"
+            if not failed else
+            f"{word}: the {key} target fails {', '.join(failed)} (required up to "
+            f"{doc['require']})")
+    if doc["passed"] and doc.get("fidelity_failed"):
+        head = f"FAILED: the rebuilt image differs from the live one ({doc['fidelity_failed']})"
+    return head + (f" (levels passed: {', '.join(passed)}; highest {report.get('highest')})"
+                   if passed else " (no level passed)")
 
 
 def render_markdown(doc: Mapping[str, Any]) -> str:

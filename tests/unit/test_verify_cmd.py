@@ -114,8 +114,9 @@ def test_markdown_side_by_side_with_gap() -> None:
             "rebuilt": report({"status": "fail", "reason": "1/3 imports unresolved: yaml "
                                "(pyyaml)", "metrics": {}, "details": {"missing": [
                                    {"module": "yaml", "distribution": "pyyaml",
+                                    "distribution_source": "mapping",
                                     "locations": ["a.py:1"]}]}},
-                              {"status": "not_reached", "reason": "C0 failed"}),
+                              {"status": "pass", "reason": None}),
             "live": report({"status": "pass", "reason": None},
                            {"status": "pass", "reason": None}),
         },
@@ -125,7 +126,8 @@ def test_markdown_side_by_side_with_gap() -> None:
     }
     md = render_markdown(doc)
     assert "| C0 | static imports | FAIL: 1/3 imports unresolved: yaml (pyyaml) | pass |" in md
-    assert "| C1 | runs on CPU | not reached: C0 failed | pass |" in md
-    assert "missing yaml -> install pyyaml (at a.py:1)" in md
+    assert "| C1 | runs on CPU | pass | pass |" in md  # levels are independent
+    assert "missing yaml -> install pyyaml (mapping) (at a.py:1)" in md
     assert "does NOT reach the live image's level" in md
     assert md.count("FAILED") == 1
+    assert "FAILED: the rebuilt target fails C0 (required up to C1)" in md
