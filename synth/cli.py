@@ -327,6 +327,9 @@ def verify_cmd(
     out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "-o", "--out", help="Where verify.json, verify.md, build.log go.")] = None,
     scanner: Annotated[str, typer.Option(help="C0 parser: ast (default) or libcst.")] = "ast",
+    allow_modified: Annotated[bool, typer.Option(help="Rebuild an artifact whose files differ "
+                                                 "from its manifest.json (said in the "
+                                                 "report).")] = False,
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder the artifact's lock needs to rebuild (env SYNTH_WHEELHOUSE).")] = None,
     ca_bundle: CaBundleOpt = None,
@@ -342,6 +345,7 @@ def verify_cmd(
         target=target, rebuild=rebuild, live=live, levels=v.parse_levels(levels),
         require=v.parse_require(require), runtime=runtime,  # type: ignore[arg-type]
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
+        allow_modified=allow_modified,
     )
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))

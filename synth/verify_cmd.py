@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import platform
+import subprocess
 import time
 import tomllib
 from collections.abc import Callable, Mapping
@@ -30,6 +32,7 @@ from typing import Any, Literal
 from synth import __version__, atomic
 from synth.config import Settings
 from synth.errors import (
+    BuildError,
     GpuRuntimeUnavailableError,
     NotFoundError,
     SynthError,
@@ -68,6 +71,8 @@ class VerifyOptions:
     out_dir: Path | None = None
     scanner: Scanner = DEFAULT_SCANNER
     fingerprint: bool = True
+    #: Rebuild an artifact whose files differ from its manifest (the report says so).
+    allow_modified: bool = False
 
 
 @dataclass(frozen=True)
@@ -228,18 +233,39 @@ def _with(spec: PyramidSpec, **changes: Any) -> PyramidSpec:
 
 def _fingerprints(engine: Any, live: str, rebuilt: str, python_live: str,
                   python_rebuilt: str, workdir: str) -> dict[str, Any]:
-    try:
-        from synth.fingerprint import compare_fingerprints, fingerprint_image
-    except ImportError as exc:  # pragma: no cover - shipped together
-        return {"status": "unavailable", "reason": str(exc)}
+    from synth.fingerprint import compare_fingerprints, differences, fingerprint_image
+
     try:
         a = fingerprint_image(engine, live, python_live, workdir)
         b = fingerprint_image(engine, rebuilt, python_rebuilt, workdir)
     except SynthError as exc:
         return {"status": "error", "reason": exc.message}
     cmp = compare_fingerprints(a, b)
+    diffs = differences(cmp)
     return {"status": "compared", "a": "live", "b": "rebuilt", **cmp.to_json(),
+            "differences": [d.to_json() for d in diffs],
+            "unexplained": [d.line for d in diffs if d.explained is None],
+            "explained": [d.line for d in diffs if d.explained is not None],
             "summary": cmp.summary()}
+
+
+def judge_fidelity(fid: dict[str, Any], fp: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The rebuilt image reaches the live one only with no level gap and a fingerprint that
+    agrees with the live one up to explained differences."""
+    if fp is None:
+        fid["fingerprint"] = "not compared"
+        fid["reaches_live_level"] = False
+        fid["failures"] = ["the fingerprints were not compared"]
+        return fid
+    failures = [f"gap {g['level']}" for g in fid["gaps"]]
+    if fp.get("status") != "compared":
+        failures.append(f"fingerprint {fp.get('status')}: {fp.get('reason')}")
+    else:
+        failures += [f"differs: {line}" for line in fp.get("unexplained", [])]
+    fid["fingerprint"] = fp.get("status")
+    fid["failures"] = failures
+    fid["reaches_live_level"] = not failures
+    return fid
 
 
 def _rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
@@ -254,12 +280,30 @@ def _rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
         def on_line(line: str) -> None:
             status.update(f"building {tag}: {line[:110]}")
 
-        image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
-                                  log_path=log_path, on_line=on_line)
+        try:
+            image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
+                                      log_path=log_path, on_line=on_line)
+        except BuildError as exc:
+            raise _tls_hint(exc, log_path) from exc
     seconds = time.monotonic() - start
     say(f"Rebuilt {tag} in {seconds:.1f}s")
     return {"image": tag, "image_id": image_id, "seconds": round(seconds, 1),
             "log": "build.log", "no_cache": True, "artifact_dir": str(artifact_dir)}
+
+
+def _tls_hint(exc: BuildError, log_path: Path) -> BuildError:
+    """The build error, saying so when the log shows a TLS verification failure."""
+    try:
+        log = log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        log = ""
+    if "CERTIFICATE_VERIFY_FAILED" not in log and "CERTIFICATE_VERIFY_FAILED" not in exc.message:
+        return exc
+    return BuildError(
+        f"{exc.message}\nThe rebuild failed on TLS: CERTIFICATE_VERIFY_FAILED in {log_path} "
+        "(an intercepting proxy's certificate the build does not trust).",
+        hint="Pass the CA bundle that signs it: --ca-bundle PATH (or SYNTH_CA_BUNDLE); it "
+        "reaches the build as a BuildKit secret and never lands in the image.")
 
 
 def _artifact_for_run(target: Target, settings: Settings, say: Say) -> Path:
@@ -289,10 +333,66 @@ def _artifact_run(target: Target, settings: Settings) -> Path:
         ) from exc
 
 
-def _rebuilt_tag(task_name: str, artifact_dir: Path) -> str:
-    manifest = artifact_dir / "manifest.json"
-    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()[:12]
-    return f"synth-rebuilt/{task_name}:{digest}"
+#: Written into the artifact folder after verify; not part of the export, so the manifest
+#: check and the rebuilt tag leave it out.
+VERIFICATION_FILE = "verification.json"
+
+
+def _artifact_files(artifact_dir: Path) -> dict[str, str]:
+    """Every file of the artifact (relative POSIX path -> sha256), manifest.json and
+    verification.json left out."""
+    out: dict[str, str] = {}
+    for p in sorted(artifact_dir.rglob("*")):
+        rel = p.relative_to(artifact_dir).as_posix()
+        if rel in ("manifest.json", VERIFICATION_FILE) or not (p.is_file() or p.is_symlink()):
+            continue
+        data = str(p.readlink()).encode() if p.is_symlink() else p.read_bytes()
+        out[rel] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def check_artifact(artifact_dir: Path,
+                   manifest: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """(the artifact's files with their sha256, one line per file that differs from
+    manifest.json's ``files``: modified, missing or added)."""
+    listed = manifest.get("files")
+    files = _artifact_files(artifact_dir)
+    if not isinstance(listed, Mapping):
+        return files, ["manifest.json lists no files to check against"]
+    problems = []
+    for rel in sorted(set(listed) | set(files)):
+        want, got = listed.get(rel), files.get(rel)
+        if want == got:
+            continue
+        problems.append(f"{rel}: " + ("missing" if got is None else "added (not in the "
+                                       "manifest)" if want is None else "modified"))
+    return files, problems
+
+
+def _rebuilt_tag(task_name: str, files: Mapping[str, str], manifest_bytes: bytes) -> str:
+    """A tag derived from the digests of all the artifact's files (and the manifest)."""
+    h = hashlib.sha256(hashlib.sha256(manifest_bytes).digest())
+    for rel, digest in sorted(files.items()):
+        h.update(f"{rel}\0{digest}\n".encode())
+    return f"synth-rebuilt/{task_name}:{h.hexdigest()[:12]}"
+
+
+def _checked_artifact(artifact_dir: Path, allow_modified: bool, doc: dict[str, Any],
+                      say: Say) -> dict[str, str]:
+    manifest = _read_json(artifact_dir / "manifest.json") or {}
+    files, problems = check_artifact(artifact_dir, manifest)
+    doc["artifact_check"] = {"files": len(files), "problems": problems,
+                             "allow_modified": allow_modified}
+    if problems and not allow_modified:
+        raise VerifyError(
+            f"The artifact {artifact_dir} does not match its manifest.json: "
+            + "; ".join(problems[:20]) + (f"; … {len(problems) - 20} more"
+                                         if len(problems) > 20 else ""),
+            hint="Re-export it (`synth export`), or pass --allow-modified to rebuild it as it "
+            "is (the report says so).")
+    if problems:
+        say(f"warning: rebuilding a MODIFIED artifact (--allow-modified): {'; '.join(problems)}")
+    return files
 
 
 # --------------------------------------------------------------------------- verify
@@ -327,10 +427,56 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
     doc["decides"] = decides
     doc["passed"] = reports[decides].passes_up_to(opts.require)
     if "rebuilt" in reports and "live" in reports:
-        doc["fidelity"] = fidelity(reports["rebuilt"], reports["live"])
+        doc["fidelity"] = judge_fidelity(fidelity(reports["rebuilt"], reports["live"]),
+                                         doc["fingerprint"] if opts.fingerprint else {
+                                             "status": "compared", "unexplained": []})
+        if not doc["fidelity"]["reaches_live_level"]:
+            doc["fidelity_failed"] = "; ".join(doc["fidelity"]["failures"][:3])
+            doc["passed"] = False
     atomic.write_json(out_dir / "verify.json", doc)
     atomic.write_text(out_dir / "verify.md", render_markdown(doc))
+    artifact_dir = (doc.get("build") or {}).get("artifact_dir")
+    if artifact_dir:
+        atomic.write_json(Path(artifact_dir) / VERIFICATION_FILE, verification_record(doc))
     return VerifyOutcome(doc, out_dir, reports)
+
+
+def verification_record(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What verify leaves in the artifact folder: levels, verdict, date and the machine."""
+    rebuilt = doc["reports"].get("rebuilt") or {}
+    return {
+        "format": 1,
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "synth_version": __version__,
+        "docker_version": _docker_version(),
+        "architecture": platform.machine(),
+        "gpu_driver": _gpu_driver(),
+        "require": doc["require"],
+        "passed": doc["passed"],
+        "verdict": verdict_line(doc),
+        "image": (doc.get("build") or {}).get("image"),
+        "levels": {r["level"]: r["status"] for r in rebuilt.get("levels", [])},
+        "highest": rebuilt.get("highest"),
+        "fidelity": (doc.get("fidelity") or {}).get("reaches_live_level"),
+        "allow_modified": bool((doc.get("artifact_check") or {}).get("problems")),
+    }
+
+
+def _command_output(argv: list[str]) -> str | None:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _docker_version() -> str | None:
+    return _command_output(["docker", "version", "--format", "{{.Server.Version}}"])
+
+
+def _gpu_driver() -> str:
+    out = _command_output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+    return out.splitlines()[0] if out else "none"
 
 
 def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say: Say) -> Report:
@@ -387,7 +533,8 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
                         else _artifact_for_run(target, settings, say))
         manifest = _read_json(artifact_dir / "manifest.json") or {}
         python = _manifest_python(manifest, artifact_dir)
-        tag = _rebuilt_tag(target.name, artifact_dir)
+        files = _checked_artifact(artifact_dir, opts.allow_modified, doc, say)
+        tag = _rebuilt_tag(target.name, files, (artifact_dir / "manifest.json").read_bytes())
         doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say)
         doc["target"]["artifact_dir"] = str(artifact_dir)
         say(f"Verifying the rebuilt image {tag}")
@@ -449,29 +596,44 @@ def extra_lines(doc: Mapping[str, Any]) -> list[str]:
                     lines.append(f"  {check['verdict']}: {check['field']} = "
                                  f"{json.dumps(check['claimed'])} (observed "
                                  f"{json.dumps(check['observed'])}) {check['note']}".rstrip())
+    lines += _fidelity_lines(doc)
+    check = doc.get("artifact_check") or {}
+    if check.get("problems"):
+        lines.append("artifact: MODIFIED since export, rebuilt anyway (--allow-modified): "
+                     + "; ".join(check["problems"][:10]))
+    build = doc.get("build")
+    if build:
+        lines.append(f"rebuilt {build['image']} in {build['seconds']}s (no cache); "
+                     f"log {build['log']}")
+    return lines
+
+
+def _fidelity_lines(doc: Mapping[str, Any]) -> list[str]:
+    lines: list[str] = []
     fid = doc.get("fidelity")
     if fid:
-        verdict = "reaches" if fid["reaches_live_level"] else "does NOT reach"
-        lines.append(f"fidelity: the rebuilt image {verdict} the live image's level "
-                     f"(live {fid['live_highest'] or 'none'}, rebuilt "
-                     f"{fid['rebuilt_highest'] or 'none'})")
+        verdict = ("reaches the live image's level and agrees with it" if
+                   fid["reaches_live_level"] else "does NOT match the live image")
+        lines.append(f"fidelity: the rebuilt image {verdict} (live passes "
+                     f"{fid['live_highest'] or 'no level'}, rebuilt "
+                     f"{fid['rebuilt_highest'] or 'no level'})")
         for gap in fid["gaps"]:
             lines.append(f"  gap {gap['level']}: live {gap['live']}; rebuilt {gap['rebuilt']}")
     fp = doc.get("fingerprint")
     if fp:
         if fp.get("status") == "compared":
+            unexplained = fp.get("unexplained", [])
             lines.append(
-                f"fingerprint (live vs rebuilt): packages "
+                f"fingerprint (live vs rebuilt): {len(unexplained)} unexplained "
+                f"difference(s), {len(fp.get('explained', []))} explained; packages "
                 f"{'equal' if fp['packages_equal'] else 'DIFFER'}, native .so "
                 f"{'equal' if fp['native_equal'] else 'DIFFER'}, contents "
                 f"{'equal' if fp['content_equal'] else 'differ'}")
-            lines.extend(f"  {s}" for s in fp.get("summary", [])[:15])
+            lines.extend(f"  DIFFERS {line}" for line in unexplained[:40])
+            if len(unexplained) > 40:
+                lines.append(f"  … and {len(unexplained) - 40} more in verify.json")
         else:
             lines.append(f"fingerprint: {fp.get('status')}: {fp.get('reason')}")
-    build = doc.get("build")
-    if build:
-        lines.append(f"rebuilt {build['image']} in {build['seconds']}s (no cache); "
-                     f"log {build['log']}")
     return lines
 
 
