@@ -485,13 +485,17 @@ def native_files(fp: Fingerprint, where: Iterable[str] = ("site", "workdir")) ->
 _REGENERATED_WORKSPACE = ("build/*", "*/build/*", "*.egg-info/*", ".eggs/*")
 
 
-def explain(section: str, change: Change) -> str | None:
-    """Why a live/rebuilt difference is expected, or None when it is not (a failed check).
+def explain(section: str, change: Change,
+            rebuilt_env: Mapping[str, str] | None = None) -> str | None:
+    """Why a live (a) / rebuilt (b) difference is expected, or None when it is not (a failed
+    check). ``rebuilt_env``: the rebuilt image's environment, for the venv rule.
 
     Every rule here is documented line by line in docs/verify.md ("Explained differences").
     """
     import fnmatch
 
+    if section == "environment":
+        return _explain_env(change, rebuilt_env or {})
     if section == "sources":
         return "same files, recorded as installed by another installer or from another source"
     if section == "native" and change.kind == "debug-only":
@@ -501,6 +505,22 @@ def explain(section: str, change: Change) -> str | None:
     if section == "workspace" and change.kind != "removed" and any(
             fnmatch.fnmatchcase(change.key, p) for p in _REGENERATED_WORKSPACE):
         return "a build byproduct the rebuild regenerates"
+    return None
+
+
+def _explain_env(change: Change, rebuilt_env: Mapping[str, str]) -> str | None:
+    """The rebuilt image activates the primary venv (``ENV VIRTUAL_ENV``, its ``bin`` first
+    on PATH), as verify does for the live image's probes."""
+    venv = rebuilt_env.get("VIRTUAL_ENV")
+    if not venv:
+        return None
+    why = "the rebuilt image activates the primary environment, as verify does for the live one"
+    if change.key == "VIRTUAL_ENV" and change.kind == "added":
+        return why
+    if change.key == "PATH" and change.a is not None and change.b is not None:
+        first, _, rest = change.b.partition(":")
+        if first.rstrip("/") == f"{venv.rstrip('/')}/bin" and rest == change.a:
+            return why
     return None
 
 
@@ -521,7 +541,8 @@ class Difference:
         return text + (f" — explained: {self.explained}" if self.explained else "")
 
 
-def differences(cmp: FingerprintComparison) -> list[Difference]:
+def differences(cmp: FingerprintComparison,
+                rebuilt_env: Mapping[str, str] | None = None) -> list[Difference]:
     """Every difference, each with its explanation or None (unexplained)."""
-    return [Difference(name, c, explain(name, c))
+    return [Difference(name, c, explain(name, c, rebuilt_env))
             for name, changes in cmp.sections().items() for c in changes]

@@ -241,7 +241,7 @@ def _fingerprints(engine: Any, live: str, rebuilt: str, python_live: str,
     except SynthError as exc:
         return {"status": "error", "reason": exc.message}
     cmp = compare_fingerprints(a, b)
-    diffs = differences(cmp)
+    diffs = differences(cmp, b.environment)
     return {"status": "compared", "a": "live", "b": "rebuilt", **cmp.to_json(),
             "differences": [d.to_json() for d in diffs],
             "unexplained": [d.line for d in diffs if d.explained is None],

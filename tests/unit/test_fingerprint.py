@@ -210,6 +210,14 @@ def test_explained_differences() -> None:
     assert explain("workspace", Change("changed", "train.py", "1", "2")) is None
     assert explain("patched", Change("patched", "n: n/x.py", "1", "as RECORD")) is None
     assert explain("packages", Change("removed", "n", "1", None)) is None
+    env = {"VIRTUAL_ENV": "/opt/venv", "PATH": "/opt/venv/bin:/usr/bin:/bin"}
+    assert explain("environment", Change("added", "VIRTUAL_ENV", None, "/opt/venv"), env)
+    assert explain("environment", Change("changed", "PATH", "/usr/bin:/bin",
+                                         "/opt/venv/bin:/usr/bin:/bin"), env)
+    assert explain("environment", Change("changed", "PATH", "/usr/bin",
+                                         "/opt/venv/bin:/usr/bin:/bin"), env) is None
+    assert explain("environment", Change("added", "VIRTUAL_ENV", None, "/opt/venv")) is None
+    assert explain("environment", Change("added", "CUDA_HOME", None, "/x"), env) is None
 
 
 # ----------------------------------------------------------------- pure comparison
