@@ -678,6 +678,9 @@ def _c0i_lines(key: str, c0i: Mapping[str, Any]) -> list[str]:
         where = f" at {r['where']}" if r.get("where") else ""
         lines.append(f"  {r['module']}: {r.get('error_class')}: "
                      f"{str(r.get('message'))[:160]}{where}")
+    for r in (c0i.get("details") or {}).get("optional_failed", [])[:10]:
+        lines.append(f"  optional ({r.get('optional')}, not failing): {r['module']}: "
+                     f"{r.get('error_class')}: {str(r.get('message'))[:160]}")
     pip = (c0i.get("details") or {}).get("pip_check") or {}
     if pip.get("ran") and pip.get("exit_code"):
         first = (pip.get("output") or "").strip().splitlines()[:3]

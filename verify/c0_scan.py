@@ -76,6 +76,7 @@ DISTRIBUTION_HINTS: dict[str, str] = {
     "torch_geometric": "torch-geometric",
     "torch_scatter": "torch-scatter",
     "torch_sparse": "torch-sparse",
+    "tensorboardX": "tensorboardX",
     "usb": "pyusb",
     "wandb": "wandb",
     "yaml": "pyyaml",

@@ -99,6 +99,8 @@ class _Probing:
         self.scan_seconds = 0.0
         self.declared = c0_scope.Declared()
         self.import_modules: list[str] = []
+        #: Top-level modules only an optional extra of the repo provides.
+        self.extra_tops: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ staging
     def stage(self, requests: Mapping[str, Any]) -> None:
@@ -196,6 +198,17 @@ def _c0(p: _Probing) -> LevelResult:
     return LevelResult("C0", "pass", None, metrics, details)
 
 
+def classify_import(result: Mapping[str, Any], extra_tops: frozenset[str]) -> dict[str, Any]:
+    """A module that fails only because an optional extra's module is missing is marked
+    ``optional: "extra"`` (reported, never failing C0i)."""
+    out = dict(result)
+    missing = str(result.get("missing_name") or "")
+    if (result.get("ok") is False and result.get("error_class") == "ModuleNotFoundError"
+            and missing and missing.split(".", 1)[0] in extra_tops):
+        out["optional"] = "extra"
+    return out
+
+
 def _c0i(p: _Probing) -> LevelResult:
     """Import every in-scope module of the repo in a fresh interpreter, GPU hidden."""
     if p.facts is None:
@@ -209,14 +222,16 @@ def _c0i(p: _Probing) -> LevelResult:
     if data is None:
         return LevelResult("C0i", "fail", "the import check did not run",
                            details={"exec": _exec_summary(res)})
-    results = list(data.get("results") or [])
-    failed = [r for r in results if r.get("ok") is False]
+    results = [classify_import(r, p.extra_tops) for r in data.get("results") or []]
+    failed = [r for r in results if r.get("ok") is False and not r.get("optional")]
+    optional = [r for r in results if r.get("ok") is False and r.get("optional")]
     untried = [r for r in results if r.get("ok") is None]
     pip = data.get("pip_check") or {}
     metrics = {"modules": len(results), "ok": sum(r.get("ok") is True for r in results),
-               "failed": len(failed), "untried": len(untried),
-               "pip_check_exit": pip.get("exit_code")}
-    details = {"results": results, "failed": failed, "pip_check": pip}
+               "failed": len(failed), "optional_failed": len(optional),
+               "untried": len(untried), "pip_check_exit": pip.get("exit_code")}
+    details = {"results": results, "failed": failed, "optional_failed": optional,
+               "pip_check": pip}
     if failed or untried:
         first = (failed or untried)[0]
         where = f" at {first['where']}" if first.get("where") else ""
@@ -507,6 +522,7 @@ def _scan_root(spec: PyramidSpec, root: Path, p: _Probing) -> c0_scan.ScanResult
     scan = c0_scan.scan_repo(root, spec.scanner, scope)
     p.declared = c0_scope.declared_distributions(root)
     p.import_modules = c0_scope.import_check_modules(root, scan.scope_files)
+    p.extra_tops = c0_scan.extra_modules({i.top for i in scan.imports}, p.declared)
     return scan
 
 

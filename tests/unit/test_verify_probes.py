@@ -165,4 +165,16 @@ def test_import_check_names_the_raising_module_and_its_line(tmp_path: Path) -> N
     assert bad["where"] == f"{pkg / 'bad.py'}:3"
     assert res["pkg.slow"]["error_class"] == "Timeout"
     assert res["pkg.nope"]["error_class"] == "ModuleNotFoundError"
+    assert res["pkg.nope"]["missing_name"] == "pkg.nope"
     assert set(data["pip_check"]) == {"ran", "exit_code", "output"}
+
+
+def test_an_import_failing_on_an_optional_extra_does_not_fail_c0i() -> None:
+    from verify.runner import classify_import
+
+    extra = {"module": "pkg.io", "ok": False, "error_class": "ModuleNotFoundError",
+             "message": "No module named 'h5py'", "missing_name": "h5py"}
+    assert classify_import(extra, frozenset({"h5py"}))["optional"] == "extra"
+    assert "optional" not in classify_import(extra, frozenset({"open3d"}))
+    raising = {**extra, "error_class": "RuntimeError", "missing_name": None}
+    assert "optional" not in classify_import(raising, frozenset({"h5py"}))

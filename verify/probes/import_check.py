@@ -27,7 +27,8 @@ except BaseException as exc:
     elif isinstance(exc, SyntaxError) and exc.filename:
         where = "%s:%s" % (exc.filename, exc.lineno)
     out = {"ok": False, "error_class": type(exc).__name__, "message": str(exc)[:2000],
-           "where": where}
+           "where": where, "missing_name": getattr(exc, "name", None)
+           if isinstance(exc, ImportError) else None}
 sys.stdout.write("\n" + json.dumps(out) + "\n")
 sys.stdout.flush()
 """

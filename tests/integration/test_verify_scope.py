@@ -1,0 +1,90 @@
+"""Verdicts on tasks/optional-extras (real engine): optional imports do not fail a working
+setup, an import that raises is named with its file:line, a file patched in site-packages is
+named with its distribution.
+
+The good.sh verification (with its one rebuild) is the shared ``verified`` fixture's, the
+same one test_verify_tasks uses; patched.sh is verified on its live image only, and its
+fingerprint compared with good.sh's live image (the environment without the patch).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth.fingerprint import compare_fingerprints, differences, fingerprint_image
+from synth.session.rundir import read_run
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TASK = "optional-extras"
+
+
+def levels(doc: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
+    return {r["level"]: r for r in doc["reports"][key]["levels"]}
+
+
+def test_optional_imports_leave_a_working_setup_passing(verified: Callable[..., Any]) -> None:
+    outcome = verified(TASK, "good.sh")
+    doc = outcome.document
+    assert outcome.exit_code == 0, doc["fidelity"]
+    for key in ("rebuilt", "live"):
+        lv = levels(doc, key)
+        assert [lv[x]["status"] for x in ("C0", "C0i", "C1")] == ["pass"] * 3, key
+        c0 = lv["C0"]
+        m = c0["metrics"]
+        assert m["missing_statements"] == 0 and m["missing_statement_ratio"] == 0.0
+        # ResearchEnvBench's metric counts every imported top-level module: not zero here.
+        assert m["researchenvbench_missing_top_modules"] >= 5
+        assert m["researchenvbench_missing_ratio"] > 0
+        classes = {x["module"]: x["class"] for x in c0["details"]["optional_missing"]}
+        assert classes["h5py"] == "extra"  # tinystats/io.py, the io extra
+        assert classes["matplotlib.pyplot"] == "extra"  # inside plot(), the viz extra
+        assert classes["ujson"] == "guarded"
+        assert classes["flask"] == classes["wandb"] == "out_of_scope"
+        hints = {x["module"]: x for x in c0["details"]["optional_missing"]}
+        assert hints["h5py"]["distribution_source"] == "declared in pyproject.toml [io]"
+        assert c0["details"]["scope"]["include"] == ["tinystats/*", "run.py"]
+        c0i = lv["C0i"]
+        assert c0i["metrics"]["modules"] == 5  # tinystats, .core, .fast, .io, run
+        assert [r["module"] for r in c0i["details"]["optional_failed"]] == ["tinystats.io"]
+    assert doc["fidelity"]["reaches_live_level"] is True
+    assert doc["fingerprint"]["unexplained"] == []
+    record = json.loads((Path(doc["build"]["artifact_dir"]) / "verification.json").read_text())
+    assert record["passed"] is True and record["levels"]["C0i"] == "pass"
+    md = (outcome.out_dir / "verify.md").read_text()
+    assert "| C0i | imports run | pass | pass |" in md
+    assert "ResearchEnvBench missing top-level modules" in md
+
+
+def test_an_import_that_raises_is_named(verified: Callable[..., Any]) -> None:
+    outcome = verified(TASK, "patched.sh", rebuild=False)
+    lv = levels(outcome.document, "live")
+    assert lv["C0"]["status"] == "pass"  # attrs is on disk: the static check cannot see it
+    c0i = lv["C0i"]
+    assert c0i["status"] == "fail"
+    first = c0i["details"]["failed"][0]
+    assert (first["module"], first["error_class"]) == ("tinystats", "RuntimeError")
+    assert first["message"] == "attrs was patched by the agent"
+    assert first["where"] == "/opt/venv/lib/python3.11/site-packages/attrs/__init__.py:1"
+    assert c0i["reason"].startswith("tinystats raises RuntimeError: attrs was patched")
+    assert lv["C1"]["status"] == "fail"  # levels are independent: C1 ran too
+    assert outcome.exit_code == 1
+
+
+def test_a_file_patched_in_site_packages_is_named(
+    engine: Any, task_run: Callable[[str, str], Path],
+) -> None:
+    images = [read_run(task_run(TASK, t))["live_image"]["ref"] for t in ("patched.sh",
+                                                                         "good.sh")]
+    patched, clean = (fingerprint_image(engine, ref, "/opt/venv/bin/python") for ref in images)
+    assert list(patched.effective["attrs"].modified) == ["attrs/__init__.py"]
+    assert clean.effective["attrs"].modified == {}
+    diffs = differences(compare_fingerprints(patched, clean), clean.environment)
+    unexplained = [d.line for d in diffs if d.explained is None]
+    assert any(line.startswith("patched: patched attrs: attrs/__init__.py") for line in
+               unexplained), unexplained
