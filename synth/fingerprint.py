@@ -433,7 +433,8 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
     unowned = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in unowned]
     dpkg = _mapping_changes(a.dpkg, b.dpkg) if a.dpkg is not None and b.dpkg is not None else []
     workspace = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in _mapping_changes(
-        a.workspace, b.workspace)] if a.workspace is not None and b.workspace is not None else []
+        a.workspace, b.workspace) if not _native_in_workdir(c.key, a, b)] if (
+        a.workspace is not None and b.workspace is not None) else []
     env = _mapping_changes(a.environment, b.environment) if (
         a.environment is not None and b.environment is not None) else []
     return FingerprintComparison(
@@ -442,6 +443,12 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
         dpkg=tuple(dpkg), patched=tuple(_patched(a, b)), workspace=tuple(workspace),
         environment=tuple(env),
     )
+
+
+def _native_in_workdir(rel: str, a: Fingerprint, b: Fingerprint) -> bool:
+    """A working-directory file the ``native`` section compares already (by its code)."""
+    return any(n.path == f"{fp.workdir.rstrip('/')}/{rel}" and n.where == "workdir"
+               for fp in (a, b) for n in fp.native)
 
 
 def _patched(a: Fingerprint, b: Fingerprint) -> list[Change]:

@@ -407,3 +407,17 @@ def test_elf_code_digest_ignores_debug_info(tmp_path: Path) -> None:
     assert out["plain"][1] == out["other"][1]  # -DX changes nothing in this code
     (tmp_path / "text.so").write_text("not an ELF file")
     assert probe.elf_code_digest(str(tmp_path / "text.so")) is None
+
+
+def test_workspace_native_files_are_compared_by_the_native_section_only(
+    env_dirs: tuple[Path, Path],
+) -> None:
+    site, work = env_dirs
+    (work / "train.py").write_text("print(1)\n")
+    a = Fingerprint.from_json(run_probe(site, work))
+    (work / "pkg" / "_ops.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF rebuilt")
+    (work / "train.py").write_text("print(2)  # edited\n")
+    cmp = compare_fingerprints(a, Fingerprint.from_json(run_probe(site, work)))
+    assert [(c.kind, c.key) for c in cmp.workspace] == [("changed", "train.py")]
+    assert [c.key.rsplit("/", 1)[1] for c in cmp.native] == [
+        "_ops.cpython-311-x86_64-linux-gnu.so"]
