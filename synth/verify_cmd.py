@@ -673,7 +673,9 @@ def _c0i_lines(key: str, c0i: Mapping[str, Any]) -> list[str]:
     m = c0i.get("metrics") or {}
     if not m:
         return []
-    lines = [f"{key} C0i: {m.get('ok', 0)}/{m.get('modules', 0)} modules import"]
+    opt = m.get("optional_failed", 0)
+    lines = [f"{key} C0i: {m.get('ok', 0)}/{m.get('modules', 0)} modules import"
+             + (f"; {opt} fail only for lack of an optional extra" if opt else "")]
     for r in (c0i.get("details") or {}).get("failed", [])[:10]:
         where = f" at {r['where']}" if r.get("where") else ""
         lines.append(f"  {r['module']}: {r.get('error_class')}: "
@@ -701,7 +703,7 @@ def verdict_line(doc: Mapping[str, Any]) -> str:
             if not failed else
             f"{word}: the {key} target fails {', '.join(failed)} (required up to "
             f"{doc['require']})")
-    if doc["passed"] and doc.get("fidelity_failed"):
+    if not failed and doc.get("fidelity_failed"):
         head = f"FAILED: the rebuilt image differs from the live one ({doc['fidelity_failed']})"
     return head + (f" (levels passed: {', '.join(passed)}; highest {report.get('highest')})"
                    if passed else " (no level passed)")

@@ -3,8 +3,8 @@ setup, an import that raises is named with its file:line, a file patched in site
 named with its distribution.
 
 The good.sh verification (with its one rebuild) is the shared ``verified`` fixture's, the
-same one test_verify_tasks uses; patched.sh is verified on its live image only, and its
-fingerprint compared with good.sh's live image (the environment without the patch).
+same one test_verify_tasks uses; patched.sh is verified once with its rebuild (a ~20 s
+build: a venv and attrs), shared by the two tests that read it.
 """
 
 from __future__ import annotations
@@ -15,9 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from synth.fingerprint import compare_fingerprints, differences, fingerprint_image
-from synth.session.rundir import read_run
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -62,7 +59,7 @@ def test_optional_imports_leave_a_working_setup_passing(verified: Callable[..., 
 
 
 def test_an_import_that_raises_is_named(verified: Callable[..., Any]) -> None:
-    outcome = verified(TASK, "patched.sh", rebuild=False)
+    outcome = verified(TASK, "patched.sh")
     lv = levels(outcome.document, "live")
     assert lv["C0"]["status"] == "pass"  # attrs is on disk: the static check cannot see it
     c0i = lv["C0i"]
@@ -81,15 +78,22 @@ def test_an_import_that_raises_is_named(verified: Callable[..., Any]) -> None:
     assert outcome.exit_code == 1
 
 
-def test_a_file_patched_in_site_packages_is_named(
-    engine: Any, task_run: Callable[[str, str], Path],
-) -> None:
-    images = [read_run(task_run(TASK, t))["live_image"]["ref"] for t in ("patched.sh",
-                                                                         "good.sh")]
-    patched, clean = (fingerprint_image(engine, ref, "/opt/venv/bin/python") for ref in images)
-    assert list(patched.effective["attrs"].modified) == ["attrs/__init__.py"]
-    assert clean.effective["attrs"].modified == {}
-    diffs = differences(compare_fingerprints(patched, clean), clean.environment)
-    unexplained = [d.line for d in diffs if d.explained is None]
-    assert any(line.startswith("patched: patched attrs: attrs/__init__.py") for line in
-               unexplained), unexplained
+def test_a_file_patched_in_site_packages_is_named(verified: Callable[..., Any]) -> None:
+    """The export does not carry the agent's `sed -i` in site-packages: the rebuilt image
+    imports what the live one cannot, and fidelity names the patched file and fails."""
+    outcome = verified(TASK, "patched.sh")
+    doc = outcome.document
+    assert levels(doc, "rebuilt")["C0i"]["status"] == "pass"
+    fp = doc["fingerprint"]
+    assert [(c["key"], c["b"]) for c in fp["patched"]] == [("attrs: attrs/__init__.py",
+                                                            "as RECORD")]
+    assert any(line.startswith("patched: patched attrs: attrs/__init__.py")
+               for line in fp["unexplained"]), fp["unexplained"]
+    fid = doc["fidelity"]
+    assert fid["reaches_live_level"] is False and fid["gaps"] == []
+    assert outcome.exit_code == 1 and doc["passed"] is False
+    md = (outcome.out_dir / "verify.md").read_text()
+    assert "DIFFERS patched: patched attrs: attrs/__init__.py" in md
+    assert "FAILED: the rebuilt image differs from the live one (differs: patched: " in md
+    record = json.loads((Path(doc["build"]["artifact_dir"]) / "verification.json").read_text())
+    assert record["passed"] is False and record["fidelity"] is False
