@@ -432,17 +432,25 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
     )
     unowned = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in unowned]
     dpkg = _mapping_changes(a.dpkg, b.dpkg) if a.dpkg is not None and b.dpkg is not None else []
-    workspace = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in _mapping_changes(
-        a.workspace, b.workspace) if not _native_in_workdir(c.key, a, b)] if (
-        a.workspace is not None and b.workspace is not None) else []
-    env = _mapping_changes(a.environment, b.environment) if (
-        a.environment is not None and b.environment is not None) else []
+    workspace, env = _workspace_and_environment(a, b)
     return FingerprintComparison(
         interpreter=tuple(interp), packages=tuple(packages), content=tuple(content),
         sources=tuple(sources), native=tuple(native), unowned=tuple(unowned),
         dpkg=tuple(dpkg), patched=tuple(_patched(a, b)), workspace=tuple(workspace),
         environment=tuple(env),
     )
+
+
+def _workspace_and_environment(a: Fingerprint,
+                               b: Fingerprint) -> tuple[list[Change], list[Change]]:
+    """Working-directory files (native ones left to the native section) and environment
+    variables that differ; nothing where either side did not record them."""
+    workspace = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in _mapping_changes(
+        a.workspace, b.workspace) if not _native_in_workdir(c.key, a, b)] if (
+        a.workspace is not None and b.workspace is not None) else []
+    env = _mapping_changes(a.environment, b.environment) if (
+        a.environment is not None and b.environment is not None) else []
+    return workspace, env
 
 
 def _native_in_workdir(rel: str, a: Fingerprint, b: Fingerprint) -> bool:
