@@ -614,9 +614,9 @@ def _fidelity_lines(doc: Mapping[str, Any]) -> list[str]:
     if fid:
         verdict = ("reaches the live image's level and agrees with it" if
                    fid["reaches_live_level"] else "does NOT match the live image")
-        lines.append(f"fidelity: the rebuilt image {verdict} (live passes "
-                     f"{fid['live_highest'] or 'no level'}, rebuilt "
-                     f"{fid['rebuilt_highest'] or 'no level'})")
+        lines.append(f"fidelity: the rebuilt image {verdict} (highest level passed: live "
+                     f"{fid['live_highest'] or 'none passed'}, rebuilt "
+                     f"{fid['rebuilt_highest'] or 'none passed'})")
         for gap in fid["gaps"]:
             lines.append(f"  gap {gap['level']}: live {gap['live']}; rebuilt {gap['rebuilt']}")
     fp = doc.get("fingerprint")
