@@ -1,12 +1,15 @@
 """C0i probe: import each module in a fresh interpreter, with the GPU hidden and a timeout.
 
 Usage: python import_check.py REQUEST.json
-REQUEST: {"modules": ["pkg", "pkg.sub"], "timeout": 120, "total_timeout": 600}
+REQUEST: {"modules": ["pkg", "pkg.sub"], "timeout": 120, "total_timeout": 600, "workers": 4}
+
+Modules are imported by up to ``workers`` interpreters at a time (each its own process).
 
 For each module: ok, or the exception's class and message and the innermost frame of the
 traceback (file:line), or a timeout. Then ``python -m pip check`` (its exit code and
 output), a finding and not a verdict. Prints one JSON line. Stdlib only, Python >= 3.8.
 """
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -89,15 +92,21 @@ def main():
     env["CUDA_VISIBLE_DEVICES"] = ""
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     started = time.time()
-    results = []
-    for name in request.get("modules", []):
+
+    def one(name):
         left = budget - (time.time() - started)
         if left <= 1:
-            results.append({"module": name, "ok": None, "error_class": None,
-                            "message": "not tried: the probe's time budget ran out",
-                            "where": None})
-            continue
-        results.append(check(name, min(timeout, left), env))
+            return {"module": name, "ok": None, "error_class": None,
+                    "message": "not tried: the probe's time budget ran out", "where": None}
+        return check(name, min(timeout, left), env)
+
+    modules = list(request.get("modules", []))
+    workers = max(1, min(int(request.get("workers", 4)), os.cpu_count() or 1, len(modules)))
+    if workers == 1:
+        results = [one(name) for name in modules]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(one, modules))  # in request order
     out = {
         "probe": "import_check",
         "python": sys.executable,
