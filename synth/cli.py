@@ -488,6 +488,9 @@ def verify_cmd(
         help="The rebuild on the terminal: steps (each BuildKit step as it starts, with "
         "long steps' time), plain (every line, as docker's --progress plain) or quiet. "
         "build.log has every line either way.")] = "steps",
+    allow_modified: Annotated[bool, typer.Option(
+        "--allow-modified", help="Rebuild an artifact whose files differ from its "
+        "manifest.json (said in the report).")] = False,
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder the artifact's lock needs to rebuild (env SYNTH_WHEELHOUSE).")] = None,
     allow_base_mismatch: Annotated[bool, typer.Option(
@@ -510,6 +513,7 @@ def verify_cmd(
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
         progress=progress,
         allow_base_mismatch=allow_base_mismatch,
+        allow_modified=allow_modified,
     )
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))

@@ -304,6 +304,9 @@ def compare_fingerprint_sections(a: Side, b: Side) -> list[Section]:
              for c in cmp.content]
     files += [Item(_item_kind(c.kind), c.key, c.a, c.b, "not owned by any distribution")
               for c in cmp.unowned]
+    files += [Item("changed", c.key, c.a, c.b, c.detail) for c in cmp.patched]
+    files += [Item(_item_kind(c.kind), f"{a.fingerprint.workdir}/{c.key}", c.a, c.b,
+                   "working directory file") for c in cmp.workspace]
     return [_section("native_files", t_native, native),
             _section("python_files", t_files, files)]
 

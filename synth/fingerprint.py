@@ -51,6 +51,10 @@ class DistributionPrint:
     metadata_dir: str = ""
     #: Where the file list came from: "RECORD", "installed-files.txt", "top_level.txt".
     files_from: str | None = None
+    #: Files (relative to the site dir) whose sha256 differs from RECORD's: path -> sha256.
+    modified: Mapping[str, str] = field(default_factory=dict)
+    #: Files RECORD lists that are gone.
+    missing_paths: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
@@ -102,6 +106,12 @@ class Fingerprint:
     workdir: str = "/workspace"
     errors: tuple[str, ...] = ()
     stats: Mapping[str, Any] = field(default_factory=dict)
+    #: The working directory's files: relative path -> sha256 / "symlink:<target>"; None
+    #: when the probe that made this fingerprint did not record it.
+    workspace: Mapping[str, str] | None = None
+    workspace_truncated: bool = False
+    #: Environment variables the research code sees (volatile ones left out); None: unknown.
+    environment: Mapping[str, str] | None = None
     #: The probe's JSON as printed, for reports and ``--json``.
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -138,6 +148,9 @@ class Fingerprint:
                         shadowed=bool(d.get("shadowed")), requested=bool(d.get("requested")),
                         metadata_dir=str(d.get("metadata_dir", "")),
                         files_from=d.get("files_from"),
+                        modified={str(m["path"]): str(m["sha256"])
+                                  for m in d.get("modified") or []},
+                        missing_paths=tuple(d.get("missing_paths") or ()),
                     )
                     for d in data["distributions"]
                 ),
@@ -158,6 +171,11 @@ class Fingerprint:
                 workdir=str((data.get("workdir") or {}).get("path", "/workspace")),
                 errors=tuple(data.get("errors", ())),
                 stats=dict(data.get("stats", {})),
+                workspace=(dict(data["workspace"]["files"]) if isinstance(
+                    data.get("workspace"), Mapping) else None),
+                workspace_truncated=bool((data.get("workspace") or {}).get("truncated")),
+                environment=(dict(data["environment"]) if isinstance(
+                    data.get("environment"), Mapping) else None),
                 raw=dict(data),
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -274,6 +292,13 @@ class FingerprintComparison:
     native: tuple[Change, ...]
     unowned: tuple[Change, ...]
     dpkg: tuple[Change, ...]
+    #: Installed files that differ from their distribution's RECORD on one side and not on
+    #: the other (kind "patched"), key "<distribution>: <path in site dir>".
+    patched: tuple[Change, ...] = ()
+    #: The working directory's files added / removed / changed, by relative path.
+    workspace: tuple[Change, ...] = ()
+    #: Environment variables the research code sees.
+    environment: tuple[Change, ...] = ()
 
     @property
     def packages_equal(self) -> bool:
@@ -299,13 +324,15 @@ class FingerprintComparison:
     def equal(self) -> bool:
         """Equal in everything the fingerprint sees except the informational sources."""
         return not (self.interpreter or self.packages or self.content or self.native
-                    or self.unowned or self.dpkg)
+                    or self.unowned or self.dpkg or self.patched or self.workspace
+                    or self.environment)
 
     def sections(self) -> dict[str, tuple[Change, ...]]:
         return {
             "interpreter": self.interpreter, "packages": self.packages,
-            "content": self.content, "sources": self.sources, "native": self.native,
-            "unowned": self.unowned, "dpkg": self.dpkg,
+            "patched": self.patched, "content": self.content, "sources": self.sources,
+            "native": self.native, "unowned": self.unowned, "dpkg": self.dpkg,
+            "workspace": self.workspace, "environment": self.environment,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -405,11 +432,50 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
     )
     unowned = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in unowned]
     dpkg = _mapping_changes(a.dpkg, b.dpkg) if a.dpkg is not None and b.dpkg is not None else []
+    workspace, env = _workspace_and_environment(a, b)
     return FingerprintComparison(
         interpreter=tuple(interp), packages=tuple(packages), content=tuple(content),
         sources=tuple(sources), native=tuple(native), unowned=tuple(unowned),
-        dpkg=tuple(dpkg),
+        dpkg=tuple(dpkg), patched=tuple(_patched(a, b)), workspace=tuple(workspace),
+        environment=tuple(env),
     )
+
+
+def _workspace_and_environment(a: Fingerprint,
+                               b: Fingerprint) -> tuple[list[Change], list[Change]]:
+    """Working-directory files (native ones left to the native section) and environment
+    variables that differ; nothing where either side did not record them."""
+    workspace = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in _mapping_changes(
+        a.workspace, b.workspace) if not _native_in_workdir(c.key, a, b)] if (
+        a.workspace is not None and b.workspace is not None) else []
+    env = _mapping_changes(a.environment, b.environment) if (
+        a.environment is not None and b.environment is not None) else []
+    return workspace, env
+
+
+def _native_in_workdir(rel: str, a: Fingerprint, b: Fingerprint) -> bool:
+    """A working-directory file the ``native`` section compares already (by its code)."""
+    return any(n.path == f"{fp.workdir.rstrip('/')}/{rel}" and n.where == "workdir"
+               for fp in (a, b) for n in fp.native)
+
+
+def _patched(a: Fingerprint, b: Fingerprint) -> list[Change]:
+    """Installed files that match their RECORD on one side and not on the other (or differ
+    from it differently): each named with its distribution."""
+    da, db = a.effective, b.effective
+    out: list[Change] = []
+    for name in sorted(set(da) & set(db)):
+        x, y = da[name], db[name]
+        gone_x, gone_y = set(x.missing_paths), set(y.missing_paths)
+        for path in sorted(set(x.modified) | set(y.modified) | (gone_x ^ gone_y)):
+            va = "missing" if path in gone_x else x.modified.get(path)
+            vb = "missing" if path in gone_y else y.modified.get(path)
+            if va == vb:
+                continue
+            out.append(Change("patched", f"{name}: {path}", _short(va) or "as RECORD",
+                              _short(vb) or "as RECORD",
+                              "modified after install (sha256 differs from RECORD)"))
+    return out
 
 
 def _source_detail(x: DistributionPrint, y: DistributionPrint) -> str:
@@ -425,3 +491,73 @@ def _short(value: str | None) -> str | None:
 def native_files(fp: Fingerprint, where: Iterable[str] = ("site", "workdir")) -> list[NativeFile]:
     wanted = set(where)
     return [n for n in fp.native if n.where in wanted]
+
+
+# ---------------------------------------------------------------------------- explaining
+#: Workspace paths that a rebuild regenerates rather than copies: build byproducts of the
+#: recorded build steps (setuptools' ``build/`` and ``*.egg-info``). docs/verify.md lists
+#: each rule with why.
+_REGENERATED_WORKSPACE = ("build/*", "*/build/*", "*.egg-info/*", ".eggs/*")
+
+
+def explain(section: str, change: Change,
+            rebuilt_env: Mapping[str, str] | None = None) -> str | None:
+    """Why a live (a) / rebuilt (b) difference is expected, or None when it is not (a failed
+    check). ``rebuilt_env``: the rebuilt image's environment, for the venv rule.
+
+    Every rule here is documented line by line in docs/verify.md ("Explained differences").
+    """
+    import fnmatch
+
+    if section == "environment":
+        return _explain_env(change, rebuilt_env or {})
+    if section == "sources":
+        return "same files, recorded as installed by another installer or from another source"
+    if section == "native" and change.kind == "debug-only":
+        return "loaded code identical; only debug info, symbols or the build-id differ"
+    if section == "content" and change.kind == "scripts":
+        return "launcher scripts are written by the installer at install time"
+    if section == "workspace" and change.kind != "removed" and any(
+            fnmatch.fnmatchcase(change.key, p) for p in _REGENERATED_WORKSPACE):
+        return "a build byproduct the rebuild regenerates"
+    return None
+
+
+def _explain_env(change: Change, rebuilt_env: Mapping[str, str]) -> str | None:
+    """The rebuilt image activates the primary venv (``ENV VIRTUAL_ENV``, its ``bin`` first
+    on PATH), as verify does for the live image's probes."""
+    venv = rebuilt_env.get("VIRTUAL_ENV")
+    if not venv:
+        return None
+    why = "the rebuilt image activates the primary environment, as verify does for the live one"
+    if change.key == "VIRTUAL_ENV" and change.kind == "added":
+        return why
+    if change.key == "PATH" and change.a is not None and change.b is not None:
+        first, _, rest = change.b.partition(":")
+        if first.rstrip("/") == f"{venv.rstrip('/')}/bin" and rest == change.a:
+            return why
+    return None
+
+
+@dataclass(frozen=True)
+class Difference:
+    section: str
+    change: Change
+    explained: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"section": self.section, **self.change.to_json(), "explained": self.explained}
+
+    @property
+    def line(self) -> str:
+        c = self.change
+        text = f"{self.section}: {c.kind} {c.key}" + (
+            f" ({c.a} -> {c.b})" if c.a and c.b else "") + (f" [{c.detail}]" if c.detail else "")
+        return text + (f" — explained: {self.explained}" if self.explained else "")
+
+
+def differences(cmp: FingerprintComparison,
+                rebuilt_env: Mapping[str, str] | None = None) -> list[Difference]:
+    """Every difference, each with its explanation or None (unexplained)."""
+    return [Difference(name, c, explain(name, c, rebuilt_env))
+            for name, changes in cmp.sections().items() for c in changes]

@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from synth.errors import NotFoundError, TaskError
 
-Level = Literal["C0", "C1", "C2", "C3", "C4", "C5"]
-LEVELS: tuple[Level, ...] = ("C0", "C1", "C2", "C3", "C4", "C5")
+Level = Literal["C0", "C0i", "C1", "C2", "C3", "C4", "C5"]
+LEVELS: tuple[Level, ...] = ("C0", "C0i", "C1", "C2", "C3", "C4", "C5")
 
 _Strict = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -68,6 +68,25 @@ class Probes(BaseModel):
     native_modules: list[str] = Field(default_factory=list)
 
 
+class C0Settings(BaseModel):
+    """``[verify.c0]``: which files C0 (and the C0i import check) judge, and how strictly."""
+
+    model_config = _Strict
+    #: Globs over repo-relative POSIX paths (``*`` also crosses ``/``); None: the default
+    #: scope, the repo's importable packages and the probes' entrypoint files.
+    include: list[str] | None = None
+    #: Globs left out of the scope; None: tests/, test/, docs/, examples/, demo*/ at any depth.
+    exclude: list[str] | None = None
+    #: C0 fails when missing required import statements / required import statements
+    #: exceeds this (0: any missing required import fails C0).
+    max_missing_ratio: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
+
+
+class VerifySettings(BaseModel):
+    model_config = _Strict
+    c0: C0Settings = C0Settings()
+
+
 class Task(BaseModel):
     model_config = _Strict
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
@@ -78,6 +97,8 @@ class Task(BaseModel):
     probes: Probes = Probes()
     #: Levels that do not apply to this task, each with the reason shown in reports.
     not_applicable: dict[Level, str] = Field(default_factory=dict)
+    #: How verification judges this task (``[verify.c0]``).
+    verify: VerifySettings = VerifySettings()
 
     # Set by load_task, not part of the file.
     task_dir: Path = Field(default=Path(), exclude=True)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import platform
+import subprocess
 import time
 import tomllib
 from collections.abc import Callable, Mapping
@@ -30,6 +32,7 @@ from typing import Any, Literal
 from synth import __version__, atomic
 from synth.config import Settings
 from synth.errors import (
+    BuildError,
     GpuRuntimeUnavailableError,
     NotFoundError,
     SynthError,
@@ -73,6 +76,8 @@ class VerifyOptions:
     progress: str = "steps"
     #: Rebuild on a base whose rootfs differs from the one manifest.json records.
     allow_base_mismatch: bool = False
+    #: Rebuild an artifact whose files differ from its manifest (the report says so).
+    allow_modified: bool = False
 
 
 @dataclass(frozen=True)
@@ -233,18 +238,39 @@ def _with(spec: PyramidSpec, **changes: Any) -> PyramidSpec:
 
 def _fingerprints(engine: Any, live: str, rebuilt: str, python_live: str,
                   python_rebuilt: str, workdir: str) -> dict[str, Any]:
-    try:
-        from synth.fingerprint import compare_fingerprints, fingerprint_image
-    except ImportError as exc:  # pragma: no cover - shipped together
-        return {"status": "unavailable", "reason": str(exc)}
+    from synth.fingerprint import compare_fingerprints, differences, fingerprint_image
+
     try:
         a = fingerprint_image(engine, live, python_live, workdir)
         b = fingerprint_image(engine, rebuilt, python_rebuilt, workdir)
     except SynthError as exc:
         return {"status": "error", "reason": exc.message}
     cmp = compare_fingerprints(a, b)
+    diffs = differences(cmp, b.environment)
     return {"status": "compared", "a": "live", "b": "rebuilt", **cmp.to_json(),
+            "differences": [d.to_json() for d in diffs],
+            "unexplained": [d.line for d in diffs if d.explained is None],
+            "explained": [d.line for d in diffs if d.explained is not None],
             "summary": cmp.summary()}
+
+
+def judge_fidelity(fid: dict[str, Any], fp: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The rebuilt image reaches the live one only with no level gap and a fingerprint that
+    agrees with the live one up to explained differences."""
+    if fp is None:
+        fid["fingerprint"] = "not compared"
+        fid["reaches_live_level"] = False
+        fid["failures"] = ["the fingerprints were not compared"]
+        return fid
+    failures = [f"gap {g['level']}" for g in fid["gaps"]]
+    if fp.get("status") != "compared":
+        failures.append(f"fingerprint {fp.get('status')}: {fp.get('reason')}")
+    else:
+        failures += [f"differs: {line}" for line in fp.get("unexplained", [])]
+    fid["fingerprint"] = fp.get("status")
+    fid["failures"] = failures
+    fid["reaches_live_level"] = not failures
+    return fid
 
 
 def _rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
@@ -267,12 +293,30 @@ def _rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
             status.update(escape(f"building {tag} ({time.monotonic() - start:.0f}s): "
                                  f"{line[:100]}"))
 
-        image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
-                                  log_path=log_path, on_line=on_line)
+        try:
+            image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
+                                      log_path=log_path, on_line=on_line)
+        except BuildError as exc:
+            raise _tls_hint(exc, log_path) from exc
     seconds = time.monotonic() - start
     say(f"Rebuilt {tag} in {seconds:.1f}s")
     return {"image": tag, "image_id": image_id, "seconds": round(seconds, 1),
             "log": "build.log", "no_cache": True, "artifact_dir": str(artifact_dir)}
+
+
+def _tls_hint(exc: BuildError, log_path: Path) -> BuildError:
+    """The build error, saying so when the log shows a TLS verification failure."""
+    try:
+        log = log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        log = ""
+    if "CERTIFICATE_VERIFY_FAILED" not in log and "CERTIFICATE_VERIFY_FAILED" not in exc.message:
+        return exc
+    return BuildError(
+        f"{exc.message}\nThe rebuild failed on TLS: CERTIFICATE_VERIFY_FAILED in {log_path} "
+        "(an intercepting proxy's certificate the build does not trust).",
+        hint="Pass the CA bundle that signs it: --ca-bundle PATH (or SYNTH_CA_BUNDLE); it "
+        "reaches the build as a BuildKit secret and never lands in the image.")
 
 
 def _artifact_for_run(target: Target, settings: Settings, say: Say) -> Path:
@@ -302,10 +346,66 @@ def _artifact_run(target: Target, settings: Settings) -> Path:
         ) from exc
 
 
-def _rebuilt_tag(task_name: str, artifact_dir: Path) -> str:
-    manifest = artifact_dir / "manifest.json"
-    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()[:12]
-    return f"synth-rebuilt/{task_name}:{digest}"
+#: Written into the artifact folder after verify; not part of the export, so the manifest
+#: check and the rebuilt tag leave it out.
+VERIFICATION_FILE = "verification.json"
+
+
+def _artifact_files(artifact_dir: Path) -> dict[str, str]:
+    """Every file of the artifact (relative POSIX path -> sha256), manifest.json and
+    verification.json left out."""
+    out: dict[str, str] = {}
+    for p in sorted(artifact_dir.rglob("*")):
+        rel = p.relative_to(artifact_dir).as_posix()
+        if rel in ("manifest.json", VERIFICATION_FILE) or not (p.is_file() or p.is_symlink()):
+            continue
+        data = str(p.readlink()).encode() if p.is_symlink() else p.read_bytes()
+        out[rel] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def check_artifact(artifact_dir: Path,
+                   manifest: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """(the artifact's files with their sha256, one line per file that differs from
+    manifest.json's ``files``: modified, missing or added)."""
+    listed = manifest.get("files")
+    files = _artifact_files(artifact_dir)
+    if not isinstance(listed, Mapping):
+        return files, ["manifest.json lists no files to check against"]
+    problems = []
+    for rel in sorted(set(listed) | set(files)):
+        want, got = listed.get(rel), files.get(rel)
+        if want == got:
+            continue
+        problems.append(f"{rel}: " + ("missing" if got is None else "added (not in the "
+                                       "manifest)" if want is None else "modified"))
+    return files, problems
+
+
+def _rebuilt_tag(task_name: str, files: Mapping[str, str], manifest_bytes: bytes) -> str:
+    """A tag derived from the digests of all the artifact's files (and the manifest)."""
+    h = hashlib.sha256(hashlib.sha256(manifest_bytes).digest())
+    for rel, digest in sorted(files.items()):
+        h.update(f"{rel}\0{digest}\n".encode())
+    return f"synth-rebuilt/{task_name}:{h.hexdigest()[:12]}"
+
+
+def _checked_artifact(artifact_dir: Path, allow_modified: bool, doc: dict[str, Any],
+                      say: Say) -> dict[str, str]:
+    manifest = _read_json(artifact_dir / "manifest.json") or {}
+    files, problems = check_artifact(artifact_dir, manifest)
+    doc["artifact_check"] = {"files": len(files), "problems": problems,
+                             "allow_modified": allow_modified}
+    if problems and not allow_modified:
+        raise VerifyError(
+            f"The artifact {artifact_dir} does not match its manifest.json: "
+            + "; ".join(problems[:20]) + (f"; … {len(problems) - 20} more"
+                                         if len(problems) > 20 else ""),
+            hint="Re-export it (`synth export`), or pass --allow-modified to rebuild it as it "
+            "is (the report says so).")
+    if problems:
+        say(f"warning: rebuilding a MODIFIED artifact (--allow-modified): {'; '.join(problems)}")
+    return files
 
 
 # --------------------------------------------------------------------------- verify
@@ -340,10 +440,56 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
     doc["decides"] = decides
     doc["passed"] = reports[decides].passes_up_to(opts.require)
     if "rebuilt" in reports and "live" in reports:
-        doc["fidelity"] = fidelity(reports["rebuilt"], reports["live"])
+        doc["fidelity"] = judge_fidelity(fidelity(reports["rebuilt"], reports["live"]),
+                                         doc["fingerprint"] if opts.fingerprint else {
+                                             "status": "compared", "unexplained": []})
+        if not doc["fidelity"]["reaches_live_level"]:
+            doc["fidelity_failed"] = "; ".join(doc["fidelity"]["failures"][:3])
+            doc["passed"] = False
     atomic.write_json(out_dir / "verify.json", doc)
     atomic.write_text(out_dir / "verify.md", render_markdown(doc))
+    artifact_dir = (doc.get("build") or {}).get("artifact_dir")
+    if artifact_dir:
+        atomic.write_json(Path(artifact_dir) / VERIFICATION_FILE, verification_record(doc))
     return VerifyOutcome(doc, out_dir, reports)
+
+
+def verification_record(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What verify leaves in the artifact folder: levels, verdict, date and the machine."""
+    rebuilt = doc["reports"].get("rebuilt") or {}
+    return {
+        "format": 1,
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "synth_version": __version__,
+        "docker_version": _docker_version(),
+        "architecture": platform.machine(),
+        "gpu_driver": _gpu_driver(),
+        "require": doc["require"],
+        "passed": doc["passed"],
+        "verdict": verdict_line(doc),
+        "image": (doc.get("build") or {}).get("image"),
+        "levels": {r["level"]: r["status"] for r in rebuilt.get("levels", [])},
+        "highest": rebuilt.get("highest"),
+        "fidelity": (doc.get("fidelity") or {}).get("reaches_live_level"),
+        "allow_modified": bool((doc.get("artifact_check") or {}).get("problems")),
+    }
+
+
+def _command_output(argv: list[str]) -> str | None:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _docker_version() -> str | None:
+    return _command_output(["docker", "version", "--format", "{{.Server.Version}}"])
+
+
+def _gpu_driver() -> str:
+    out = _command_output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+    return out.splitlines()[0] if out else "none"
 
 
 def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say: Say) -> Report:
@@ -400,12 +546,13 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
                         else _artifact_for_run(target, settings, say))
         manifest = _read_json(artifact_dir / "manifest.json") or {}
         python = _manifest_python(manifest, artifact_dir)
+        files = _checked_artifact(artifact_dir, opts.allow_modified, doc, say)
         if isinstance(manifest.get("base"), dict):
             from synth.base_images import check_base
 
             say("Base image: " + check_base(engine, manifest["base"],
                                             allow_mismatch=opts.allow_base_mismatch, say=say))
-        tag = _rebuilt_tag(target.name, artifact_dir)
+        tag = _rebuilt_tag(target.name, files, (artifact_dir / "manifest.json").read_bytes())
         doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress)
         doc["target"]["artifact_dir"] = str(artifact_dir)
         say(f"Verifying the rebuilt image {tag}")
@@ -452,17 +599,8 @@ def extra_lines(doc: Mapping[str, Any]) -> list[str]:
     lines: list[str] = []
     for key in report_columns(doc):
         levels = _levels(doc, key)
-        c0 = levels.get("C0") or {}
-        m = c0.get("metrics") or {}
-        if m:
-            lines.append(
-                f"{key} C0: {m.get('missing_statements', 0)}/{m.get('import_statements', 0)} "
-                f"import statements unresolved (ratio {m.get('missing_ratio', 0)}), "
-                f"{m.get('optional_missing_statements', 0)} optional missing; "
-                f"{m.get('files', 0)} files scanned with {m.get('scanner')}")
-        for miss in (c0.get("details") or {}).get("missing", []):
-            lines.append(f"  missing {miss['module']} -> install {miss['distribution']} "
-                         f"(at {', '.join(miss['locations'][:3])})")
+        lines += _c0_lines(key, levels.get("C0") or {})
+        lines += _c0i_lines(key, levels.get("C0i") or {})
         c5 = levels.get("C5") or {}
         if c5.get("status") in ("pass", "fail", "skipped") and c5.get("metrics"):
             cm = c5["metrics"]
@@ -476,25 +614,11 @@ def extra_lines(doc: Mapping[str, Any]) -> list[str]:
                     lines.append(f"  {check['verdict']}: {check['field']} = "
                                  f"{json.dumps(check['claimed'])} (observed "
                                  f"{json.dumps(check['observed'])}) {check['note']}".rstrip())
-    fid = doc.get("fidelity")
-    if fid:
-        verdict = "reaches" if fid["reaches_live_level"] else "does NOT reach"
-        lines.append(f"fidelity: the rebuilt image {verdict} the live image's level "
-                     f"(live {fid['live_highest'] or 'none'}, rebuilt "
-                     f"{fid['rebuilt_highest'] or 'none'})")
-        for gap in fid["gaps"]:
-            lines.append(f"  gap {gap['level']}: live {gap['live']}; rebuilt {gap['rebuilt']}")
-    fp = doc.get("fingerprint")
-    if fp:
-        if fp.get("status") == "compared":
-            lines.append(
-                f"fingerprint (live vs rebuilt): packages "
-                f"{'equal' if fp['packages_equal'] else 'DIFFER'}, native .so "
-                f"{'equal' if fp['native_equal'] else 'DIFFER'}, contents "
-                f"{'equal' if fp['content_equal'] else 'differ'}")
-            lines.extend(f"  {s}" for s in fp.get("summary", [])[:15])
-        else:
-            lines.append(f"fingerprint: {fp.get('status')}: {fp.get('reason')}")
+    lines += _fidelity_lines(doc)
+    check = doc.get("artifact_check") or {}
+    if check.get("problems"):
+        lines.append("artifact: MODIFIED since export, rebuilt anyway (--allow-modified): "
+                     + "; ".join(check["problems"][:10]))
     build = doc.get("build")
     if build:
         lines.append(f"rebuilt {build['image']} in {build['seconds']}s (no cache); "
@@ -502,14 +626,105 @@ def extra_lines(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _fidelity_lines(doc: Mapping[str, Any]) -> list[str]:
+    lines: list[str] = []
+    fid = doc.get("fidelity")
+    if fid:
+        verdict = ("reaches the live image's level and agrees with it" if
+                   fid["reaches_live_level"] else "does NOT match the live image")
+        lines.append(f"fidelity: the rebuilt image {verdict} (highest level passed: live "
+                     f"{fid['live_highest'] or 'none passed'}, rebuilt "
+                     f"{fid['rebuilt_highest'] or 'none passed'})")
+        for gap in fid["gaps"]:
+            lines.append(f"  gap {gap['level']}: live {gap['live']}; rebuilt {gap['rebuilt']}")
+    fp = doc.get("fingerprint")
+    if fp:
+        if fp.get("status") == "compared":
+            unexplained = fp.get("unexplained", [])
+            lines.append(
+                f"fingerprint (live vs rebuilt): {len(unexplained)} unexplained "
+                f"difference(s), {len(fp.get('explained', []))} explained; packages "
+                f"{'equal' if fp['packages_equal'] else 'DIFFER'}, native .so "
+                f"{'equal' if fp['native_equal'] else 'DIFFER'}, contents "
+                f"{'equal' if fp['content_equal'] else 'differ'}")
+            lines.extend(f"  DIFFERS {line}" for line in unexplained[:40])
+            if len(unexplained) > 40:
+                lines.append(f"  … and {len(unexplained) - 40} more in verify.json")
+        else:
+            lines.append(f"fingerprint: {fp.get('status')}: {fp.get('reason')}")
+    return lines
+
+
+def _c0_lines(key: str, c0: Mapping[str, Any]) -> list[str]:
+    m = c0.get("metrics") or {}
+    classes = m.get("classes") or {}
+    apart = ", ".join(f"{v.get('missing', 0)} {k.replace('_', ' ')}" for k, v in
+                      classes.items() if k != "required" and v.get("missing"))
+    lines = [] if not m else [
+        f"{key} C0: {m.get('missing_statements', 0)}/{m.get('import_statements', 0)} required "
+        f"import statements unresolved (synth missing_statement_ratio "
+        f"{m.get('missing_statement_ratio', 0)}, allowed {m.get('max_missing_ratio', 0)}); "
+        f"ResearchEnvBench missing top-level modules "
+        f"{m.get('researchenvbench_missing_top_modules', 0)}/"
+        f"{m.get('researchenvbench_top_modules', 0)} "
+        f"(ratio {m.get('researchenvbench_missing_ratio', 0)}); {m.get('files_in_scope', 0)}"
+        f"/{m.get('files', 0)} files in scope, scanned with {m.get('scanner')}"
+        + (f"; not failing: {apart} missing" if apart else "")]
+    details = c0.get("details") or {}
+    for miss in details.get("missing", []):
+        lines.append(f"  missing {miss['module']} -> {_hint(miss)} "
+                     f"(at {', '.join(miss['locations'][:3])})")
+    for miss in details.get("optional_missing", [])[:10]:
+        lines.append(f"  {miss.get('class', 'optional').replace('_', ' ')}: {miss['module']} "
+                     f"-> {_hint(miss)} (at {', '.join(miss['locations'][:2])})")
+    return lines
+
+
+def _hint(miss: Mapping[str, Any]) -> str:
+    source = miss.get("distribution_source") or "guess"
+    if source == "guess":
+        return f"no known distribution (perhaps `{miss['distribution']}`, a guess)"
+    return f"install {miss['distribution']} ({source})"
+
+
+def _c0i_lines(key: str, c0i: Mapping[str, Any]) -> list[str]:
+    m = c0i.get("metrics") or {}
+    if not m:
+        return []
+    opt = m.get("optional_failed", 0)
+    lines = [f"{key} C0i: {m.get('ok', 0)}/{m.get('modules', 0)} modules import"
+             + (f"; {opt} fail only for lack of an optional extra" if opt else "")]
+    for r in (c0i.get("details") or {}).get("failed", [])[:10]:
+        where = f" at {r['where']}" if r.get("where") else ""
+        lines.append(f"  {r['module']}: {r.get('error_class')}: "
+                     f"{str(r.get('message'))[:160]}{where}")
+    for r in (c0i.get("details") or {}).get("optional_failed", [])[:10]:
+        lines.append(f"  optional ({r.get('optional')}, not failing): {r['module']}: "
+                     f"{r.get('error_class')}: {str(r.get('message'))[:160]}")
+    pip = (c0i.get("details") or {}).get("pip_check") or {}
+    if pip.get("ran") and pip.get("exit_code"):
+        first = (pip.get("output") or "").strip().splitlines()[:3]
+        lines.append(f"  pip check (a finding, not a verdict): {'; '.join(first)}")
+    return lines
+
+
 def verdict_line(doc: Mapping[str, Any]) -> str:
+    """The last line: the verdict on --require, and every level that passed on its own."""
     key = doc["decides"]
-    highest = doc["reports"][key].get("highest") or "none"
+    report = doc["reports"][key]
+    passed = report.get("passed_levels") or [
+        r["level"] for r in report.get("levels", []) if r.get("status") == "pass"]
+    failed = [r["level"] for r in report.get("levels", []) if r.get("status") == "fail"
+              and LEVELS.index(r["level"]) <= LEVELS.index(doc["require"])]
     word = "PASSED" if doc["passed"] else "FAILED"
-    return (f"{word}: the {key} target passes every applicable level up to "
-            f"{doc['require']}" if doc["passed"] else
-            f"{word}: the {key} target fails a level up to {doc['require']}") + (
-        f" (highest level reached: {highest})")
+    head = (f"{word}: the {key} target passes every applicable level up to {doc['require']}"
+            if not failed else
+            f"{word}: the {key} target fails {', '.join(failed)} (required up to "
+            f"{doc['require']})")
+    if not failed and doc.get("fidelity_failed"):
+        head = f"FAILED: the rebuilt image differs from the live one ({doc['fidelity_failed']})"
+    return head + (f" (levels passed: {', '.join(passed)}; highest {report.get('highest')})"
+                   if passed else " (no level passed)")
 
 
 def render_markdown(doc: Mapping[str, Any]) -> str:

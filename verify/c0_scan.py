@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from verify.c0_scope import Declared, Scope, module_matches_distribution
 
 Scanner = Literal["ast", "libcst"]
 DEFAULT_SCANNER: Scanner = "ast"
@@ -74,6 +76,7 @@ DISTRIBUTION_HINTS: dict[str, str] = {
     "torch_geometric": "torch-geometric",
     "torch_scatter": "torch-scatter",
     "torch_sparse": "torch-sparse",
+    "tensorboardX": "tensorboardX",
     "usb": "pyusb",
     "wandb": "wandb",
     "yaml": "pyyaml",
@@ -88,7 +91,9 @@ class ImportRef:
     file: str  # relative to the repository root, POSIX separators
     line: int
     module: str  # absolute dotted name as written (``from a.b import c`` -> ``a.b``)
-    optional: str | None = None  # "try", "type_checking", "version_check", or None
+    #: "try", "type_checking", "version_check", "function" (inside a def), or None
+    optional: str | None = None
+    in_scope: bool = True  # the file is in C0's scope (see verify.c0_scope)
 
     @property
     def top(self) -> str:
@@ -109,20 +114,21 @@ class ScanResult:
     skipped_own: int  # statements that name the repo's own modules
     relative: int  # relative imports (always the repo's own)
     unparsable: tuple[str, ...] = field(default=())
+    #: The parsed files in C0's scope (repo-relative), and the scope itself.
+    scope_files: tuple[str, ...] = field(default=())
+    scope: Scope | None = None
 
     @property
     def modules(self) -> list[str]:
-        return sorted({i.module for i in self.imports})
+        """Every module name the environment must resolve, top-level names included (the
+        ResearchEnvBench metric counts distinct top-level modules)."""
+        return sorted({i.module for i in self.imports} | {i.top for i in self.imports})
 
 
 def suggest_distribution(module: str) -> str:
-    """The distribution a user most likely has to install for ``module``."""
-    parts = module.split(".")
-    for n in range(len(parts), 0, -1):
-        hint = DISTRIBUTION_HINTS.get(".".join(parts[:n]))
-        if hint:
-            return hint
-    return parts[0].replace("_", "-")
+    """The distribution usually installed for ``module`` (the maintained mapping, else the
+    import name itself; see :func:`install_hint` for one that says which)."""
+    return _mapped(module) or module.split(".", 1)[0].replace("_", "-")
 
 
 # ------------------------------------------------------------------------------ discovery
@@ -208,6 +214,8 @@ class _AstCollector:
                 self.visit(h.body, why)
             self.visit(node.orelse, body_why)
             self.visit(node.finalbody, why)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.visit(node.body, why or "function")
         elif isinstance(node, ast.If):
             if _is_type_checking(node.test):
                 self.visit(node.body, why or "type_checking")
@@ -286,6 +294,14 @@ def _scan_libcst(source: str, rel: str) -> list[tuple[int, str, int, str | None]
             self.found.append((self._line(node), module or "", len(node.relative),
                                self.why[-1]))
 
+        # Function bodies run only when called: their imports are "function".
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            self.why.append(self.why[-1] or "function")
+            return True
+
+        def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+            self.why.pop()
+
         # try: body (and else) optional when a handler catches ImportError & co.
         def visit_Try(self, node: cst.Try) -> bool:
             outer = self.why[-1]
@@ -331,8 +347,10 @@ def _scan_libcst(source: str, rel: str) -> list[tuple[int, str, int, str | None]
 
 
 # ------------------------------------------------------------------------------- scanning
-def scan_repo(root: Path, scanner: Scanner = DEFAULT_SCANNER) -> ScanResult:
-    """Every import statement of the repo at ``root``, own modules and relative ones apart."""
+def scan_repo(root: Path, scanner: Scanner = DEFAULT_SCANNER,
+              scope: Scope | None = None) -> ScanResult:
+    """Every import statement of the repo at ``root``, own modules and relative ones apart;
+    each marked in or out of ``scope`` (None: every file is in scope)."""
     root = root.resolve()
     files = list(python_files(root))
     own = own_module_names(root, files)
@@ -340,8 +358,10 @@ def scan_repo(root: Path, scanner: Scanner = DEFAULT_SCANNER) -> ScanResult:
     refs: list[ImportRef] = []
     unparsable: list[str] = []
     skipped_own = relative = lines = 0
+    in_scope: list[str] = []
     for f in files:
         rel = f.relative_to(root).as_posix()
+        inside = scope is None or rel in scope
         try:
             source = f.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -353,18 +373,74 @@ def scan_repo(root: Path, scanner: Scanner = DEFAULT_SCANNER) -> ScanResult:
         except Exception:  # SyntaxError, libcst's ParserSyntaxError, Python 2 files
             unparsable.append(rel)
             continue
+        if inside:
+            in_scope.append(rel)
         for line, module, level, why in found:
             if level:
                 relative += 1
             elif not module or module.split(".", 1)[0] in own or module == "__future__":
                 skipped_own += module != "__future__"
             else:
-                refs.append(ImportRef(rel, line, module, why))
+                refs.append(ImportRef(rel, line, module, why, inside))
     return ScanResult(
         scanner=scanner, files=len(files), lines=lines, imports=tuple(sorted(refs)),
         own_modules=own, skipped_own=skipped_own, relative=relative,
-        unparsable=tuple(unparsable),
+        unparsable=tuple(unparsable), scope_files=tuple(in_scope), scope=scope,
     )
+
+
+#: Import classes, in precedence order; only "required" fails C0.
+IMPORT_CLASSES: tuple[str, ...] = ("out_of_scope", "extra", "guarded", "function_body",
+                                   "required")
+_GUARDS = frozenset({"try", "type_checking", "version_check"})
+
+
+def import_class(ref: ImportRef, extra_tops: frozenset[str]) -> str:
+    """The class an import statement falls in (see IMPORT_CLASSES)."""
+    if not ref.in_scope:
+        return "out_of_scope"
+    if ref.top in extra_tops:
+        return "extra"
+    if ref.optional in _GUARDS:
+        return "guarded"
+    if ref.optional == "function":
+        return "function_body"
+    return "required"
+
+
+def install_hint(module: str, declared: Declared | None = None) -> tuple[str, str]:
+    """(distribution, where the name comes from) for a missing ``module``: the repo's own
+    declaration first ("declared in setup.py"), then the maintained mapping ("mapping"),
+    else the import name itself, marked "guess"."""
+    top = module.split(".", 1)[0]
+    mapped = _mapped(module)
+    for canon, (name, where) in sorted((declared or Declared()).all_names().items()):
+        if module_matches_distribution(top, canon, mapped):
+            return name, f"declared in {where}"
+    if mapped is not None:
+        return mapped, "mapping"
+    return top.replace("_", "-"), "guess"
+
+
+def _mapped(module: str) -> str | None:
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        hint = DISTRIBUTION_HINTS.get(".".join(parts[:n]))
+        if hint:
+            return hint
+    return None
+
+
+def extra_modules(tops: Iterable[str], declared: Declared) -> frozenset[str]:
+    """The top-level modules that only a declared optional extra provides."""
+    out = set()
+    for top in tops:
+        mapped = _mapped(top)
+        if any(module_matches_distribution(top, c, mapped) for c in declared.required):
+            continue
+        if any(module_matches_distribution(top, c, mapped) for c in declared.extras):
+            out.add(top)
+    return frozenset(out)
 
 
 @dataclass(frozen=True)
@@ -375,54 +451,96 @@ class MissingModule:
     error: str | None
     locations: tuple[str, ...]  # file:line
     optional: bool
+    klass: str = "required"
+    #: Where ``distribution`` comes from: "declared in <file>", "mapping", "guess".
+    distribution_source: str = "guess"
 
     def to_json(self) -> dict[str, object]:
         return {"module": self.module, "distribution": self.distribution,
-                "status": self.status, "error": self.error,
+                "distribution_source": self.distribution_source,
+                "status": self.status, "error": self.error, "class": self.klass,
                 "locations": list(self.locations), "optional": self.optional}
 
 
 @dataclass(frozen=True)
 class C0Outcome:
-    total: int
-    missing: int
+    total: int  # required import statements in scope
+    missing: int  # ... of which unresolved
     optional_total: int
     optional_missing: int
-    unique_missing: tuple[MissingModule, ...]
-    unique_optional_missing: tuple[MissingModule, ...]
+    unique_missing: tuple[MissingModule, ...]  # required
+    unique_optional_missing: tuple[MissingModule, ...]  # every other class
+    #: class -> {"statements": n, "missing": m}
+    classes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: ResearchEnvBench: distinct top-level modules imported anywhere / missing of them.
+    top_modules: int = 0
+    top_missing: int = 0
+    max_missing_ratio: float = 0.0
 
     @property
     def ratio(self) -> float:
+        """synth's metric: missing / all required import statements in scope."""
         return self.missing / self.total if self.total else 0.0
 
+    @property
+    def top_ratio(self) -> float:
+        """ResearchEnvBench's metric: distinct missing top-level modules / distinct imported
+        top-level modules (every file, every class)."""
+        return self.top_missing / self.top_modules if self.top_modules else 0.0
 
-def evaluate(scan: ScanResult, resolved: dict[str, dict[str, str]]) -> C0Outcome:
+    @property
+    def passed(self) -> bool:
+        return self.ratio <= self.max_missing_ratio
+
+
+def evaluate(scan: ScanResult, resolved: Mapping[str, Mapping[str, str]],
+             declared: Declared | None = None, max_missing_ratio: float = 0.0) -> C0Outcome:
     """Combine the scan with the probe's verdict per module name."""
+    declared = declared or Declared()
+
     def status(module: str) -> str:
-        return resolved.get(module, {}).get("status", "missing")
+        return str(resolved.get(module, {}).get("status", "missing"))
 
-    required = [i for i in scan.imports if i.optional is None]
-    optional = [i for i in scan.imports if i.optional is not None]
-
-    def unique(refs: list[ImportRef], is_optional: bool) -> tuple[MissingModule, ...]:
-        by_module: dict[str, list[ImportRef]] = {}
-        for r in refs:
-            if status(r.module) != "found":
-                by_module.setdefault(r.module, []).append(r)
-        return tuple(
-            MissingModule(
-                module=m, distribution=suggest_distribution(m), status=status(m),
-                error=resolved.get(m, {}).get("error"),
-                locations=tuple(r.where for r in sorted(rs)), optional=is_optional,
-            )
-            for m, rs in sorted(by_module.items())
-        )
-
+    extras = extra_modules({i.top for i in scan.imports}, declared)
+    by_class: dict[str, list[ImportRef]] = {k: [] for k in IMPORT_CLASSES}
+    for ref in scan.imports:
+        by_class[import_class(ref, extras)].append(ref)
+    unique = {k: _unique(refs, k, status, resolved, declared) for k, refs in by_class.items()}
+    classes = {k: {"statements": len(refs),
+                   "missing": sum(status(r.module) != "found" for r in refs)}
+               for k, refs in by_class.items()}
+    required = by_class["required"]
+    others = [r for k, refs in by_class.items() if k != "required" for r in refs]
+    tops = {i.top for i in scan.imports}
     return C0Outcome(
         total=len(required),
-        missing=sum(status(r.module) != "found" for r in required),
-        optional_total=len(optional),
-        optional_missing=sum(status(r.module) != "found" for r in optional),
-        unique_missing=unique(required, False),
-        unique_optional_missing=unique(optional, True),
+        missing=classes["required"]["missing"],
+        optional_total=len(others),
+        optional_missing=sum(status(r.module) != "found" for r in others),
+        unique_missing=unique["required"],
+        unique_optional_missing=tuple(sorted(
+            (m for k, ms in unique.items() if k != "required" for m in ms),
+            key=lambda m: (m.module, m.klass))),
+        classes=classes,
+        top_modules=len(tops),
+        top_missing=sum(status(t) != "found" for t in tops),
+        max_missing_ratio=max_missing_ratio,
     )
+
+
+def _unique(refs: list[ImportRef], klass: str, status: Callable[[str], str],
+            resolved: Mapping[str, Mapping[str, str]],
+            declared: Declared) -> tuple[MissingModule, ...]:
+    by_module: dict[str, list[ImportRef]] = {}
+    for r in refs:
+        if status(r.module) != "found":
+            by_module.setdefault(r.module, []).append(r)
+    out = []
+    for m, rs in sorted(by_module.items()):
+        dist, source = install_hint(m, declared)
+        out.append(MissingModule(
+            module=m, distribution=dist, status=status(m),
+            error=resolved.get(m, {}).get("error"),
+            locations=tuple(r.where for r in sorted(rs)), optional=klass != "required",
+            klass=klass, distribution_source=source))
+    return tuple(out)

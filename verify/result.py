@@ -6,10 +6,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-Level = Literal["C0", "C1", "C2", "C3", "C4", "C5"]
-LEVELS: tuple[Level, ...] = ("C0", "C1", "C2", "C3", "C4", "C5")
-#: The capability levels, each needing the one below; C5 (honesty) stands apart.
-LADDER: tuple[Level, ...] = ("C0", "C1", "C2", "C3", "C4")
+Level = Literal["C0", "C0i", "C1", "C2", "C3", "C4", "C5"]
+LEVELS: tuple[Level, ...] = ("C0", "C0i", "C1", "C2", "C3", "C4", "C5")
+#: The capability levels in order; C5 (honesty) stands apart. Every level runs on its own.
+LADDER: tuple[Level, ...] = ("C0", "C0i", "C1", "C2", "C3", "C4")
 
 Status = Literal["pass", "fail", "skipped", "not_applicable", "not_reached"]
 STATUSES: tuple[Status, ...] = get_args(Status)
@@ -19,6 +19,7 @@ VERIFY_FORMAT = 1
 
 LEVEL_TITLES: dict[Level, str] = {
     "C0": "static imports",
+    "C0i": "imports run",
     "C1": "runs on CPU",
     "C2": "framework sees GPU",
     "C3": "single-GPU compute",
@@ -28,7 +29,7 @@ LEVEL_TITLES: dict[Level, str] = {
 
 
 def parse_level(text: str) -> Level:
-    value = text.strip().upper()
+    value = text.strip().upper().replace("C0I", "C0i").replace("C0.IMPORT", "C0i")
     if value not in LEVELS:
         raise ValueError(f"unknown level {text!r}: use one of {', '.join(LEVELS)}")
     return value
@@ -64,19 +65,22 @@ class LevelResult:
 
 
 def highest_level(results: Iterable[LevelResult]) -> Level | None:
-    """The highest capability level reached: it and every level below passed (or do not apply).
-
-    A skipped level stops the climb: nothing is credited that was not run.
+    """The highest capability level (C0..C4) that passed. Levels are independent: each is
+    judged on its own run, so a failure below does not hide a pass above (it fails
+    ``--require`` instead). None only when no capability level passed.
     """
-    by_level = {r.level: r for r in results}
+    passed = {r.level for r in results if r.status == "pass"}
     reached: Level | None = None
     for level in LADDER:
-        r = by_level.get(level)
-        if r is None or r.status not in ("pass", "not_applicable"):
-            break
-        if r.status == "pass":
+        if level in passed:
             reached = level
     return reached
+
+
+def passed_levels(results: Iterable[LevelResult]) -> list[Level]:
+    """Every level that passed, in order."""
+    passed = {r.level for r in results if r.status == "pass"}
+    return [lv for lv in LEVELS if lv in passed]
 
 
 @dataclass(frozen=True)
@@ -94,10 +98,11 @@ class Report:
         return highest_level(self.levels)
 
     def passes_up_to(self, require: Level) -> bool:
-        """True when no level up to ``require`` failed or went unreached.
+        """True when no level up to ``require`` (in LEVELS order) failed.
 
-        Skipped and not-applicable levels do not fail the requirement (they are shown as
-        such); C5 counts only when required explicitly.
+        Each level is judged on its own result. Skipped (not selected, no GPU) and
+        not-applicable levels do not fail the requirement (they are shown as such); C5
+        counts only when required explicitly.
         """
         limit = LEVELS.index(require)
         return all(
@@ -107,7 +112,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {"target": dict(self.target), "levels": [r.to_json() for r in self.levels],
-                "highest": self.highest}
+                "highest": self.highest, "passed_levels": passed_levels(self.levels)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Report:
@@ -115,18 +120,31 @@ class Report:
                    levels=tuple(LevelResult.from_json(r) for r in data.get("levels", [])))
 
 
+def _failing(r: LevelResult | None, key: str, name: str) -> set[str]:
+    """Names listed under ``details[key]`` (C0's missing modules, C0i's failing imports)."""
+    if r is None:
+        return set()
+    return {str(item.get(name)) for item in r.details.get(key) or [] if isinstance(item, Mapping)}
+
+
 def fidelity(rebuilt: Report, live: Report) -> dict[str, Any]:
-    """Does the rebuilt image reach the live image's level? Lists the levels that differ."""
-    gaps = []
+    """Does the rebuilt image do everything the live one does? Lists every level where it
+    does worse ("gaps"): a level live passes and rebuilt does not, an import the rebuilt C0
+    misses or the rebuilt import check fails that live resolves or imports."""
+    gaps: list[dict[str, Any]] = []
     for level in LEVELS:
         a, b = live.get(level), rebuilt.get(level)
         if a is None or b is None:
             continue
         if a.status == "pass" and b.status != "pass":
             gaps.append({"level": level, "live": a.summary, "rebuilt": b.summary})
-    live_h, rebuilt_h = live.highest, rebuilt.highest
-    reaches = (live_h is None) or (
-        rebuilt_h is not None and LEVELS.index(rebuilt_h) >= LEVELS.index(live_h)
-    )
-    return {"live_highest": live_h, "rebuilt_highest": rebuilt_h,
-            "reaches_live_level": reaches and not gaps, "gaps": gaps}
+    for level, key, name in (("C0", "missing", "module"), ("C0i", "failed", "module")):
+        a, b = live.get(level), rebuilt.get(level)
+        if a is None or b is None or not (a.ran and b.ran) or a.status == "pass":
+            continue  # not run on both, or already a gap above
+        worse = sorted(_failing(b, key, name) - _failing(a, key, name))
+        if worse:
+            gaps.append({"level": level, "live": a.summary,
+                         "rebuilt": f"worse than live: {', '.join(worse[:10])}"})
+    return {"live_highest": live.highest, "rebuilt_highest": rebuilt.highest,
+            "reaches_live_level": not gaps, "gaps": gaps}

@@ -18,13 +18,16 @@ from typing import Any
 
 from synth.engine.base import ExecResult, Runtime
 from synth.task import Task
-from verify import c0_scan
+from verify import c0_scan, c0_scope
 from verify.claims import Evidence, check_claims
 from verify.levels import GpuAccess, gate
 from verify.result import LEVELS, Level, LevelResult, Report
 
 PROBES_DIR = Path(__file__).resolve().parent / "probes"
-PROBE_SCRIPTS = ("c0_resolve.py", "facts.py", "framework.py", "kernel.py", "ddp.py")
+PROBE_SCRIPTS = ("c0_resolve.py", "import_check.py", "facts.py", "framework.py", "kernel.py",
+                 "ddp.py")
+#: C0i: seconds per module import, and for the whole probe.
+IMPORT_TIMEOUT = 120
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 TAIL = 3000
 
@@ -94,6 +97,10 @@ class _Probing:
         self.done: dict[Level, LevelResult] = {}
         self.scan: c0_scan.ScanResult | None = None
         self.scan_seconds = 0.0
+        self.declared = c0_scope.Declared()
+        self.import_modules: list[str] = []
+        #: Top-level modules only an optional extra of the repo provides.
+        self.extra_tops: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ staging
     def stage(self, requests: Mapping[str, Any]) -> None:
@@ -153,34 +160,87 @@ def _c0(p: _Probing) -> LevelResult:
     if data is None:
         return LevelResult("C0", "fail", "the import resolver did not run",
                            details={"exec": _exec_summary(res)})
-    outcome = c0_scan.evaluate(p.scan, data.get("results", {}))
+    limit = spec.task.verify.c0.max_missing_ratio if spec.task else 0.0
+    outcome = c0_scan.evaluate(p.scan, data.get("results", {}), p.declared, limit)
     metrics = {
         "import_statements": outcome.total,
         "missing_statements": outcome.missing,
-        "missing_ratio": round(outcome.ratio, 4),
+        "missing_statement_ratio": round(outcome.ratio, 4),
+        "max_missing_ratio": limit,
+        "researchenvbench_top_modules": outcome.top_modules,
+        "researchenvbench_missing_top_modules": outcome.top_missing,
+        "researchenvbench_missing_ratio": round(outcome.top_ratio, 4),
         "unique_missing": len(outcome.unique_missing),
         "optional_statements": outcome.optional_total,
         "optional_missing_statements": outcome.optional_missing,
+        "classes": {k: dict(v) for k, v in outcome.classes.items()},
         "files": p.scan.files,
+        "files_in_scope": len(p.scan.scope_files),
         "lines": p.scan.lines,
         "scanner": spec.scanner,
         "scan_seconds": round(p.scan_seconds, 3),
     }
     details = {
+        "scope": p.scan.scope.to_json() if p.scan.scope else None,
         "missing": [m.to_json() for m in outcome.unique_missing],
         "optional_missing": [m.to_json() for m in outcome.unique_optional_missing],
         "unparsable": list(p.scan.unparsable),
         "own_modules_skipped": p.scan.skipped_own,
         "relative_imports": p.scan.relative,
     }
-    if outcome.missing:
+    if not outcome.passed:
         names = ", ".join(f"{m.module} ({m.distribution})" for m in outcome.unique_missing[:5])
         extra = len(outcome.unique_missing) - 5
         more = f" and {extra} more" if extra > 0 else ""
         return LevelResult("C0", "fail",
-                           f"{outcome.missing}/{outcome.total} imports unresolved: {names}{more}",
-                           metrics, details)
+                           f"{outcome.missing}/{outcome.total} required imports unresolved: "
+                           f"{names}{more}", metrics, details)
     return LevelResult("C0", "pass", None, metrics, details)
+
+
+def classify_import(result: Mapping[str, Any], extra_tops: frozenset[str]) -> dict[str, Any]:
+    """A module that fails only because an optional extra's module is missing is marked
+    ``optional: "extra"`` (reported, never failing C0i)."""
+    out = dict(result)
+    missing = str(result.get("missing_name") or "")
+    if (result.get("ok") is False and result.get("error_class") == "ModuleNotFoundError"
+            and missing and missing.split(".", 1)[0] in extra_tops):
+        out["optional"] = "extra"
+    return out
+
+
+def _c0i(p: _Probing) -> LevelResult:
+    """Import every in-scope module of the repo in a fresh interpreter, GPU hidden."""
+    if p.facts is None:
+        return _interpreter_failed("C0i", p)
+    if not p.import_modules:
+        return LevelResult("C0i", "not_applicable",
+                           "no importable module of the repo in C0's scope")
+    p.progress(f"C0i: importing {len(p.import_modules)} module(s)")
+    data, res = p.probe("import_check.py", p.request("import_check.json"),
+                        timeout=p.spec.probe_timeout + 180)
+    if data is None:
+        return LevelResult("C0i", "fail", "the import check did not run",
+                           details={"exec": _exec_summary(res)})
+    results = [classify_import(r, p.extra_tops) for r in data.get("results") or []]
+    failed = [r for r in results if r.get("ok") is False and not r.get("optional")]
+    optional = [r for r in results if r.get("ok") is False and r.get("optional")]
+    untried = [r for r in results if r.get("ok") is None]
+    pip = data.get("pip_check") or {}
+    metrics = {"modules": len(results), "ok": sum(r.get("ok") is True for r in results),
+               "failed": len(failed), "optional_failed": len(optional),
+               "untried": len(untried), "pip_check_exit": pip.get("exit_code")}
+    details = {"results": results, "failed": failed, "optional_failed": optional,
+               "pip_check": pip}
+    if failed or untried:
+        first = (failed or untried)[0]
+        where = f" at {first['where']}" if first.get("where") else ""
+        words = (f"{first['module']} raises {first.get('error_class')}: "
+                 f"{str(first.get('message'))[:200]}{where}")
+        more = len(failed) + len(untried) - 1
+        return LevelResult("C0i", "fail", words + (f" (and {more} more)" if more else ""),
+                           metrics, details)
+    return LevelResult("C0i", "pass", None, metrics, details)
 
 
 def _interpreter_failed(level: Level, p: _Probing) -> LevelResult:
@@ -452,15 +512,32 @@ def _c5(p: _Probing) -> LevelResult:
 
 
 # ----------------------------------------------------------------------------- driver
-def _scan(spec: PyramidSpec, runtime: Runtime, cwd: str | None) -> c0_scan.ScanResult:
+def _scan_root(spec: PyramidSpec, root: Path, p: _Probing) -> c0_scan.ScanResult:
+    task = spec.task
+    c0 = task.verify.c0 if task else None
+    commands = [probe.command for probe in (task.probes.cpu, task.probes.gpu,
+                                            task.probes.ddp) if probe] if task else []
+    scope = c0_scope.resolve_scope(root, c0.include if c0 else None,
+                                   c0.exclude if c0 else None, commands)
+    scan = c0_scan.scan_repo(root, spec.scanner, scope)
+    p.declared = c0_scope.declared_distributions(root)
+    p.import_modules = c0_scope.import_check_modules(root, scan.scope_files)
+    p.extra_tops = c0_scan.extra_modules({i.top for i in scan.imports}, p.declared)
+    return scan
+
+
+def _scan(spec: PyramidSpec, runtime: Runtime, cwd: str | None,
+          p: _Probing) -> c0_scan.ScanResult:
+    """C0's scan, its scope, the repo's declared distributions and C0i's module list, from
+    the host copy of the repo or a copy taken out of the runtime."""
     if spec.repo_dir is not None:
-        return c0_scan.scan_repo(spec.repo_dir, spec.scanner)
+        return _scan_root(spec, spec.repo_dir.resolve(), p)
     with tempfile.TemporaryDirectory(prefix="synth-repo-") as tmp:
         if cwd is None:  # no working directory: nothing to scan
-            return c0_scan.scan_repo(Path(tmp), spec.scanner)
+            return _scan_root(spec, Path(tmp), p)
         runtime.copy_out(cwd, Path(tmp))
         name = cwd.rstrip("/").rsplit("/", 1)[-1] or "root"
-        return c0_scan.scan_repo(Path(tmp) / name, spec.scanner)
+        return _scan_root(spec, Path(tmp) / name, p)
 
 
 def run_pyramid(runtime: Runtime, spec: PyramidSpec,
@@ -482,11 +559,14 @@ def run_pyramid(runtime: Runtime, spec: PyramidSpec,
     }
     t0 = time.monotonic()
     cwd_in_runtime = spec.cwd if runtime.exec(["test", "-d", spec.cwd]).ok else None
-    if "C0" in spec.levels and "C0" not in not_applicable:
+    if any(lv in spec.levels and lv not in not_applicable for lv in ("C0", "C0i")):
         say("C0: scanning the repository's imports")
-        p.scan = _scan(spec, runtime, cwd_in_runtime)
+        p.scan = _scan(spec, runtime, cwd_in_runtime, p)
         p.scan_seconds = time.monotonic() - t0
         requests["c0_names.json"] = p.scan.modules
+        requests["import_check.json"] = {"modules": p.import_modules,
+                                         "timeout": IMPORT_TIMEOUT,
+                                         "total_timeout": spec.probe_timeout}
     p.stage(requests)
     try:
         facts, res = p.probe("facts.py", p.request("facts.json"))
@@ -494,6 +574,7 @@ def run_pyramid(runtime: Runtime, spec: PyramidSpec,
         gpus_visible = int(facts["gpus"]["count"]) if facts else None
         runners: dict[Level, Callable[[], LevelResult]] = {
             "C0": lambda: _c0(p),
+            "C0i": lambda: _c0i(p),
             "C1": lambda: _c1(p) if p.facts is not None else _interpreter_failed("C1", p),
             "C2": lambda: _c2(p),
             "C3": lambda: _c3(p),

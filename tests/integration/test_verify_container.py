@@ -59,7 +59,10 @@ def test_container_pyramid(engine: Any, base_image: str, repo: Path, tmp_path: P
     assert c0.details["missing"][0]["distribution"] == "pyyaml"
     assert c0.details["missing"][0]["locations"] == ["app/__init__.py:2"]
     assert c0.metrics["import_statements"] == 4  # json, yaml, os, json (app is the repo's)
-    assert got["C1"].summary == "not_reached: C0 failed"
+    assert got["C0i"].status == "fail"  # importing the package really fails
+    assert got["C0i"].details["failed"][0]["module"] == "app"
+    assert got["C0i"].details["failed"][0]["where"] == "/workspace/app/__init__.py:2"
+    assert got["C1"].summary == "pass"  # levels are independent: run.py needs no yaml
     assert got["C2"].summary == "skipped: no GPU runtime on this engine"
     assert got["C3"].summary == "skipped: no GPU runtime on this engine"
     assert got["C4"].summary == "not_applicable: single process"

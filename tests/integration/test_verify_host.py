@@ -66,6 +66,8 @@ def test_host_venv_passes_c0_c1_and_checks_claims(venv: Path, tmp_path: Path) ->
     got = {r.level: r for r in report.levels}
     assert got["C0"].status == "pass", got["C0"].summary
     assert got["C0"].metrics["optional_missing_statements"] == 1
+    assert got["C0i"].status == "pass", got["C0i"].summary
+    assert got["C0i"].metrics["modules"] == 2  # pkg, pkg.core; main.py has no __main__ guard
     assert got["C1"].status == "pass", got["C1"].details
     assert str(venv / "bin" / "python") in got["C1"].details["entrypoint"]["stdout_tail"]
     assert got["C2"].status == "skipped"
@@ -90,7 +92,13 @@ def test_host_venv_missing_module_fails_c0(venv: Path, tmp_path: Path) -> None:
     assert c0.details["missing"][0]["module"] == "cv2"
     assert c0.details["missing"][0]["distribution"] == "opencv-python"
     assert c0.details["missing"][0]["locations"] == ["pkg/__init__.py:3"]
+    # Levels are independent: C0i and C1 ran, and say where it breaks.
+    c0i = report.get("C0i")
+    assert c0i is not None and c0i.status == "fail"
+    assert c0i.reason is not None and c0i.reason.startswith(
+        "pkg raises ModuleNotFoundError: No module named 'cv2' at ")
+    assert c0i.reason.endswith("pkg/__init__.py:3 (and 1 more)")  # pkg.core imports pkg
     c1 = report.get("C1")
-    assert c1 is not None and c1.summary == "not_reached: C0 failed"
+    assert c1 is not None and c1.status == "fail"
     c5 = report.get("C5")
     assert c5 is not None and c5.status == "not_applicable"

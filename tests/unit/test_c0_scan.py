@@ -91,11 +91,11 @@ def test_scan_finds_imports_and_leaves_own_modules_out(repo: Path, scanner: str)
     assert scan.relative == 2
     assert scan.skipped_own == 2  # `from mypkg.helpers import other`, `import utils`
     assert modules(scan.imports, optional=False) == {
-        "os", "sys", "numpy", "typing", "json", "sklearn.cluster", "PIL", "torch.nn",
+        "os", "sys", "numpy", "typing", "json", "torch.nn",
         "cv2", "wandb",  # cv2: `except RuntimeError` does not make it optional
     }
     assert modules(scan.imports, optional=True) == {
-        "pandas", "ujson", "yaml", "tomllib", "tomli", "torch",
+        "pandas", "ujson", "yaml", "tomllib", "tomli", "torch", "sklearn.cluster", "PIL",
     }
     why = {r.module: r.optional for r in scan.imports}
     assert why["pandas"] == "type_checking"
@@ -104,6 +104,7 @@ def test_scan_finds_imports_and_leaves_own_modules_out(repo: Path, scanner: str)
     assert why["yaml"] == "try"
     assert why["tomli"] == "version_check"
     assert why["json"] is None  # the fallback in the handler is required
+    assert why["sklearn.cluster"] == why["PIL"] == "function"  # runs only when called
     lines = {r.module: r.where for r in scan.imports}
     assert lines["numpy"] == "src/mypkg/__init__.py:3"
     assert lines["sklearn.cluster"] == "src/mypkg/helpers.py:2"
@@ -122,18 +123,25 @@ def test_metric_counts_statements_and_lists_unique_missing(repo: Path) -> None:
     resolved = {m: {"status": "found" if m in found else "missing"} for m in scan.modules}
     resolved["PIL"] = {"status": "errored", "error": "ImportError: libjpeg"}
     out = evaluate(scan, resolved)
-    assert out.total == 11  # `typing` is imported twice
-    assert out.missing == 3  # sklearn.cluster, PIL, cv2
-    assert out.ratio == pytest.approx(3 / 11)
+    assert out.total == 9  # `typing` is imported twice
+    assert out.missing == 1  # cv2
+    assert out.ratio == pytest.approx(1 / 9)
+    assert not out.passed  # max_missing_ratio defaults to 0
+    assert evaluate(scan, resolved, max_missing_ratio=0.2).passed
     by = {m.module: m for m in out.unique_missing}
-    assert set(by) == {"sklearn.cluster", "PIL", "cv2"}
-    assert by["cv2"].distribution == "opencv-python"
-    assert by["PIL"].distribution == "pillow"
-    assert by["PIL"].status == "errored"
-    assert by["sklearn.cluster"].distribution == "scikit-learn"
-    assert by["sklearn.cluster"].locations == ("src/mypkg/helpers.py:2",)
-    assert {m.module for m in out.unique_optional_missing} == {
-        "pandas", "ujson", "yaml", "tomllib", "tomli", "torch"}
+    assert set(by) == {"cv2"}
+    assert (by["cv2"].distribution, by["cv2"].distribution_source) == ("opencv-python",
+                                                                       "mapping")
+    opt = {m.module: m for m in out.unique_optional_missing}
+    assert set(opt) == {"pandas", "ujson", "yaml", "tomllib", "tomli", "torch",
+                        "sklearn.cluster", "PIL"}
+    assert opt["PIL"].distribution == "pillow"
+    assert opt["PIL"].status == "errored"
+    assert opt["PIL"].klass == "function_body"
+    assert opt["yaml"].klass == "guarded"
+    assert opt["sklearn.cluster"].distribution == "scikit-learn"
+    assert opt["sklearn.cluster"].locations == ("src/mypkg/helpers.py:2",)
+    assert out.classes["function_body"] == {"statements": 2, "missing": 2}
 
 
 def test_empty_repo_has_no_imports(tmp_path: Path) -> None:

@@ -538,3 +538,28 @@ def test_pyramid_compares_only_targets_verified_on_both_sides(tmp_path: Path) ->
     assert section.status == "unavailable"
     assert section.note == ("no target verified on both sides (only A verified live; "
                             "only B verified rebuilt)")
+
+
+def test_patched_and_workspace_files_are_named_in_python_files(tmp_path: Path) -> None:
+    engine = FakeEngine({
+        "live:1": {"Id": "sha256:1", "Size": 1000, "Config": {"Env": None, "Labels": {}}},
+        "rebuilt:1": {"Id": "sha256:2", "Size": 1000, "Config": {"Env": None, "Labels": {}}},
+    })
+    live = image_print("2.1.0", "a" * 64)
+    live["distributions"][0]["modified"] = [{"path": "numpy/__init__.py",
+                                             "record_sha256": "x", "sha256": "e" * 64}]
+    live["workspace"] = {"files": {".git/HEAD": "f" * 64, "train.py": "1" * 64,
+                                   "_ext.so": "a" * 64}, "truncated": False}
+    rebuilt = image_print("2.1.0", "a" * 64)
+    rebuilt["workspace"] = {"files": {"train.py": "2" * 64, "_ext.so": "b" * 64},
+                            "truncated": False}
+    ld = FakeFingerprintLoader(Settings.load(artifacts_dir=tmp_path), engine,
+                               {"live:1": live, "rebuilt:1": rebuilt})
+    from synth.diff import diff_sides
+
+    result = diff_sides(ld.load("image:live:1"), ld.load("image:rebuilt:1"))
+    assert items(result, "python_files") == [
+        ("changed", "numpy: numpy/__init__.py", "e" * 12, "as RECORD"),
+        ("removed", "/workspace/.git/HEAD", "f" * 12, None),
+        ("changed", "/workspace/train.py", "1" * 12, "2" * 12),
+    ]

@@ -157,6 +157,69 @@ def test_fingerprint_error_names_the_interpreter(tmp_path: Path) -> None:
         fingerprint(HostRuntime(Path(sys.executable)), "/bin/false", workdir=str(tmp_path))
 
 
+def _record_row(site: Path, rel: str) -> str:
+    import base64
+    import hashlib
+
+    digest = base64.urlsafe_b64encode(hashlib.sha256((site / rel).read_bytes()).digest())
+    return f"{rel},sha256={digest.decode().rstrip('=')},{(site / rel).stat().st_size}\n"
+
+
+def test_a_file_patched_after_install_is_named_with_its_distribution(
+    env_dirs: tuple[Path, Path],
+) -> None:
+    site, work = env_dirs
+    meta = site / "numpy-1.26.4.dist-info"
+    (meta / "RECORD").write_text(
+        _record_row(site, "numpy/__init__.py") + _record_row(
+            site, "numpy/core/_multiarray.cpython-311-x86_64-linux-gnu.so")
+        + "numpy-1.26.4.dist-info/RECORD,,\n")
+    (work / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    live = Fingerprint.from_json(run_probe(site, work))
+    assert live.effective["numpy"].modified == {}
+    assert live.workspace is not None and ".git/HEAD" in live.workspace
+    assert live.environment is not None and live.environment["PATH"] == "/usr/bin:/bin"
+    # The agent's `sed -i` in site-packages, and a removed file.
+    (site / "numpy/__init__.py").write_bytes(b"x = 1  # patched\n")
+    (site / "numpy/core/_multiarray.cpython-311-x86_64-linux-gnu.so").unlink()
+    shutil.rmtree(work / ".git")
+    patched = Fingerprint.from_json(run_probe(site, work))
+    numpy = patched.effective["numpy"]
+    assert list(numpy.modified) == ["numpy/__init__.py"]
+    assert numpy.missing_paths == ("numpy/core/_multiarray.cpython-311-x86_64-linux-gnu.so",)
+    cmp = compare_fingerprints(patched, live)  # a: live (patched), b: rebuilt (pristine)
+    assert [(c.key, c.b) for c in cmp.patched] == [
+        ("numpy: numpy/__init__.py", "as RECORD"),
+        ("numpy: numpy/core/_multiarray.cpython-311-x86_64-linux-gnu.so", "as RECORD")]
+    assert {(c.kind, c.key) for c in cmp.workspace} >= {("added", ".git/HEAD")}
+    from synth.fingerprint import differences
+
+    lines = [d.line for d in differences(cmp) if d.explained is None]
+    assert "patched: patched numpy: numpy/__init__.py" in "\n".join(lines)
+    assert any(line.startswith("workspace: added .git/HEAD") for line in lines)
+
+
+def test_explained_differences() -> None:
+    from synth.fingerprint import Change, explain
+
+    assert explain("sources", Change("source", "x", "index", "local build"))
+    assert explain("native", Change("debug-only", "/a.so", "1", "2"))
+    assert explain("workspace", Change("changed", "build/lib/x.py", "1", "2"))
+    assert explain("workspace", Change("added", "src/x.egg-info/PKG-INFO", None, "2"))
+    assert explain("workspace", Change("removed", "build/x", "1", None)) is None
+    assert explain("workspace", Change("changed", "train.py", "1", "2")) is None
+    assert explain("patched", Change("patched", "n: n/x.py", "1", "as RECORD")) is None
+    assert explain("packages", Change("removed", "n", "1", None)) is None
+    env = {"VIRTUAL_ENV": "/opt/venv", "PATH": "/opt/venv/bin:/usr/bin:/bin"}
+    assert explain("environment", Change("added", "VIRTUAL_ENV", None, "/opt/venv"), env)
+    assert explain("environment", Change("changed", "PATH", "/usr/bin:/bin",
+                                         "/opt/venv/bin:/usr/bin:/bin"), env)
+    assert explain("environment", Change("changed", "PATH", "/usr/bin",
+                                         "/opt/venv/bin:/usr/bin:/bin"), env) is None
+    assert explain("environment", Change("added", "VIRTUAL_ENV", None, "/opt/venv")) is None
+    assert explain("environment", Change("added", "CUDA_HOME", None, "/x"), env) is None
+
+
 # ----------------------------------------------------------------- pure comparison
 def fp_json(
     dists: list[dict[str, Any]] | None = None,
@@ -208,7 +271,8 @@ def test_compare_packages_versions_sources() -> None:
     j = cmp.to_json()
     assert j["equal"] is False
     assert set(j) == {"equal", "packages_equal", "content_equal", "native_equal",
-                      "native_code_equal", "interpreter",
+                      "native_code_equal", "interpreter", "patched", "workspace",
+                      "environment",
                       "packages", "content", "sources", "native", "unowned", "dpkg"}
     assert cmp.summary()[0] == "interpreter: changed python (3.11.2 -> 3.11.9)"
 
@@ -343,3 +407,17 @@ def test_elf_code_digest_ignores_debug_info(tmp_path: Path) -> None:
     assert out["plain"][1] == out["other"][1]  # -DX changes nothing in this code
     (tmp_path / "text.so").write_text("not an ELF file")
     assert probe.elf_code_digest(str(tmp_path / "text.so")) is None
+
+
+def test_workspace_native_files_are_compared_by_the_native_section_only(
+    env_dirs: tuple[Path, Path],
+) -> None:
+    site, work = env_dirs
+    (work / "train.py").write_text("print(1)\n")
+    a = Fingerprint.from_json(run_probe(site, work))
+    (work / "pkg" / "_ops.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF rebuilt")
+    (work / "train.py").write_text("print(2)  # edited\n")
+    cmp = compare_fingerprints(a, Fingerprint.from_json(run_probe(site, work)))
+    assert [(c.kind, c.key) for c in cmp.workspace] == [("changed", "train.py")]
+    assert [c.key.rsplit("/", 1)[1] for c in cmp.native] == [
+        "_ops.cpython-311-x86_64-linux-gnu.so"]

@@ -115,3 +115,29 @@ def test_locate_inline_table_field() -> None:
     assert _locate(GOOD, ("probes", "cpu", "command")) == 13
     assert _locate(GOOD, ("probes", "ddp")) == 16
     assert _locate(GOOD, ("nothing",)) == 1
+
+
+def test_c0_scope_settings(tmp_path: Path) -> None:
+    task = load_task(write_task(tmp_path, GOOD + """
+[verify.c0]
+include = ["src/*", "train.py"]
+exclude = []
+max_missing_ratio = 0.1
+"""))
+    assert task.verify.c0.include == ["src/*", "train.py"]
+    assert task.verify.c0.exclude == []
+    assert task.verify.c0.max_missing_ratio == 0.1
+    assert load_task(write_task(tmp_path, GOOD)).verify.c0.include is None  # the default
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ("max_missing_ratio = 1.5", "verify.c0.max_missing_ratio"),
+    ("include = \"src/*\"", "verify.c0.include"),
+    ("scope = []", "verify.c0.scope"),
+])
+def test_c0_scope_errors_are_located(tmp_path: Path, body: str, field: str) -> None:
+    text = GOOD + "\n[verify.c0]\n" + body + "\n"
+    with pytest.raises(TaskError) as err:
+        load_task(write_task(tmp_path, text))
+    line = text.splitlines().index(body) + 1
+    assert f"task.toml:{line}: field `{field}`" in err.value.message

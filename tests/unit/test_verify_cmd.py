@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,8 +115,9 @@ def test_markdown_side_by_side_with_gap() -> None:
             "rebuilt": report({"status": "fail", "reason": "1/3 imports unresolved: yaml "
                                "(pyyaml)", "metrics": {}, "details": {"missing": [
                                    {"module": "yaml", "distribution": "pyyaml",
+                                    "distribution_source": "mapping",
                                     "locations": ["a.py:1"]}]}},
-                              {"status": "not_reached", "reason": "C0 failed"}),
+                              {"status": "pass", "reason": None}),
             "live": report({"status": "pass", "reason": None},
                            {"status": "pass", "reason": None}),
         },
@@ -125,7 +127,97 @@ def test_markdown_side_by_side_with_gap() -> None:
     }
     md = render_markdown(doc)
     assert "| C0 | static imports | FAIL: 1/3 imports unresolved: yaml (pyyaml) | pass |" in md
-    assert "| C1 | runs on CPU | not reached: C0 failed | pass |" in md
-    assert "missing yaml -> install pyyaml (at a.py:1)" in md
-    assert "does NOT reach the live image's level" in md
+    assert "| C1 | runs on CPU | pass | pass |" in md  # levels are independent
+    assert "missing yaml -> install pyyaml (mapping) (at a.py:1)" in md
+    assert "fidelity: the rebuilt image does NOT match the live image" in md
     assert md.count("FAILED") == 1
+    assert "FAILED: the rebuilt target fails C0 (required up to C1)" in md
+
+
+def test_fidelity_fails_on_an_unexplained_difference_and_says_so() -> None:
+    from synth.verify_cmd import judge_fidelity
+
+    def fid() -> dict[str, object]:
+        return {"live_highest": "C1", "rebuilt_highest": "C1", "gaps": [],
+                "reaches_live_level": True}
+
+    ok = judge_fidelity(fid(), {"status": "compared", "unexplained": []})
+    assert ok["reaches_live_level"] is True and ok["failures"] == []
+    bad = judge_fidelity(fid(), {"status": "compared", "unexplained": [
+        "patched: patched pkg: pkg/x.py (1 -> as RECORD)"]})
+    assert bad["reaches_live_level"] is False
+    assert bad["failures"] == ["differs: patched: patched pkg: pkg/x.py (1 -> as RECORD)"]
+    err = judge_fidelity(fid(), {"status": "error", "reason": "probe timed out"})
+    assert err["reaches_live_level"] is False
+    assert judge_fidelity(fid(), None)["reaches_live_level"] is False
+
+
+def _artifact(tmp_path: Path) -> Path:
+    import hashlib
+
+    art = tmp_path / "export"
+    (art / "source").mkdir(parents=True)
+    (art / "Dockerfile").write_text("FROM x\n")
+    (art / "source" / "train.py").write_text("print(1)\n")
+    files = {rel: hashlib.sha256((art / rel).read_bytes()).hexdigest()
+             for rel in ("Dockerfile", "source/train.py")}
+    (art / "manifest.json").write_text(json.dumps({"files": files, "python": "/p"}))
+    return art
+
+
+def test_a_modified_artifact_is_refused_naming_the_files(tmp_path: Path) -> None:
+    from synth.errors import VerifyError
+    from synth.verify_cmd import _checked_artifact, _rebuilt_tag, check_artifact
+
+    art = _artifact(tmp_path)
+    manifest = json.loads((art / "manifest.json").read_text())
+    files, problems = check_artifact(art, manifest)
+    assert problems == []
+    (art / "verification.json").write_text("{}")  # added by verify after export: ignored
+    assert check_artifact(art, manifest)[1] == []
+    tag = _rebuilt_tag("t", files, b"m")
+    (art / "source" / "train.py").write_text("print(2)\n")
+    (art / "Dockerfile").unlink()
+    (art / "source" / "extra.py").write_text("")
+    files2, problems = check_artifact(art, manifest)
+    assert problems == ["Dockerfile: missing", "source/extra.py: added (not in the manifest)",
+                        "source/train.py: modified"]
+    assert _rebuilt_tag("t", files2, b"m") != tag  # the tag follows every file
+    doc: dict[str, Any] = {}
+    with pytest.raises(VerifyError, match=r"source/train\.py: modified") as err:
+        _checked_artifact(art, False, doc, lambda _m: None)
+    assert err.value.hint is not None and "--allow-modified" in err.value.hint
+    said: list[str] = []
+    _checked_artifact(art, True, doc, said.append)
+    assert doc["artifact_check"]["allow_modified"] is True
+    assert "MODIFIED" in said[0]
+
+
+def test_a_tls_failure_in_the_build_log_says_so(tmp_path: Path) -> None:
+    from synth.errors import BuildError
+    from synth.verify_cmd import _tls_hint
+
+    log = tmp_path / "build.log"
+    log.write_text("pip._vendor...SSLError(SSLCertVerificationError(1, '[SSL: "
+                   "CERTIFICATE_VERIFY_FAILED] certificate verify failed'))\n")
+    err = _tls_hint(BuildError("the build failed (exit 1)"), log)
+    assert "failed on TLS" in err.message
+    assert err.hint is not None and "--ca-bundle" in err.hint
+    log.write_text("E: Unable to locate package nope\n")
+    plain = BuildError("the build failed (exit 100)")
+    assert _tls_hint(plain, log) is plain
+
+
+def test_verification_record() -> None:
+    from synth.verify_cmd import verification_record
+
+    doc = {"require": "C1", "passed": True, "decides": "rebuilt",
+           "build": {"image": "synth-rebuilt/t:1", "artifact_dir": "/a"},
+           "reports": {"rebuilt": {"highest": "C1", "passed_levels": ["C0", "C1"], "levels": [
+               {"level": "C0", "status": "pass"}, {"level": "C1", "status": "pass"}]}},
+           "fidelity": {"reaches_live_level": True}}
+    rec = verification_record(doc)
+    assert rec["levels"] == {"C0": "pass", "C1": "pass"}
+    assert rec["passed"] is True and rec["fidelity"] is True
+    assert rec["gpu_driver"]  # a version, or "none"
+    assert set(rec) >= {"date", "synth_version", "docker_version", "architecture"}

@@ -138,3 +138,43 @@ def test_cuda_capability_from_facts() -> None:
     tf = {"gpu_frameworks": {**cpu["gpu_frameworks"], "torch": None, "tensorflow": True}}
     assert cuda_capability(tf)[0] is None
     assert cuda_capability({})[0] is None
+
+
+def test_import_check_names_the_raising_module_and_its_line(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "good.py").write_text("import json\n")
+    (pkg / "bad.py").write_text("import json\n\n"
+                                "raise RuntimeError('operator nms does not exist')\n")
+    (pkg / "slow.py").write_text("import time\ntime.sleep(30)\n")
+    (pkg / "gpu.py").write_text("import os\nassert os.environ['CUDA_VISIBLE_DEVICES'] == ''\n")
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({"modules": ["pkg.good", "pkg.bad", "pkg.slow", "pkg.gpu",
+                                           "pkg.nope"], "timeout": 2, "total_timeout": 60}))
+    out = subprocess.run([sys.executable, str(PROBES_DIR / "import_check.py"), str(req)],
+                         capture_output=True, text=True, check=True, cwd=tmp_path, timeout=120)
+    data = parse_probe_output(out.stdout)
+    assert data is not None
+    res = {r["module"]: r for r in data["results"]}
+    assert res["pkg.good"]["ok"] is True
+    assert res["pkg.gpu"]["ok"] is True  # the GPU is hidden
+    bad = res["pkg.bad"]
+    assert (bad["ok"], bad["error_class"]) == (False, "RuntimeError")
+    assert bad["message"] == "operator nms does not exist"
+    assert bad["where"] == f"{pkg / 'bad.py'}:3"
+    assert res["pkg.slow"]["error_class"] == "Timeout"
+    assert res["pkg.nope"]["error_class"] == "ModuleNotFoundError"
+    assert res["pkg.nope"]["missing_name"] == "pkg.nope"
+    assert set(data["pip_check"]) == {"ran", "exit_code", "output"}
+
+
+def test_an_import_failing_on_an_optional_extra_does_not_fail_c0i() -> None:
+    from verify.runner import classify_import
+
+    extra = {"module": "pkg.io", "ok": False, "error_class": "ModuleNotFoundError",
+             "message": "No module named 'h5py'", "missing_name": "h5py"}
+    assert classify_import(extra, frozenset({"h5py"}))["optional"] == "extra"
+    assert "optional" not in classify_import(extra, frozenset({"open3d"}))
+    raising = {**extra, "error_class": "RuntimeError", "missing_name": None}
+    assert "optional" not in classify_import(raising, frozenset({"h5py"}))

@@ -12,12 +12,20 @@ host. Image IDs never repeat between builds, so two environments are compared by
 - files in the site directories no distribution owns, each with its sha256;
 - every native shared object (``*.so``, ``*.so.N``) in the site directories and under the
   repository's working directory, each with its sha256 and owning distribution;
-- the Debian packages (dpkg), where dpkg exists.
+- the Debian packages (dpkg), where dpkg exists;
+- per distribution, every file whose content no longer matches the sha256 its RECORD lists
+  (``modified``: patched after install, e.g. ``sed -i`` in site-packages) or that is gone
+  (``missing_paths``);
+- the working directory's tree (``workspace``): every file's sha256 (``.git`` included,
+  ``__pycache__``/``*.pyc`` left out), and the environment variables the research code sees.
 
 Usage: python fingerprint.py [--workdir /workspace]
 Prints the JSON object on stdout; exits 0 unless the probe itself breaks.
 """
 
+import base64
+import binascii
+import csv
 import hashlib
 import json
 import os
@@ -140,6 +148,81 @@ def record_paths(meta_dir):
                 paths.append(os.path.normpath(os.path.join(rel_meta, line)).replace(os.sep, "/"))
         return paths, "installed-files.txt"
     return None, None
+
+
+def record_hashes(meta_dir):
+    """RECORD's {relative path: urlsafe-base64 sha256} (files listed with a sha256 only)."""
+    text = read_text(os.path.join(meta_dir, "RECORD"))
+    out = {}
+    if text is None:
+        return out
+    for row in csv.reader(text.splitlines()):
+        if len(row) >= 2 and row[1].startswith("sha256="):
+            out[row[0]] = row[1][len("sha256="):].rstrip("=")
+    return out
+
+
+def hex_to_record(digest):
+    """A hex sha256 as RECORD writes it (urlsafe base64, no padding)."""
+    try:
+        raw = binascii.unhexlify(digest)
+    except (binascii.Error, TypeError, ValueError):
+        return None
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def record_check(site, meta_dir, hashes):
+    """(modified, missing): files whose sha256 differs from RECORD's, files RECORD lists that
+    are gone. Paths relative to the site dir, sorted."""
+    modified = []
+    missing = []
+    for rel, want in sorted(record_hashes(meta_dir).items()):
+        if skipped(rel):
+            continue
+        path = os.path.normpath(os.path.join(site, rel))
+        if path not in hashes:
+            hashes[path] = file_digest(path)
+        got = hashes[path]
+        if got is None:
+            missing.append(rel)
+        elif not got.startswith("symlink:") and hex_to_record(got) != want:
+            modified.append({"path": rel, "record_sha256": want,
+                             "sha256": got})
+    return modified, missing
+
+
+WORKSPACE_MAX_FILES = 50000
+
+
+def workspace_tree(workdir):
+    """{relative path: sha256 or 'symlink:<target>'} of every file under ``workdir``
+    (``.git`` included; ``__pycache__`` and ``*.pyc`` left out), and whether it was cut."""
+    files = {}
+    if not os.path.isdir(workdir):
+        return files, False
+    for root, dirs, names in os.walk(workdir):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            if len(files) >= WORKSPACE_MAX_FILES:
+                return files, True
+            path = os.path.join(root, name)
+            digest = file_digest(path)
+            if digest is not None:
+                files[os.path.relpath(path, workdir).replace(os.sep, "/")] = digest
+    return files, False
+
+
+#: Variables that differ per container or per process, not per environment.
+VOLATILE_ENV = frozenset(["HOSTNAME", "HOME", "PWD", "OLDPWD", "SHLVL", "_", "TERM",
+                          "no_proxy", "NO_PROXY", "http_proxy", "https_proxy", "HTTP_PROXY",
+                          "HTTPS_PROXY"])
+
+
+def code_environment():
+    """The environment variables the research code sees, volatile ones left out."""
+    return dict(sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_ENV))
 
 
 def top_level_paths(site, meta_dir):
@@ -365,6 +448,7 @@ def scan_distributions(sites, errors):
                 for f in files:
                     owned.add(os.path.join(root, f))
             kind, url, editable = direct_url_info(meta_dir)
+            modified, missing_paths = record_check(site, meta_dir, hashes)
             installer = read_text(os.path.join(meta_dir, "INSTALLER"))
             dists.append({
                 "name": cname,
@@ -379,6 +463,8 @@ def scan_distributions(sites, errors):
                 "files_from": files_from,
                 "files": len(inside),
                 "missing_files": missing,
+                "modified": modified,
+                "missing_paths": missing_paths,
                 "digest": digest_pairs(inside),
                 "scripts": sorted(p for p, _ in outside),
                 "scripts_digest": digest_pairs(outside) if outside else None,
@@ -489,6 +575,7 @@ def main(argv):
         native += scan_native([workdir], "workdir", owners, hashes, code_hashes,
                               skip_dirs=(".git", "__pycache__"))
     dists.sort(key=lambda d: (d["name"], d["shadowed"], d["location"]))
+    tree, cut = workspace_tree(workdir)
     result = {
         "format": FORMAT,
         "python": {
@@ -502,6 +589,8 @@ def main(argv):
         "glibc": glibc_version(),
         "site_dirs": sites,
         "workdir": {"path": workdir, "exists": os.path.isdir(workdir)},
+        "workspace": {"files": tree, "truncated": cut},
+        "environment": code_environment(),
         "distributions": dists,
         "unowned": unowned,
         "native": sorted(native, key=lambda n: n["path"]),

@@ -1,0 +1,120 @@
+"""C0i probe: import each module in a fresh interpreter, with the GPU hidden and a timeout.
+
+Usage: python import_check.py REQUEST.json
+REQUEST: {"modules": ["pkg", "pkg.sub"], "timeout": 120, "total_timeout": 600, "workers": 4}
+
+Modules are imported by up to ``workers`` interpreters at a time (each its own process).
+
+For each module: ok, or the exception's class and message and the innermost frame of the
+traceback (file:line), or a timeout. Then ``python -m pip check`` (its exit code and
+output), a finding and not a verdict. Prints one JSON line. Stdlib only, Python >= 3.8.
+"""
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+
+CHILD = r"""
+import json, sys, traceback
+name = sys.argv[1]
+out = {"ok": True}
+try:
+    __import__(name)
+except BaseException as exc:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = None
+    if frames:
+        where = "%s:%s" % (frames[-1].filename, frames[-1].lineno)
+    elif isinstance(exc, SyntaxError) and exc.filename:
+        where = "%s:%s" % (exc.filename, exc.lineno)
+    out = {"ok": False, "error_class": type(exc).__name__, "message": str(exc)[:2000],
+           "where": where, "missing_name": getattr(exc, "name", None)
+           if isinstance(exc, ImportError) else None}
+sys.stdout.write("\n" + json.dumps(out) + "\n")
+sys.stdout.flush()
+"""
+
+
+def _last_json(text):
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    return None
+
+
+def check(name, timeout, env):
+    started = time.time()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, name], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout, env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return {"module": name, "ok": False, "error_class": "Timeout",
+                "message": "import did not finish within %ss" % timeout, "where": None,
+                "seconds": round(time.time() - started, 3)}
+    data = _last_json(proc.stdout)
+    if data is None:
+        data = {"ok": False, "error_class": "Crash",
+                "message": "the interpreter exited %s while importing: %s"
+                % (proc.returncode, proc.stderr.strip()[-1000:]), "where": None}
+    data["module"] = name
+    data["seconds"] = round(time.time() - started, 3)
+    return data
+
+
+def pip_check(env, timeout):
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "check"], stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, universal_newlines=True, timeout=timeout, env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return {"ran": False, "exit_code": None, "output": "timed out"}
+    except OSError as exc:
+        return {"ran": False, "exit_code": None, "output": str(exc)}
+    no_pip = "No module named pip" in proc.stdout
+    return {"ran": not no_pip, "exit_code": proc.returncode, "output": proc.stdout[-4000:]}
+
+
+def main():
+    with open(sys.argv[1]) as fh:
+        request = json.load(fh)
+    timeout = float(request.get("timeout", 120))
+    budget = float(request.get("total_timeout", 600))
+    env = dict(os.environ)
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    started = time.time()
+
+    def one(name):
+        left = budget - (time.time() - started)
+        if left <= 1:
+            return {"module": name, "ok": None, "error_class": None,
+                    "message": "not tried: the probe's time budget ran out", "where": None}
+        return check(name, min(timeout, left), env)
+
+    modules = list(request.get("modules", []))
+    workers = max(1, min(int(request.get("workers", 4)), os.cpu_count() or 1, len(modules)))
+    if workers == 1:
+        results = [one(name) for name in modules]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(one, modules))  # in request order
+    out = {
+        "probe": "import_check",
+        "python": sys.executable,
+        "results": results,
+        "pip_check": pip_check(env, min(120.0, max(budget - (time.time() - started), 10.0))),
+    }
+    sys.stdout.write("\n" + json.dumps(out, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
