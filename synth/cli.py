@@ -216,8 +216,13 @@ def runs_list(
     from synth.session.rundir import list_runs, summarize
 
     rows = [summarize(d) for d in list_runs(Settings.load(artifacts_dir=artifacts), task)]
+    skipped = [r for r in rows if r["status"] == "unreadable"]
+    rows = [r for r in rows if r["status"] != "unreadable"]
+    for r in skipped:
+        console.err.print(f"warning: skipped {r['run_dir']}: {r['error']}", markup=False,
+                          highlight=False, soft_wrap=True)
     if json_out:
-        console.print_json({"runs": rows})
+        console.print_json({"runs": rows, "skipped": skipped})
         return
     for r in rows:
         console.out.print(f"{r['task']}/{r['run_id']}  {r['status']:<11} {r.get('agent') or '-':<7}"

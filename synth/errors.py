@@ -103,3 +103,12 @@ class GpuRuntimeUnavailableError(EngineError):
         "(`nvidia-ctk runtime configure --runtime=docker`), or verify on the GPU host "
         "itself with `--runtime host --python PATH`."
     )
+
+
+class InputFileError(SynthError):
+    """A run or artifact file is missing, unreadable, oversized, not UTF-8, not JSON, not in
+    its schema or of a newer format; the message names the file (and the line of a JSONL
+    file) and what is wrong. Raised only by :mod:`synth.store`."""
+
+    exit_code = 23
+    default_hint = "Check the file against docs/formats.md; synth never repairs or guesses."

@@ -18,13 +18,15 @@ from pathlib import Path
 from synth import __version__
 from synth.atomic import dumps_json
 from synth.config import Settings
-from synth.distill.load import LoadedRun, load_run, sha256_file
+from synth.distill.load import LoadedRun, load_run
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
 from synth.errors import ExportError
+from synth.model import MANIFEST_FORMAT
 from synth.render import render_artifact
+from synth.store import sha256_file
 
-MANIFEST_FORMAT = 1
+__all__ = ["MANIFEST_FORMAT", "ExportResult", "export_run"]
 FORMATS = ("Dockerfile",)
 #: Never copied with the source: VCS data and bytecode differ between machines.
 _SOURCE_SKIP = (".git", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
@@ -143,6 +145,9 @@ def export_run(
     dest = (out_dir or run.run_dir / "export").resolve()
     dest.parent.mkdir(parents=True, exist_ok=True)
     warnings = list(plan.warnings)
+    if run.claims_error:
+        warnings.append(f"claims.json is not valid, so verify's C5 will fail on it: "
+                        f"{run.claims_error}")
     with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
         tmp = Path(tmp_str) / "artifact"
         tmp.mkdir()

@@ -61,7 +61,8 @@ def make_run_dir(
 
     dump("run.json", {
         "format": 1, "run_id": run_id, "synth_version": "0.1.0",
-        "task": {"name": task, "task_file": str(task_file) if task_file else None},
+        "task": {"name": task,
+                 "task_file": str(task_file) if task_file else f"/nonexistent/{task}/task.toml"},
         "agent": {"kind": "replay", "script": "/x/sloppy.sh", "argv": None},
         "base_image": {"ref": "synth/python:bookworm", "id": base_id, "labels": {}},
         "started": "2026-11-29T10:15:00Z", "ended": "2026-11-29T10:16:40Z",
@@ -69,10 +70,12 @@ def make_run_dir(
         "source_tree": {"before": "0" * 64, "after": "0" * 64, "changed": []},
         "violations": [], "claims": {"status": "missing", "errors": []},
         "live_image": {"ref": f"synth-live/{task}:{run_id}", "id": "sha256:" + "cd" * 32},
-        "wheelhouse": wheelhouse, "ca_bundle": True, "error": None,
+        "wheelhouse": wheelhouse, "ca_bundle": True, "error": None, "timeout": None,
+        "container": f"synth-run-{task}-{run_id}", "kept": False, "secret_env": [],
+        "trace_exec": False, "capture_errors": [],
     })
     lines = [json.dumps({"type": "header", "format": 1, "session": run_id,
-                         "started": "2026-11-29T10:15:00Z"})]
+                         "started": "2026-11-29T10:15:00Z", "raw_events": 0, "unparsed": 0})]
     seq = 0
     t = 1764410100.0
     for rec in audit:
@@ -81,8 +84,9 @@ def make_run_dir(
         lines.append(json.dumps({
             "type": "command", "source": "bash-c", "session": run_id, "seq": top, "pid": 100,
             "ppid": 1, "command": rec["command"], "cwd": rec.get("cwd", "/workspace"),
-            "start": t, "end": t + 1, "exit": rec.get("exit", 0),
-            "pipestatus": [rec.get("exit", 0)],
+            "cwd_end": rec.get("cwd", "/workspace"), "start": t, "end": t + 1,
+            "exit": rec.get("exit", 0), "pipestatus": [rec.get("exit", 0)], "depth": 0,
+            "parent_seq": None,
         }))
         for text, code in rec.get("hooks") or ():
             seq += 1
@@ -90,7 +94,7 @@ def make_run_dir(
                 "type": "command", "source": "bash-hook", "session": run_id, "seq": seq,
                 "pid": 101, "command": text, "cwd": rec.get("cwd", "/workspace"),
                 "start": t, "end": t + 0.5, "exit": code, "pipestatus": [code],
-                "parent_seq": top,
+                "parent_seq": top, "depth": 0,
             }))
         t += 2
     (run_dir / "audit.jsonl").write_text("\n".join(lines) + "\n")
@@ -100,10 +104,12 @@ def make_run_dir(
         "changed": {}, "removed": {}, "manual": sorted(apt_manual),
     })
     interps = list(python) if python is not None else [system_python(), venv()]
-    dump("state/python.json", {"format": 1, "interpreters": interps, "primary": primary})
+    dump("state/python.json", {"format": 1, "interpreters": interps, "primary": primary,
+                                "errors": []})
     dump("state/diff.json", {"format": 1,
                              "changes": [{"kind": k, "path": p} for k, p in diff],
-                             "noise": [{"kind": "A", "path": "/root/.cache/pip"}]})
+                             "noise": [{"kind": "A", "path": "/root/.cache/pip",
+                                        "reason": "cache"}]})
     dump("state/env.json", {"format": 1, "persisted": dict(env or {}),
                             "sources": dict.fromkeys(env or {}, "/root/.bashrc")})
     if claims is not None:
