@@ -17,10 +17,8 @@ not-applicable levels do not fail it. See docs/verify.md.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,12 +29,13 @@ from synth import __version__, atomic
 from synth.config import Settings
 from synth.errors import (
     GpuRuntimeUnavailableError,
+    InputFileError,
     NotFoundError,
     SynthError,
-    TaskError,
     UsageError,
     VerifyError,
 )
+from synth.store import ArtifactDir, RunDir, read_claims, sha256_file
 from synth.task import Task, load_task
 from verify.c0_scan import DEFAULT_SCANNER, Scanner
 from verify.result import (
@@ -77,7 +76,8 @@ class Target:
     kind: Literal["run", "artifact", "task"]
     path: Path
     task: Task | None
-    claims: Mapping[str, Any] | None
+    #: The agent's claims; a str: why its claims.json is bad (C5 fails with it alone).
+    claims: Mapping[str, Any] | str | None
     run: Mapping[str, Any] | None = None
     manifest: Mapping[str, Any] | None = None
 
@@ -106,39 +106,24 @@ class VerifyOutcome:
 
 
 # ------------------------------------------------------------------------ resolving
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except json.JSONDecodeError as exc:
-        raise VerifyError(f"{path} is not valid JSON: {exc}") from exc
-
-
 def load_task_copy(path: Path) -> Task:
     """A task from a ``task.toml`` whose repo folder may not sit beside it (an artifact's copy)."""
+    return load_task(path, require_repo=False)
+
+
+def _claims(path: Path) -> Mapping[str, Any] | str | None:
+    """The claims at ``path``, None when there are none, or why they are bad (a str)."""
     try:
-        return load_task(path)
-    except TaskError:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        try:
-            return Task.model_validate({**data, "task_dir": path.parent, "task_file": path})
-        except ValueError as exc:
-            raise TaskError(f"{path}: not a valid task file: {exc}") from exc
-
-
-def _claims(path: Path) -> Mapping[str, Any] | None:
-    data = _read_json(path)
-    if data is None:
-        return None
-    return data if isinstance(data, Mapping) else {"_invalid": True}
+        return read_claims(path)
+    except InputFileError as exc:
+        return exc.message
 
 
 def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) -> Target:
     path = Path(ref) if ref else None
     if path is not None and (path / "manifest.json").is_file():
         path = path.resolve()
-        manifest = _read_json(path / "manifest.json") or {}
+        manifest = ArtifactDir(path).manifest().raw
         task = load_task_copy(path / "task.toml") if (path / "task.toml").is_file() else None
         return Target("artifact", path, task, _claims(path / "claims.json"), manifest=manifest)
     if runtime == "host" and path is not None and (
@@ -186,8 +171,7 @@ def default_out_dir(target: Target, settings: Settings, runtime: RuntimeKind) ->
 
 
 def _run_python(run_dir: Path) -> str:
-    state = _read_json(run_dir / "state" / "python.json") or {}
-    primary = state.get("primary")
+    primary = RunDir(run_dir).python_state().primary
     if not primary:
         raise VerifyError(f"{run_dir}/state/python.json names no primary interpreter.",
                           hint="Was the run's final state captured? `synth runs show RUN`.")
@@ -290,8 +274,7 @@ def _artifact_run(target: Target, settings: Settings) -> Path:
 
 
 def _rebuilt_tag(task_name: str, artifact_dir: Path) -> str:
-    manifest = artifact_dir / "manifest.json"
-    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()[:12]
+    digest = sha256_file(artifact_dir / "manifest.json")[:12]
     return f"synth-rebuilt/{task_name}:{digest}"
 
 
@@ -385,7 +368,7 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
     if opts.rebuild:
         artifact_dir = (target.path if target.kind == "artifact"
                         else _artifact_for_run(target, settings, say))
-        manifest = _read_json(artifact_dir / "manifest.json") or {}
+        manifest = ArtifactDir(artifact_dir).manifest().raw
         python = _manifest_python(manifest, artifact_dir)
         tag = _rebuilt_tag(target.name, artifact_dir)
         doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say)
