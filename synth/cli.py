@@ -9,6 +9,7 @@ from types import FrameType
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from synth import __version__, console
 from synth.config import Settings
@@ -395,9 +396,12 @@ def main() -> None:
     except SynthError as exc:
         if _state["debug"]:
             raise
-        console.err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
+        # Messages quote files and agents' text: escaped, never read as markup.
+        console.err.print(f"[bold red]error:[/] {escape(exc.message)}", markup=True,
+                          highlight=False, emoji=False)
         if exc.hint:
-            console.err.print(f"[bold]hint:[/] {exc.hint}", markup=True, highlight=False)
+            console.err.print(f"[bold]hint:[/] {escape(exc.hint)}", markup=True,
+                              highlight=False, emoji=False)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         console.err.print("interrupted; cleaned up.", markup=False)

@@ -9,6 +9,7 @@ image on the engine (compared through its environment fingerprint). ``run:``,
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from rich.markup import escape
 
 from synth import console
 from synth.config import Settings
@@ -66,9 +68,11 @@ def diff_command(opts: DiffOptions) -> int:
         loader = SideLoader(settings, python=opts.python, fingerprint=opts.fingerprint)
         result = diff_sides(_load_checked(loader, opts.a), _load_checked(loader, opts.b))
     except SynthError as exc:
-        console.err.print(f"[bold red]error:[/] {exc.message}", markup=True, highlight=False)
+        console.err.print(f"[bold red]error:[/] {escape(exc.message)}", markup=True,
+                          highlight=False, emoji=False)
         if exc.hint:
-            console.err.print(f"[bold]hint:[/] {exc.hint}", markup=True, highlight=False)
+            console.err.print(f"[bold]hint:[/] {escape(exc.hint)}", markup=True,
+                              highlight=False, emoji=False)
         return DIFF_ERROR_EXIT
     emit(result, json_out=opts.json, markdown=opts.markdown)
     return result.exit_code
@@ -136,10 +140,10 @@ class SideLoader:
         if path.is_file() and path.name in ("run.json", "manifest.json", "Dockerfile"):
             path = path.parent
         if path.is_dir():
-            if (path / "run.json").is_file():
+            if os.path.lexists(path / "run.json"):
                 return load_run_side(path, self)
             for cand in (path, path / "export"):
-                if (cand / "manifest.json").is_file() or (cand / "Dockerfile").is_file():
+                if os.path.lexists(cand / "manifest.json") or (cand / "Dockerfile").is_file():
                     return load_artifact_side(cand, self)
             raise NotFoundError(
                 f"{path} is neither a run directory (no run.json) nor an artifact "
@@ -165,7 +169,7 @@ class SideLoader:
             return load_run_side(self.find_run(ref), self)
         if kind == "artifact":
             path = Path(ref)
-            if (path / "export" / "manifest.json").is_file():
+            if os.path.lexists(path / "export" / "manifest.json"):
                 path = path / "export"
             if not path.is_dir():
                 raise NotFoundError(f"Artifact directory {ref} does not exist.")

@@ -80,14 +80,17 @@ def read_text(path: Path, kind: FileKind) -> str:
         raise _fail(str(path), f"missing (a {kind.rel} file was expected)") from None
     except OSError as exc:
         raise _fail(str(path), f"cannot be opened ({exc.strerror or exc})") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise _fail(str(path), "not a regular file")
         if info.st_size > kind.max_bytes:
             raise _fail(str(path), f"{info.st_size} bytes, over the {kind.max_bytes}-byte "
                         f"limit of a {kind.rel} file; refused unread")
-        data = fh.read(kind.max_bytes + 1)
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(kind.max_bytes + 1)
+    finally:
+        os.close(fd)
     if len(data) > kind.max_bytes:
         raise _fail(str(path), f"over the {kind.max_bytes}-byte limit of a {kind.rel} file")
     try:

@@ -194,7 +194,11 @@ def _check_repo_folder(task: Task, path: Path, text: str) -> None:
     if not repo.is_relative_to(task.task_dir.resolve()):
         raise TaskError(f"{path}:{line}: field `repo.path`: {repo} is outside the task "
                         f"folder {task.task_dir.resolve()}")
-    if not repo.is_dir():
+    try:
+        is_dir = repo.is_dir()
+    except OSError as exc:  # a name too long for the file system
+        raise TaskError(f"{path}:{line}: field `repo.path`: {exc.strerror}") from None
+    if not is_dir:
         raise TaskError(f"{path}:{line}: field `repo.path`: {repo} is not a directory")
 
 

@@ -18,6 +18,7 @@ not-applicable levels do not fail it. See docs/verify.md.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -121,7 +122,7 @@ def _claims(path: Path) -> Mapping[str, Any] | str | None:
 
 def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) -> Target:
     path = Path(ref) if ref else None
-    if path is not None and (path / "manifest.json").is_file():
+    if path is not None and os.path.lexists(path / "manifest.json"):
         path = path.resolve()
         manifest = ArtifactDir(path).manifest().raw
         task = load_task_copy(path / "task.toml") if (path / "task.toml").is_file() else None

@@ -7,6 +7,7 @@ per file, one error policy); unknown (newer) formats are refused, never guessed 
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,12 +78,16 @@ def _load_repo(task_file: str | None) -> RepoRef | None:
 
 def _claims_error(run: RunDir) -> str | None:
     """Why the run's claims.json is bad (it travels anyway: C5 fails on it), or None.
-    An oversized one is refused outright: it would be copied and loaded whole."""
+    One that is not a regular file, or over its size cap, is refused outright: export
+    would follow the link or copy (and verify load) the whole of it."""
     path = run.file(CLAIMS)
     if not run.has(CLAIMS):
         return None
-    if path.is_file() and path.stat().st_size > CLAIMS.max_bytes:
-        raise InputFileError(f"{path}: {path.stat().st_size} bytes, over the "
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode):
+        raise InputFileError(f"{path}: not a regular file; refused")
+    if info.st_size > CLAIMS.max_bytes:
+        raise InputFileError(f"{path}: {info.st_size} bytes, over the "
                              f"{CLAIMS.max_bytes}-byte limit of a claims.json; refused unread")
     try:
         run.claims()

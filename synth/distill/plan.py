@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
 from synth.config import CA_ENV_NAMES, CONTAINER_WHEELHOUSE
@@ -54,7 +55,8 @@ _DEBIAN_SITE = ("/usr/lib/python3/dist-packages", "/usr/lib/python3.")
 
 
 def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    """The PEP 503 name (packaging's, so every module agrees)."""
+    return str(canonicalize_name(name))
 
 
 def _req_name(spec: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 from collections.abc import Callable
@@ -54,13 +55,13 @@ def find_run(settings: Settings, ref: str | Path | None = None) -> Path:
         return runs[-1]
     text = str(ref)
     path = Path(text)
-    if (path / "run.json").is_file():
+    if os.path.lexists(path / "run.json"):
         return path.resolve()
     if path.name == "run.json" and path.is_file():
         return path.parent.resolve()
     if "/" in text.strip("/"):
         cand = settings.runs_dir / text.strip("/")
-        if (cand / "run.json").is_file():
+        if os.path.lexists(cand / "run.json"):
             return cand
     matches = [d for d in list_runs(settings) if d.name == text]
     if not matches:
