@@ -29,6 +29,11 @@ def _opt_str(value: Any) -> str | None:
     return str(value) if value else None
 
 
+def _opt_int(value: Any) -> int | None:
+    """An integer field (JSON Schema also calls ``2.0`` an integer)."""
+    return int(value) if value is not None else None
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """``run.json``: a run's identity and outcome. ``raw`` is the whole validated document."""
@@ -98,8 +103,8 @@ class AuditRecord:
         start, end = obj.get("start"), obj.get("end")
         return cls(
             seq=int(obj["seq"]), source=str(obj["source"]), command=text,
-            cwd=str(obj.get("cwd") or "/"), exit=obj.get("exit"),
-            parent_seq=obj.get("parent_seq"),
+            cwd=str(obj.get("cwd") or "/"), exit=_opt_int(obj.get("exit")),
+            parent_seq=_opt_int(obj.get("parent_seq")),
             pipestatus=tuple(p for p in obj.get("pipestatus") or () if isinstance(p, int)),
             start=float(start) if start is not None else None,
             end=float(end) if end is not None else None,
