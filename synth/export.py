@@ -26,7 +26,6 @@ from synth.model import MANIFEST_FORMAT
 from synth.render import render_artifact
 from synth.store import sha256_file
 
-__all__ = ["MANIFEST_FORMAT", "ExportResult", "export_run"]
 FORMATS = ("Dockerfile",)
 #: Never copied with the source: VCS data and bytecode differ between machines.
 _SOURCE_SKIP = (".git", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")

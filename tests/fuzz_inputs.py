@@ -17,6 +17,7 @@ one file, and drives the real CLI in-process (:func:`synth.cli.main`):
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -52,8 +53,9 @@ ERROR_CODES = frozenset(
     cls.exit_code for cls in vars(errors).values()
     if isinstance(cls, type) and issubclass(cls, errors.SynthError))
 #: Values a mutant puts where a field was: wrong types, hostile text, extremes.
-HOSTILE = [None, True, -1, 0, 2**70, 1e308, "", "x" * 5000, "[/]", "[bold]x[/bold", ":x:",
-           "\x00", "\u202e", "../../../etc/passwd", [], {}, [[[[[]]]]], {"format": 99}]
+HOSTILE: list[Any] = [
+    None, True, -1, 0, 2**70, 1e308, "", "x" * 5000, "[/]", "[bold]x[/bold", ":x:", "\x00",
+    "\u202e", "../../../etc/passwd", [], {}, [[[[[]]]]], {"format": 99}]
 
 
 @dataclass(frozen=True)
@@ -223,12 +225,15 @@ def offline_locker() -> Iterator[None]:
     """``synth export`` locks with :func:`fake_locker` (no index needed) while inside."""
     import synth.export
 
-    real = synth.export.lock_env
-    synth.export.lock_env = lambda env, target, locker="uv": fake_locker(env, target)
+    def lock_env(env: Any, target: Any, locker: str = "uv") -> Any:
+        return fake_locker(env, target)
+
+    real = synth.export.lock_env  # type: ignore[attr-defined]
+    synth.export.lock_env = lock_env  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        synth.export.lock_env = real
+        synth.export.lock_env = real  # type: ignore[attr-defined]
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
@@ -236,8 +241,9 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     from synth import cli
 
     out, err = io.StringIO(), io.StringIO()
-    old = sys.argv
+    old, app = sys.argv, cli.app
     sys.argv = ["synth", *argv]
+    cli.app = _click_app()  # typer would rebuild it on every call
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
@@ -246,8 +252,18 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
     finally:
-        sys.argv = old
+        sys.argv, cli.app = old, app
     return code, out.getvalue(), err.getvalue()
+
+
+@functools.cache
+def _click_app() -> Any:
+    """synth's typer app as the click command it builds (once: it takes ~70 ms a time)."""
+    import typer.main
+
+    from synth import cli
+
+    return typer.main.get_command(cli.app)
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
