@@ -44,7 +44,6 @@ from verify.result import (
     LEVELS,
     VERIFY_FORMAT,
     Level,
-    LevelResult,
     Report,
     fidelity,
     parse_level,
@@ -540,7 +539,3 @@ def parse_require(text: str) -> Level:
         return parse_level(text)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-
-
-def level_results(doc: Mapping[str, Any], key: str) -> dict[str, LevelResult]:
-    return {lv: LevelResult.from_json(r) for lv, r in _levels(doc, key).items()}

@@ -525,13 +525,3 @@ def run_pyramid(runtime: Runtime, spec: PyramidSpec,
         target["python_version"] = facts.get("python", {}).get("version")
         target["gpus_visible"] = gpus_visible
     return Report(target=target, levels=tuple(p.done[level] for level in LEVELS))
-
-
-def selected_levels(text: str | None) -> frozenset[Level]:
-    """``C0,C1`` -> {C0, C1}; None -> all levels."""
-    from verify.result import parse_level
-
-    if not text:
-        return frozenset(LEVELS)
-    return frozenset(parse_level(part) for part in text.split(",") if part.strip())
-

@@ -549,7 +549,7 @@ def _dist_step(
     if url and d.direct_url and "archive_info" in d.direct_url:
         info = d.direct_url.get("archive_info") or {}
         h = info.get("hash") or ""
-        target = url + (f"#{h.replace('=', '=', 1)}" if h else "")
+        target = url + (f"#{h}" if h else "")  # PEP 610's "sha256=…" is the fragment
         for c, s in reversed(installs):
             if s.urls or s.local:
                 return order[c.ref], NativeStep(
