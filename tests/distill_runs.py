@@ -7,6 +7,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+#: A real manifest.json (the golden export), for artifacts made by hand in tests.
+GOLDEN_MANIFEST = Path(__file__).resolve().parent / "golden" / "export-basic" / "manifest.json"
+
+
+def manifest(**fields: Any) -> dict[str, Any]:
+    """A schema-valid manifest.json document: the golden one with ``fields`` replaced."""
+    doc: dict[str, Any] = json.loads(GOLDEN_MANIFEST.read_text(encoding="utf-8"))
+    return {**doc, **fields}
+
+
 BASE_APT = {"libc6": "2.36-9+deb12u10", "python3": "3.11.2-1+b1", "python3-pip": "23.0.1+dfsg-1"}
 
 

@@ -20,6 +20,7 @@ from synth.verify_cmd import (
     resolve_target,
     verify,
 )
+from tests.distill_runs import manifest
 
 SYNTH = [sys.executable, "-m", "synth"]
 
@@ -90,10 +91,8 @@ def test_usage_errors(tmp_path: Path) -> None:
     settings = Settings.load(artifacts_dir=tmp_path / "art")
     art = tmp_path / "export"
     art.mkdir()
-    golden = Path(__file__).resolve().parents[1] / "golden" / "export-basic" / "manifest.json"
-    manifest = json.loads(golden.read_text(encoding="utf-8"))
-    (art / "manifest.json").write_text(json.dumps({**manifest, "task": "t",
-                                                   "python": "/opt/venv/bin/python"}))
+    (art / "manifest.json").write_text(json.dumps(manifest(task="t",
+                                                           python="/opt/venv/bin/python")))
     target = resolve_target(str(art), settings, "docker")
     assert target.kind == "artifact"
     with pytest.raises(UsageError, match="--rebuild"):
