@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -61,7 +60,6 @@ VERIFY_DOCUMENT = FileKind("verify.json", "verify", model.VERIFY_FORMAT, 64 * Mi
 INPUT_FILES = (RUN_RECORD, AUDIT_LOG, APT_STATE, DIFF_STATE, ENV_STATE, PYTHON_STATE)
 #: How many schema errors one message lists.
 _MAX_ERRORS = 5
-_SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")
 
 
 def _fail(where: str, what: str) -> InputFileError:
@@ -104,10 +102,14 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+#: One decoder for every file (json.loads with arguments builds one per call).
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def parse_json(text: str, where: str) -> Any:
     """One JSON value; ``where`` names it in errors (``path`` or ``path:line``)."""
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
+        doc = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise _fail(where, f"not valid JSON: {exc.msg} (line {exc.lineno} column "
                     f"{exc.colno})") from None
@@ -115,7 +117,8 @@ def parse_json(text: str, where: str) -> Any:
         raise _fail(where, "JSON nested too deeply") from None
     except ValueError as exc:
         raise _fail(where, f"not valid JSON: {_clip(str(exc))}") from None
-    if _SURROGATE_ESCAPE.search(text) and not _encodable(doc):
+    # JSON escapes are a lowercase \u: a substring test first, the walk only then.
+    if ("\\ud" in text or "\\uD" in text) and not _encodable(doc):
         raise _fail(where, "holds a lone UTF-16 surrogate (\\ud800-\\udfff), not text")
     return doc
 

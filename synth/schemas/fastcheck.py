@@ -29,6 +29,11 @@ class Unsupported(Exception):
     """The schema uses a keyword this checker does not implement."""
 
 
+def _type_set(value: str | list[str]) -> frozenset[type]:
+    names = [value] if isinstance(value, str) else list(value)
+    return frozenset(t for n in names for t in _TYPES[n])
+
+
 def _same(a: Any, b: Any) -> bool:
     """JSON equality, strictly: ``1`` is not ``true`` and not ``1.0`` (stricter is sound)."""
     if type(a) is not type(b):
@@ -47,6 +52,33 @@ def _all_of(checks: tuple[Check, ...]) -> Check:
     def check(v: Any) -> bool:  # a loop, not all(<generator>): twice as fast here
         for c in checks:  # noqa: SIM110
             if not c(v):
+                return False
+        return True
+
+    return check
+
+
+def _string_condition(schema: Any) -> Check | None:
+    """An ``if`` that only asks for required keys and string constants (a discriminator,
+    e.g. ``type``/``source`` of an audit record), as one exact dict lookup; else None."""
+    if not isinstance(schema, Mapping) or set(schema) - {"properties", "required"}:
+        return None
+    tests: list[tuple[str, frozenset[str]]] = []
+    for key, sub in (schema.get("properties") or {}).items():
+        options = [sub["const"]] if set(sub) == {"const"} else sub.get("enum") if set(
+            sub) == {"enum"} else None
+        if not options or not all(type(o) is str for o in options):
+            return None
+        tests.append((key, frozenset(options)))
+    required = tuple(schema.get("required") or ())
+
+    def check(v: Any) -> bool:
+        if type(v) is not dict:
+            return True
+        if any(k not in v for k in required):
+            return False
+        for key, allowed in tests:
+            if key in v and (type(v[key]) is not str or v[key] not in allowed):
                 return False
         return True
 
@@ -98,14 +130,18 @@ class _Compiler:
         return self._ref(value)
 
     def _kw_type(self, value: str | list[str], _s: Mapping[str, Any]) -> Check:
-        names = [value] if isinstance(value, str) else list(value)
-        allowed = frozenset(t for n in names for t in _TYPES[n])
+        allowed = _type_set(value)
         return lambda v: type(v) in allowed
 
     def _kw_const(self, value: Any, _s: Mapping[str, Any]) -> Check:
+        if type(value) is str:
+            return lambda v: type(v) is str and v == value
         return lambda v: _same(v, value)
 
     def _kw_enum(self, value: list[Any], _s: Mapping[str, Any]) -> Check:
+        if all(x is None or type(x) is str for x in value):
+            names = frozenset(value)
+            return lambda v: (v is None or type(v) is str) and v in names
         return lambda v: any(_same(v, x) for x in value)
 
     def _kw_minimum(self, value: float, _s: Mapping[str, Any]) -> Check:
@@ -115,15 +151,39 @@ class _Compiler:
         rx = re.compile(value)
         return lambda v: not isinstance(v, str) or rx.search(v) is not None
 
+    def _kw_minItems(self, value: int, _s: Mapping[str, Any]) -> Check:
+        return lambda v: type(v) is not list or len(v) >= value
+
+    def _kw_maxItems(self, value: int, _s: Mapping[str, Any]) -> Check:
+        return lambda v: type(v) is not list or len(v) <= value
+
+    def _kw_minProperties(self, value: int, _s: Mapping[str, Any]) -> Check:
+        return lambda v: type(v) is not dict or len(v) >= value
+
+    def _kw_not(self, value: Any, _s: Mapping[str, Any]) -> Check:
+        # Negation is sound only over an exact check: string constants.
+        if isinstance(value, Mapping) and set(value) == {"const"} and type(
+                value["const"]) is str:
+            const = value["const"]
+            return lambda v: not (type(v) is str and v == const)
+        raise Unsupported("not (other than of a string const)")
+
     def _kw_required(self, value: list[str], _s: Mapping[str, Any]) -> Check:
         return lambda v: not isinstance(v, dict) or all(k in v for k in value)
 
     def _kw_properties(self, value: Mapping[str, Any], _s: Mapping[str, Any]) -> Check:
-        props = tuple((k, self.compile(s)) for k, s in value.items())
+        # Most properties only name their types: checked inline, without a call each.
+        typed = tuple((k, _type_set(sub["type"])) for k, sub in value.items()
+                      if isinstance(sub, Mapping) and set(sub) == {"type"})
+        props = tuple((k, self.compile(sub)) for k, sub in value.items()
+                      if not (isinstance(sub, Mapping) and set(sub) == {"type"}))
 
         def check(v: Any) -> bool:
             if type(v) is not dict:
                 return True
+            for key, allowed in typed:
+                if key in v and type(v[key]) not in allowed:
+                    return False
             for key, prop in props:  # noqa: SIM110 (a loop: faster than all())
                 if key in v and not prop(v[key]):
                     return False
@@ -155,7 +215,7 @@ class _Compiler:
         return lambda v: any(p(v) for p in parts)
 
     def _kw_if(self, value: Any, s: Mapping[str, Any]) -> Check:
-        cond = self.compile(value)
+        cond = _string_condition(value) or self.compile(value)
         then = self.compile(s.get("then", True))
         other = self.compile(s.get("else", True))
         return lambda v: then(v) if cond(v) else other(v)

@@ -262,3 +262,20 @@ def test_python_json_has_one_reader() -> None:
     # The runner writes it; the store reads it. Nothing else names it.
     assert sorted(readers) == ["session/runner.py"], readers
     assert PYTHON_STATE.rel == "state/python.json" and AUDIT_LOG.rel == "audit.jsonl"
+
+
+def test_valid_files_never_load_jsonschema(run_dir: Path) -> None:
+    # Importing jsonschema takes seconds (its format checkers build grammars): the fast
+    # check must answer for every valid file, so that only a refusal pays for it.
+    golden = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
+    code = ("import sys\nfrom pathlib import Path\n"
+            "from synth.store import ArtifactDir, RunDir\n"
+            f"run = RunDir(Path({str(run_dir)!r}))\n"
+            "run.run_record(); run.audit(); run.apt_state(); run.python_state()\n"
+            "run.diff_state(); run.env_state(); run.claims()\n"
+            f"art = ArtifactDir(Path({str(golden)!r}))\n"
+            "art.manifest(); art.export_report()\n"
+            "assert 'jsonschema' not in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr
