@@ -23,8 +23,8 @@ from synth.atomic import dumps_json
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.lock import Lock, render_lock
 from synth.distill.plan import BuildPlan
+from synth.model import EXPORT_REPORT_FORMAT
 
-REPORT_FORMAT = 1
 _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 
 
@@ -114,7 +114,7 @@ def report_counts(plan: BuildPlan) -> dict[str, int]:
 
 def report_json(plan: BuildPlan) -> dict[str, Any]:
     return {
-        "format": REPORT_FORMAT,
+        "format": EXPORT_REPORT_FORMAT,
         "task": plan.task,
         "run_id": plan.run_id,
         "command": plan.regenerate_command,

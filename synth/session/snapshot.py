@@ -18,8 +18,12 @@ from typing import Any
 
 from synth.engine.docker import Container
 from synth.errors import RunError
-
-STATE_FORMAT = 1
+from synth.model import (
+    APT_STATE_FORMAT,
+    DIFF_STATE_FORMAT,
+    ENV_STATE_FORMAT,
+    PYTHON_STATE_FORMAT,
+)
 
 # ------------------------------------------------------------------ docker diff
 
@@ -69,7 +73,7 @@ def classify_diff(changes: Iterable[tuple[str, str]]) -> dict[str, Any]:
             real.append({"kind": kind, "path": path})
         else:
             noise.append({"kind": kind, "path": path, "reason": reason})
-    return {"format": STATE_FORMAT, "changes": real, "noise": noise}
+    return {"format": DIFF_STATE_FORMAT, "changes": real, "noise": noise}
 
 
 # ------------------------------------------------------------------------ dpkg
@@ -96,7 +100,7 @@ def apt_state(
     changed = {k: [base[k], v] for k, v in final.items() if k in base and base[k] != v}
     manual = sorted(set(final_manual) - set(base_manual))
     return {
-        "format": STATE_FORMAT,
+        "format": APT_STATE_FORMAT,
         "base": dict(sorted(base.items())),
         "final": dict(sorted(final.items())),
         "added": dict(sorted(added.items())),
@@ -180,7 +184,7 @@ def env_state(base: Mapping[str, str], final: Mapping[str, str]) -> dict[str, An
     before, after = assignments(base), assignments(final)
     persisted = {n: v for n, (v, _) in after.items() if before.get(n, (None,))[0] != v}
     return {
-        "format": STATE_FORMAT,
+        "format": ENV_STATE_FORMAT,
         "persisted": dict(sorted(persisted.items())),
         "sources": {n: after[n][1] for n in sorted(persisted)},
     }
@@ -311,7 +315,7 @@ def python_state(
     interpreters: list[dict[str, Any]], claimed_python: str | None, errors: Sequence[str] = ()
 ) -> dict[str, Any]:
     return {
-        "format": STATE_FORMAT,
+        "format": PYTHON_STATE_FORMAT,
         "interpreters": interpreters,
         "primary": choose_primary(interpreters, claimed_python),
         "errors": list(errors),
