@@ -333,7 +333,7 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
 
     run_dir = run_dir.resolve()
     record = RunDir(run_dir).run_record()
-    loaded = load_run(run_dir)
+    loaded = load_run(run_dir, with_task=False)  # the task file is not the run's
     warnings: list[str] = []
     wheels = wheelhouse_index(record.wheelhouse) | wheelhouse_index(loader.settings.wheelhouse)
     interpreter: dict[str, str] = {"base_image": record.base_ref}

@@ -96,8 +96,10 @@ def _claims_error(run: RunDir) -> str | None:
     return None
 
 
-def load_run(run_dir: Path) -> LoadedRun:
-    """Read ``run_dir``; raises :class:`InputFileError` naming the file that is wrong."""
+def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:
+    """Read ``run_dir``; raises :class:`InputFileError` naming the file that is wrong.
+    ``with_task=False`` leaves the task file unread (``repo`` None): for readers such as
+    diff that need the run's own files only."""
     run_dir = run_dir.resolve()
     if not run_dir.is_dir():
         raise ExportError(f"{run_dir} is not a directory.")
@@ -117,5 +119,6 @@ def load_run(run_dir: Path) -> LoadedRun:
         interpreters=python.interpreters, primary=python.primary, changes=diff.changes,
         noise=diff.noise, persisted_env=env.persisted, env_sources=env.sources,
         claims_present=run.has(CLAIMS), claims_error=_claims_error(run),
-        repo=_load_repo(info.task_file), input_hashes=run.input_hashes(),
+        repo=_load_repo(info.task_file) if with_task else None,
+        input_hashes=run.input_hashes(),
     )
