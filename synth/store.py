@@ -15,6 +15,7 @@ See docs/formats.md ("Reading the files").
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -77,6 +78,8 @@ def read_text(path: Path, kind: FileKind) -> str:
     except FileNotFoundError:
         raise _fail(str(path), f"missing (a {kind.rel} file was expected)") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a link
+            raise _fail(str(path), "a symbolic link; links are never followed") from None
         raise _fail(str(path), f"cannot be opened ({exc.strerror or exc})") from None
     try:
         info = os.fstat(fd)
