@@ -249,40 +249,23 @@ def _with_wheelhouse(d: PyDist, wheels: set[tuple[str, str]]) -> PyDist:
 
 
 def pyramid_from_verify(data: Mapping[str, Any], where: Path) -> dict[str, dict[str, str]]:
-    """target name -> level -> "status[: reason]", from any report object holding ``levels``.
+    """target name -> level -> "status[: reason]", from a verify.json (read by the store)
+    through verify's own :class:`~verify.result.Report`; a report is named by its target's
+    kind, else by its key."""
+    from verify.result import Report
 
-    verify.json holds one report per verified target (rebuilt image, live image, host);
-    each report names its target; the key it sits under is the fallback name.
-    """
     fmt = data.get("format")
     if isinstance(fmt, int) and fmt > KNOWN_VERIFY_FORMAT:
         raise UsageError(f"{where}: verify format {fmt} is newer than this synth knows "
                          f"({KNOWN_VERIFY_FORMAT}).", hint="Upgrade synth.")
     out: dict[str, dict[str, str]] = {}
-
-    def visit(name: str, obj: Any, depth: int) -> None:
-        if isinstance(obj, dict):
-            levels = obj.get("levels")
-            if isinstance(levels, list) and all(isinstance(x, dict) for x in levels):
-                target = obj.get("target")
-                kind = target.get("kind") if isinstance(target, dict) else None
-                tname = str(kind or name or "target")
-                while tname in out:
-                    tname += "'"
-                out[tname] = {
-                    str(lv.get("level")): str(lv.get("status"))
-                    + (f": {lv['reason']}" if lv.get("reason") else "")
-                    for lv in levels
-                }
-                return
-            if depth < 3:
-                for key in sorted(obj):
-                    visit(str(key), obj[key], depth + 1)
-        elif isinstance(obj, list) and depth < 3:
-            for i, item in enumerate(obj):
-                visit(f"{name}[{i}]", item, depth + 1)
-
-    visit("", data, 0)
+    reports = data.get("reports") or {}
+    for key in sorted(reports):
+        report = Report.from_json(reports[key])
+        name = str(report.target.get("kind") or key)
+        while name in out:
+            name += "'"
+        out[name] = {r.level: r.summary for r in report.levels}
     return out
 
 
@@ -571,24 +554,10 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
 def _rebuilt_image(directory: Path) -> str | None:
     """The rebuilt image verify recorded for this artifact, if any."""
     path = _verify_json(directory)
-    data = read_verify(path) if path else {}
-    found: list[str] = []
-
-    def visit(obj: Any, depth: int) -> None:
-        if isinstance(obj, dict):
-            target = obj.get("target")
-            if isinstance(target, dict) and target.get("kind") == "rebuilt" and target.get(
-                    "image"):
-                found.append(str(target["image"]))
-            if depth < 3:
-                for v in obj.values():
-                    visit(v, depth + 1)
-        elif isinstance(obj, list) and depth < 3:
-            for v in obj:
-                visit(v, depth + 1)
-
-    visit(data, 0)
-    return found[0] if found else None
+    reports = (read_verify(path) if path else {}).get("reports") or {}
+    images = [str(r["target"]["image"]) for _k, r in sorted(reports.items())
+              if r["target"].get("kind") == "rebuilt" and r["target"].get("image")]
+    return images[0] if images else None
 
 
 # ------------------------------------------------------------------------------- images
