@@ -279,3 +279,24 @@ def test_valid_files_never_load_jsonschema(run_dir: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False, cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 0, proc.stderr
+
+
+def test_model_classes_read_every_schema_shaped_document() -> None:
+    # The documents test_schemas.py proves valid are exactly what the typed classes read.
+    from synth import model
+    from tests.unit.test_schemas import APT, AUDIT, DIFF, ENV, PYTHON, RUN
+
+    golden = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
+    assert model.RunRecord.from_json(RUN).live_image == RUN["live_image"]["ref"]
+    log = model.AuditLog(header=AUDIT[0], records=tuple(AUDIT[1:]))
+    assert [r.seq for r in log.commands()] == sorted(
+        r["seq"] for r in AUDIT[1:] if r["type"] == "command")
+    assert model.AptState.from_json(APT).base == APT["base"]
+    assert model.PythonState.from_json(PYTHON).primary == PYTHON["primary"]
+    assert len(model.DiffState.from_json(DIFF).changes) == len(DIFF["changes"])
+    assert model.EnvState.from_json(ENV).persisted == ENV["persisted"]
+    manifest = json.loads((golden / "manifest.json").read_text(encoding="utf-8"))
+    assert model.Manifest.from_json(manifest).files == manifest["files"]
+    for name, doc in [("run", RUN), ("apt-state", APT), ("python-state", PYTHON),
+                      ("diff-state", DIFF), ("env-state", ENV), ("manifest", manifest)]:
+        assert validate(doc, name) == [], name
