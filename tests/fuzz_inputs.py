@@ -37,9 +37,11 @@ from synth.store import (
     CLAIMS,
     DIFF_STATE,
     ENV_STATE,
+    EXPORT_REPORT,
     MANIFEST,
     PYTHON_STATE,
     RUN_RECORD,
+    VERIFY_DOCUMENT,
     FileKind,
     load_json,
     read_audit,
@@ -47,7 +49,7 @@ from synth.store import (
 from tests.distill_runs import cmd, dist, make_run_dir, system_python, venv
 
 RUN_KINDS = (RUN_RECORD, AUDIT_LOG, APT_STATE, PYTHON_STATE, DIFF_STATE, ENV_STATE, CLAIMS)
-ARTIFACT_KINDS = (MANIFEST, CLAIMS)
+ARTIFACT_KINDS = (MANIFEST, CLAIMS, EXPORT_REPORT, VERIFY_DOCUMENT)
 #: Exit codes a command may end with: success, or one SynthError kind.
 ERROR_CODES = frozenset(
     cls.exit_code for cls in vars(errors).values()
@@ -110,7 +112,21 @@ def build_world(root: Path) -> World:
     artifact = export_run(run_dir, Settings.load(artifacts_dir=root / "pristine"),
                           out_dir=root / "pristine-artifact", locker=fake_locker,
                           hash_downloads=False).artifact_dir
+    (artifact / VERIFY_DOCUMENT.rel).write_text(json.dumps(_verify_document(artifact)))
     return World(root, task_dir, run_dir, artifact)
+
+
+def _verify_document(artifact: Path) -> dict[str, Any]:
+    """A verify.json as ``synth verify --rebuild`` leaves one (diff reads it)."""
+    image = "synth-rebuilt/demo:0123456789ab"
+    level = {"level": "C0", "status": "pass", "reason": None, "metrics": {}, "details": {},
+             "seconds": 0.1}
+    return {"format": 1, "synth_version": "0.1.0", "require": "C1",
+            "target": {"kind": "artifact", "path": str(artifact), "task": "demo"},
+            "levels_selected": ["C0"], "build": {"image": image, "image_id": None},
+            "fidelity": None, "fingerprint": None, "decides": "rebuilt", "passed": True,
+            "reports": {"rebuilt": {"target": {"kind": "rebuilt", "image": image},
+                                    "levels": [level], "highest": "C0"}}}
 
 
 # ------------------------------------------------------------------------------ mutants
@@ -206,11 +222,12 @@ def mutate(path: Path, kind: FileKind, rng: random.Random) -> str:
 
 
 def refused(path: Path, kind: FileKind) -> bool:
-    """Does the store refuse this file (the oracle for "corrupt")?"""
+    """Does the store refuse this file (the oracle for "corrupt")? An optional file that
+    is not there is not refused."""
     try:
         if kind is AUDIT_LOG:
             read_audit(path)
-        elif kind is CLAIMS and not os.path.lexists(path):
+        elif kind in (CLAIMS, EXPORT_REPORT, VERIFY_DOCUMENT) and not os.path.lexists(path):
             return False
         else:
             load_json(path, kind)
@@ -331,14 +348,17 @@ def check_artifact_case(world: World, case: Path, kind: FileKind, rng: random.Ra
         expect = ({errors.InputFileError.exit_code, errors.NotFoundError.exit_code} if bad
                   else {errors.UsageError.exit_code})
         assert code in expect, (what, code, stderr)
-    else:
+    else:  # the artifact still resolves; only the missing --rebuild stops it
+        assert code == errors.UsageError.exit_code, (what, code, stderr)
+    if kind is CLAIMS:
         target = resolve_target(str(art), Settings.load(artifacts_dir=case), "docker")
         assert isinstance(target.claims, str) == bad, (what, target.claims)
     code, _stdout, stderr = run_cli("diff", str(art), str(art), "--json")
     assert code in (0, 1, 2), (what, code, stderr)
-    # (A folder with a Dockerfile and no manifest is still an artifact to diff: docs/diff.md.)
-    if bad and kind is MANIFEST and os.path.lexists(art / kind.rel):
-        assert code == 2, (what, "diff did not fail on a refused manifest", code)
+    # (A folder with a Dockerfile and no manifest is still an artifact to diff: docs/diff.md;
+    # export-report.json and verify.json are optional; claims.json is not diff's.)
+    if bad and kind is not CLAIMS and os.path.lexists(art / kind.rel):
+        assert code == 2, (what, f"diff did not fail on a refused {kind.rel}", code)
     assert snapshot(case) == before, (what, "an input was rewritten")
     return what
 
