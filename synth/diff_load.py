@@ -38,7 +38,7 @@ from synth.diff import (
 from synth.errors import EngineUnavailableError, NotFoundError, SynthError, UsageError
 from synth.fingerprint import Fingerprint, distribution_source
 from synth.model import VERIFY_FORMAT as KNOWN_VERIFY_FORMAT
-from synth.store import MANIFEST, ArtifactDir, RunDir, read_verify
+from synth.store import MANIFEST, ArtifactDir, RunDir, is_dir, read_verify
 
 #: Exit status of ``synth diff`` when it cannot compare (like diff(1)).
 DIFF_ERROR_EXIT = 2
@@ -230,7 +230,7 @@ def wheelhouse_index(path: str | Path | None) -> set[tuple[str, str]]:
     if not path:
         return set()
     folder = Path(path)
-    if not folder.is_dir():
+    if not is_dir(folder):  # a path recorded in run.json is data: it may not even be a name
         return set()
     out = set()
     for wheel in folder.glob("*.whl"):

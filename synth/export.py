@@ -24,7 +24,7 @@ from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candi
 from synth.errors import ExportError
 from synth.model import MANIFEST_FORMAT
 from synth.render import render_artifact
-from synth.store import sha256_file
+from synth.store import is_dir, is_file, sha256_file
 
 FORMATS = ("Dockerfile",)
 #: Never copied with the source: VCS data and bytecode differ between machines.
@@ -113,7 +113,7 @@ def run_wheelhouse(settings: Settings, run: LoadedRun) -> Path | None:
     """The host wheelhouse: the one configured, else the one the run recorded."""
     if settings.wheelhouse is not None:
         return settings.wheelhouse
-    if run.info.wheelhouse and Path(run.info.wheelhouse).is_dir():
+    if run.info.wheelhouse and is_dir(run.info.wheelhouse):
         return Path(run.info.wheelhouse)
     return None
 
@@ -153,7 +153,7 @@ def export_run(
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8")
         # The task's probes travel with the artifact: verify needs them.
-        if run.info.task_file and Path(run.info.task_file).is_file():
+        if run.info.task_file and is_file(run.info.task_file):
             shutil.copyfile(run.info.task_file, tmp / "task.toml")
         else:
             warnings.append("task file not found: the artifact carries no task.toml probes")

@@ -177,6 +177,23 @@ def iter_jsonl(path: Path, kind: FileKind) -> Iterator[tuple[int, dict[str, Any]
             yield number, check_document(doc, kind, where, versioned=header)
 
 
+def is_file(path: str | Path) -> bool:
+    """``Path.is_file()`` that says False, never raises, for a name the system refuses
+    (too long, a NUL byte): paths recorded in run files are data, not trusted names."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: str | Path) -> bool:
+    """``Path.is_dir()`` that says False, never raises (see :func:`is_file`)."""
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def sha256_file(path: Path) -> str:
     """The sha256 of a file's bytes, read in 1 MiB chunks."""
     h = hashlib.sha256()

@@ -36,7 +36,7 @@ from synth.errors import (
     UsageError,
     VerifyError,
 )
-from synth.store import ArtifactDir, RunDir, read_claims, sha256_file
+from synth.store import ArtifactDir, RunDir, is_file, read_claims, sha256_file
 from synth.task import Task, load_task
 from verify.c0_scan import DEFAULT_SCANNER, Scanner
 from verify.result import (
@@ -146,7 +146,7 @@ def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) ->
         raise
     run = read_run(run_dir)
     task_file = (run.get("task") or {}).get("task_file")
-    task = load_task_copy(Path(task_file)) if task_file and Path(task_file).is_file() else None
+    task = load_task_copy(Path(task_file)) if task_file and is_file(task_file) else None
     return Target("run", run_dir, task, _claims(run_dir / "claims.json"), run=run)
 
 

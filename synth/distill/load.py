@@ -14,7 +14,7 @@ from pathlib import Path
 
 from synth.errors import ExportError, InputFileError
 from synth.model import AptState, AuditRecord, Distribution, Interpreter, PathChange
-from synth.store import CLAIMS, RunDir, sha256_file
+from synth.store import CLAIMS, RunDir, is_file, sha256_file
 
 __all__ = [
     "AptState", "AuditRecord", "Distribution", "Interpreter", "LoadedRun", "PathChange",
@@ -67,7 +67,7 @@ class LoadedRun:
 
 
 def _load_repo(task_file: str | None) -> RepoRef | None:
-    if not task_file or not Path(task_file).is_file():
+    if not task_file or not is_file(task_file):
         return None
     from synth.task import load_task
 
