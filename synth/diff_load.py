@@ -270,9 +270,10 @@ def pyramid_from_verify(data: Mapping[str, Any], where: Path) -> dict[str, dict[
 
 
 def _verify_json(directory: Path) -> Path | None:
-    """Where ``synth verify`` left its verify.json for a run or an artifact directory."""
+    """Where ``synth verify`` left its verify.json for a run or an artifact directory (any
+    entry of that name: the store says what is wrong with one that is not a file)."""
     for cand in (directory / "verify" / "verify.json", directory / "verify.json"):
-        if cand.is_file():
+        if os.path.lexists(cand):
             return cand
     return None
 
