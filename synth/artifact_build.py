@@ -9,7 +9,6 @@ is passed as the BuildKit secret ``cacert`` so it never does either.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -21,15 +20,16 @@ from typing import Any
 from synth.config import Settings
 from synth.engine.build import BuildRequest, build_image, find_build_cli
 from synth.errors import BuildError, NotFoundError
+from synth.store import MANIFEST, ArtifactDir
 
 
 def read_manifest(artifact_dir: Path) -> dict[str, Any]:
-    path = artifact_dir / "manifest.json"
-    if not path.is_file():
+    """The artifact's manifest.json, read and checked by the store."""
+    artifact = ArtifactDir(artifact_dir)
+    if not artifact.has(MANIFEST):
         raise NotFoundError(f"{artifact_dir} is not a synth artifact (no manifest.json).",
                             hint="Make one with `synth export Dockerfile --run RUN`.")
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
+    return dict(artifact.manifest().raw)
 
 
 def _link(src: Path, dest: Path) -> None:

@@ -323,9 +323,15 @@ def runs_list(
     from synth.session.rundir import list_runs
 
     dirs = list_runs(Settings.load(artifacts_dir=artifacts), task)
-    rows = runs_view.views(dirs, runs_view.engine_sizes() if dirs else None, console.warn)
+    skipped: list[str] = []
+
+    def skip(message: str) -> None:
+        skipped.append(message)
+        console.warn(message)
+
+    rows = runs_view.views(dirs, runs_view.engine_sizes() if dirs else None, skip)
     if json_out:
-        console.print_json({"runs": rows})
+        console.print_json({"runs": rows, "skipped": skipped})
         return
     for r in rows:
         console.out.print(runs_view.list_line(r), markup=False, soft_wrap=True)
@@ -603,7 +609,8 @@ def _global_flags(argv: list[str]) -> list[str]:
 
 def _command_path(args: list[str]) -> str:
     """The (sub)command the words of the command line name, e.g. `runs list`."""
-    cmd: object = typer.main.get_command(app)
+    # Tests may stand the click command typer builds in for the app (built once).
+    cmd: object = typer.main.get_command(app) if isinstance(app, typer.Typer) else app
     words: list[str] = []
     for arg in args:
         if arg.startswith("-"):

@@ -9,14 +9,16 @@ image on the engine (compared through its environment fingerprint). ``run:``,
 
 from __future__ import annotations
 
-import json
+import os
 import re
 import shlex
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from synth import console
 from synth.config import Settings
@@ -33,13 +35,16 @@ from synth.diff import (
     render_terminal,
 )
 from synth.errors import EngineUnavailableError, NotFoundError, SynthError, UsageError
-from synth.fingerprint import Fingerprint, distribution_source, fingerprint_image
+from synth.fingerprint import Fingerprint, distribution_source
+from synth.model import VERIFY_FORMAT as KNOWN_VERIFY_FORMAT
+from synth.store import MANIFEST, ArtifactDir, RunDir, is_dir, read_verify
 
 #: Exit status of ``synth diff`` when it cannot compare (like diff(1)).
 DIFF_ERROR_EXIT = 2
-#: The newest verify.json format this reader knows (verify.result.VERIFY_FORMAT).
-KNOWN_VERIFY_FORMAT = 1
-_WHEEL_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+if TYPE_CHECKING:
+    from synth.distill.load import LoadedRun
+
+__all__ = ["KNOWN_VERIFY_FORMAT", "DiffOptions", "SideLoader", "diff_command"]
 
 
 @dataclass(frozen=True)
@@ -131,10 +136,10 @@ class SideLoader:
         if path.is_file() and path.name in ("run.json", "manifest.json", "Dockerfile"):
             path = path.parent
         if path.is_dir():
-            if (path / "run.json").is_file():
+            if os.path.lexists(path / "run.json"):
                 return load_run_side(path, self)
             for cand in (path, path / "export"):
-                if (cand / "manifest.json").is_file() or (cand / "Dockerfile").is_file():
+                if os.path.lexists(cand / "manifest.json") or (cand / "Dockerfile").is_file():
                     return load_artifact_side(cand, self)
             raise NotFoundError(
                 f"{path} is neither a run directory (no run.json) nor an artifact "
@@ -160,7 +165,7 @@ class SideLoader:
             return load_run_side(self.find_run(ref), self)
         if kind == "artifact":
             path = Path(ref)
-            if (path / "export" / "manifest.json").is_file():
+            if os.path.lexists(path / "export" / "manifest.json"):
                 path = path / "export"
             if not path.is_dir():
                 raise NotFoundError(f"Artifact directory {ref} does not exist.")
@@ -195,24 +200,14 @@ class SideLoader:
         if engine is None:
             assert self._engine_error is not None
             raise self._engine_error
+        from synth.fingerprint import fingerprint_image
+
         return fingerprint_image(engine, ref, python)
 
 
 # ----------------------------------------------------------------------------- helpers
-def _read_json(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path} is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise UsageError(f"{path} does not hold a JSON object.")
-    return data
-
-
 def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return str(canonicalize_name(name))
 
 
 def direct_url_kind(direct_url: Mapping[str, Any] | None) -> str | None:
@@ -231,13 +226,15 @@ def wheelhouse_index(path: str | Path | None) -> set[tuple[str, str]]:
     if not path:
         return set()
     folder = Path(path)
-    if not folder.is_dir():
+    if not is_dir(folder):  # a path recorded in run.json is data: it may not even be a name
         return set()
     out = set()
     for wheel in folder.glob("*.whl"):
-        m = _WHEEL_RE.match(wheel.name)
-        if m:
-            out.add((canonical(m["name"]), m["version"]))
+        try:
+            name, version, _build, _tags = parse_wheel_filename(wheel.name)
+        except InvalidWheelFilename:
+            continue
+        out.add((str(name), str(version)))
     return out
 
 
@@ -248,55 +245,38 @@ def _with_wheelhouse(d: PyDist, wheels: set[tuple[str, str]]) -> PyDist:
 
 
 def pyramid_from_verify(data: Mapping[str, Any], where: Path) -> dict[str, dict[str, str]]:
-    """target name -> level -> "status[: reason]", from any report object holding ``levels``.
+    """target name -> level -> "status[: reason]", from a verify.json (read by the store)
+    through verify's own :class:`~verify.result.Report`; a report is named by its target's
+    kind, else by its key."""
+    from verify.result import Report
 
-    verify.json holds one report per verified target (rebuilt image, live image, host);
-    each report names its target; the key it sits under is the fallback name.
-    """
     fmt = data.get("format")
     if isinstance(fmt, int) and fmt > KNOWN_VERIFY_FORMAT:
         raise UsageError(f"{where}: verify format {fmt} is newer than this synth knows "
                          f"({KNOWN_VERIFY_FORMAT}).", hint="Upgrade synth.")
     out: dict[str, dict[str, str]] = {}
-
-    def visit(name: str, obj: Any, depth: int) -> None:
-        if isinstance(obj, dict):
-            levels = obj.get("levels")
-            if isinstance(levels, list) and all(isinstance(x, dict) for x in levels):
-                target = obj.get("target")
-                kind = target.get("kind") if isinstance(target, dict) else None
-                tname = str(kind or name or "target")
-                while tname in out:
-                    tname += "'"
-                out[tname] = {
-                    str(lv.get("level")): str(lv.get("status"))
-                    + (f": {lv['reason']}" if lv.get("reason") else "")
-                    for lv in levels
-                }
-                return
-            if depth < 3:
-                for key in sorted(obj):
-                    visit(str(key), obj[key], depth + 1)
-        elif isinstance(obj, list) and depth < 3:
-            for i, item in enumerate(obj):
-                visit(f"{name}[{i}]", item, depth + 1)
-
-    visit("", data, 0)
+    reports = data.get("reports") or {}
+    for key in sorted(reports):
+        report = Report.from_json(reports[key])
+        name = str(report.target.get("kind") or key)
+        while name in out:
+            name += "'"
+        out[name] = {r.level: r.summary for r in report.levels}
     return out
 
 
 def _verify_json(directory: Path) -> Path | None:
-    """Where ``synth verify`` left its verify.json for a run or an artifact directory."""
+    """Where ``synth verify`` left its verify.json for a run or an artifact directory (any
+    entry of that name: the store says what is wrong with one that is not a file)."""
     for cand in (directory / "verify" / "verify.json", directory / "verify.json"):
-        if cand.is_file():
+        if os.path.lexists(cand):
             return cand
     return None
 
 
 def _load_pyramid(directory: Path) -> dict[str, dict[str, str]] | None:
     path = _verify_json(directory)
-    data = _read_json(path) if path else None
-    return pyramid_from_verify(data, path) if data is not None and path else None
+    return pyramid_from_verify(read_verify(path), path) if path else None
 
 
 def _against(dists: Mapping[str, PyDist]) -> tuple[tuple[str, str], ...]:
@@ -327,107 +307,79 @@ def _native_from_steps(
 
 # --------------------------------------------------------------------------------- runs
 def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
-    from synth.session.rundir import read_run
+    """A run as a side: every file through the store, so a corrupt or missing one is an
+    error (exit 2), never an "equal" section."""
+    from synth.distill.load import load_run
 
     run_dir = run_dir.resolve()
-    run = read_run(run_dir)
+    record = RunDir(run_dir).run_record()
+    loaded = load_run(run_dir, with_task=False)  # the task file is not the run's
     warnings: list[str] = []
-    python = _read_json(run_dir / "state" / "python.json")
-    apt = _read_json(run_dir / "state" / "apt.json")
-    env = _read_json(run_dir / "state" / "env.json")
-    task = run.get("task") or {}
-    agent = run.get("agent") or {}
-    live = run.get("live_image") or {}
-    base = run.get("base_image") or {}
-
-    wheels = wheelhouse_index(run.get("wheelhouse")) | wheelhouse_index(
-        loader.settings.wheelhouse)
+    wheels = wheelhouse_index(record.wheelhouse) | wheelhouse_index(loader.settings.wheelhouse)
+    interpreter: dict[str, str] = {"base_image": record.base_ref}
     dists: dict[str, PyDist] | None = None
-    interpreter: dict[str, str] = {"base_image": str(base.get("ref", ""))}
-    primary_path: str | None = None
-    if python is None:
-        warnings.append("state/python.json missing: Python distributions unknown")
+    interp = next((i for i in loaded.interpreters if i.path == loaded.primary), None)
+    if interp is None:
+        warnings.append("no primary interpreter in state/python.json")
     else:
-        primary_path = python.get("primary")
-        interp = next((i for i in python.get("interpreters", [])
-                       if i.get("path") == primary_path), None)
-        if interp is None:
-            warnings.append("no primary interpreter in state/python.json")
-        else:
-            interpreter.update(python=str(interp.get("version", "")), path=str(primary_path))
-            dists = {}
-            for d in interp.get("distributions", []):
-                du = d.get("direct_url")
-                pd = PyDist(
-                    name=canonical(str(d["name"])), version=d.get("version"),
-                    source=distribution_source(
-                        direct_url_kind(du), (du or {}).get("url"),
-                        bool(((du or {}).get("dir_info") or {}).get("editable")),
-                        installer=d.get("installer"),
-                    ),
-                    url=(du or {}).get("url"),
-                )
-                dists[pd.name] = _with_wheelhouse(pd, wheels)
-
-    apt_added: dict[str, str] | None = None
-    apt_all: dict[str, str] | None = None
-    if apt is not None:
-        apt_added = {str(k): str(v) for k, v in (apt.get("added") or {}).items()}
-        apt_added.update({str(k): str(v[1]) for k, v in (apt.get("changed") or {}).items()})
-        apt_all = {str(k): str(v) for k, v in (apt.get("final") or {}).items()} or None
-
-    native = _run_native_builds(run_dir, dists or {}, warnings)
-
-    size, why = loader.image_size(live.get("ref"))
-    if why:
-        warnings.append(why)
-    fp = None
-    if loader.fingerprint and live.get("ref") and primary_path:
-        if size is None:
-            warnings.append(f"cannot fingerprint the live image {live['ref']} ({why})")
-        else:
-            fp = loader.fingerprint_of(str(live["ref"]), primary_path)
-
-    dockerfile = None
+        interpreter.update(python=interp.version, path=interp.path)
+        dists = {}
+        for d in interp.distributions:
+            du = d.direct_url
+            pd = PyDist(
+                name=canonical(d.name), version=d.version or None,
+                source=distribution_source(direct_url_kind(du), d.url, d.editable,
+                                           installer=d.installer),
+                url=d.url,
+            )
+            dists[pd.name] = _with_wheelhouse(pd, wheels)
+    apt_added = dict(loaded.apt.added)
+    apt_added.update({k: v[1] for k, v in loaded.apt.changed.items()})
+    native = _run_native_builds(loaded, dists or {}, warnings)
+    size, fp = _live_image_facts(record.live_image, loaded.primary, loader, warnings)
     exported = run_dir / "export" / "Dockerfile"
-    if exported.is_file():
-        dockerfile = dockerfile_steps(exported.read_text(encoding="utf-8"))
-
-    script = agent.get("script")
+    dockerfile = (dockerfile_steps(exported.read_text(encoding="utf-8"))
+                  if exported.is_file() else None)
     return Side(
         kind="run",
-        label=f"{task.get('name', run_dir.parent.name)}/{run.get('run_id', run_dir.name)}",
+        label=f"{record.task_name}/{record.run_id}",
         identity={
-            "run_dir": str(run_dir), "run_id": run.get("run_id"), "task": task.get("name"),
-            "agent": agent.get("kind"), "script": Path(script).name if script else None,
-            "status": run.get("status"), "live_image": live.get("ref"),
+            "run_dir": str(run_dir), "run_id": record.run_id, "task": record.task_name,
+            "agent": record.agent_kind,
+            "script": Path(record.agent_script).name if record.agent_script else None,
+            "status": record.status, "live_image": record.live_image,
         },
-        interpreter=interpreter,
-        distributions=dists,
-        apt_added=apt_added,
-        apt_all=apt_all,
-        env=({str(k): str(v) for k, v in (env.get("persisted") or {}).items()}
-             if env is not None else None),
-        native_builds=native,
-        dockerfile=dockerfile,
-        pyramid=_load_pyramid(run_dir),
-        image_size=size,
-        fingerprint=fp,
-        warnings=tuple(warnings),
+        interpreter=interpreter, distributions=dists, apt_added=apt_added,
+        apt_all=dict(loaded.apt.final) or None, env=dict(loaded.persisted_env),
+        native_builds=native, dockerfile=dockerfile, pyramid=_load_pyramid(run_dir),
+        image_size=size, fingerprint=fp, warnings=tuple(warnings),
     )
 
 
+def _live_image_facts(live: str | None, primary: str | None, loader: SideLoader,
+                      warnings: list[str]) -> tuple[int | None, Fingerprint | None]:
+    """The live image's size and (with --fingerprint) its fingerprint, when it is there."""
+    size, why = loader.image_size(live)
+    if why:
+        warnings.append(why)
+    if not (loader.fingerprint and live and primary):
+        return size, None
+    if size is None:
+        warnings.append(f"cannot fingerprint the live image {live} ({why})")
+        return size, None
+    return size, loader.fingerprint_of(live, primary)
+
+
 def _run_native_builds(
-    run_dir: Path, dists: Mapping[str, PyDist], warnings: list[str]
+    run: LoadedRun, dists: Mapping[str, PyDist], warnings: list[str]
 ) -> tuple[NativeBuildInfo, ...] | None:
     """The run's native builds as export would replay them (the distilled plan)."""
     from dataclasses import asdict
 
-    from synth.distill.load import load_run
     from synth.distill.plan import distill
 
     try:
-        plan = distill(load_run(run_dir))
+        plan = distill(run)
     except SynthError as exc:
         warnings.append(f"native builds unknown: the run does not distill ({exc.message})")
         return None
@@ -520,8 +472,9 @@ def dockerfile_native_builds(text: str) -> list[Mapping[str, Any]]:
 def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
     directory = directory.resolve()
     warnings: list[str] = []
-    manifest = _read_json(directory / "manifest.json") or {}
-    report = _read_json(directory / "export-report.json")
+    artifact = ArtifactDir(directory)
+    manifest = artifact.manifest().raw if artifact.has(MANIFEST) else {}
+    report = artifact.export_report()
     dockerfile_path = directory / "Dockerfile"
     steps = (dockerfile_steps(dockerfile_path.read_text(encoding="utf-8"))
              if dockerfile_path.is_file() else None)
@@ -599,24 +552,10 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
 def _rebuilt_image(directory: Path) -> str | None:
     """The rebuilt image verify recorded for this artifact, if any."""
     path = _verify_json(directory)
-    data = (_read_json(path) if path else None) or {}
-    found: list[str] = []
-
-    def visit(obj: Any, depth: int) -> None:
-        if isinstance(obj, dict):
-            target = obj.get("target")
-            if isinstance(target, dict) and target.get("kind") == "rebuilt" and target.get(
-                    "image"):
-                found.append(str(target["image"]))
-            if depth < 3:
-                for v in obj.values():
-                    visit(v, depth + 1)
-        elif isinstance(obj, list) and depth < 3:
-            for v in obj:
-                visit(v, depth + 1)
-
-    visit(data, 0)
-    return found[0] if found else None
+    reports = (read_verify(path) if path else {}).get("reports") or {}
+    images = [str(r["target"]["image"]) for _k, r in sorted(reports.items())
+              if r["target"].get("kind") == "rebuilt" and r["target"].get("image")]
+    return images[0] if images else None
 
 
 # ------------------------------------------------------------------------------- images
@@ -664,6 +603,4 @@ def _run_primary(loader: SideLoader, labels: Mapping[str, str]) -> str | None:
         run_dir = loader.find_run(f"{task}/{run_id}")
     except NotFoundError:
         return None
-    python = _read_json(run_dir / "state" / "python.json") or {}
-    primary = python.get("primary")
-    return str(primary) if primary else None
+    return RunDir(run_dir).python_state().primary

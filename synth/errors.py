@@ -105,6 +105,17 @@ class GpuRuntimeUnavailableError(EngineError):
     )
 
 
+class InputFileError(SynthError):
+    """A run or artifact file is missing, oversized, malformed or of a newer format.
+
+    Missing, unreadable, oversized, not UTF-8, not JSON, not in its schema or of a newer
+    format: the message names the file (and the line of a JSONL file) and what is wrong.
+    Raised only by :mod:`synth.store`."""
+
+    exit_code = 23
+    default_hint = "Check the file against docs/formats.md; synth never repairs or guesses."
+
+
 # ------------------------------------------------------------------- exit codes
 #: Exit codes that report an outcome rather than a SynthError (each kind above has its own).
 EXIT_OK = 0

@@ -22,13 +22,14 @@ from synth.atomic import dumps_json
 from synth.base_images import base_manifest
 from synth.config import Settings
 from synth.distill.apt_source import AptSources, apt_sources
-from synth.distill.load import LoadedRun, load_run, sha256_file
+from synth.distill.load import LoadedRun, load_run
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
 from synth.errors import ExportError
+from synth.model import MANIFEST_FORMAT
 from synth.render import reader_facts, render_artifact
+from synth.store import is_dir, is_file, sha256_file
 
-MANIFEST_FORMAT = 1
 FORMATS = ("Dockerfile",)
 #: Never copied with the source: VCS data and bytecode differ between machines.
 _SOURCE_SKIP = (".git", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
@@ -139,7 +140,7 @@ def run_wheelhouse(settings: Settings, run: LoadedRun) -> Path | None:
     """The host wheelhouse: the one configured, else the one the run recorded."""
     if settings.wheelhouse is not None:
         return settings.wheelhouse
-    if run.info.wheelhouse and Path(run.info.wheelhouse).is_dir():
+    if run.info.wheelhouse and is_dir(run.info.wheelhouse):
         return Path(run.info.wheelhouse)
     return None
 
@@ -233,13 +234,16 @@ def export_run(
     files = render_artifact(plan, locks, apt=apt, reader=reader_facts(run.info.task_file))
     dest.parent.mkdir(parents=True, exist_ok=True)
     warnings = list(plan.warnings)
+    if run.claims_error:
+        warnings.append(f"claims.json is not valid, so verify's C5 will fail on it: "
+                        f"{run.claims_error}")
     with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
         tmp = Path(tmp_str) / "artifact"
         tmp.mkdir()
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8")
         # The task's probes travel with the artifact: verify needs them.
-        if run.info.task_file and Path(run.info.task_file).is_file():
+        if run.info.task_file and is_file(run.info.task_file):
             shutil.copyfile(run.info.task_file, tmp / "task.toml")
         else:
             warnings.append("task file not found: the artifact carries no task.toml probes")

@@ -14,11 +14,13 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synth.engine.base import ContainerSpec, Runtime
-from synth.engine.docker import DockerEngine
 from synth.errors import VerifyError
+
+if TYPE_CHECKING:  # only the type: importing the pure comparison never loads docker-py
+    from synth.engine.docker import DockerEngine
 
 #: The fingerprint format this module reads; the probe writes it in ``format``.
 FINGERPRINT_FORMAT = 1

@@ -26,8 +26,8 @@ from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.load import repo_name
 from synth.distill.lock import Lock, render_lock
 from synth.distill.plan import BuildPlan
+from synth.model import EXPORT_REPORT_FORMAT
 
-REPORT_FORMAT = 1
 #: Distributions that only exist for CUDA: an image with one of them wants a GPU.
 _CUDA_NAME = re.compile(r"^(nvidia-|cupy-cuda|jax-cuda|torch-cuda)|(^|-)cu\d+$")
 _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
@@ -222,7 +222,7 @@ def report_counts(plan: BuildPlan) -> dict[str, int]:
 
 def report_json(plan: BuildPlan) -> dict[str, Any]:
     return {
-        "format": REPORT_FORMAT,
+        "format": EXPORT_REPORT_FORMAT,
         "task": plan.task,
         "run_id": plan.run_id,
         "command": plan.regenerate_command,

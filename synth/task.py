@@ -6,12 +6,20 @@ the line: pydantic validates, and :func:`_locate` maps a field path back to its 
 
 from __future__ import annotations
 
+import posixpath
 import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from synth.errors import NotFoundError, TaskError
 
@@ -19,6 +27,8 @@ Level = Literal["C0", "C0i", "C1", "C2", "C3", "C4", "C5"]
 LEVELS: tuple[Level, ...] = ("C0", "C0i", "C1", "C2", "C3", "C4", "C5")
 
 _Strict = ConfigDict(extra="forbid", frozen=True, strict=True)
+#: A task file is a few lines; anything bigger is not one.
+MAX_TASK_FILE_BYTES = 1 << 20
 
 
 class RepoSpec(BaseModel):
@@ -29,6 +39,13 @@ class RepoSpec(BaseModel):
     url: str | None = None
     commit: str | None = None
 
+    @field_validator("path")
+    @classmethod
+    def _path_inside(cls, path: str | None) -> str | None:
+        if path is not None:
+            _inside_task_folder(path)
+        return path
+
     @model_validator(mode="after")
     def _one_source(self) -> RepoSpec:
         if (self.path is None) == (self.url is None):
@@ -38,6 +55,15 @@ class RepoSpec(BaseModel):
         ):
             raise ValueError("a git `url` needs `commit`, a hex commit id")
         return self
+
+
+def _inside_task_folder(path: str) -> None:
+    """``repo.path`` names a folder inside the task folder: relative, never climbing out."""
+    if "\x00" in path or not path.strip():
+        raise ValueError("`path` must be a folder name, not empty and without NUL bytes")
+    if path.startswith(("/", "~")) or posixpath.normpath(path).split("/")[0] == "..":
+        raise ValueError(f"`path` {path[:200]!r} leaves the task folder; give a folder "
+                         "relative to it")
 
 
 class PythonSpec(BaseModel):
@@ -89,7 +115,7 @@ class VerifySettings(BaseModel):
 
 class Task(BaseModel):
     model_config = _Strict
-    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=100)]
     description: str = ""
     base_image: str = Field(min_length=1)
     repo: RepoSpec
@@ -126,34 +152,75 @@ class Task(BaseModel):
 
 def find_task_file(ref: str | Path, tasks_root: Path | None = None) -> Path:
     """A task named by directory, by ``task.toml`` path, or by name under ``tasks/``."""
-    p = Path(ref)
-    candidates = [p / "task.toml" if p.is_dir() else p]
-    if tasks_root is not None and not p.exists():
-        candidates.append(tasks_root / str(ref) / "task.toml")
-    for cand in candidates:
-        if cand.is_file():
-            return cand.resolve()
+    try:
+        p = Path(ref)
+        candidates = [p / "task.toml" if p.is_dir() else p]
+        if tasks_root is not None and not p.exists():
+            candidates.append(tasks_root / str(ref) / "task.toml")
+        for cand in candidates:
+            if cand.is_file():
+                return cand.resolve()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+        raise NotFoundError(f"No task file at {str(ref)[:200]!r}: {exc}.") from None
     raise NotFoundError(
         f"No task file at {ref}.",
         hint="Name a task directory holding task.toml, or a task under tasks/.",
     )
 
 
-def load_task(ref: str | Path, tasks_root: Path | None = None) -> Task:
+def _read_task_text(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_TASK_FILE_BYTES + 1)
+    except OSError as exc:
+        raise TaskError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_TASK_FILE_BYTES:
+        raise TaskError(f"{path}: over {MAX_TASK_FILE_BYTES} bytes; not a task file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise TaskError(f"{path}:{line}: not UTF-8 (byte {exc.start})") from None
+
+
+def load_task(ref: str | Path, tasks_root: Path | None = None, *,
+              require_repo: bool = True) -> Task:
+    """Read and check a task file. ``require_repo=False`` for a task file copied away from
+    its repository (an artifact's ``task.toml``): ``repo.path`` need not exist there."""
     path = find_task_file(ref, tasks_root)
-    text = path.read_text(encoding="utf-8")
+    text = _read_task_text(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TaskError(f"{path}: not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise TaskError(f"{path}: not a task file: tables or arrays nested too deeply") from None
     try:
         task = Task.model_validate({**data, "task_dir": path.parent, "task_file": path})
     except ValidationError as exc:
         raise TaskError(_format_errors(path, text, exc)) from exc
-    if task.repo_path is not None and not task.repo_path.is_dir():
-        line = _locate(text, ("repo", "path"))
-        raise TaskError(f"{path}:{line}: field `repo.path`: {task.repo_path} is not a directory")
+    except RecursionError:
+        raise TaskError(f"{path}: not a task file: values nested too deeply") from None
+    if require_repo:
+        _check_repo_folder(task, path, text)
     return task
+
+
+def _check_repo_folder(task: Task, path: Path, text: str) -> None:
+    """``repo.path`` exists and, links followed, stays inside the task folder."""
+    repo = task.repo_path
+    if repo is None:
+        return
+    line = _locate(text, ("repo", "path"))
+    if not repo.is_relative_to(task.task_dir.resolve()):
+        raise TaskError(f"{path}:{line}: field `repo.path`: {repo} is outside the task "
+                        f"folder {task.task_dir.resolve()}")
+    try:
+        is_dir = repo.is_dir()
+    except OSError as exc:  # a name too long for the file system
+        raise TaskError(f"{path}:{line}: field `repo.path`: {exc.strerror}") from None
+    if not is_dir:
+        raise TaskError(f"{path}:{line}: field `repo.path`: {repo} is not a directory")
 
 
 def _format_errors(path: Path, text: str, exc: ValidationError) -> str:
@@ -172,7 +239,8 @@ def _format_errors(path: Path, text: str, exc: ValidationError) -> str:
             line = _locate(text, loc)
         got = err.get("input")
         if err["type"] not in ("missing",) and not isinstance(got, dict):
-            msg += f" (got {got!r})"
+            shown = repr(got)
+            msg += f" (got {shown[:200]}{'…' if len(shown) > 200 else ''})"
         lines.append(f"{path}:{line}: field `{field}`: {msg}")
     return "\n".join(lines)
 

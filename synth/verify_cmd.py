@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import subprocess
 import time
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,12 +34,13 @@ from synth.config import Settings
 from synth.errors import (
     BuildError,
     GpuRuntimeUnavailableError,
+    InputFileError,
     NotFoundError,
     SynthError,
-    TaskError,
     UsageError,
     VerifyError,
 )
+from synth.store import ArtifactDir, RunDir, is_file, read_claims
 from synth.task import Task, load_task
 from verify.c0_scan import DEFAULT_SCANNER, Scanner
 from verify.result import (
@@ -47,7 +48,6 @@ from verify.result import (
     LEVELS,
     VERIFY_FORMAT,
     Level,
-    LevelResult,
     Report,
     fidelity,
     parse_level,
@@ -87,7 +87,8 @@ class Target:
     kind: Literal["run", "artifact", "task"]
     path: Path
     task: Task | None
-    claims: Mapping[str, Any] | None
+    #: The agent's claims; a str: why its claims.json is bad (C5 fails with it alone).
+    claims: Mapping[str, Any] | str | None
     run: Mapping[str, Any] | None = None
     manifest: Mapping[str, Any] | None = None
 
@@ -116,39 +117,24 @@ class VerifyOutcome:
 
 
 # ------------------------------------------------------------------------ resolving
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except json.JSONDecodeError as exc:
-        raise VerifyError(f"{path} is not valid JSON: {exc}") from exc
-
-
 def load_task_copy(path: Path) -> Task:
     """A task from a ``task.toml`` whose repo folder may not sit beside it (an artifact's copy)."""
+    return load_task(path, require_repo=False)
+
+
+def _claims(path: Path) -> Mapping[str, Any] | str | None:
+    """The claims at ``path``, None when there are none, or why they are bad (a str)."""
     try:
-        return load_task(path)
-    except TaskError:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        try:
-            return Task.model_validate({**data, "task_dir": path.parent, "task_file": path})
-        except ValueError as exc:
-            raise TaskError(f"{path}: not a valid task file: {exc}") from exc
-
-
-def _claims(path: Path) -> Mapping[str, Any] | None:
-    data = _read_json(path)
-    if data is None:
-        return None
-    return data if isinstance(data, Mapping) else {"_invalid": True}
+        return read_claims(path)
+    except InputFileError as exc:
+        return exc.message
 
 
 def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) -> Target:
     path = Path(ref) if ref else None
-    if path is not None and (path / "manifest.json").is_file():
+    if path is not None and os.path.lexists(path / "manifest.json"):
         path = path.resolve()
-        manifest = _read_json(path / "manifest.json") or {}
+        manifest = ArtifactDir(path).manifest().raw
         task = load_task_copy(path / "task.toml") if (path / "task.toml").is_file() else None
         return Target("artifact", path, task, _claims(path / "claims.json"), manifest=manifest)
     if runtime == "host" and path is not None and (
@@ -171,7 +157,7 @@ def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) ->
         raise
     run = read_run(run_dir)
     task_file = (run.get("task") or {}).get("task_file")
-    task = load_task_copy(Path(task_file)) if task_file and Path(task_file).is_file() else None
+    task = load_task_copy(Path(task_file)) if task_file and is_file(task_file) else None
     return Target("run", run_dir, task, _claims(run_dir / "claims.json"), run=run)
 
 
@@ -196,8 +182,7 @@ def default_out_dir(target: Target, settings: Settings, runtime: RuntimeKind) ->
 
 
 def _run_python(run_dir: Path) -> str:
-    state = _read_json(run_dir / "state" / "python.json") or {}
-    primary = state.get("primary")
+    primary = RunDir(run_dir).python_state().primary
     if not primary:
         raise VerifyError(f"{run_dir}/state/python.json names no primary interpreter.",
                           hint="Was the run's final state captured? `synth runs show RUN`.")
@@ -392,7 +377,7 @@ def _rebuilt_tag(task_name: str, files: Mapping[str, str], manifest_bytes: bytes
 
 def _checked_artifact(artifact_dir: Path, allow_modified: bool, doc: dict[str, Any],
                       say: Say) -> dict[str, str]:
-    manifest = _read_json(artifact_dir / "manifest.json") or {}
+    manifest = ArtifactDir(artifact_dir).manifest().raw
     files, problems = check_artifact(artifact_dir, manifest)
     doc["artifact_check"] = {"files": len(files), "problems": problems,
                              "allow_modified": allow_modified}
@@ -544,7 +529,7 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
     if opts.rebuild:
         artifact_dir = (target.path if target.kind == "artifact"
                         else _artifact_for_run(target, settings, say))
-        manifest = _read_json(artifact_dir / "manifest.json") or {}
+        manifest = ArtifactDir(artifact_dir).manifest().raw
         python = _manifest_python(manifest, artifact_dir)
         files = _checked_artifact(artifact_dir, opts.allow_modified, doc, say)
         if isinstance(manifest.get("base"), dict):
@@ -791,7 +776,3 @@ def parse_require(text: str) -> Level:
         return parse_level(text)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-
-
-def level_results(doc: Mapping[str, Any], key: str) -> dict[str, LevelResult]:
-    return {lv: LevelResult.from_json(r) for lv, r in _levels(doc, key).items()}

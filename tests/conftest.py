@@ -37,6 +37,18 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_console_mode() -> Iterator[None]:
+    # The CLI's main() sets console.mode (--json, --debug) for the process; tests that run
+    # it in-process must not leave it set for the next test.
+    from synth import console
+
+    saved = dict(console.mode)
+    yield
+    console.mode.clear()
+    console.mode.update(saved)
+
+
 @pytest.fixture(scope="session")
 def engine() -> Iterator[object]:
     """A connected DockerEngine, or a skip (a failure under SYNTH_REQUIRE_DOCKER=1)."""

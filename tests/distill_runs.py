@@ -7,6 +7,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+#: A real manifest.json (the golden export), for artifacts made by hand in tests.
+GOLDEN_MANIFEST = Path(__file__).resolve().parent / "golden" / "export-basic" / "manifest.json"
+
+
+def manifest(**fields: Any) -> dict[str, Any]:
+    """A schema-valid manifest.json document: the golden one with ``fields`` replaced."""
+    doc: dict[str, Any] = json.loads(GOLDEN_MANIFEST.read_text(encoding="utf-8"))
+    return {**doc, **fields}
+
+
 BASE_APT = {"libc6": "2.36-9+deb12u10", "python3": "3.11.2-1+b1", "python3-pip": "23.0.1+dfsg-1"}
 
 
@@ -72,7 +82,8 @@ def make_run_dir(
 
     dump("run.json", {
         "format": 1, "run_id": run_id, "synth_version": "0.1.0",
-        "task": {"name": task, "task_file": str(task_file) if task_file else None},
+        "task": {"name": task,
+                 "task_file": str(task_file) if task_file else f"/nonexistent/{task}/task.toml"},
         "agent": {"kind": "replay", "script": "/x/sloppy.sh", "argv": None},
         "base_image": {
             "ref": "synth/python:bookworm", "id": base_id,
@@ -85,10 +96,12 @@ def make_run_dir(
         "source_tree": {"before": "0" * 64, "after": "0" * 64, "changed": []},
         "violations": [], "claims": {"status": "missing", "errors": []},
         "live_image": {"ref": f"synth-live/{task}:{run_id}", "id": "sha256:" + "cd" * 32},
-        "wheelhouse": wheelhouse, "ca_bundle": True, "error": None,
+        "wheelhouse": wheelhouse, "ca_bundle": True, "error": None, "timeout": None,
+        "container": f"synth-run-{task}-{run_id}", "kept": False, "secret_env": [],
+        "trace_exec": False, "capture_errors": [],
     })
     lines = [json.dumps({"type": "header", "format": 1, "session": run_id,
-                         "started": "2026-11-29T10:15:00Z"})]
+                         "started": "2026-11-29T10:15:00Z", "raw_events": 0, "unparsed": 0})]
     seq = 0
     t = 1764410100.0
     for rec in audit:
@@ -97,8 +110,9 @@ def make_run_dir(
         lines.append(json.dumps({
             "type": "command", "source": "bash-c", "session": run_id, "seq": top, "pid": 100,
             "ppid": 1, "command": rec["command"], "cwd": rec.get("cwd", "/workspace"),
-            "start": t, "end": t + 1, "exit": rec.get("exit", 0),
-            "pipestatus": [rec.get("exit", 0)],
+            "cwd_end": rec.get("cwd", "/workspace"), "start": t, "end": t + 1,
+            "exit": rec.get("exit", 0), "pipestatus": [rec.get("exit", 0)], "depth": 0,
+            "parent_seq": None,
         }))
         for text, code in rec.get("hooks") or ():
             seq += 1
@@ -106,7 +120,7 @@ def make_run_dir(
                 "type": "command", "source": "bash-hook", "session": run_id, "seq": seq,
                 "pid": 101, "command": text, "cwd": rec.get("cwd", "/workspace"),
                 "start": t, "end": t + 0.5, "exit": code, "pipestatus": [code],
-                "parent_seq": top,
+                "parent_seq": top, "depth": 0,
             }))
         t += 2
     (run_dir / "audit.jsonl").write_text("\n".join(lines) + "\n")
@@ -118,12 +132,16 @@ def make_run_dir(
             "debs_missing": sorted(set(added) - set(apt_debs))} if apt_debs is not None else {}),
     })
     interps = list(python) if python is not None else [system_python(), venv()]
-    dump("state/python.json", {"format": 1, "interpreters": interps, "primary": primary})
+    dump("state/python.json", {"format": 1, "interpreters": interps, "primary": primary,
+                                "errors": []})
     dump("state/diff.json", {"format": 1,
                              "changes": [{"kind": k, "path": p} for k, p in diff],
-                             "noise": [{"kind": "A", "path": "/root/.cache/pip"}]})
+                             "noise": [{"kind": "A", "path": "/root/.cache/pip",
+                                        "reason": "cache"}]})
     dump("state/env.json", {"format": 1, "persisted": dict(env or {}),
                             "sources": dict.fromkeys(env or {}, "/root/.bashrc")})
+    dump("state/provenance.json", {"format": 1, "file_times": {}, "apt_times": {},
+                                   "dist_times": {}, "setuid": [], "setuid_known": True})
     if claims is not None:
         dump("claims.json", dict(claims))
     return run_dir

@@ -73,8 +73,3 @@ def gate(
             plural = "GPU" if gpus_visible == 1 else "GPUs"
             return _not(level, "skipped", f"{gpus_visible} {plural} visible, C4 needs 2")
     return RUN
-
-
-def ddp_world_size(task_gpus: int, gpus_visible: int) -> int:
-    """N = min(task GPUs, visible GPUs); C4 needs N >= 2."""
-    return min(task_gpus, gpus_visible)

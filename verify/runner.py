@@ -45,7 +45,8 @@ class PyramidSpec:
     workdir: str | None = None
     #: A host copy of the repository for C0's scan; None: copied out of ``workdir``.
     repo_dir: Path | None = None
-    claims: Mapping[str, Any] | None = None
+    #: The agent's claims; a str says why its claims.json cannot be used (C5 fails with it).
+    claims: Mapping[str, Any] | str | None = None
     levels: frozenset[Level] = frozenset(LEVELS)
     gpu_access: GpuAccess = "probe"
     scanner: c0_scan.Scanner = c0_scan.DEFAULT_SCANNER
@@ -490,6 +491,8 @@ def _evidence(p: _Probing) -> Evidence:
 
 def _c5(p: _Probing) -> LevelResult:
     claims = p.spec.claims
+    if isinstance(claims, str):
+        return LevelResult("C5", "fail", f"claims.json cannot be checked: {claims}")
     if not isinstance(claims, Mapping):
         return LevelResult("C5", "not_applicable", "claims.json is not a JSON object")
     if p.facts is None and claims.get("python_path"):
@@ -603,13 +606,3 @@ def run_pyramid(runtime: Runtime, spec: PyramidSpec,
         target["python_version"] = facts.get("python", {}).get("version")
         target["gpus_visible"] = gpus_visible
     return Report(target=target, levels=tuple(p.done[level] for level in LEVELS))
-
-
-def selected_levels(text: str | None) -> frozenset[Level]:
-    """``C0,C1`` -> {C0, C1}; None -> all levels."""
-    from verify.result import parse_level
-
-    if not text:
-        return frozenset(LEVELS)
-    return frozenset(parse_level(part) for part in text.split(",") if part.strip())
-

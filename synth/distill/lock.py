@@ -10,7 +10,6 @@ pip-tools is the alternative locker (``--locker pip-tools``), kept for the bench
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -21,9 +20,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.plan import DEFAULT_INDEX, PythonEnvPlan, canonical
 from synth.errors import LockError
+from synth.store import sha256_file
 
 LOCKERS = ("uv", "pip-tools")
 
@@ -68,10 +75,17 @@ def target_for(env: PythonEnvPlan, glibc: str | None, wheelhouse: Path | None,
 
 
 def _wheel_key(filename: str) -> tuple[str, str] | None:
-    parts = filename.split("-")
-    if len(parts) < 3 or not filename.endswith((".whl", ".tar.gz", ".zip")):
+    """(canonical name, version) of a wheel or sdist file name; None for anything else."""
+    try:
+        if filename.endswith(".whl"):
+            name, version, _build, _tags = parse_wheel_filename(filename)
+        elif filename.endswith((".tar.gz", ".zip")):
+            name, version = parse_sdist_filename(filename)
+        else:
+            return None
+    except (InvalidWheelFilename, InvalidSdistFilename):
         return None
-    return canonical(parts[0]), parts[1]
+    return str(name), str(version)
 
 
 def wheelhouse_files(wheelhouse: Path | None) -> dict[tuple[str, str], list[Path]]:
@@ -83,14 +97,6 @@ def wheelhouse_files(wheelhouse: Path | None) -> dict[tuple[str, str], list[Path
         if key and f.is_file():
             out.setdefault(key, []).append(f)
     return out
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _host_find_links(env: PythonEnvPlan, target: LockTarget) -> list[str]:
@@ -194,7 +200,7 @@ def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> L
         got = compiled.get(canonical(name))
         hashes = set(got[1]) if got else set()
         files = wheels.get((canonical(name), version), [])
-        hashes.update(_sha256(f) for f in files)
+        hashes.update(sha256_file(f) for f in files)
         if not hashes:
             raise LockError(
                 f"No hash for {name}=={version}: neither the indexes "

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
 from synth.config import CA_ENV_NAMES, CONTAINER_WHEELHOUSE
@@ -58,7 +59,8 @@ _DEBIAN_SITE = ("/usr/lib/python3/dist-packages", "/usr/lib/python3.")
 
 
 def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    """The PEP 503 name (packaging's, so every module agrees)."""
+    return str(canonicalize_name(name))
 
 
 def _req_name(spec: str) -> str:
@@ -598,7 +600,7 @@ def _dist_step(
     if url and d.direct_url and "archive_info" in d.direct_url:
         info = d.direct_url.get("archive_info") or {}
         h = info.get("hash") or ""
-        target = url + (f"#{h.replace('=', '=', 1)}" if h else "")
+        target = url + (f"#{h}" if h else "")  # PEP 610's "sha256=…" is the fragment
         for c, s in reversed(installs):
             if s.urls or s.local:
                 return order[c.ref], NativeStep(

@@ -3,20 +3,21 @@
 ``load_schema("run")`` returns the schema of ``run.json``; ``validate(doc, "run")`` the
 list of errors (empty when the document is valid), each prefixed with its JSON path.
 Names: ``run``, ``audit-record`` (one line of ``audit.jsonl``), ``apt-state``,
-``python-state``, ``diff-state``, ``env-state``, ``claims``, ``verify``, ``manifest``,
-``export-report``.
+``python-state``, ``diff-state``, ``env-state``, ``provenance-state``, ``claims``,
+``verify``, ``manifest``, ``export-report``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from typing import Any
 
 SCHEMA_NAMES = (
     "run", "audit-record", "apt-state", "python-state", "diff-state", "env-state",
-    "claims", "verify", "manifest", "export-report",
+    "provenance-state", "claims", "verify", "manifest", "export-report",
 )
 
 
@@ -33,10 +34,31 @@ def load_schema(name: str) -> dict[str, Any]:
     return data
 
 
-def validate(doc: Any, name: str) -> list[str]:
-    """Validate ``doc`` against schema ``name``: one message per error, ``$.path: message``."""
+@cache
+def _validator(name: str) -> Any:
     from jsonschema import Draft202012Validator
 
-    validator = Draft202012Validator(load_schema(name))
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    return Draft202012Validator(load_schema(name))
+
+
+@cache
+def _fast(name: str) -> Callable[[Any], bool] | None:
+    from synth.schemas.fastcheck import Unsupported, compile_schema
+
+    try:
+        return compile_schema(load_schema(name))
+    except Unsupported:
+        return None
+
+
+def validate(doc: Any, name: str) -> list[str]:
+    """Validate ``doc`` against schema ``name``: one message per error, ``$.path: message``.
+
+    A fast check (:mod:`synth.schemas.fastcheck`) answers for valid documents; jsonschema
+    gives the messages for the others."""
+    fast = _fast(name)
+    if fast is not None and fast(doc):
+        return []
+    errors = sorted(_validator(name).iter_errors(doc),
+                    key=lambda e: list(map(str, e.absolute_path)))
     return [f"{e.json_path}: {e.message}" for e in errors]

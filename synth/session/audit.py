@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from synth.atomic import write_text
-from synth.errors import RunError
+from synth.model import AUDIT_FORMAT
 
-AUDIT_FORMAT = 1
 MASK = "***"
 
 Source = Literal["bash-c", "bash-script", "bash-shell", "bash-hook", "synth", "exec-trace"]
@@ -350,29 +349,11 @@ def write_audit(path: Path, records: Iterable[dict[str, Any]]) -> None:
 
 
 def load_audit(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The header and the records of an ``audit.jsonl``; refuses newer formats."""
-    header: dict[str, Any] | None = None
-    records: list[dict[str, Any]] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RunError(f"{path}:{number}: not a JSON line: {exc}") from exc
-        if obj.get("type") == "header":
-            header = obj
-        else:
-            records.append(obj)
-    if header is None:
-        raise RunError(f"{path}: no header record; not an audit log.")
-    if int(header.get("format", 0)) > AUDIT_FORMAT:
-        raise RunError(
-            f"{path}: audit format {header.get('format')} is newer than this synth knows "
-            f"({AUDIT_FORMAT}).",
-            hint="Upgrade synth.",
-        )
-    return header, records
+    """The header and the records of an ``audit.jsonl`` (:func:`synth.store.read_audit`)."""
+    from synth.store import read_audit
+
+    log = read_audit(path)
+    return dict(log.header), [dict(r) for r in log.records]
 
 
 #: Clock slack allowed between the host's timestamps and the hook's (same kernel clock;

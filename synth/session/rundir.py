@@ -7,14 +7,18 @@ import os
 import re
 import secrets
 import socket
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from synth.config import Settings
-from synth.errors import NotFoundError, RunError
+from synth.errors import InputFileError, NotFoundError
+from synth.model import RUN_FORMAT
+from synth.store import RunDir
 
-RUN_FORMAT = 1
+__all__ = ["RUN_FORMAT", "describe_run", "find_run", "list_runs", "read_run", "summarize"]
+T = TypeVar("T")
 RUN_ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
 
 
@@ -52,13 +56,13 @@ def find_run(settings: Settings, ref: str | Path | None = None) -> Path:
         return runs[-1]
     text = str(ref)
     path = Path(text)
-    if (path / "run.json").is_file():
+    if os.path.lexists(path / "run.json"):
         return path.resolve()
     if path.name == "run.json" and path.is_file():
         return path.parent.resolve()
     if "/" in text.strip("/"):
         cand = settings.runs_dir / text.strip("/")
-        if (cand / "run.json").is_file():
+        if os.path.lexists(cand / "run.json"):
             return cand
     matches = [d for d in list_runs(settings) if d.name == text]
     if not matches:
@@ -76,19 +80,8 @@ def find_run(settings: Settings, ref: str | Path | None = None) -> Path:
 
 
 def read_run(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "run.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise NotFoundError(f"{run_dir} holds no run.json; not a run directory.") from exc
-    except json.JSONDecodeError as exc:
-        raise RunError(f"{path} is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise RunError(f"{path} does not hold a JSON object.")
-    if int(data.get("format", 0)) > RUN_FORMAT:
-        raise RunError(f"{path}: run format {data.get('format')} is newer than this synth "
-                       f"knows ({RUN_FORMAT}).", hint="Upgrade synth.")
-    return data
+    """``run.json`` as a validated document (:meth:`synth.store.RunDir.run_record`)."""
+    return dict(RunDir(run_dir).run_record().raw)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -134,67 +127,57 @@ def trust_problems(data: dict[str, Any], run_dir: Path) -> list[str]:
 
 
 def summarize(run_dir: Path) -> dict[str, Any]:
-    """One line's worth of a run, for ``synth runs list``."""
+    """One line's worth of a run, for ``synth runs list``; a run whose run.json cannot be
+    read has ``status`` ``unreadable`` and the ``error``."""
     try:
-        data = read_run(run_dir)
-    except (RunError, NotFoundError) as exc:
+        rec = RunDir(run_dir).run_record()
+    except InputFileError as exc:
         return {"run_dir": str(run_dir), "run_id": run_dir.name, "task": run_dir.parent.name,
-                "status": "unreadable", "error": str(exc)}
+                "status": "unreadable", "error": exc.message}
     return {
-        "run_dir": str(run_dir),
-        "run_id": data.get("run_id", run_dir.name),
-        "task": (data.get("task") or {}).get("name", run_dir.parent.name),
-        "agent": (data.get("agent") or {}).get("kind"),
-        "status": effective_status(data, run_dir),
-        "audit_verified": (data.get("audit") or {}).get("verified"),
-        "started": data.get("started"),
-        "ended": data.get("ended"),
-        "violations": len(data.get("violations") or []),
-        "claims": (data.get("claims") or {}).get("status"),
+        "run_dir": str(run_dir), "run_id": rec.run_id, "task": rec.task_name,
+        "agent": rec.agent_kind, "status": effective_status(dict(rec.raw), run_dir),
+        "audit_verified": (rec.raw.get("audit") or {}).get("verified"),
+        "started": rec.started,
+        "ended": rec.ended, "violations": rec.violations, "claims": rec.claims_status,
     }
 
 
-def _load_json(path: Path) -> Any:
+def _part(load: Callable[[], T], unreadable: list[str]) -> T | None:
+    """One file of a run for ``runs show``: a bad one is listed, not fatal."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        return load()
+    except InputFileError as exc:
+        unreadable.append(exc.message)
         return None
 
 
 def describe_run(run_dir: Path) -> dict[str, Any]:
     """``run.json`` plus a summary of the state files and the audit log."""
-    run = read_run(run_dir)
-    apt = _load_json(run_dir / "state" / "apt.json") or {}
-    py = _load_json(run_dir / "state" / "python.json") or {}
-    env = _load_json(run_dir / "state" / "env.json") or {}
-    commands = failed = 0
-    audit = run_dir / "audit.jsonl"
-    if audit.is_file():
-        for line in audit.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if rec.get("type") == "command" and rec.get("source") == "bash-hook":
-                commands += 1
-                failed += rec.get("exit") not in (0, None)
-    primary = py.get("primary")
-    prim = next((i for i in py.get("interpreters", []) if i.get("path") == primary), None)
+    store = RunDir(run_dir)
+    run = dict(store.run_record().raw)
+    unreadable: list[str] = []
+    apt = _part(store.apt_state, unreadable)
+    py = _part(store.python_state, unreadable)
+    env = _part(store.env_state, unreadable)
+    audit = _part(store.audit, unreadable)
+    hooks = [r for r in (audit.commands() if audit else ()) if r.source == "bash-hook"]
+    prim = py.primary_interpreter() if py else None
     run["status"] = effective_status(run, run_dir)
     return {
         "run_dir": str(run_dir),
         "run": run,
         "summary": {
-            "commands": commands,
-            "failed_commands": failed,
-            "apt_added": apt.get("added", {}),
-            "apt_manual": apt.get("manual", []),
-            "python_primary": primary,
-            "python_distributions": {
-                d["name"]: d["version"] for d in (prim or {}).get("distributions", [])
-            },
-            "interpreters": [i.get("path") for i in py.get("interpreters", [])],
-            "persisted_env": sorted(env.get("persisted") or {}),
+            "commands": len(hooks),
+            "failed_commands": sum(r.exit not in (0, None) for r in hooks),
+            "apt_added": dict(apt.added) if apt else {},
+            "apt_manual": list(apt.manual) if apt else [],
+            "python_primary": py.primary if py else None,
+            "python_distributions": {d.name: d.version for d in (prim.distributions
+                                                                 if prim else ())},
+            "interpreters": [i.path for i in py.interpreters] if py else [],
+            "persisted_env": sorted(env.persisted) if env else [],
+            "unreadable": unreadable,
         },
     }
 
@@ -228,4 +211,6 @@ def format_run(info: dict[str, Any]) -> str:
     for path in run.get("secret_findings") or []:
         lines.append(f"SECRET     a secret value is in {path} of the live image "
                      "(labelled not shareable)")
+    for e in s.get("unreadable") or []:
+        lines.append(f"unreadable {e}")
     return "\n".join(lines)

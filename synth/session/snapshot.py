@@ -19,9 +19,14 @@ from typing import Any
 
 from synth.engine.docker import Container
 from synth.errors import RunError
+from synth.model import (
+    APT_STATE_FORMAT,
+    DIFF_STATE_FORMAT,
+    ENV_STATE_FORMAT,
+    PROVENANCE_STATE_FORMAT,
+    PYTHON_STATE_FORMAT,
+)
 from synth.noise import noise_reason
-
-STATE_FORMAT = 1
 
 # ------------------------------------------------------------------ docker diff
 
@@ -34,7 +39,7 @@ def classify_diff(changes: Iterable[tuple[str, str]]) -> dict[str, Any]:
             real.append({"kind": kind, "path": path})
         else:
             noise.append({"kind": kind, "path": path, "reason": reason})
-    return {"format": STATE_FORMAT, "changes": real, "noise": noise}
+    return {"format": DIFF_STATE_FORMAT, "changes": real, "noise": noise}
 
 
 # ------------------------------------------------------------------------ dpkg
@@ -62,7 +67,7 @@ def apt_state(
     changed = {k: [base[k], v] for k, v in final.items() if k in base and base[k] != v}
     manual = sorted(set(final_manual) - set(base_manual))
     return {
-        "format": STATE_FORMAT,
+        "format": APT_STATE_FORMAT,
         "base": dict(sorted(base.items())),
         "final": dict(sorted(final.items())),
         "added": dict(sorted(added.items())),
@@ -214,7 +219,7 @@ def env_state(base: Mapping[str, str], final: Mapping[str, str]) -> dict[str, An
     before, after = assignments(base), assignments(final)
     persisted = {n: v for n, (v, _) in after.items() if before.get(n, (None,))[0] != v}
     return {
-        "format": STATE_FORMAT,
+        "format": ENV_STATE_FORMAT,
         "persisted": dict(sorted(persisted.items())),
         "sources": {n: after[n][1] for n in sorted(persisted)},
     }
@@ -345,7 +350,7 @@ def python_state(
     interpreters: list[dict[str, Any]], claimed_python: str | None, errors: Sequence[str] = ()
 ) -> dict[str, Any]:
     return {
-        "format": STATE_FORMAT,
+        "format": PYTHON_STATE_FORMAT,
         "interpreters": interpreters,
         "primary": choose_primary(interpreters, claimed_python),
         "errors": list(errors),
@@ -427,7 +432,7 @@ def provenance_state(
         dists[str(interp.get("path"))] = dict(sorted(times.items()))
     final_setuid = setuid_files(container)
     return {
-        "format": STATE_FORMAT,
+        "format": PROVENANCE_STATE_FORMAT,
         "file_times": dict(sorted(files.items())),
         "apt_times": dict(sorted(apt_times.items())),
         "dist_times": dict(sorted(dists.items())),

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from synth.errors import RunError
+from synth.errors import InputFileError
 from synth.session.audit import (
     Masker,
     SynthCommand,
@@ -75,7 +75,8 @@ def test_masking_applies_to_merged_records() -> None:
 
 
 def test_write_and_load_round_trip(tmp_path: Path) -> None:
-    records = merge_audit(parse_raw_events(raw(SHELL)), [], session="r", started="t")
+    records = merge_audit(parse_raw_events(raw(SHELL)), [], session="r",
+                          started="2026-11-29T10:15:00Z")
     path = tmp_path / "audit.jsonl"
     write_audit(path, records)
     header, cmds = load_audit(path)
@@ -85,5 +86,5 @@ def test_write_and_load_round_trip(tmp_path: Path) -> None:
 def test_load_refuses_newer_formats(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
     path.write_text('{"type": "header", "format": 99}\n')
-    with pytest.raises(RunError, match="newer"):
+    with pytest.raises(InputFileError, match="newer"):
         load_audit(path)

@@ -66,7 +66,7 @@ def test_every_command_shares_the_envelope(tmp_path: Path) -> None:
     doc = json.loads(run("runs", "list", "--artifacts", str(tmp_path), "--json").stdout)
     assert set(doc) == {"format", "synth_version", "command", "result"}
     assert doc["command"] == "runs list"
-    assert doc["result"] == {"runs": []}
+    assert doc["result"] == {"runs": [], "skipped": []}
 
 
 def test_debug_after_the_subcommand_shows_the_traceback() -> None:

@@ -72,7 +72,7 @@ def make_run(
 
     dump("run.json", {
         "format": 1, "run_id": run_id, "synth_version": "0.1.0",
-        "task": {"name": task, "task_file": None},
+        "task": {"name": task, "task_file": f"/nonexistent/{task}/task.toml"},
         "agent": {"kind": "replay", "script": "/x/good.sh", "argv": None},
         "base_image": {"ref": "synth/python:bookworm", "id": "sha256:" + "ab" * 32,
                        "labels": {}},
@@ -81,14 +81,17 @@ def make_run(
         "source_tree": {"before": "0" * 64, "after": "0" * 64, "changed": []},
         "violations": [], "claims": {"status": "missing", "errors": []},
         "live_image": {"ref": f"synth-live/{task}:{run_id}", "id": "sha256:" + "cd" * 32},
-        "wheelhouse": wheelhouse, "ca_bundle": True, "error": None,
+        "wheelhouse": wheelhouse, "ca_bundle": True, "error": None, "timeout": None,
+        "container": None, "kept": False, "secret_env": [], "capture_errors": [],
     })
-    lines = [{"type": "header", "format": 1, "session": run_id, "started": "…"}]
+    lines = [{"type": "header", "format": 1, "session": run_id,
+              "started": "2026-11-29T10:15:00Z", "raw_events": 0, "unparsed": 0}]
     for seq, text in enumerate(audit, start=1):
         lines.append({"type": "command", "source": "bash-c", "session": run_id, "seq": seq,
                       "pid": 100 + seq, "ppid": 1, "command": text, "cwd": "/workspace",
                       "start": 1764410100.0 + seq, "end": 1764410100.5 + seq, "exit": 0,
-                      "pipestatus": [0]})
+                      "pipestatus": [0], "cwd_end": "/workspace", "depth": 0,
+                      "parent_seq": None})
     (run_dir / "audit.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     base = {"libc6": "2.36-9+deb12u10", "python3": "3.11.2-1+b1"}
     added = dict(apt_added if apt_added is not None else {"gcc": "4:12.2.0-3",
@@ -103,13 +106,27 @@ def make_run(
             "path": "/opt/venv/bin/python", "kind": "venv", "version": "3.11.2",
             "prefix": "/opt/venv", "base_prefix": "/usr", "created_by_agent": True,
             "distributions": sorted(dists, key=lambda d: d["name"]),
-        }],
+        }], "errors": [],
     })
     dump("state/env.json", {"format": 1, "persisted": dict(env or {}), "sources": {}})
     dump("state/diff.json", {"format": 1, "changes": [], "noise": []})
     if verify is not None:
-        dump("verify.json", verify)
+        dump("verify.json", full_verify(verify))
     return run_dir
+
+
+def full_verify(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A schema-valid verify.json around the parts a test cares about."""
+    reports = {
+        key: {"highest": None, **report,
+              "levels": [{"details": {}, "metrics": {}, "seconds": 0.0,
+                          "reason": None if lv["status"] == "pass" else "", **lv}
+                         for lv in report["levels"]]}
+        for key, report in doc["reports"].items()}
+    return {"build": None, "decides": next(iter(reports)), "fidelity": None,
+            "fingerprint": None, "levels_selected": [], "passed": True, "require": "C1",
+            "synth_version": "0.1.0", "target": {"kind": "run", "path": "/x"},
+            **doc, "reports": reports}
 
 
 def make_artifact(root: Path, name: str, dockerfile: str, *, lock: str = "",
@@ -119,10 +136,20 @@ def make_artifact(root: Path, name: str, dockerfile: str, *, lock: str = "",
     (d / "Dockerfile").write_text(dockerfile)
     (d / "requirements.lock").write_text(lock)
     (d / "apt.lock").write_text(apt)
-    (d / "manifest.json").write_text(json.dumps({"format": 1, "synth_version": "0.1.0",
-                                                 "base_image": {"ref": "synth/python:bookworm"}}))
+    (d / "manifest.json").write_text(json.dumps({
+        "format": 1, "synth_version": "0.1.0",
+        "base_image": {"ref": "synth/python:bookworm", "id": None, "digest": None},
+        "claims": None, "command": "synth export", "export_format": "Dockerfile", "files": {},
+        "locks": {}, "probes": None, "python": None, "run_id": "20261129-101500-aaaaaa",
+        "source": {"kind": "path", "dir": "source", "dest": "/workspace", "url": None,
+                   "commit": None}, "task": "demo", "warnings": [], "wheel_files": [],
+        "wheelhouse_required": False}))
     if report is not None:
-        (d / "export-report.json").write_text(json.dumps(report))
+        (d / "export-report.json").write_text(json.dumps({
+            "format": 1, "command": "synth export", "commands": [],
+            "counts": {"dropped": 0, "folded": 0, "kept": 0},
+            "not_reproducible": [], "run_id": "20261129-101500-aaaaaa", "task": "demo",
+            "unexplained": [], "warnings": [], **report}))
     return d
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from distill_runs import cmd, make_run_dir
+from distill_runs import cmd, make_run_dir, manifest
 
 from synth.artifact_build import assemble_context
 from synth.errors import BuildError
@@ -56,9 +56,9 @@ def test_plan_prints_json_for_the_latest_run(tmp_path: Path) -> None:
 def test_missing_wheel_is_named(tmp_path: Path) -> None:
     art = tmp_path / "art"
     art.mkdir()
-    (art / "manifest.json").write_text(json.dumps({
-        "format": 1, "wheelhouse_required": True,
-        "wheel_files": ["torch-9.9.9+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"]}))
+    (art / "manifest.json").write_text(json.dumps(manifest(
+        wheelhouse_required=True,
+        wheel_files=["torch-9.9.9+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"])))
     (tmp_path / "wh").mkdir()
     (tmp_path / "ctx").mkdir()
     with pytest.raises(BuildError, match=r"torch-9\.9\.9\+cpu"):
@@ -72,8 +72,8 @@ def test_context_links_artifact_and_wheels(tmp_path: Path) -> None:
     (art / "source").mkdir(parents=True)
     (art / "source" / "x.py").write_text("x = 1\n")
     wheel = "demo-1.0-py3-none-any.whl"
-    (art / "manifest.json").write_text(json.dumps({
-        "format": 1, "wheelhouse_required": True, "wheel_files": [wheel]}))
+    (art / "manifest.json").write_text(json.dumps(manifest(
+        wheelhouse_required=True, wheel_files=[wheel])))
     (tmp_path / "wh").mkdir()
     (tmp_path / "wh" / wheel).write_bytes(b"PK")
     (tmp_path / "wh" / "other.whl").write_bytes(b"PK")

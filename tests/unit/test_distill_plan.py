@@ -10,7 +10,7 @@ from distill_runs import cmd, dist, make_run_dir, system_python, venv
 
 from synth.distill.load import load_run
 from synth.distill.plan import BuildPlan, distill
-from synth.errors import ExportError
+from synth.errors import InputFileError
 
 REPO = Path(__file__).resolve().parents[2]
 NUMPY_TASK = REPO / "tasks" / "numpy-ext" / "task.toml"
@@ -177,14 +177,14 @@ def test_newer_format_is_refused(tmp_path: Path) -> None:
     data = json.loads((run_dir / "state/python.json").read_text())
     data["format"] = 99
     (run_dir / "state/python.json").write_text(json.dumps(data))
-    with pytest.raises(ExportError, match="newer"):
+    with pytest.raises(InputFileError, match="newer"):
         load_run(run_dir)
 
 
 def test_missing_state_is_refused(tmp_path: Path) -> None:
     run_dir = make_run_dir(tmp_path, [])
     (run_dir / "state/apt.json").unlink()
-    with pytest.raises(ExportError, match=r"apt\.json is missing"):
+    with pytest.raises(InputFileError, match=r"apt\.json: missing"):
         load_run(run_dir)
 
 

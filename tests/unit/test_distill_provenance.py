@@ -29,7 +29,8 @@ def _run(tmp_path: Path, provenance: dict[str, object], **kw: object) -> Path:
     audit = run_dir / "audit.jsonl"
     synth_rec = {"type": "command", "source": "synth", "session": "s", "seq": 99,
                  "command": "python3 -m venv /opt/venv", "cwd": "/workspace", "start": T0,
-                 "end": T0 + 1, "exit": 0, "phase": "agent"}
+                 "end": T0 + 1, "exit": 0, "phase": "agent", "pipestatus": [0],
+                 "argv": ["bash", "-c", "python3 -m venv /opt/venv"], "timed_out": False}
     audit.write_text(audit.read_text() + json.dumps(synth_rec) + "\n")
     (run_dir / "state" / "provenance.json").write_text(json.dumps(
         {"format": 1, "file_times": {}, "apt_times": {}, "dist_times": {}, "setuid": [],

@@ -95,7 +95,7 @@ def test_untrusted_names_print_literally(tmp_path: Path) -> None:
     run_dir = make_run_dir(tmp_path, task="evil", run_id="20261129-101500-dddddd")
     data = json.loads((run_dir / "run.json").read_text())
     data["task"]["name"] = "evil[/]:x:"
-    data["agent"] = {"kind": "exec", "argv": ["/x/[bold]agent:smile:"]}
+    data["agent"] = {"kind": "exec", "script": None, "argv": ["/x/[bold]agent:smile:"]}
     (run_dir / "run.json").write_text(json.dumps(data))
     proc = synth("runs", "list", "--artifacts", str(tmp_path))
     assert proc.returncode == 0, proc.stderr

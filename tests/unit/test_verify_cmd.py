@@ -21,6 +21,7 @@ from synth.verify_cmd import (
     resolve_target,
     verify,
 )
+from tests.distill_runs import manifest
 
 SYNTH = [sys.executable, "-m", "synth"]
 
@@ -91,8 +92,8 @@ def test_usage_errors(tmp_path: Path) -> None:
     settings = Settings.load(artifacts_dir=tmp_path / "art")
     art = tmp_path / "export"
     art.mkdir()
-    (art / "manifest.json").write_text(json.dumps({"format": 1, "task": "t",
-                                                   "python": "/opt/venv/bin/python"}))
+    (art / "manifest.json").write_text(json.dumps(manifest(task="t",
+                                                           python="/opt/venv/bin/python")))
     target = resolve_target(str(art), settings, "docker")
     assert target.kind == "artifact"
     with pytest.raises(UsageError, match="--rebuild"):
@@ -161,7 +162,9 @@ def _artifact(tmp_path: Path) -> Path:
     (art / "source" / "train.py").write_text("print(1)\n")
     files = {rel: hashlib.sha256((art / rel).read_bytes()).hexdigest()
              for rel in ("Dockerfile", "source/train.py")}
-    (art / "manifest.json").write_text(json.dumps({"files": files, "python": "/p"}))
+    from distill_runs import manifest
+
+    (art / "manifest.json").write_text(json.dumps(manifest(files=files, python="/p")))
     return art
 
 

@@ -1,0 +1,308 @@
+"""The store (synth/store.py): one loader per file, one error policy; and the commands that
+read through it (diff, runs list, verify's claims) on bad files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth.errors import InputFileError
+from synth.model import PythonState
+from synth.schemas import validate
+from synth.schemas.fastcheck import compile_schema
+from synth.store import (
+    AUDIT_LOG,
+    CLAIMS,
+    INPUT_FILES,
+    MANIFEST,
+    PYTHON_STATE,
+    RUN_RECORD,
+    ArtifactDir,
+    RunDir,
+    read_audit,
+)
+from tests.distill_runs import cmd, make_run_dir
+from tests.fuzz_inputs import HOSTILE, run_cli
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    return make_run_dir(tmp_path, [cmd("python3 -m venv /opt/venv", hooks=[("python3", 0)])],
+                        claims={"python_path": "/opt/venv/bin/python"})
+
+
+def test_every_file_of_a_run_loads_typed(run_dir: Path) -> None:
+    run = RunDir(run_dir)
+    assert run.run_record().status == "succeeded"
+    assert [r.source for r in run.audit().commands()] == ["bash-c", "bash-hook"]
+    assert run.python_state().primary == "/opt/venv/bin/python"
+    assert run.apt_state().final["libc6"]
+    assert run.diff_state().noise[0].path == "/root/.cache/pip"
+    assert run.env_state().persisted == {}
+    assert run.claims() == {"python_path": "/opt/venv/bin/python"}
+    assert sorted(run.input_hashes()) == sorted(k.rel for k in INPUT_FILES)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, r"python\.json: missing"),
+    (b"", r"python\.json: not valid JSON"),
+    (b'{"format": 1,\n "x": \xff}', r"python\.json:2: not UTF-8"),
+    (b"[" * 100_000, r"nested too deeply"),
+    (b"[1, 2]", r"not a JSON object \(a list\)"),
+    (b'{"format": 2, "interpreters": []}', r"format 2 is newer than this synth reads"),
+    (b'{"format": true}', r"no integer `format`"),
+    (b'{"format": 1, "interpreters": [], "primary": NaN, "errors": []}', r"NaN is not JSON"),
+    (b'{"format": 1, "interpreters": [{"path": 1}], "primary": null, "errors": []}',
+     r"not a valid state/python\.json: \$\.interpreters\[0\]"),
+    (b'{"format": 1, "interpreters": [], "primary": "\\ud800", "errors": []}',
+     r"lone UTF-16 surrogate"),
+])
+def test_a_bad_state_file_is_a_located_error(run_dir: Path, content: bytes | None,
+                                             message: str) -> None:
+    path = run_dir / "state" / "python.json"
+    if content is None:
+        path.unlink()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(InputFileError, match=message) as info:
+        RunDir(run_dir).python_state()
+    assert str(path) in info.value.message
+
+
+def test_links_and_folders_are_not_followed(run_dir: Path) -> None:
+    path = run_dir / "run.json"
+    path.unlink()
+    path.symlink_to("/etc/passwd")
+    with pytest.raises(InputFileError, match="a symbolic link; links are never followed"):
+        RunDir(run_dir).run_record()
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(InputFileError, match="not a regular file"):
+        RunDir(run_dir).run_record()
+
+
+def test_an_oversized_claims_file_is_refused_unread(run_dir: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    path = run_dir / "claims.json"
+    with path.open("r+b") as fh:
+        fh.truncate(200 << 20)  # sparse: 200 MB that must never be read
+    import synth.store
+
+    def no_reading(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("the oversized file was opened for reading")
+
+    with monkeypatch.context() as m:
+        m.setattr(synth.store.os, "fdopen", no_reading)
+        with pytest.raises(InputFileError,
+                           match=r"209715200 bytes, over the 1048576-byte limit"):
+            RunDir(run_dir).claims()
+    from synth.distill.load import load_run
+
+    with pytest.raises(InputFileError, match="refused unread"):
+        load_run(run_dir)
+
+
+def test_audit_errors_name_the_line(run_dir: Path) -> None:
+    path = run_dir / "audit.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines[:2], "{not json", *lines[2:]]) + "\n")
+    with pytest.raises(InputFileError, match=r"audit\.jsonl:3: not valid JSON"):
+        read_audit(path)
+    path.write_text("\n".join([*lines[:2], '{"type": "command", "source": "zsh"}']) + "\n")
+    with pytest.raises(InputFileError, match=r"audit\.jsonl:3: not a valid audit\.jsonl"):
+        read_audit(path)
+    path.write_text("\n".join(lines[1:]) + "\n")
+    with pytest.raises(InputFileError, match=r"audit\.jsonl:1: a record before the header"):
+        read_audit(path)
+
+
+def test_long_values_are_clipped_in_messages(run_dir: Path) -> None:
+    doc = json.loads((run_dir / "run.json").read_text())
+    doc["status"] = "x" * 100_000
+    (run_dir / "run.json").write_text(json.dumps(doc))
+    with pytest.raises(InputFileError) as info:
+        RunDir(run_dir).run_record()
+    assert len(info.value.message) < 1000
+
+
+def test_artifact_manifest_and_claims(tmp_path: Path) -> None:
+    golden = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
+    art = ArtifactDir(golden)
+    assert art.manifest().task == json.loads((golden / "manifest.json").read_text())["task"]
+    assert art.export_report() is not None
+    (tmp_path / MANIFEST.rel).write_text('{"format": 1}')
+    with pytest.raises(InputFileError, match="'base_image' is a required property"):
+        ArtifactDir(tmp_path).manifest()
+    assert ArtifactDir(tmp_path).claims() is None
+    (tmp_path / CLAIMS.rel).write_text('{"gpu_count": "two"}')
+    with pytest.raises(InputFileError, match=r"\$\.gpu_count"):
+        ArtifactDir(tmp_path).claims()
+
+
+def test_typed_python_state_is_the_one_reader(run_dir: Path) -> None:
+    state = RunDir(run_dir).python_state()
+    assert isinstance(state, PythonState)
+    prim = state.primary_interpreter()
+    assert prim is not None and prim.kind == "venv"
+
+
+# --------------------------------------------------------------------- the fast check
+def _documents() -> list[tuple[str, Any]]:
+    from tests.unit.test_schemas import AUDIT, RUN
+
+    docs: list[tuple[str, Any]] = [("run", RUN), *(("audit-record", a) for a in AUDIT)]
+    for name, doc in list(docs):
+        for key in list(doc):
+            for value in HOSTILE[:12]:
+                docs.append((name, {**doc, key: value}))
+            docs.append((name, {k: v for k, v in doc.items() if k != key}))
+    return docs
+
+
+def test_fast_check_never_accepts_what_jsonschema_refuses() -> None:
+    from jsonschema import Draft202012Validator
+
+    from synth.schemas import load_schema
+
+    checked = 0
+    for name, doc in _documents():
+        fast = compile_schema(load_schema(name))(doc)
+        slow = Draft202012Validator(load_schema(name)).is_valid(doc)
+        assert not fast or slow, (name, doc)
+        # The one known difference: jsonschema takes 1e308 for an integer; the fast check
+        # does not (stricter is sound: jsonschema then has the last word).
+        integral = any(isinstance(v, float) and v.is_integer() for v in doc.values())
+        assert fast == slow or integral, (name, doc)
+        checked += 1
+    assert checked > 500
+    assert validate({"format": 1}, "run")  # a refusal still carries jsonschema's messages
+
+
+# ------------------------------------------------------------------------- commands
+def test_diff_exits_2_when_a_state_file_is_missing(run_dir: Path) -> None:
+    for rel in ("state/apt.json", "state/python.json", "state/diff.json", "state/env.json"):
+        data = (run_dir / rel).read_bytes()
+        (run_dir / rel).unlink()
+        code, stdout, stderr = run_cli("diff", str(run_dir), str(run_dir))
+        assert code == 2, (rel, stdout)
+        assert f"{rel}: missing" in stderr.replace("\n", ""), stderr
+        (run_dir / rel).write_bytes(data)
+    assert run_cli("diff", str(run_dir), str(run_dir))[0] == 0
+
+
+def test_runs_list_skips_a_bad_run_json_with_a_warning(tmp_path: Path) -> None:
+    good = make_run_dir(tmp_path, [], run_id="20261129-101500-aaaaaa")
+    bad = make_run_dir(tmp_path, [], run_id="20261129-101600-bbbbbb")
+    (bad / RUN_RECORD.rel).write_text('{"format": 1, "status": "[/]"}')
+    code, stdout, stderr = run_cli("runs", "list", "--artifacts", str(tmp_path))
+    assert code == 0
+    assert good.name in stdout and bad.name not in stdout
+    assert "warning: skipped" in stderr and bad.name in stderr.replace("\n", "")
+    code, stdout, _ = run_cli("runs", "list", "--artifacts", str(tmp_path), "--json")
+    doc = json.loads(stdout)["result"]
+    assert [r["run_id"] for r in doc["runs"]] == [good.name]
+    assert len(doc["skipped"]) == 1 and bad.name in doc["skipped"][0]
+
+
+def test_runs_show_lists_an_unreadable_state_file(run_dir: Path) -> None:
+    (run_dir / APT_STATE_REL).write_text("{")
+    code, stdout, _ = run_cli("runs", "show", str(run_dir), "--json")
+    assert code == 0
+    unreadable = json.loads(stdout)["result"]["summary"]["unreadable"]
+    assert len(unreadable) == 1 and "apt.json: not valid JSON" in unreadable[0]
+
+
+APT_STATE_REL = "state/apt.json"
+
+
+def test_a_bad_claims_file_fails_c5_alone(tmp_path: Path) -> None:
+    from synth.engine.host import HostRuntime
+    from synth.task import load_task
+    from synth.verify_cmd import _claims, parse_levels
+    from tests.unit.test_verify_cmd import make_task
+    from verify.runner import PyramidSpec, run_pyramid
+
+    (tmp_path / "claims.json").write_text('{"python_path": ')
+    reason = _claims(tmp_path / "claims.json")
+    assert isinstance(reason, str) and "not valid JSON" in reason
+    task = load_task(make_task(tmp_path))
+    assert task.repo_path is not None
+
+    def levels(claims: Any) -> dict[str, str]:
+        spec = PyramidSpec(python=sys.executable, task=task, claims=claims,
+                           repo_dir=task.repo_path, workdir=str(task.repo_path),
+                           gpu_access="none", levels=parse_levels("C0,C1,C5"))
+        report = run_pyramid(HostRuntime(Path(sys.executable)), spec)
+        return {r.level: r.summary for r in report.levels}
+
+    bad, none = levels(reason), levels(None)
+    assert bad["C5"].startswith("fail: claims.json cannot be checked:")
+    assert "not valid JSON" in bad["C5"]
+    assert {k: v for k, v in bad.items() if k != "C5"} == {
+        k: v for k, v in none.items() if k != "C5"}
+
+
+def test_pure_modules_do_not_load_docker() -> None:
+    modules = ["synth.diff", "synth.diff_load", "synth.distill.plan", "synth.distill.load",
+               "synth.render", "synth.model", "synth.store", "synth.schemas",
+               "synth.fingerprint", "synth.engine", "synth.engine.base"]
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}:\n"
+            "    importlib.import_module(m)\n"
+            "    assert 'docker' not in sys.modules, m\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_python_json_has_one_reader() -> None:
+    root = Path(__file__).resolve().parents[2] / "synth"
+    readers = [p.relative_to(root).as_posix() for p in root.rglob("*.py")
+               if '"python.json"' in p.read_text(encoding="utf-8")
+               or "'python.json'" in p.read_text(encoding="utf-8")]
+    # The runner writes it; the store reads it. Nothing else names it.
+    assert sorted(readers) == ["session/runner.py"], readers
+    assert PYTHON_STATE.rel == "state/python.json" and AUDIT_LOG.rel == "audit.jsonl"
+
+
+def test_valid_files_never_load_jsonschema(run_dir: Path) -> None:
+    # Importing jsonschema takes seconds (its format checkers build grammars): the fast
+    # check must answer for every valid file, so that only a refusal pays for it.
+    golden = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
+    code = ("import sys\nfrom pathlib import Path\n"
+            "from synth.store import ArtifactDir, RunDir\n"
+            f"run = RunDir(Path({str(run_dir)!r}))\n"
+            "run.run_record(); run.audit(); run.apt_state(); run.python_state()\n"
+            "run.diff_state(); run.env_state(); run.claims()\n"
+            f"art = ArtifactDir(Path({str(golden)!r}))\n"
+            "art.manifest(); art.export_report()\n"
+            "assert 'jsonschema' not in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_model_classes_read_every_schema_shaped_document() -> None:
+    # The documents test_schemas.py proves valid are exactly what the typed classes read.
+    from synth import model
+    from tests.unit.test_schemas import APT, AUDIT, DIFF, ENV, PYTHON, RUN
+
+    golden = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
+    assert model.RunRecord.from_json(RUN).live_image == RUN["live_image"]["ref"]
+    log = model.AuditLog(header=AUDIT[0], records=tuple(AUDIT[1:]))
+    assert [r.seq for r in log.commands()] == sorted(
+        r["seq"] for r in AUDIT[1:] if r["type"] == "command")
+    assert model.AptState.from_json(APT).base == APT["base"]
+    assert model.PythonState.from_json(PYTHON).primary == PYTHON["primary"]
+    assert len(model.DiffState.from_json(DIFF).changes) == len(DIFF["changes"])
+    assert model.EnvState.from_json(ENV).persisted == ENV["persisted"]
+    manifest = json.loads((golden / "manifest.json").read_text(encoding="utf-8"))
+    assert model.Manifest.from_json(manifest).files == manifest["files"]
+    for name, doc in [("run", RUN), ("apt-state", APT), ("python-state", PYTHON),
+                      ("diff-state", DIFF), ("env-state", ENV), ("manifest", manifest)]:
+        assert validate(doc, name) == [], name
