@@ -31,8 +31,10 @@ from synth.render import reader_facts, render_artifact
 from synth.store import is_dir, is_file, sha256_file
 
 FORMATS = ("Dockerfile",)
-#: Never copied with the source: VCS data and bytecode differ between machines.
-_SOURCE_SKIP = (".git", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
+#: Never copied with the source: bytecode and tool caches differ between machines. A git
+#: checkout's ``.git`` is kept: the session's /workspace had it, and research code asks git
+#: for its commit (``git rev-parse HEAD``) at import.
+_SOURCE_SKIP = ("__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
 
 Locker = Callable[[PythonEnvPlan, LockTarget], Lock]
 
@@ -64,7 +66,6 @@ def _clone(url: str, commit: str | None, dest: Path) -> None:
     except (OSError, subprocess.SubprocessError) as exc:
         raise ExportError(f"Cloning {url} at {commit} for the artifact's source failed: "
                           f"{exc}") from exc
-    shutil.rmtree(dest / ".git", ignore_errors=True)
 
 
 def _copy_includes(run: LoadedRun, includes: Sequence[str], dest: Path) -> None:
