@@ -37,7 +37,7 @@ def test_run_against_itself_is_equal(task_run: Callable[[str, str], Path],
     run = task_run(TASK, "good.sh")
     code = diff_command(DiffOptions(a=str(run), b=str(run), json=True,
                                     artifacts_dir=artifacts_of(run)))
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["result"]
     assert code == 0, [s for s in data["sections"] if s["status"] == "differ"]
     assert data["equal"] is True
 
