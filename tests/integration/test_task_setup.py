@@ -25,6 +25,7 @@ EXPECTED_OUTPUT = {
     "torch-op": "torchop CPU check OK",
     "conda-only": "oscfit OK",
     "mixed-frameworks": "parity OK",
+    "optional-extras": "tinystats ok",
 }
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
