@@ -236,8 +236,8 @@ def read_claims(path: Path) -> dict[str, Any] | None:
     return load_json(path, CLAIMS)
 
 
-class RunDir:
-    """A run directory, ``artifacts/runs/<task>/<run-id>/`` (docs/formats.md)."""
+class _Folder:
+    """A folder of synth files: where each kind lives, and whether it is there."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -247,6 +247,10 @@ class RunDir:
 
     def has(self, kind: FileKind) -> bool:
         return os.path.lexists(self.file(kind))
+
+
+class RunDir(_Folder):
+    """A run directory, ``artifacts/runs/<task>/<run-id>/`` (docs/formats.md)."""
 
     def run_record(self) -> model.RunRecord:
         return model.RunRecord.from_json(load_json(self.file(RUN_RECORD), RUN_RECORD))
@@ -282,17 +286,8 @@ class RunDir:
                 if self.file(k).is_file()}
 
 
-class ArtifactDir:
+class ArtifactDir(_Folder):
     """An artifact folder made by ``synth export`` (docs/export.md)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-
-    def file(self, kind: FileKind) -> Path:
-        return self.path / kind.rel
-
-    def has(self, kind: FileKind) -> bool:
-        return os.path.lexists(self.file(kind))
 
     def manifest(self) -> model.Manifest:
         return model.Manifest.from_json(load_json(self.file(MANIFEST), MANIFEST))

@@ -368,12 +368,12 @@ def setuid_files(container: Container) -> list[str]:
     return sorted(line for line in res.stdout.splitlines() if line.startswith("/"))
 
 
-def _stat_times(container: Container, paths: list[str]) -> dict[str, float]:
-    """``path -> mtime`` (the path itself, never a link's target), for paths that exist."""
+def _times(container: Container, argv: list[str], args: list[str], chunk: int
+           ) -> dict[str, float]:
+    """``path -> mtime`` from the ``%.3Y %n`` lines ``argv + args`` prints, in chunks."""
     out: dict[str, float] = {}
-    for start in range(0, len(paths), 500):
-        res = container.exec(["stat", "-c", "%.3Y %n", "--", *paths[start:start + 500]],
-                             timeout=300)
+    for start in range(0, len(args), chunk):
+        res = container.exec([*argv, *args[start:start + chunk]], timeout=300)
         for line in res.stdout.splitlines():
             t, _, path = line.partition(" ")
             try:
@@ -381,22 +381,18 @@ def _stat_times(container: Container, paths: list[str]) -> dict[str, float]:
             except ValueError:
                 continue
     return out
+
+
+def _stat_times(container: Container, paths: list[str]) -> dict[str, float]:
+    """``path -> mtime`` (the path itself, never a link's target), for paths that exist."""
+    return _times(container, ["stat", "-c", "%.3Y %n", "--"], paths, 500)
 
 
 def _glob_times(container: Container, patterns: list[str]) -> dict[str, float]:
     script = 'for p in "$@"; do for f in $p; do [ -e "$f" ] && stat -c "%.3Y %n" -- "$f"; ' \
              'done; done; true'
-    out: dict[str, float] = {}
-    for start in range(0, len(patterns), 200):
-        res = container.exec(["bash", "--norc", "--noprofile", "-c", script, "times",
-                              *patterns[start:start + 200]], timeout=300)
-        for line in res.stdout.splitlines():
-            t, _, path = line.partition(" ")
-            try:
-                out[path] = float(t)
-            except ValueError:
-                continue
-    return out
+    return _times(container, ["bash", "--norc", "--noprofile", "-c", script, "times"],
+                  patterns, 200)
 
 
 def provenance_state(
