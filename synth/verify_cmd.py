@@ -547,7 +547,11 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
         decides = "rebuilt"
         if live_ref and live_python and opts.fingerprint:
             say("Comparing environment fingerprints (live vs rebuilt)")
-            workdir = task.probes.workdir if (task := target.task) else "/workspace"
+            # The source tree lives where the artifact puts it, whatever folder the task's
+            # probes run in (a task may run them from /tmp, away from an unbuilt checkout).
+            source = manifest.get("source")
+            workdir = str((source.get("dest") if isinstance(source, dict) else None)
+                          or "/workspace")
             doc["fingerprint"] = _fingerprints(engine, live_ref, tag, live_python, python,
                                                workdir)
     if live_ref and live_python:
