@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from synth.config import Settings
+from synth.engine import build_cache
 from synth.engine.build import BuildRequest, build_image, find_build_cli
 from synth.errors import BuildError, NotFoundError
 from synth.store import MANIFEST, ArtifactDir
@@ -108,7 +109,8 @@ def build_artifact(
             network=network, add_hosts=dict(add_hosts or {}),
         )
         previous = _image_id(cli.path, tag)
-        build_image(cli, request, log_path=log_path, on_line=on_line)
+        with build_cache.tracked(cli.path, settings.artifacts_dir):
+            build_image(cli, request, log_path=log_path, on_line=on_line)
     image_id = _image_id(cli.path, tag)
     if image_id is None:
         raise BuildError(f"Built {tag}, but cannot inspect it.")

@@ -21,13 +21,19 @@ import docker.errors
 import docker.types
 from docker.models.containers import Container as DockerContainer
 
+from synth.engine import build_cache
 from synth.engine.base import (
     TIMEOUT_EXIT,
     ContainerSpec,
     ExecResult,
     OutputCallback,
 )
-from synth.errors import EngineError, EngineUnavailableError, GpuRuntimeUnavailableError
+from synth.errors import (
+    EngineError,
+    EngineUnavailableError,
+    GpuRuntimeUnavailableError,
+    SynthError,
+)
 
 #: Every object synth creates carries this label, so ``synth gc`` can find leftovers.
 MANAGED_LABEL = "synth.managed"
@@ -212,6 +218,7 @@ class DockerEngine:
                 except docker.errors.NotFound:
                     continue
             removed.append(f"container {c.name}")
+        folders = self._artifacts_folders(label) if scope is None else {scope}
         for img in self._gc_images(label, images=images, scope=scope):
             refs = img.tags or [img.id]
             for ref in refs:
@@ -223,7 +230,29 @@ class DockerEngine:
                     except docker.errors.APIError:
                         continue  # in use by a container of someone else's: keep
                 removed.append(f"image {ref}")
+        removed += self._gc_build_cache(folders, dry_run=dry_run)
         return removed
+
+    def _artifacts_folders(self, label: str | None) -> set[str]:
+        """Every artifacts folder whose objects this engine holds (their ledgers name the
+        build cache of that folder's builds)."""
+        folders: set[str] = set()
+        for obj in [*self.managed_containers(label), *self.managed_images(label)]:
+            if folder := (obj.labels or {}).get(ARTIFACTS_LABEL):
+                folders.add(folder)
+        return folders
+
+    def _gc_build_cache(self, folders: set[str], *, dry_run: bool) -> list[str]:
+        from synth.engine.build import find_build_cli
+
+        try:
+            cli = find_build_cli().path
+        except SynthError:
+            return []  # no docker CLI: there is no BuildKit cache of ours to prune either
+        pruned = build_cache.prune(cli, [Path(f) for f in folders], dry_run=dry_run)
+        if not pruned.ids:
+            return []
+        return [f"build cache: {len(pruned.ids)} record(s), {pruned.size / 1e6:.1f} MB"]
 
     def _gc_images(self, label: str | None, *, images: bool, scope: str | None) -> list[Any]:
         chosen: list[Any] = []

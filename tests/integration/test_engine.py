@@ -148,3 +148,48 @@ def test_gc_is_scoped_to_one_artifacts_folder_and_dry_run_removes_nothing(
     finally:
         mine.remove()
         theirs.remove()
+
+
+def _build_tracked(base_image: str, folder: Path, marker: str) -> None:
+    from synth.engine import build_cache
+    from synth.engine.build import BuildRequest, build_image, find_build_cli
+
+    context = folder / "ctx"
+    context.mkdir(parents=True)
+    (context / "Dockerfile").write_text(
+        f"FROM {base_image}\nRUN echo {marker} > /marker && head -c 4096 /dev/urandom > /blob\n")
+    cli = find_build_cli()
+    with build_cache.tracked(cli.path, folder):
+        build_image(cli, BuildRequest(context=context, tag=f"synth-test/cache:{marker}",
+                                      labels={"synth.artifacts": str(folder)}))
+    subprocess.run([cli.path, "rmi", f"synth-test/cache:{marker}"], capture_output=True,
+                   check=False)
+
+
+def test_gc_prunes_the_build_cache_of_its_own_folder_only(
+    engine: DockerEngine, base_image: str, tmp_path: Path
+) -> None:
+    # BuildKit's cache records carry no labels: each folder's ledger names its builds' records.
+    from synth.engine import build_cache
+    from synth.engine.build import find_build_cli
+
+    cli = find_build_cli().path
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    _build_tracked(base_image, mine, f"mine-{tmp_path.name}")
+    _build_tracked(base_image, theirs, f"theirs-{tmp_path.name}")
+    own, other = build_cache.Ledger(mine).ids(), build_cache.Ledger(theirs).ids()
+    assert own and other and not set(own) & set(other)
+
+    listed = engine.gc(label="synth.run=gc-cache", scope=str(mine), dry_run=True)
+    assert [x for x in listed if x.startswith("build cache: ")]
+    records = build_cache.list_records(cli)
+    assert records is not None and set(own) <= set(records)  # dry run removed nothing
+
+    removed = engine.gc(label="synth.run=gc-cache", scope=str(mine))
+    assert any(x.startswith(f"build cache: {len(own)} record(s)") for x in removed), removed
+    records = build_cache.list_records(cli)
+    assert records is not None
+    assert not set(own) & set(records)
+    assert set(other) <= set(records)  # another folder's cache is left alone
+    assert build_cache.Ledger(mine).ids() == []
+    build_cache.prune(cli, [theirs])
