@@ -254,7 +254,7 @@ true
 
 
 def probe_source() -> str:
-    return (resources.files("synth.session.probes") / "python_env.py").read_text("utf-8")
+    return (resources.files("verify.probes") / "python_env.py").read_text("utf-8")
 
 
 def interpreter_kind(hint: str, info: Mapping[str, Any], path: str) -> str:
