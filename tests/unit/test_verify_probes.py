@@ -28,7 +28,7 @@ ALL_PROBES = sorted(p.name for p in PROBES_DIR.glob("*.py") if p.name != "__init
 def test_every_probe_is_in_the_one_folder() -> None:
     assert set(PROBE_SCRIPTS) | {"python_env.py"} <= set(ALL_PROBES)
     root = Path(__file__).resolve().parents[2]
-    elsewhere = [p for p in root.glob("synth/**/probes/*.py")]
+    elsewhere = list(root.glob("synth/**/probes/*.py"))
     assert not elsewhere, elsewhere
 
 
