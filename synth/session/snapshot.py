@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from synth.engine.docker import Container
+from synth.engine.base import EngineContainer as Container
 from synth.errors import RunError
 from synth.model import (
     APT_STATE_FORMAT,
