@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synth.engine.docker import DockerEngine
+from synth.engine.base import Engine
 from synth.errors import BaseImageError
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -151,7 +151,7 @@ def _mmdebstrap_tar(exe: str, recipe: BaseRecipe, tmp: Path) -> tuple[Path, list
 
 
 def bootstrap(
-    engine: DockerEngine,
+    engine: Engine,
     ref: str,
     recipe: BaseRecipe,
     *,
@@ -184,7 +184,7 @@ def bootstrap(
 
 
 def ensure_base_image(
-    engine: DockerEngine, ref: str, *, say: Callable[[str], None] = print
+    engine: Engine, ref: str, *, say: Callable[[str], None] = print
 ) -> None:
     """Make a missing ``synth/…`` base image; any other missing image is an error."""
     if engine.image_exists(ref):
@@ -245,7 +245,7 @@ def _short(layers: Sequence[str]) -> str:
     return ", ".join(x.removeprefix("sha256:")[:12] for x in layers) or "(none)"
 
 
-def check_base(engine: DockerEngine, base: Mapping[str, Any], *, allow_mismatch: bool = False,
+def check_base(engine: Engine, base: Mapping[str, Any], *, allow_mismatch: bool = False,
                say: Callable[[str], None] = print) -> str:
     """Before a rebuild: is the artifact's base on this engine the one it was made on?
 

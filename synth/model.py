@@ -78,13 +78,29 @@ class RunRecord:
         )
 
 
+#: The keys of a ``command`` record of ``audit.jsonl`` by its source (docs/formats.md);
+#: ``incomplete`` and ``pipeline`` are written only when true.
+_AUDIT_COMMON = ("type", "source", "session", "seq", "command", "cwd", "start", "end", "exit",
+                 "pipestatus")
+_SHELL_KEYS = (*_AUDIT_COMMON, "pid", "ppid", "cwd_end", "depth", "parent_seq")
+AUDIT_KEYS: Mapping[str, tuple[str, ...]] = {
+    "bash-c": _SHELL_KEYS, "bash-script": _SHELL_KEYS, "bash-shell": _SHELL_KEYS,
+    "bash-hook": (*_AUDIT_COMMON, "pid", "depth", "parent_seq"),
+    "synth": (*_AUDIT_COMMON, "argv", "timed_out", "phase"),
+    "exec-trace": (*_AUDIT_COMMON, "pid", "path", "argv"),
+}
+
+
 @dataclass(frozen=True)
 class AuditRecord:
-    """One ``command`` record of ``audit.jsonl``."""
+    """One ``command`` record of ``audit.jsonl``: read by distill, written by the session
+    (:func:`synth.session.audit.merge_audit`)."""
 
     seq: int
     source: str
+    #: The command's text; ``""`` when a hook record named none (written as null).
     command: str
+    #: ``"/"`` when the record has none (``cwd_known`` false; written as null).
     cwd: str
     exit: int | None
     parent_seq: int | None = None
@@ -93,8 +109,23 @@ class AuditRecord:
     end: float | None = None
     #: Nesting of the shell that ran it (0: the agent's own ``bash -c``).
     depth: int = 0
-    #: For ``synth`` records: whose command it was (``agent``, or synth's own work).
+    #: For ``synth`` records: whose command it was (``agent``, or ``synth``'s own work).
     phase: str | None = None
+    session: str = ""
+    pid: int | None = None
+    ppid: int | None = None
+    cwd_known: bool = True
+    #: A shell's working directory when it exited.
+    cwd_end: str | None = None
+    #: The argv of a ``synth`` or ``exec-trace`` record.
+    argv: tuple[str, ...] = ()
+    #: The executable an ``exec-trace`` record ran.
+    path: str | None = None
+    timed_out: bool = False
+    #: The command never reported its end (killed, or the stream was cut).
+    incomplete: bool = False
+    #: An element of a pipeline, with its own status from the pipeline's PIPESTATUS.
+    pipeline: bool = False
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> AuditRecord:
@@ -104,13 +135,40 @@ class AuditRecord:
         start, end = obj.get("start"), obj.get("end")
         return cls(
             seq=int(obj["seq"]), source=str(obj["source"]), command=text,
-            cwd=str(obj.get("cwd") or "/"), exit=_opt_int(obj.get("exit")),
+            cwd=str(obj.get("cwd") or "/"), cwd_known=bool(obj.get("cwd")),
+            exit=_opt_int(obj.get("exit")),
             parent_seq=_opt_int(obj.get("parent_seq")),
             pipestatus=tuple(p for p in obj.get("pipestatus") or () if isinstance(p, int)),
             start=float(start) if start is not None else None,
             end=float(end) if end is not None else None,
             depth=int(obj.get("depth") or 0), phase=_opt_str(obj.get("phase")),
+            session=str(obj.get("session") or ""), pid=_opt_int(obj.get("pid")),
+            ppid=_opt_int(obj.get("ppid")), cwd_end=_opt_str(obj.get("cwd_end")),
+            argv=tuple(str(a) for a in obj.get("argv") or ()), path=_opt_str(obj.get("path")),
+            timed_out=bool(obj.get("timed_out")), incomplete=bool(obj.get("incomplete")),
+            pipeline=bool(obj.get("pipeline")),
         )
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as ``audit.jsonl`` holds it: the keys of its source only."""
+        values: dict[str, Any] = {
+            "type": "command", "source": self.source, "session": self.session,
+            "seq": self.seq, "command": self.command,
+            "cwd": self.cwd if self.cwd_known else None,
+            "start": self.start, "end": self.end, "exit": self.exit,
+            "pipestatus": list(self.pipestatus) or None, "pid": self.pid, "ppid": self.ppid,
+            "cwd_end": self.cwd_end, "depth": self.depth, "parent_seq": self.parent_seq,
+            "argv": list(self.argv), "timed_out": self.timed_out, "phase": self.phase,
+            "path": self.path,
+        }
+        if self.source == "bash-hook" and not self.command:
+            values["command"] = None
+        doc = {k: values[k] for k in AUDIT_KEYS[self.source]}
+        if self.incomplete:
+            doc["incomplete"] = True
+        if self.pipeline:
+            doc["pipeline"] = True
+        return doc
 
 
 @dataclass(frozen=True)

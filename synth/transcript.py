@@ -82,12 +82,6 @@ def _scan(text: str) -> _Scan:
     pending: list[tuple[int, int, str, bool]] = []  # op_start, op_end, delimiter, strip tabs
     n = len(text)
     i = 0
-
-    def blank(a: int, b: int) -> None:
-        for k in range(a, b):
-            if code[k] != "\n":
-                code[k] = " "
-
     while i < n:
         c = text[i]
         if c == "\\":
@@ -109,7 +103,7 @@ def _scan(text: str) -> _Scan:
         if c == "#" and (i == 0 or text[i - 1] in _WORD_BREAK):
             j = text.find("\n", i)
             j = n if j < 0 else j
-            blank(i, j)
+            _blank(code, i, j)
             i = j
             continue
         if text.startswith("<<<", i):  # a here-string
@@ -125,27 +119,41 @@ def _scan(text: str) -> _Scan:
             i += 2
             continue
         if c == "\n" and pending:
-            pos = i + 1
-            for op_start, op_end, delimiter, strip_tabs in pending:
-                body_start = pos
-                while pos < n:
-                    eol = text.find("\n", pos)
-                    line_end = n if eol < 0 else eol
-                    line = text[pos:line_end]
-                    pos = n if eol < 0 else eol + 1
-                    if (line.lstrip("\t") if strip_tabs else line) == delimiter:
-                        break
-                heredocs.append(_Heredoc(op_start, op_end, body_start, pos))
-                blank(body_start, pos)
-                if pos > body_start and text[pos - 1] == "\n":
-                    code[pos - 1] = "\n"  # the delimiter line's newline still ends the line
+            i = _heredoc_bodies(text, code, pending, i + 1, heredocs)
             pending.clear()
-            i = pos
             continue
         i += 1
     for op_start, op_end, _delimiter, _strip in pending:  # a body cut off by end of text
         heredocs.append(_Heredoc(op_start, op_end, n, n))
     return _Scan(tuple(heredocs), "".join(code))
+
+
+def _blank(code: list[str], a: int, b: int) -> None:
+    """Blank ``code[a:b]``, keeping its newlines."""
+    for k in range(a, b):
+        if code[k] != "\n":
+            code[k] = " "
+
+
+def _heredoc_bodies(text: str, code: list[str], pending: list[tuple[int, int, str, bool]],
+                    pos: int, heredocs: list[_Heredoc]) -> int:
+    """Read the bodies of the ``pending`` here-documents, in order, from ``pos`` (the line
+    after their operators); each is blanked in ``code`` and added to ``heredocs``.
+    Returns where the text after the last body starts."""
+    n = len(text)
+    for op_start, op_end, delimiter, strip_tabs in pending:
+        body_start = pos
+        while pos < n:
+            eol = text.find("\n", pos)
+            line = text[pos:n if eol < 0 else eol]
+            pos = n if eol < 0 else eol + 1
+            if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                break
+        heredocs.append(_Heredoc(op_start, op_end, body_start, pos))
+        _blank(code, body_start, pos)
+        if pos > body_start and text[pos - 1] == "\n":
+            code[pos - 1] = "\n"  # the delimiter line's newline still ends the line
+    return pos
 
 
 def _end_of_double_quote(text: str, i: int) -> int:

@@ -131,6 +131,11 @@ def _claims_error(run: RunDir) -> str | None:
     return None
 
 
+def _agent_records(run: RunDir) -> tuple[AuditRecord, ...]:
+    """The audit's commands without synth's own (``phase`` ``synth``: setup, capture)."""
+    return tuple(r for r in run.audit().commands() if r.phase != "synth")
+
+
 def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:
     """Read ``run_dir``; raises :class:`InputFileError` naming the file that is wrong.
     ``with_task=False`` leaves the task file unread (``repo`` None): for readers such as
@@ -156,7 +161,7 @@ def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:
         base_labels={str(k): str(v) for k, v in (base.get("labels") or {}).items()},
     )
     return LoadedRun(
-        run_dir=run_dir, info=info, records=run.audit().commands(), apt=run.apt_state(),
+        run_dir=run_dir, info=info, records=_agent_records(run), apt=run.apt_state(),
         interpreters=python.interpreters, primary=python.primary, changes=diff.changes,
         noise=diff.noise, persisted_env=env.persisted, env_sources=env.sources,
         claims_present=run.has(CLAIMS), claims_error=_claims_error(run),

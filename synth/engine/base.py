@@ -1,8 +1,16 @@
-"""The interface every runtime offers: run a command, stream its output, get its exit code.
+"""The interfaces of the engine seam: what a runtime, a container and an engine offer.
 
-Two runtimes implement it: a Docker container (:mod:`synth.engine.docker`) and the host
-itself with a chosen interpreter (:mod:`synth.engine.host`), for GPU machines and clusters
-without Docker. Session recording and verification only ever talk to this interface.
+* :class:`Runtime` — run a command, stream its output, get its exit code. Two runtimes
+  implement it: a Docker container (:mod:`synth.engine.docker`) and the host itself with a
+  chosen interpreter (:mod:`synth.engine.host`), for GPU machines and clusters without
+  Docker. Verification only ever talks to this interface.
+* :class:`EngineContainer` — a runtime that is a container: files in and out as tar
+  archives, its filesystem changes, a commit to an image, its labels. The session talks
+  only to this (through its one recording exec path, :mod:`synth.session.recorder`).
+* :class:`Engine` — makes containers, inspects, imports and builds images.
+
+This module loads no engine library (docker-py stays unloaded until the Docker engine is
+used); every engine error surfaces as :class:`synth.errors.EngineError`.
 """
 
 from __future__ import annotations
@@ -10,7 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from synth.engine.build import BuildCli, BuildRequest
 
 #: Called with each chunk of output as it arrives: (stream name, bytes).
 OutputCallback = Callable[[str, bytes], None]
@@ -80,3 +91,58 @@ class Runtime(Protocol):
     def copy_out(self, src: str, dest: Path) -> None:
         """Copy ``src`` from the runtime into the host directory ``dest``."""
         ...
+
+
+class EngineContainer(Runtime, Protocol):
+    """One started container. Every method raises :class:`synth.errors.EngineError` when
+    the engine fails, never an engine library's own exception."""
+
+    id: str
+    name: str
+
+    def put_archive(self, dest: str, data: bytes) -> None:
+        """Unpack the tar archive ``data`` into the directory ``dest``."""
+        ...
+
+    def get_archive(self, src: str) -> bytes | None:
+        """``src`` as a tar archive, or None when it does not exist."""
+        ...
+
+    def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes | None: ...
+
+    def diff(self) -> list[tuple[str, str]]:
+        """(kind, path): kind A (added), C (changed) or D (deleted) since the image."""
+        ...
+
+    def commit(self, ref: str, *, labels: Mapping[str, str]) -> str:
+        """Commit the filesystem as image ``ref``; returns the image ID."""
+        ...
+
+    def ensure_running(self) -> None:
+        """Start the container again if it stopped (after a kill), to read its state."""
+        ...
+
+    def labels(self) -> dict[str, str]: ...
+
+    def remove(self) -> None: ...
+
+
+class Engine(Protocol):
+    """A container engine: containers from specs, images inspected, imported and built."""
+
+    def create(self, spec: ContainerSpec) -> EngineContainer: ...
+
+    def image_exists(self, ref: str) -> bool: ...
+
+    def image_inspect(self, ref: str) -> dict[str, Any]: ...
+
+    def image_labels(self, ref: str) -> dict[str, str]: ...
+
+    def import_image(
+        self, tar_path: Path, ref: str, *, labels: Mapping[str, str], cmd: str = "bash"
+    ) -> str: ...
+
+    def build(
+        self, request: BuildRequest, *, cli: BuildCli | None = None,
+        log_path: Path | None = None, on_line: Callable[[str], None] | None = None,
+    ) -> None: ...

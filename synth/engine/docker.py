@@ -11,10 +11,10 @@ import json
 import os
 import socket
 import tarfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import docker
 import docker.errors
@@ -25,9 +25,12 @@ from synth.engine import build_cache
 from synth.engine.base import (
     TIMEOUT_EXIT,
     ContainerSpec,
+    Engine,
+    EngineContainer,
     ExecResult,
     OutputCallback,
 )
+from synth.engine.build import BuildCli, BuildRequest, build_image, find_build_cli
 from synth.errors import (
     EngineError,
     EngineUnavailableError,
@@ -150,6 +153,8 @@ class DockerEngine:
             self.client.images.get(ref)
         except docker.errors.ImageNotFound:
             return False
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"Cannot look up image {ref}: {_short(exc)}") from exc
         return True
 
     def image_inspect(self, ref: str) -> dict[str, Any]:
@@ -157,6 +162,19 @@ class DockerEngine:
             return dict(self.api.inspect_image(ref))  # type: ignore[no-untyped-call]
         except docker.errors.ImageNotFound as exc:
             raise EngineError(f"Image {ref} does not exist on this engine.") from exc
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"Cannot inspect image {ref}: {_short(exc)}") from exc
+
+    def image_labels(self, ref: str) -> dict[str, str]:
+        return dict((self.image_inspect(ref).get("Config") or {}).get("Labels") or {})
+
+    def build(
+        self, request: BuildRequest, *, cli: BuildCli | None = None,
+        log_path: Path | None = None, on_line: Callable[[str], None] | None = None,
+    ) -> None:
+        """Build ``request`` with a BuildKit-capable CLI (docker-py drives only the legacy
+        builder); ``cli`` defaults to the one :func:`find_build_cli` finds."""
+        build_image(cli or find_build_cli(), request, log_path=log_path, on_line=on_line)
 
     def import_image(
         self, tar_path: Path, ref: str, *, labels: Mapping[str, str], cmd: str = "bash"
@@ -243,7 +261,6 @@ class DockerEngine:
         return folders
 
     def _gc_build_cache(self, folders: set[str], *, dry_run: bool) -> list[str]:
-        from synth.engine.build import find_build_cli
 
         try:
             cli = find_build_cli().path
@@ -321,7 +338,7 @@ class Container:
                     if on_output:
                         on_output("stderr", e)
             code = api.exec_inspect(exec_id)["ExitCode"]
-        except docker.errors.APIError as exc:
+        except docker.errors.DockerException as exc:
             raise EngineError(f"exec in {self.description} failed: {_short(exc)}") from exc
         code = -1 if code is None else int(code)
         return ExecResult(
@@ -340,8 +357,26 @@ class Container:
         with tarfile.open(fileobj=buf, mode="w") as tar:
             tar.add(src, arcname=src.name)
         self.exec(["mkdir", "-p", dest])
-        if not self.raw.put_archive(dest, buf.getvalue()):
-            raise EngineError(f"Copying {src} into {self.description}:{dest} failed.")
+        self.put_archive(dest, buf.getvalue())
+
+    def put_archive(self, dest: str, data: bytes) -> None:
+        try:
+            ok = self.raw.put_archive(dest, data)
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"Copying into {self.description}:{dest} failed: "
+                              f"{_short(exc)}") from exc
+        if not ok:
+            raise EngineError(f"Copying into {self.description}:{dest} failed.")
+
+    def get_archive(self, src: str) -> bytes | None:
+        try:
+            chunks, _ = self.raw.get_archive(src)
+            return b"".join(chunks)
+        except docker.errors.NotFound:
+            return None
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"Reading {src} from {self.description} failed: "
+                              f"{_short(exc)}") from exc
 
     def put_bytes(self, data: bytes, dest: str, mode: int = 0o644) -> None:
         """Write one file in the container from memory."""
@@ -353,15 +388,13 @@ class Container:
             info.mode = mode
             tar.addfile(info, io.BytesIO(data))
         self.exec(["mkdir", "-p", directory or "/"])
-        if not self.raw.put_archive(directory or "/", buf.getvalue()):
-            raise EngineError(f"Writing {dest} in {self.description} failed.")
+        self.put_archive(directory or "/", buf.getvalue())
 
     def copy_out(self, src: str, dest: Path) -> None:
-        try:
-            chunks, _ = self.raw.get_archive(src)
-        except docker.errors.NotFound as exc:
-            raise EngineError(f"{src} does not exist in {self.description}.") from exc
-        buf = io.BytesIO(b"".join(chunks))
+        data = self.get_archive(src)
+        if data is None:
+            raise EngineError(f"{src} does not exist in {self.description}.")
+        buf = io.BytesIO(data)
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=buf) as tar:
             tar.extractall(dest, filter="tar")
@@ -374,6 +407,9 @@ class Container:
             chunks, info = self.raw.get_archive(path)
         except docker.errors.NotFound:
             return None
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"Reading {path} from {self.description} failed: "
+                              f"{_short(exc)}") from exc
         if max_bytes is not None and int((info or {}).get("size") or 0) > max_bytes:
             return b"\0" * (max_bytes + 1)
         with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
@@ -386,15 +422,39 @@ class Container:
     def diff(self) -> list[tuple[str, str]]:
         """``docker diff``: (kind, path) with kind one of A (added), C (changed), D (deleted)."""
         kinds = {0: "C", 1: "A", 2: "D"}
-        changes = self.raw.diff() or []
+        try:
+            changes = self.raw.diff() or []
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"docker diff of {self.description} failed: "
+                              f"{_short(exc)}") from exc
         return sorted((kinds[int(c["Kind"])], str(c["Path"])) for c in changes)
 
     def commit(self, ref: str, *, labels: Mapping[str, str]) -> str:
         repo, tag = split_ref(ref)
-        image = self.raw.commit(
-            repository=repo, tag=tag, conf={"Labels": {MANAGED_LABEL: "1", **labels}}
-        )
+        try:
+            image = self.raw.commit(
+                repository=repo, tag=tag, conf={"Labels": {MANAGED_LABEL: "1", **labels}}
+            )
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"Committing {self.description} as {ref} failed: "
+                              f"{_short(exc)}") from exc
         return str(image.id)
+
+    def ensure_running(self) -> None:
+        try:
+            self.raw.reload()
+            if self.raw.status != "running":
+                self.raw.start()
+                self.raw.reload()
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"Cannot start {self.description} again: {_short(exc)}") from exc
+
+    def labels(self) -> dict[str, str]:
+        try:
+            self.raw.reload()
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"Cannot inspect {self.description}: {_short(exc)}") from exc
+        return dict(self.raw.labels or {})
 
     def kill(self) -> None:
         try:
@@ -411,6 +471,11 @@ class Container:
             if "already in progress" not in str(exc):
                 raise EngineError(f"Cannot remove {self.description}: {_short(exc)}") from exc
 
+
+if TYPE_CHECKING:
+    def _conforms(engine: DockerEngine, container: Container) -> tuple[Engine, EngineContainer]:
+        """mypy proves here that the Docker engine and its containers meet the protocols."""
+        return engine, container
 
 
 def split_ref(ref: str) -> tuple[str, str]:

@@ -20,16 +20,15 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from synth.engine.base import Mount
-from synth.engine.docker import Container
 from synth.errors import RunError, UsageError
-from synth.session.audit import Masker, SynthCommand
+from synth.session.audit import Masker
+from synth.session.recorder import RecordingContainer
 
 WORKDIR = "/workspace"
 #: Where the hook's directory is mounted; the hook is sourced from there by BASH_ENV.
@@ -91,12 +90,12 @@ class AgentLog:
 
 @dataclass
 class AgentContext:
-    container: Container
+    #: The session's one exec path: every command it runs is recorded.
+    container: RecordingContainer
     #: Exec environment of every agent command: the hook, the CA variables, secrets.
     env: dict[str, str]
     log: AgentLog
     say: Callable[[str], None]
-    commands: list[SynthCommand]
     cancelled: threading.Event
     docker_cli: str | None = None
     #: Wraps an agent command before it is executed (``--trace-exec``: in strace).
@@ -111,9 +110,7 @@ class AgentContext:
         goes to the log and, masked as there, to ``echo`` (the terminal) if given.
 
         ``group``: in a process group of its own, killed whole if the command is killed."""
-        rec = SynthCommand(tuple(argv), command or shlex.join(argv), WORKDIR, time.time())
-        self.commands.append(rec)
-        self.log.note(f"$ {rec.command}")
+        self.log.note(f"$ {command or shlex.join(argv)}")
 
         def on_output(stream: str, data: bytes) -> None:
             written = self.log.write(stream, data)
@@ -123,13 +120,12 @@ class AgentContext:
         full = self.wrapped(argv)
         if group:
             full = ["sh", CONTAINER_RUN_GROUP, *full]
-        res = self.container.exec(full, env=self.env, workdir=WORKDIR, on_output=on_output)
+        res = self.container.agent_exec(argv, full, command=command, env=self.env,
+                                        workdir=WORKDIR, on_output=on_output,
+                                        timed_out=self.cancelled.is_set)
         rest = self.log.flush()
         if echo is not None and rest:
             echo(rest)
-        rec.end = time.time()
-        rec.exit = res.exit_code
-        rec.timed_out = self.cancelled.is_set()
         return res.exit_code
 
 
@@ -273,10 +269,10 @@ class ShellAgent:
         argv += [ctx.container.id, *ctx.wrapped(["bash", "--rcfile", CONTAINER_SHELL_RC, "-i"])]
         ctx.say("Interactive shell in the session container; every command is audited. "
                 "Type `exit` when done.")
-        rec = SynthCommand(("bash", "-i"), "bash -i (interactive shell)", WORKDIR, time.time())
-        ctx.commands.append(rec)
-        proc = subprocess.run(argv, env={**os.environ, **env}, check=False)
-        rec.end, rec.exit = time.time(), proc.returncode
+        with ctx.container.recording(("bash", "-i"), command="bash -i (interactive shell)",
+                                     cwd=WORKDIR, phase="agent") as rec:
+            proc = subprocess.run(argv, env={**os.environ, **env}, check=False)
+            rec.exit = proc.returncode
         return proc.returncode
 
 

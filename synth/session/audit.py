@@ -12,16 +12,19 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from synth.atomic import write_text
-from synth.model import AUDIT_FORMAT
+from synth.model import AUDIT_FORMAT, AuditRecord
 
 MASK = "***"
 
 Source = Literal["bash-c", "bash-script", "bash-shell", "bash-hook", "synth", "exec-trace"]
+#: Whose command a ``synth`` record is: the agent's (synth executed it for the agent) or
+#: synth's own (setting up the container, capturing its state).
+Phase = Literal["agent", "synth"]
 
 #: Pipeline elements start within this many seconds of each other (DEBUG fires for each
 #: element before the first one finishes); see :func:`_fix_pipelines`.
@@ -116,7 +119,8 @@ def read_raw_events(path: Path) -> RawEvents:
 
 @dataclass
 class SynthCommand:
-    """A command synth itself executed in the container, recorded host-side."""
+    """A command synth executed in the container, recorded host-side
+    (:mod:`synth.session.recorder`): the agent's, or synth's own setup and capture."""
 
     argv: tuple[str, ...]
     command: str
@@ -125,16 +129,29 @@ class SynthCommand:
     end: float | None = None
     exit: int | None = None
     timed_out: bool = False
-    phase: str = "agent"
+    phase: Phase = "agent"
 
 
 @dataclass
 class _Item:
     start: float
     order: int
-    record: dict[str, Any]
-    key: tuple[str, int] | None = None  # (shell, n) of hook commands, ("shell", 0) of shells
-    extra: dict[str, Any] = field(default_factory=dict)
+    record: AuditRecord
+    key: tuple[str, int] | None = None  # (shell, n) of hook commands, (shell, 0) of shells
+    #: A shell's parent shell (the ``parent`` of its event).
+    parent: str | None = None
+
+
+@dataclass
+class _Events:
+    """The raw events by kind: shells and their ends by shell, commands by (shell, n)."""
+
+    shells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    shell_ends: dict[str, dict[str, Any]] = field(default_factory=dict)
+    begins: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    ends: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    #: Position in the stream of each shell's and each begin's event (ties in start time).
+    order: dict[str | tuple[str, int], int] = field(default_factory=dict)
 
 
 def _num(value: Any) -> float | None:
@@ -143,6 +160,16 @@ def _num(value: Any) -> float | None:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _cwd(value: Any) -> dict[str, Any]:
+    """The ``cwd`` fields of a record: the directory, or none known."""
+    return {"cwd": value, "cwd_known": True} if isinstance(value, str) and value else {
+        "cwd": "/", "cwd_known": False}
 
 
 def merge_audit(
@@ -159,30 +186,48 @@ def merge_audit(
     ``exec_traces`` are the successful execve calls of ``--trace-exec``
     (:func:`synth.session.trace.parse_trace`)."""
     masker = masker or Masker()
-    shells: dict[str, dict[str, Any]] = {}
-    shell_ends: dict[str, dict[str, Any]] = {}
-    begins: dict[tuple[str, int], dict[str, Any]] = {}
-    ends: dict[tuple[str, int], dict[str, Any]] = {}
-    order: dict[str, int] = {}
+    events = _index(raw)
+    items = _shell_items(events, session) + _hook_items(events, session)
+    base = len(raw.events)
+    items += [_Item(cmd.start, base + j, _synth_record(cmd, session))
+              for j, cmd in enumerate(synth_commands)]
+    base += len(synth_commands)
+    items += [_trace_item(ex, session, base + j) for j, ex in enumerate(exec_traces)]
+    _number(items)
+    header: dict[str, Any] = {
+        "type": "header", "format": AUDIT_FORMAT, "session": session, "started": started,
+        "raw_events": len(raw.events), "unparsed": len(raw.unparsed),
+    }
+    records = [header] + [masker.mask_json(it.record.to_json()) for it in items]
+    records += [{"type": "unparsed", "session": session, "line": masker.mask(line)}
+                for line in raw.unparsed]
+    return records
+
+
+def _index(raw: RawEvents) -> _Events:
+    events = _Events()
     for i, ev in enumerate(raw.events):
         kind = ev.get("ev")
         shell = str(ev.get("shell", ""))
+        n = _int(ev.get("n"))
         if kind == "shell":
-            shells[shell] = ev
-            order[shell] = i
+            events.shells[shell] = ev
+            events.order[shell] = i
         elif kind == "shell-end":
-            shell_ends[shell] = ev
-        elif kind in ("begin", "end") and _int(ev.get("n")) is not None:
-            key = (shell, int(ev["n"]))
-            if kind == "begin":
-                begins[key] = ev
-                order[f"{shell}#{key[1]}"] = i
-            else:
-                ends[key] = ev
+            events.shell_ends[shell] = ev
+        elif kind == "begin" and n is not None:
+            events.begins[(shell, n)] = ev
+            events.order[(shell, n)] = i
+        elif kind == "end" and n is not None:
+            events.ends[(shell, n)] = ev
+    return events
 
+
+def _shell_items(events: _Events, session: str) -> list[_Item]:
+    """One record per shell: a ``bash -c``, a script, or the interactive shell."""
     items: list[_Item] = []
-    for shell, ev in shells.items():
-        end = shell_ends.get(shell, {})
+    for shell, ev in events.shells.items():
+        end = events.shell_ends.get(shell, {})
         text = str(ev.get("cmd") or "")
         if text:
             source: Source = "bash-c"
@@ -192,125 +237,84 @@ def merge_audit(
             source = "bash-script"
             text = str(ev.get("script") or "")
         exit_code = _int(end.get("rc"))
-        rec: dict[str, Any] = {
-            "type": "command",
-            "source": source,
-            "session": session,
-            "pid": _int(ev.get("pid")),
-            "ppid": _int(ev.get("ppid")),
-            "command": text,
-            "cwd": ev.get("cwd"),
-            "cwd_end": end.get("cwd"),
-            "start": _num(ev.get("t")),
-            "end": _num(end.get("t")),
-            "exit": exit_code,
-            "pipestatus": [exit_code] if exit_code is not None else None,
-            "depth": _int(ev.get("depth")) or 0,
-        }
-        if not end:
-            rec["incomplete"] = True
-        items.append(_Item(rec["start"] or 0.0, order[shell], rec, (shell, 0),
-                           {"parent": ev.get("parent") or None}))
+        rec = AuditRecord(
+            seq=0, source=source, session=session, pid=_int(ev.get("pid")),
+            ppid=_int(ev.get("ppid")), command=text, **_cwd(ev.get("cwd")),
+            cwd_end=_str(end.get("cwd")), start=_num(ev.get("t")), end=_num(end.get("t")),
+            exit=exit_code, pipestatus=(exit_code,) if exit_code is not None else (),
+            depth=_int(ev.get("depth")) or 0, incomplete=not end,
+        )
+        items.append(_Item(rec.start or 0.0, events.order[shell], rec, (shell, 0),
+                           parent=str(ev.get("parent") or "") or None))
+    return items
 
+
+def _hook_items(events: _Events, session: str) -> list[_Item]:
+    """One record per simple command the DEBUG trap saw; pipelines get their statuses."""
     by_shell: dict[str, list[_Item]] = {}
-    for key, ev in begins.items():
-        shell, _n = key
-        end_ev = ends.get(key)
-        ps = [p for p in (end_ev or {}).get("ps", []) if _int(p) is not None]
+    for key, ev in events.begins.items():
+        end_ev = events.ends.get(key)
+        raw_ps = (end_ev or {}).get("ps")
+        ps = tuple(p for p in raw_ps if _int(p) is not None) if isinstance(raw_ps, list) else ()
         exit_code = ps[-1] if ps else (_int(end_ev.get("rc")) if end_ev else None)
-        parent_shell = shells.get(shell, {})
-        rec = {
-            "type": "command",
-            "source": "bash-hook",
-            "session": session,
-            "pid": _int(ev.get("pid")),
-            "command": ev.get("cmd"),
-            "cwd": ev.get("cwd"),
-            "start": _num(ev.get("t")),
-            "end": _num(end_ev.get("t")) if end_ev else None,
-            "exit": exit_code,
-            "pipestatus": ps or None,
-            "depth": _int(parent_shell.get("depth")) or 0,
-        }
-        if end_ev is None:
-            rec["incomplete"] = True
-        item = _Item(rec["start"] or 0.0, order[f"{shell}#{key[1]}"], rec, key)
-        items.append(item)
-        by_shell.setdefault(shell, []).append(item)
+        cmd = ev.get("cmd")
+        rec = AuditRecord(
+            seq=0, source="bash-hook", session=session, pid=_int(ev.get("pid")),
+            command=str(cmd) if cmd is not None else "", **_cwd(ev.get("cwd")),
+            start=_num(ev.get("t")), end=_num(end_ev.get("t")) if end_ev else None,
+            exit=exit_code, pipestatus=ps,
+            depth=_int(events.shells.get(key[0], {}).get("depth")) or 0,
+            incomplete=end_ev is None,
+        )
+        by_shell.setdefault(key[0], []).append(
+            _Item(rec.start or 0.0, events.order[key], rec, key))
+    items: list[_Item] = []
     for shell_items in by_shell.values():
         shell_items.sort(key=lambda it: it.key[1] if it.key else 0)
-        _fix_pipelines([it.record for it in shell_items])
+        _fix_pipelines(shell_items)
+        items += shell_items
+    return items
 
-    base = len(raw.events)
-    for j, cmd in enumerate(synth_commands):
-        rec = {
-            "type": "command",
-            "source": "synth",
-            "session": session,
-            "command": cmd.command,
-            "argv": list(cmd.argv),
-            "cwd": cmd.cwd,
-            "start": cmd.start,
-            "end": cmd.end,
-            "exit": cmd.exit,
-            "pipestatus": [cmd.exit] if cmd.exit is not None else None,
-            "timed_out": cmd.timed_out,
-            "phase": cmd.phase,
-        }
-        if cmd.end is None:
-            rec["incomplete"] = True
-        items.append(_Item(cmd.start, base + j, rec))
 
-    base += len(synth_commands)
-    for j, ex in enumerate(exec_traces):
-        argv = [str(a) for a in ex.get("argv", [])]
-        rec = {
-            "type": "command",
-            "source": "exec-trace",
-            "session": session,
-            "pid": _int(ex.get("pid")),
-            "path": ex.get("path"),
-            "argv": argv,
-            "command": shlex.join(argv),
-            "cwd": None,
-            "start": _num(ex.get("start")),
-            "end": None,
-            "exit": None,
-            "pipestatus": None,
-        }
-        items.append(_Item(rec["start"] or 0.0, base + j, rec))
+def _synth_record(cmd: SynthCommand, session: str) -> AuditRecord:
+    return AuditRecord(
+        seq=0, source="synth", session=session, command=cmd.command, argv=cmd.argv,
+        **_cwd(cmd.cwd), start=cmd.start, end=cmd.end, exit=cmd.exit,
+        pipestatus=(cmd.exit,) if cmd.exit is not None else (), timed_out=cmd.timed_out,
+        phase=cmd.phase, incomplete=cmd.end is None,
+    )
 
-    # seq follows start time; ties keep the order events were written in.
+
+def _trace_item(ex: dict[str, Any], session: str, order: int) -> _Item:
+    argv = tuple(str(a) for a in ex.get("argv", []))
+    rec = AuditRecord(
+        seq=0, source="exec-trace", session=session, pid=_int(ex.get("pid")),
+        path=_str(ex.get("path")), argv=argv, command=shlex.join(argv), **_cwd(None),
+        start=_num(ex.get("start")), end=None, exit=None,
+    )
+    return _Item(rec.start or 0.0, order, rec)
+
+
+def _number(items: list[_Item]) -> None:
+    """``seq`` follows start time (ties keep the order events were written in); each shell
+    record gets its parent shell's seq, each hook record its shell's."""
     items.sort(key=lambda it: (it.start, it.order))
     shell_seq: dict[str, int] = {}
     for seq, it in enumerate(items, start=1):
-        it.record["seq"] = seq
+        it.record = replace(it.record, seq=seq)
         if it.key is not None and it.key[1] == 0:
             shell_seq[it.key[0]] = seq
     for it in items:
         if it.key is None:
             continue
         if it.key[1] == 0:
-            parent = it.extra.get("parent")
-            it.record["parent_seq"] = shell_seq.get(parent) if parent else None
+            parent = shell_seq.get(it.parent) if it.parent else None
         else:
-            it.record["parent_seq"] = shell_seq.get(it.key[0])
-
-    header: dict[str, Any] = {
-        "type": "header",
-        "format": AUDIT_FORMAT,
-        "session": session,
-        "started": started,
-        "raw_events": len(raw.events),
-        "unparsed": len(raw.unparsed),
-    }
-    records = [header] + [masker.mask_json(it.record) for it in items]
-    records += [{"type": "unparsed", "session": session, "line": masker.mask(line)}
-                for line in raw.unparsed]
-    return records
+            parent = shell_seq.get(it.key[0])
+        it.record = replace(it.record, parent_seq=parent)
 
 
-def _fix_pipelines(records: list[dict[str, Any]]) -> None:
+def _fix_pipelines(items: list[_Item]) -> None:
     """Give each element of a pipeline its own status from PIPESTATUS.
 
     DEBUG fires for every element of ``a | b`` before ``a`` finishes, so ``a``'s record is
@@ -319,25 +323,20 @@ def _fix_pipelines(records: list[dict[str, Any]]) -> None:
     a few milliseconds of its start (an element whose command is a subshell fires no DEBUG,
     so when fewer quick predecessors exist nothing is changed).
     """
-    for i, rec in enumerate(records):
-        ps = rec.get("pipestatus") or []
-        n = len(ps)
+    for i, it in enumerate(items):
+        rec = it.record
+        n = len(rec.pipestatus)
         if n < 2 or i < n - 1:
             continue
-        group = records[i - n + 1 : i]
-        if all(
-            g.get("end") is not None
-            and g.get("start") is not None
-            and g["end"] - g["start"] < _PIPELINE_GAP
-            and g.get("cwd") == rec.get("cwd")
-            for g in group
-        ):
-            for g, status in zip(group, ps[:-1], strict=True):
-                g["exit"] = status
-                g["pipestatus"] = [status]
-                g["end"] = rec.get("end")
-                g["pipeline"] = True
-            rec["pipeline"] = True
+        group = items[i - n + 1 : i]
+        if all(g.record.end is not None and g.record.start is not None
+               and g.record.end - g.record.start < _PIPELINE_GAP
+               and (g.record.cwd, g.record.cwd_known) == (rec.cwd, rec.cwd_known)
+               for g in group):
+            for g, status in zip(group, rec.pipestatus[:-1], strict=True):
+                g.record = replace(g.record, exit=status, pipestatus=(status,), end=rec.end,
+                                   pipeline=True)
+            it.record = replace(rec, pipeline=True)
 
 
 def dumps_records(records: Iterable[dict[str, Any]]) -> str:

@@ -26,14 +26,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import docker.errors
-
 from synth import __version__
 from synth.atomic import write_json
 from synth.base_images import ensure_base_image
 from synth.config import CONTAINER_CA_PATH, CONTAINER_WHEELHOUSE, Settings, ca_env
-from synth.engine.base import ContainerSpec, Mount
-from synth.engine.docker import Container, DockerEngine
+from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.errors import EngineError, RunError, SynthError
 from synth.session import claims as claims_mod
 from synth.session import snapshot, trace, tree
@@ -58,12 +55,15 @@ from synth.session.audit import (
     parse_raw_events,
     write_audit,
 )
+from synth.session.claims import ClaimsCheck
 from synth.session.collector import HookCollector, drain_folder
 from synth.session.lease import LEASE_DIR, Lease, lease_command
+from synth.session.recorder import RecordingContainer
 from synth.session.rundir import RUN_FORMAT, iso, new_run_id
 from synth.task import Task
 
 Say = Callable[[str], None]
+Container = RecordingContainer
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def live_image_ref(task: str, run_id: str) -> str:
 class _Session:
     """The state of one run while it happens; :func:`run_session` drives it."""
 
-    def __init__(self, opts: RunOptions, engine: DockerEngine, say: Say) -> None:
+    def __init__(self, opts: RunOptions, engine: Engine, say: Say) -> None:
         self.opts = opts
         self.engine = engine
         self.say = say
@@ -127,6 +127,8 @@ class _Session:
         self.cancelled = threading.Event()
         self.timed_out = threading.Event()
         self.container: Container | None = None
+        self.log: AgentLog | None = None
+        self.exit_code: int | None = None
         self.strace_dir: Path | None = None
         self.tracer: trace.Tracer | None = None
         self.capture_errors: list[str] = []
@@ -254,7 +256,8 @@ class _Session:
         )
         self.say(f"Run {self.task.name}/{self.run_id}: starting a session container "
                  f"from {self.task.base_image}")
-        self.container = self.engine.create(spec)
+        self.container = RecordingContainer(self.engine.create(spec), self.commands,
+                                            default_cwd=WORKDIR)
         self.record["container"] = self.container.name
         self.write_record()
         self._poller = threading.Thread(target=self.poll_stream, daemon=True)
@@ -267,8 +270,7 @@ class _Session:
             with tarfile.open(fileobj=buf, mode="w") as tar:
                 tar.add(src, arcname="workspace", filter=_root_owned)
             c.exec(["rm", "-rf", WORKDIR])
-            if not c.raw.put_archive("/", buf.getvalue()):
-                raise RunError(f"Copying the repository into {c.description} failed.")
+            c.put_archive("/", buf.getvalue())
 
     @contextmanager
     def _repo_source(self) -> Iterator[Path]:
@@ -289,11 +291,8 @@ class _Session:
             yield Path(tmp)
 
     def workspace_entries(self, c: Container) -> dict[str, tree.TreeEntry]:
-        try:
-            chunks, _ = c.raw.get_archive(WORKDIR)
-        except docker.errors.NotFound:
-            return {}
-        return tree.entries_from_tar(b"".join(chunks))
+        data = c.get_archive(WORKDIR)
+        return {} if data is None else tree.entries_from_tar(data)
 
     # ---------------------------------------------------------------- capture
     def guarded(self, what: str, fn: Callable[[], Any]) -> Any:
@@ -308,24 +307,32 @@ class _Session:
             self.say(f"warning: could not capture {msg}")
             return None
 
-    def ensure_running(self, c: Container) -> None:
-        """After a kill (timeout, Ctrl-C) start the container again to read its state."""
-        c.raw.reload()
-        if c.raw.status != "running":
-            c.raw.start()
-            c.raw.reload()
-
     def capture(self, c: Container, before: Any) -> None:
-        state = self.run_dir / "state"
+        """Capture the final state; each step's failure is recorded and the others run."""
         self.say("Capturing the final state")
-        self.guarded("container restart", lambda: self.ensure_running(c))
+        self.guarded("container restart", c.ensure_running)
         changes = self.guarded("docker diff", c.diff) or []
-        diff = snapshot.classify_diff(changes)
-        write_json(state / "diff.json", self.masker.mask_json(diff))
-        added = {p for k, p in changes if k == "A"}
-
+        write_json(self.run_dir / "state" / "diff.json",
+                   self.masker.mask_json(snapshot.classify_diff(changes)))
         hits = self.guarded("secret scan", lambda: self.scan_secrets(c, changes)) or []
         self.record["secret_findings"] = hits
+        self.commit_live(c, hits)
+        check = self.capture_claims(c)
+        self.capture_tree(c, before)
+        apt = self.capture_apt(c)
+        interpreters = self.capture_python(c, {p for k, p in changes if k == "A"}, check)
+        provenance = self.guarded("change times", lambda: snapshot.provenance_state(
+            c, changes, apt, interpreters, self.base_setuid))
+        if provenance is not None:
+            write_json(self.run_dir / "state" / "provenance.json",
+                       self.masker.mask_json(provenance))
+        env_final = self.guarded("environment files", lambda: snapshot.read_env_files(c))
+        if env_final is not None and self.base_env is not None:
+            write_json(self.run_dir / "state" / "env.json",
+                       self.masker.mask_json(snapshot.env_state(self.base_env, env_final)))
+
+    def commit_live(self, c: Container, hits: list[str]) -> None:
+        """Commit the container as the live image (not shareable if it holds a secret)."""
         ref = live_image_ref(self.task.name, self.run_id)
         # Recorded before it exists: an interrupted commit leaves a tag run.json names.
         self.record["live_image"] = {"ref": ref, "id": None, "shareable": not hits}
@@ -340,58 +347,57 @@ class _Session:
         else:
             self.record["live_image"] = None
 
+    def capture_claims(self, c: Container) -> ClaimsCheck:
         raw_claims = self.guarded("claims", lambda: c.read_file(
             CONTAINER_CLAIMS, max_bytes=claims_mod.MAX_CLAIMS_BYTES))
         check = claims_mod.validate_claims(raw_claims)
         if raw_claims is not None and len(raw_claims) <= claims_mod.MAX_CLAIMS_BYTES:
             (self.run_dir / "claims.json").write_bytes(self.masker.mask_bytes(raw_claims))
         self.record["claims"] = check.to_json()
+        return check
 
+    def capture_tree(self, c: Container, before: Any) -> None:
+        """Compare /workspace with the repository as copied in: changes are violations."""
         after = self.guarded("source tree", lambda: self.workspace_entries(c))
-        if before is not None and after is not None:
-            changed = tree.compare_trees(before, after)
-            self.record["source_tree"] = {
-                "before": tree.tree_hash(before), "after": tree.tree_hash(after),
-                "changed": [ch.to_json() for ch in changed],
-            }
-            self.record["violations"] = tree.violations(changed)
-            for v in self.record["violations"]:
-                self.say(f"violation: {v['detail']}")
+        if before is None or after is None:
+            return
+        changed = tree.compare_trees(before, after)
+        self.record["source_tree"] = {
+            "before": tree.tree_hash(before), "after": tree.tree_hash(after),
+            "changed": [ch.to_json() for ch in changed],
+        }
+        self.record["violations"] = tree.violations(changed)
+        for v in self.record["violations"]:
+            self.say(f"violation: {v['detail']}")
 
+    def capture_apt(self, c: Container) -> dict[str, Any] | None:
         final = self.guarded("dpkg packages", lambda: snapshot.dpkg_snapshot(c))
-        apt: dict[str, Any] | None = None
-        if final is not None and self.base_dpkg is not None:
-            base_pkgs = self.base_dpkg.packages
-            debs = self.guarded("apt .deb hashes", lambda: snapshot.deb_records(
-                c, snapshot.apt_pins(base_pkgs, final.packages)))
-            apt = snapshot.apt_state(
-                base_pkgs, final.packages, self.base_dpkg.manual, final.manual, debs)
-            write_json(state / "apt.json", apt)
+        if final is None or self.base_dpkg is None:
+            return None
+        base_pkgs = self.base_dpkg.packages
+        debs = self.guarded("apt .deb hashes", lambda: snapshot.deb_records(
+            c, snapshot.apt_pins(base_pkgs, final.packages)))
+        apt = snapshot.apt_state(
+            base_pkgs, final.packages, self.base_dpkg.manual, final.manual, debs)
+        write_json(self.run_dir / "state" / "apt.json", apt)
+        return apt
 
-        found = self.guarded("python interpreters",
-                             lambda: snapshot.python_interpreters(c, added))
-        interpreters = None
-        if found is not None:
-            interpreters, errors = found
-            claimed = (check.claims or {}).get("python_path") if check.status == "valid" else None
-            write_json(state / "python.json", self.masker.mask_json(
-                snapshot.python_state(interpreters, claimed, errors)))
-
-        provenance = self.guarded("change times", lambda: snapshot.provenance_state(
-            c, changes, apt, interpreters, self.base_setuid))
-        if provenance is not None:
-            write_json(state / "provenance.json", self.masker.mask_json(provenance))
-
-        env_final = self.guarded("environment files", lambda: snapshot.read_env_files(c))
-        if env_final is not None and self.base_env is not None:
-            write_json(state / "env.json",
-                       self.masker.mask_json(snapshot.env_state(self.base_env, env_final)))
+    def capture_python(self, c: Container, added: set[str], check: ClaimsCheck
+                       ) -> list[dict[str, Any]] | None:
+        found: tuple[list[dict[str, Any]], list[str]] | None = self.guarded(
+            "python interpreters", lambda: snapshot.python_interpreters(c, added))
+        if found is None:
+            return None
+        interpreters, errors = found
+        claimed = (check.claims or {}).get("python_path") if check.status == "valid" else None
+        write_json(self.run_dir / "state" / "python.json", self.masker.mask_json(
+            snapshot.python_state(interpreters, claimed, errors)))
+        return interpreters
 
     # ------------------------------------------------------------ the session
     def run_agent(self, c: Container, log: AgentLog) -> int:
         ctx = AgentContext(
-            container=c, env=self.exec_env(), log=log, say=self.say,
-            commands=self.commands, cancelled=self.cancelled,
+            container=c, env=self.exec_env(), log=log, say=self.say, cancelled=self.cancelled,
             docker_cli=self.opts.settings.docker_cli,
             wrap=self.tracer.wrap if self.tracer is not None else None,
         )
@@ -486,10 +492,67 @@ class _Session:
         write_audit(self.run_dir / "audit.jsonl", records)
 
 
+    # ------------------------------------------------------------ whole session
+    def work(self) -> str:
+        """Set up, let the agent work, capture; returns how the agent's part ended."""
+        c = self.start()
+        self.copy_repo(c)
+        before = self.workspace_entries(c)
+        self.base_dpkg = self.guarded("base dpkg packages", lambda: snapshot.dpkg_snapshot(c))
+        self.base_env = self.guarded("base environment files",
+                                     lambda: snapshot.read_env_files(c))
+        self.base_setuid = self.guarded("base setuid files", lambda: snapshot.setuid_files(c))
+        self.log = AgentLog(self.run_dir / "logs" / "agent.log", self.masker)
+        status = self.agent_part(c, self.log)
+        self.record["agent_exit_code"] = self.exit_code
+        self.capture(c, before)
+        return status
+
+    def agent_part(self, c: Container, log: AgentLog) -> str:
+        status = "error"
+        try:
+            self.exit_code = self.run_agent(c, log)
+            status = "succeeded" if self.exit_code == 0 else "failed"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            self.cancelled.set()
+            self.say("Interrupted: stopping the agent and capturing what it left")
+            stop_agent(c)
+        except SynthError as exc:
+            # A killed container breaks the running exec: that is the timeout, not an error.
+            if not self.timed_out.is_set():
+                self.record["error"] = self.masker.mask(exc.message)
+                self.say(f"error: {self.masker.mask(exc.message)}")
+        if self.timed_out.is_set():
+            status = "timeout"
+            self.say(f"Timeout: the agent ran longer than {self.opts.timeout:g} s and was killed")
+        return status
+
+    def close(self, status: str) -> str:
+        """Every way out: write the audit, settle the status, remove the container, write
+        run.json; returns the final status."""
+        if self.log is not None:
+            self.log.close()
+        if self.strace_dir is not None:
+            shutil.rmtree(self.strace_dir, ignore_errors=True)
+        self.guarded("audit log", self.finish_audit)
+        status = _truthful_status(status, self.capture_errors, self.record)
+        if self.container is not None:
+            if self.opts.keep:
+                self.say(f"Keeping container {self.container.name} (--keep)")
+            else:
+                with suppress(EngineError):
+                    self.container.remove()
+        self.record["status"] = status
+        self.record["ended"] = iso()
+        self.write_record()
+        return status
+
+
 def stop_agent(c: Container) -> None:
     """Kill every process in the container but its main one: the agent's command ends, and
     the container stays up for the capture of the final state."""
-    with suppress(EngineError, docker.errors.DockerException):
+    with suppress(EngineError):
         c.exec(["bash", "-c", "kill -KILL -1"])
 
 
@@ -516,45 +579,20 @@ def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
 
 
 def run_session(
-    opts: RunOptions, *, engine: DockerEngine | None = None, say: Say | None = None
+    opts: RunOptions, *, engine: Engine | None = None, say: Say | None = None
 ) -> RunResult:
     """Run one audited session; the result says where the run directory is and how it ended."""
     from synth import console
 
     say = say or console.say
-    engine = engine or DockerEngine.connect()
+    if engine is None:
+        from synth.engine.docker import DockerEngine
+
+        engine = DockerEngine.connect()
     s = _Session(opts, engine, say)
     status = "error"
-    exit_code: int | None = None
-    log: AgentLog | None = None
     try:
-        c = s.start()
-        s.copy_repo(c)
-        before = s.workspace_entries(c)
-        s.base_dpkg = s.guarded("base dpkg packages", lambda: snapshot.dpkg_snapshot(c))
-        s.base_env = s.guarded("base environment files", lambda: snapshot.read_env_files(c))
-        s.base_setuid = s.guarded("base setuid files", lambda: snapshot.setuid_files(c))
-        log = AgentLog(s.run_dir / "logs" / "agent.log", s.masker)
-        try:
-            exit_code = s.run_agent(c, log)
-            status = "succeeded" if exit_code == 0 else "failed"
-        except KeyboardInterrupt:
-            status = "interrupted"
-            s.cancelled.set()
-            say("Interrupted: stopping the agent and capturing what it left")
-            stop_agent(c)
-        except (SynthError, docker.errors.DockerException) as exc:
-            # A killed container breaks the running exec: that is the timeout, not an error.
-            if not s.timed_out.is_set():
-                status = "error"
-                msg = exc.message if isinstance(exc, SynthError) else f"engine: {exc}"
-                s.record["error"] = s.masker.mask(msg)
-                say(f"error: {s.masker.mask(msg)}")
-        if s.timed_out.is_set():
-            status = "timeout"
-            say(f"Timeout: the agent ran longer than {opts.timeout:g} s and was killed")
-        s.record["agent_exit_code"] = exit_code
-        s.capture(c, before)
+        status = s.work()
     except KeyboardInterrupt:
         status = "interrupted"
         s.record["error"] = "interrupted while setting up or capturing"
@@ -564,29 +602,11 @@ def run_session(
         say(f"error: {s.masker.mask(exc.message)}")
         if exc.hint:
             say(f"hint: {exc.hint}")
-    except docker.errors.DockerException as exc:
-        status = "error"
-        s.record["error"] = s.masker.mask(f"engine: {exc}")
-        say(f"error: {s.masker.mask(str(exc))}")
     finally:
-        if log is not None:
-            log.close()
-        if s.strace_dir is not None:
-            shutil.rmtree(s.strace_dir, ignore_errors=True)
-        s.guarded("audit log", s.finish_audit)
-        status = _truthful_status(status, s.capture_errors, s.record)
-        if s.container is not None:
-            if opts.keep:
-                say(f"Keeping container {s.container.name} (--keep)")
-            else:
-                with suppress(EngineError):
-                    s.container.remove()
-        s.record["status"] = status
-        s.record["ended"] = iso()
-        s.write_record()
+        status = s.close(status)
     live = s.record.get("live_image") or {}
     say(f"Run {s.task.name}/{s.run_id}: {status} -> {s.run_dir}")
     return RunResult(
-        run_id=s.run_id, run_dir=s.run_dir, status=status, agent_exit_code=exit_code,
+        run_id=s.run_id, run_dir=s.run_dir, status=status, agent_exit_code=s.exit_code,
         live_image=live.get("ref"), violations=list(s.record["violations"]),
     )

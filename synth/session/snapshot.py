@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from synth.engine.docker import Container
+from synth.engine.base import EngineContainer as Container
 from synth.errors import RunError
 from synth.model import (
     APT_STATE_FORMAT,
@@ -254,7 +254,7 @@ true
 
 
 def probe_source() -> str:
-    return (resources.files("synth.session.probes") / "python_env.py").read_text("utf-8")
+    return (resources.files("verify.probes") / "python_env.py").read_text("utf-8")
 
 
 def interpreter_kind(hint: str, info: Mapping[str, Any], path: str) -> str:

@@ -157,6 +157,22 @@ def test_replay_audits_each_simple_command_with_cwd_and_exit(replay: RunResult) 
         "verified": True, "findings": []}
 
 
+def test_synths_own_commands_are_audited_as_phase_synth(replay: RunResult) -> None:
+    from synth.distill.load import load_run
+
+    synth = commands(replay.run_dir, "synth")
+    agent = [r for r in synth if r["phase"] == "agent"]
+    own = [r for r in synth if r["phase"] == "synth"]
+    assert {r["phase"] for r in synth} == {"agent", "synth"}
+    assert all(r["argv"][:2] == ["bash", "-c"] for r in agent)
+    # setup (the repository copied in) before the agent; the capture (dpkg) after it
+    first_agent = min(r["seq"] for r in agent)
+    assert any(r["argv"] == ["rm", "-rf", "/workspace"] and r["seq"] < first_agent
+               for r in own)
+    assert any(r["argv"][:2] == ["dpkg-query", "-W"] and r["seq"] > first_agent for r in own)
+    assert {r.phase for r in load_run(replay.run_dir).records} <= {None, "agent"}
+
+
 def test_replay_state_lists_apt_and_python_packages(replay: RunResult) -> None:
     state = replay.run_dir / "state"
     apt = json.loads((state / "apt.json").read_text())

@@ -88,3 +88,32 @@ def test_load_refuses_newer_formats(tmp_path: Path) -> None:
     path.write_text('{"type": "header", "format": 99}\n')
     with pytest.raises(InputFileError, match="newer"):
         load_audit(path)
+
+
+def test_merged_records_are_typed_records_that_round_trip() -> None:
+    from synth.model import AUDIT_KEYS, AuditRecord
+
+    text = raw(
+        SHELL,
+        {"ev": "begin", "shell": "10-1", "n": 1, "pid": 10, "cmd": "pip install six | tee x",
+         "cwd": "/workspace", "t": 100.1},
+        {"ev": "end", "shell": "10-1", "n": 1, "t": 100.101, "rc": 0, "ps": [0]},
+        {"ev": "begin", "shell": "10-1", "n": 2, "pid": 10, "cmd": "tee x",
+         "cwd": "/workspace", "t": 100.102},
+        {"ev": "end", "shell": "10-1", "n": 2, "t": 102.0, "rc": 0, "ps": [1, 0]},
+        {"ev": "shell-end", "shell": "10-1", "t": 102.1, "rc": 0, "cwd": "/tmp"},
+    )
+    synth = [SynthCommand(("dpkg-query", "-W"), "dpkg-query -W", "/workspace", 99.0, 99.5, 0,
+                          phase="synth")]
+    traces = [{"pid": 11, "path": "/usr/bin/tee", "argv": ["tee", "x"], "start": 100.2}]
+    records = merge_audit(parse_raw_events(text), synth, session="r", started="t",
+                          exec_traces=traces)[1:]
+    assert [r["source"] for r in records] == ["synth", "bash-c", "bash-hook", "bash-hook",
+                                              "exec-trace"]
+    pipe = [r for r in records if r.get("pipeline")]
+    assert [(r["command"], r["exit"]) for r in pipe] == [("pip install six | tee x", 1),
+                                                        ("tee x", 0)]
+    assert records[0]["phase"] == "synth" and records[1]["cwd_end"] == "/tmp"
+    for r in records:
+        assert set(r) - {"incomplete", "pipeline"} == set(AUDIT_KEYS[r["source"]]), r
+        assert AuditRecord.from_json(r).to_json() == r

@@ -18,14 +18,18 @@ from synth.session.agents import (
     terminal_safe,
 )
 from synth.session.audit import Masker
+from synth.session.recorder import RecordingContainer
 
 
 class FakeResult:
     exit_code = 0
+    timed_out = False
 
 
 class FakeContainer:
     """Pure logic only: exec replays chunks of output through on_output."""
+
+    id = name = description = "fake"
 
     def __init__(self, chunks: Sequence[bytes]) -> None:
         self.chunks = chunks
@@ -39,8 +43,9 @@ class FakeContainer:
 
 def context(tmp_path: Path, chunks: Sequence[bytes]) -> AgentContext:
     log = AgentLog(tmp_path / "agent.log", Masker(["s3cret"]))
-    return AgentContext(container=FakeContainer(chunks), env={},  # type: ignore[arg-type]
-                        log=log, say=lambda _m: None, commands=[],
+    container = RecordingContainer(FakeContainer(chunks), [],  # type: ignore[arg-type]
+                                   default_cwd="/workspace")
+    return AgentContext(container=container, env={}, log=log, say=lambda _m: None,
                         cancelled=threading.Event())
 
 

@@ -20,9 +20,19 @@ from verify.runner import (
 )
 
 STDLIB = set(sys.stdlib_module_names)
+#: Every script in verify/probes/: the pyramid's (PROBE_SCRIPTS) and the session's
+#: interpreter probe (python_env.py), which synth passes to ``python -c`` in the container.
+ALL_PROBES = sorted(p.name for p in PROBES_DIR.glob("*.py") if p.name != "__init__.py")
 
 
-@pytest.mark.parametrize("name", PROBE_SCRIPTS)
+def test_every_probe_is_in_the_one_folder() -> None:
+    assert set(PROBE_SCRIPTS) | {"python_env.py"} <= set(ALL_PROBES)
+    root = Path(__file__).resolve().parents[2]
+    elsewhere = list(root.glob("synth/**/probes/*.py"))
+    assert not elsewhere, elsewhere
+
+
+@pytest.mark.parametrize("name", ALL_PROBES)
 def test_probe_is_py38_and_stdlib_only(name: str) -> None:
     source = (PROBES_DIR / name).read_text()
     tree = ast.parse(source, feature_version=(3, 8))
@@ -178,3 +188,9 @@ def test_an_import_failing_on_an_optional_extra_does_not_fail_c0i() -> None:
     assert "optional" not in classify_import(extra, frozenset({"open3d"}))
     raising = {**extra, "error_class": "RuntimeError", "missing_name": None}
     assert "optional" not in classify_import(raising, frozenset({"h5py"}))
+
+
+def test_session_interpreter_probe_loads_from_the_probes_folder() -> None:
+    from synth.session.snapshot import probe_source
+
+    assert probe_source() == (PROBES_DIR / "python_env.py").read_text(encoding="utf-8")
