@@ -261,7 +261,6 @@ class DockerEngine:
         return folders
 
     def _gc_build_cache(self, folders: set[str], *, dry_run: bool) -> list[str]:
-
         try:
             cli = find_build_cli().path
         except SynthError:
