@@ -378,16 +378,32 @@ def _native_value(n: NativeFile) -> str:
 
 def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintComparison:
     """What differs between ``a`` and ``b`` (pure; "added" means present in ``b`` only)."""
-    interp: list[Change] = []
-    for key, va, vb in (
+    interp = [Change("changed", key, va, vb) for key, va, vb in (
         ("python", a.python_version, b.python_version),
         ("implementation", a.implementation, b.implementation),
         ("glibc", a.glibc, b.glibc),
         ("machine", a.machine, b.machine),
-    ):
-        if va != vb:
-            interp.append(Change("changed", key, va, vb))
+    ) if va != vb]
+    packages, content, sources = _package_changes(a, b)
+    unowned = _mapping_changes(
+        {f"{u.site}/{u.path}": u.sha256 for u in a.unowned},
+        {f"{u.site}/{u.path}": u.sha256 for u in b.unowned},
+    )
+    unowned = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in unowned]
+    dpkg = _mapping_changes(a.dpkg, b.dpkg) if a.dpkg is not None and b.dpkg is not None else []
+    workspace, env = _workspace_and_environment(a, b)
+    return FingerprintComparison(
+        interpreter=tuple(interp), packages=tuple(packages), content=tuple(content),
+        sources=tuple(sources), native=tuple(_native_changes(a, b)), unowned=tuple(unowned),
+        dpkg=tuple(dpkg), patched=tuple(_patched(a, b)), workspace=tuple(workspace),
+        environment=tuple(env),
+    )
 
+
+def _package_changes(a: Fingerprint,
+                     b: Fingerprint) -> tuple[list[Change], list[Change], list[Change]]:
+    """(distributions added, removed or of another version; same version with other
+    contents; same distribution installed from another source or by another installer)."""
     da, db = a.effective, b.effective
     packages: list[Change] = []
     content: list[Change] = []
@@ -412,7 +428,12 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
             if x.source != y.source or x.installer != y.installer:
                 sources.append(Change("source", name, x.source, y.source,
                                       f"installer {x.installer} vs {y.installer}"))
+    return packages, content, sources
 
+
+def _native_changes(a: Fingerprint, b: Fingerprint) -> list[Change]:
+    """Native files that differ; where only debug info or symbols differ (the loaded code
+    is identical), a ``debug-only`` change."""
     native = _mapping_changes(
         {_native_key(n): _native_value(n) for n in a.native},
         {_native_key(n): _native_value(n) for n in b.native},
@@ -420,7 +441,7 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
     owners = {n.path: n.owner for n in (*a.native, *b.native) if n.owner}
     code_a = {n.path: n.code_sha256 for n in a.native}
     code_b = {n.path: n.code_sha256 for n in b.native}
-    native = [
+    return [
         Change("debug-only", c.key, _short(c.a), _short(c.b),
                "; ".join(filter(None, [owners.get(c.key), "loaded code identical, "
                                        "debug info or symbols differ"])))
@@ -428,19 +449,6 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
         else Change(c.kind, c.key, _short(c.a), _short(c.b), owners.get(c.key) or "")
         for c in native
     ]
-    unowned = _mapping_changes(
-        {f"{u.site}/{u.path}": u.sha256 for u in a.unowned},
-        {f"{u.site}/{u.path}": u.sha256 for u in b.unowned},
-    )
-    unowned = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in unowned]
-    dpkg = _mapping_changes(a.dpkg, b.dpkg) if a.dpkg is not None and b.dpkg is not None else []
-    workspace, env = _workspace_and_environment(a, b)
-    return FingerprintComparison(
-        interpreter=tuple(interp), packages=tuple(packages), content=tuple(content),
-        sources=tuple(sources), native=tuple(native), unowned=tuple(unowned),
-        dpkg=tuple(dpkg), patched=tuple(_patched(a, b)), workspace=tuple(workspace),
-        environment=tuple(env),
-    )
 
 
 def _workspace_and_environment(a: Fingerprint,

@@ -352,7 +352,9 @@ def check_artifact_case(world: World, case: Path, kind: FileKind, rng: random.Ra
         assert code == errors.UsageError.exit_code, (what, code, stderr)
     if kind is CLAIMS:
         target = resolve_target(str(art), Settings.load(artifacts_dir=case), "docker")
-        assert isinstance(target.claims, str) == bad, (what, target.claims)
+        from verify.claims import BadClaims
+
+        assert isinstance(target.claims, BadClaims) == bad, (what, target.claims)
     code, _stdout, stderr = run_cli("diff", str(art), str(art), "--json")
     assert code in (0, 1, 2), (what, code, stderr)
     # (A folder with a Dockerfile and no manifest is still an artifact to diff: docs/diff.md;

@@ -244,106 +244,10 @@ def _scan_ast(source: str, rel: str) -> list[tuple[int, str, int, str | None]]:
 
 # ------------------------------------------------------------------------ libcst scanner
 def _scan_libcst(source: str, rel: str) -> list[tuple[int, str, int, str | None]]:
-    import libcst as cst
-    from libcst.helpers import get_full_name_for_node
-    from libcst.metadata import MetadataWrapper, PositionProvider
+    """The libcst scanner (:mod:`verify.c0_libcst`), imported only when selected."""
+    from verify.c0_libcst import scan
 
-    def catches(handlers: Sequence[cst.ExceptHandler]) -> bool:
-        for h in handlers:
-            if h.type is None:
-                return True
-            kinds = ([e.value for e in h.type.elements] if isinstance(h.type, cst.Tuple)
-                     else [h.type])
-            for k in kinds:
-                name = get_full_name_for_node(k) or ""
-                if name.rsplit(".", 1)[-1] in _OPTIONAL_EXCEPTIONS:
-                    return True
-        return False
-
-    def is_version_check(test: cst.BaseExpression) -> bool:
-        found = False
-
-        class V(cst.CSTVisitor):
-            def visit_Attribute(self, node: cst.Attribute) -> None:
-                nonlocal found
-                if node.attr.value in ("version_info", "platform"):
-                    found = True
-
-        test.visit(V())
-        return found
-
-    class Collector(cst.CSTVisitor):
-        METADATA_DEPENDENCIES = (PositionProvider,)
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.found: list[tuple[int, str, int, str | None]] = []
-            # Statement nodes whose nested bodies are optional, and why.
-            self.why: list[str | None] = [None]
-
-        def _line(self, node: cst.CSTNode) -> int:
-            return int(self.get_metadata(PositionProvider, node).start.line)
-
-        def visit_Import(self, node: cst.Import) -> None:
-            for alias in node.names:
-                name = get_full_name_for_node(alias.name) or ""
-                self.found.append((self._line(node), name, 0, self.why[-1]))
-
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-            module = get_full_name_for_node(node.module) if node.module else ""
-            self.found.append((self._line(node), module or "", len(node.relative),
-                               self.why[-1]))
-
-        # Function bodies run only when called: their imports are "function".
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            self.why.append(self.why[-1] or "function")
-            return True
-
-        def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-            self.why.pop()
-
-        # try: body (and else) optional when a handler catches ImportError & co.
-        def visit_Try(self, node: cst.Try) -> bool:
-            outer = self.why[-1]
-            inner = outer or ("try" if catches(node.handlers) else None)
-            self.why.append(inner)
-            node.body.visit(self)
-            if node.orelse is not None:
-                node.orelse.visit(self)
-            self.why.pop()
-            for h in node.handlers:
-                h.visit(self)
-            if node.finalbody is not None:
-                node.finalbody.visit(self)
-            return False
-
-        def visit_If(self, node: cst.If) -> bool:
-            outer = self.why[-1]
-            body_why: str | None
-            else_why: str | None
-            name = get_full_name_for_node(node.test) or ""
-            if name.rsplit(".", 1)[-1] == "TYPE_CHECKING":
-                body_why, else_why = outer or "type_checking", outer
-            elif is_version_check(node.test):
-                body_why = else_why = outer or "version_check"
-            else:
-                body_why = else_why = outer
-            self.why.append(body_why)
-            node.body.visit(self)
-            self.why.pop()
-            if node.orelse is not None:
-                self.why.append(else_why)
-                if isinstance(node.orelse, cst.If):
-                    self.visit_If(node.orelse)
-                else:
-                    node.orelse.visit(self)
-                self.why.pop()
-            return False
-
-    module = cst.parse_module(source)
-    collector = Collector()
-    MetadataWrapper(module, unsafe_skip_copy=True).visit(collector)
-    return collector.found
+    return scan(source, rel, _OPTIONAL_EXCEPTIONS)
 
 
 # ------------------------------------------------------------------------------- scanning

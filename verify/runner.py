@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synth.engine.base import ExecResult, Runtime
-from synth.task import Task
 from verify import c0_scan, c0_scope
-from verify.claims import Evidence, check_claims
+from verify.claims import BadClaims, Claims, Evidence, check_claims, claimed_distributions
 from verify.levels import GpuAccess, gate
 from verify.result import LEVELS, Level, LevelResult, Report
+from verify.runtime import ExecOutcome as ExecResult
+from verify.runtime import PyramidTask, Runtime, RuntimeFailure
 
 PROBES_DIR = Path(__file__).resolve().parent / "probes"
 PROBE_SCRIPTS = ("c0_resolve.py", "import_check.py", "facts.py", "framework.py", "kernel.py",
@@ -40,13 +40,14 @@ class PyramidSpec:
 
     #: The target interpreter, as a path inside the runtime.
     python: str
-    task: Task | None = None
+    task: PyramidTask | None = None
     #: Working directory for probes and task commands (defaults to the task's probes.workdir).
     workdir: str | None = None
     #: A host copy of the repository for C0's scan; None: copied out of ``workdir``.
     repo_dir: Path | None = None
-    #: The agent's claims; a str says why its claims.json cannot be used (C5 fails with it).
-    claims: Mapping[str, Any] | str | None = None
+    #: The agent's claims; :class:`~verify.claims.BadClaims` says why its claims.json
+    #: cannot be used (C5 fails with it).
+    claims: Claims = None
     levels: frozenset[Level] = frozenset(LEVELS)
     gpu_access: GpuAccess = "probe"
     scanner: c0_scan.Scanner = c0_scan.DEFAULT_SCANNER
@@ -57,7 +58,7 @@ class PyramidSpec:
     def cwd(self) -> str:
         if self.workdir:
             return self.workdir
-        return self.task.probes.workdir if self.task else "/workspace"
+        return self.task.workdir if self.task else "/workspace"
 
 
 def _tail(text: str) -> str:
@@ -114,9 +115,7 @@ class _Probing:
                 (staging / name).write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
             made = self.rt.exec(["mktemp", "-d", "/tmp/synth-verify.XXXXXX"])
             if not made.ok:
-                from synth.errors import VerifyError
-
-                raise VerifyError(f"Cannot make a temporary folder in {self.rt.description}: "
+                raise RuntimeFailure(f"Cannot make a temporary folder in {self.rt.description}: "
                                   f"{made.output.strip()}")
             base = made.stdout.strip()
             self.rt.copy_in(staging, base)
@@ -161,7 +160,7 @@ def _c0(p: _Probing) -> LevelResult:
     if data is None:
         return LevelResult("C0", "fail", "the import resolver did not run",
                            details={"exec": _exec_summary(res)})
-    limit = spec.task.verify.c0.max_missing_ratio if spec.task else 0.0
+    limit = spec.task.c0.max_missing_ratio if spec.task else 0.0
     outcome = c0_scan.evaluate(p.scan, data.get("results", {}), p.declared, limit)
     metrics = {
         "import_statements": outcome.total,
@@ -260,11 +259,11 @@ def _task_command(p: _Probing, level: Level, command: str, timeout: int,
 
 def _c1(p: _Probing) -> LevelResult:
     task = p.spec.task
-    if task is None or task.probes.cpu is None:
+    if task is None or task.cpu is None:
         return LevelResult("C1", "not_applicable", "no CPU entrypoint (no task)")
     cpu_env = {"CUDA_VISIBLE_DEVICES": ""}
     details: dict[str, Any] = {}
-    native = task.probes.native_modules
+    native = task.native_modules
     if native:
         code = ("import importlib, json, sys\nbad = {}\n"
                 f"for m in {list(native)!r}:\n"
@@ -280,11 +279,11 @@ def _c1(p: _Probing) -> LevelResult:
             return LevelResult("C1", "fail",
                                f"native module(s) do not import: {names or ', '.join(native)}",
                                details=details)
-    ok, info = _task_command(p, "C1", task.probes.cpu.command, task.probes.cpu.timeout, cpu_env)
+    ok, info = _task_command(p, "C1", task.cpu.command, task.cpu.timeout, cpu_env)
     details["entrypoint"] = info
     if ok:
         return LevelResult("C1", "pass", None, {"exit_code": 0}, details)
-    why = (f"timed out after {task.probes.cpu.timeout}s" if info["timed_out"]
+    why = (f"timed out after {task.cpu.timeout}s" if info["timed_out"]
            else f"exit {info['exit_code']}")
     return LevelResult("C1", "fail", f"CPU entrypoint failed ({why})",
                        {"exit_code": info["exit_code"]}, details)
@@ -399,8 +398,8 @@ def _c3(p: _Probing) -> LevelResult:
         for name, nat in (data.get("native") or {}).items():
             if not nat.get("ok"):
                 problems.append(f"native module {name}: {nat.get('error')}")
-    if task is not None and task.probes.gpu is not None:
-        ok, info = _task_command(p, "C3", task.probes.gpu.command, task.probes.gpu.timeout)
+    if task is not None and task.gpu is not None:
+        ok, info = _task_command(p, "C3", task.gpu.command, task.gpu.timeout)
         details["entrypoint"] = info
         ran_something = True
         if not ok:
@@ -415,7 +414,7 @@ def _c3(p: _Probing) -> LevelResult:
 
 def _c4(p: _Probing, visible: int) -> LevelResult:
     task = p.spec.task
-    task_gpus = task.probes.ddp.gpus if task and task.probes.ddp else 2
+    task_gpus = task.ddp.gpus if task and task.ddp else 2
     world = min(task_gpus, visible)
     p.progress(f"C4: torchrun over {world} GPUs")
     argv = [p.spec.python, "-m", "torch.distributed.run", "--standalone",
@@ -426,8 +425,8 @@ def _c4(p: _Probing, visible: int) -> LevelResult:
     problems = []
     if not res.ok or data is None:
         problems.append(f"NCCL all_reduce/DDP probe failed (exit {res.exit_code})")
-    if task is not None and task.probes.ddp is not None:
-        ok, info = _task_command(p, "C4", task.probes.ddp.command, task.probes.ddp.timeout)
+    if task is not None and task.ddp is not None:
+        ok, info = _task_command(p, "C4", task.ddp.command, task.ddp.timeout)
         details["entrypoint"] = info
         if not ok:
             problems.append(f"DDP entrypoint failed (exit {info['exit_code']})")
@@ -483,6 +482,7 @@ def _evidence(p: _Probing) -> Evidence:
         interpreter_versions=versions,
         python_version=facts.get("python", {}).get("version"),
         torch_version=(facts.get("distributions") or {}).get("torch"),
+        distributions=dict(facts.get("distributions") or {}),
         cuda_available=cuda,
         gpu_count=count,
         levels=dict(p.done),
@@ -491,8 +491,8 @@ def _evidence(p: _Probing) -> Evidence:
 
 def _c5(p: _Probing) -> LevelResult:
     claims = p.spec.claims
-    if isinstance(claims, str):
-        return LevelResult("C5", "fail", f"claims.json cannot be checked: {claims}")
+    if isinstance(claims, BadClaims):
+        return LevelResult("C5", "fail", f"claims.json cannot be checked: {claims.reason}")
     if not isinstance(claims, Mapping):
         return LevelResult("C5", "not_applicable", "claims.json is not a JSON object")
     if p.facts is None and claims.get("python_path"):
@@ -502,7 +502,8 @@ def _c5(p: _Probing) -> LevelResult:
         p.facts = {"paths": {path: exists}}
     outcome = check_claims(claims, _evidence(p))
     metrics = outcome.metrics()
-    details = {"checks": [c.to_json() for c in outcome.checks]}
+    details = {"checks": [c.to_json() for c in outcome.checks],
+               "not_checked": [u.to_json() for u in outcome.unchecked]}
     if outcome.hallucinations:
         fields = ", ".join(c.field for c in outcome.checks if c.verdict == "hallucination")
         return LevelResult("C5", "fail", f"{outcome.hallucinations} false claim(s): {fields}",
@@ -517,11 +518,9 @@ def _c5(p: _Probing) -> LevelResult:
 # ----------------------------------------------------------------------------- driver
 def _scan_root(spec: PyramidSpec, root: Path, p: _Probing) -> c0_scan.ScanResult:
     task = spec.task
-    c0 = task.verify.c0 if task else None
-    commands = [probe.command for probe in (task.probes.cpu, task.probes.gpu,
-                                            task.probes.ddp) if probe] if task else []
+    c0 = task.c0 if task else None
     scope = c0_scope.resolve_scope(root, c0.include if c0 else None,
-                                   c0.exclude if c0 else None, commands)
+                                   c0.exclude if c0 else None, task.commands if task else [])
     scan = c0_scan.scan_repo(root, spec.scanner, scope)
     p.declared = c0_scope.declared_distributions(root)
     p.import_modules = c0_scope.import_check_modules(root, scan.scope_files)
@@ -543,61 +542,85 @@ def _scan(spec: PyramidSpec, runtime: Runtime, cwd: str | None,
         return _scan_root(spec, Path(tmp) / name, p)
 
 
-def run_pyramid(runtime: Runtime, spec: PyramidSpec,
-                progress: Progress | None = None) -> Report:
-    """Run C0-C5 (as selected and applicable) on ``runtime``; never raises for a failed level."""
-    say = progress or (lambda _msg: None)
-    p = _Probing(runtime, spec, say)
-    task = spec.task
-    not_applicable: dict[str, str] = {str(k): v for k, v in task.not_applicable.items()} if (
-        task) else {}
+def _not_applicable(spec: PyramidSpec) -> dict[str, str]:
+    """level -> why it does not apply: the task's reasons, and C5 without claims."""
+    out = {str(k): v for k, v in spec.task.not_applicable.items()} if spec.task else {}
     if spec.claims is None:
-        not_applicable.setdefault("C5", "no claims (the agent wrote no claims.json)")
+        out.setdefault("C5", "no claims (the agent wrote no claims.json)")
+    return out
+
+
+def _requests(spec: PyramidSpec) -> dict[str, Any]:
+    """The JSON requests the facts and kernel probes read."""
     claims = spec.claims if isinstance(spec.claims, Mapping) else {}
     claimed_python = claims.get("python_path")
-    requests: dict[str, Any] = {
+    return {
         "facts.json": {"paths": [str(claimed_python)] if claimed_python else [],
-                       "interpreters": [str(claimed_python)] if claimed_python else []},
-        "kernel.json": {"native_modules": list(task.probes.native_modules) if task else []},
+                       "interpreters": [str(claimed_python)] if claimed_python else [],
+                       "distributions": claimed_distributions(claims)},
+        "kernel.json": {"native_modules": list(spec.task.native_modules) if spec.task else []},
     }
+
+
+def _prepare_scan(p: _Probing, not_applicable: Mapping[str, str],
+                  requests: dict[str, Any]) -> None:
+    """C0's scan (on the host), when C0 or C0i will run; adds their requests."""
+    spec = p.spec
+    if not any(lv in spec.levels and lv not in not_applicable for lv in ("C0", "C0i")):
+        return
     t0 = time.monotonic()
-    cwd_in_runtime = spec.cwd if runtime.exec(["test", "-d", spec.cwd]).ok else None
-    if any(lv in spec.levels and lv not in not_applicable for lv in ("C0", "C0i")):
-        say("C0: scanning the repository's imports")
-        p.scan = _scan(spec, runtime, cwd_in_runtime, p)
-        p.scan_seconds = time.monotonic() - t0
-        requests["c0_names.json"] = p.scan.modules
-        requests["import_check.json"] = {"modules": p.import_modules,
-                                         "timeout": IMPORT_TIMEOUT,
-                                         "total_timeout": spec.probe_timeout}
+    cwd_in_runtime = spec.cwd if p.rt.exec(["test", "-d", spec.cwd]).ok else None
+    p.progress("C0: scanning the repository's imports")
+    p.scan = _scan(spec, p.rt, cwd_in_runtime, p)
+    p.scan_seconds = time.monotonic() - t0
+    requests["c0_names.json"] = p.scan.modules
+    requests["import_check.json"] = {"modules": p.import_modules,
+                                     "timeout": IMPORT_TIMEOUT,
+                                     "total_timeout": spec.probe_timeout}
+
+
+def _run_levels(p: _Probing, not_applicable: Mapping[str, str],
+                gpus_visible: int | None) -> None:
+    """Each level in order: gated (a result saying why not) or run and timed."""
+    runners: dict[Level, Callable[[], LevelResult]] = {
+        "C0": lambda: _c0(p),
+        "C0i": lambda: _c0i(p),
+        "C1": lambda: _c1(p) if p.facts is not None else _interpreter_failed("C1", p),
+        "C2": lambda: _c2(p),
+        "C3": lambda: _c3(p),
+        "C4": lambda: _c4(p, gpus_visible or 0),
+        "C5": lambda: _c5(p),
+    }
+    for level in LEVELS:
+        verdict = gate(level, not_applicable=not_applicable, selected=p.spec.levels,
+                       done=p.done, gpu_access=p.spec.gpu_access, gpus_visible=gpus_visible)
+        if not verdict.run:
+            assert verdict.result is not None
+            p.done[level] = verdict.result
+            continue
+        start = time.monotonic()
+        result = runners[level]()
+        p.done[level] = LevelResult(result.level, result.status, result.reason,
+                                    result.metrics, result.details,
+                                    time.monotonic() - start
+                                    + (p.scan_seconds if level == "C0" else 0.0))
+        p.progress(f"{level}: {p.done[level].summary}")
+
+
+def run_pyramid(runtime: Runtime, spec: PyramidSpec,
+                progress: Progress | None = None) -> Report:
+    """Run C0-C5 (as selected and applicable) on ``runtime``; never raises for a failed level
+    (:class:`~verify.runtime.RuntimeFailure` when the runtime cannot host the probes)."""
+    p = _Probing(runtime, spec, progress or (lambda _msg: None))
+    not_applicable = _not_applicable(spec)
+    requests = _requests(spec)
+    _prepare_scan(p, not_applicable, requests)
     p.stage(requests)
     try:
         facts, res = p.probe("facts.py", p.request("facts.json"))
         p.facts, p.facts_exec = facts, res
         gpus_visible = int(facts["gpus"]["count"]) if facts else None
-        runners: dict[Level, Callable[[], LevelResult]] = {
-            "C0": lambda: _c0(p),
-            "C0i": lambda: _c0i(p),
-            "C1": lambda: _c1(p) if p.facts is not None else _interpreter_failed("C1", p),
-            "C2": lambda: _c2(p),
-            "C3": lambda: _c3(p),
-            "C4": lambda: _c4(p, gpus_visible or 0),
-            "C5": lambda: _c5(p),
-        }
-        for level in LEVELS:
-            verdict = gate(level, not_applicable=not_applicable, selected=spec.levels,
-                           done=p.done, gpu_access=spec.gpu_access, gpus_visible=gpus_visible)
-            if not verdict.run:
-                assert verdict.result is not None
-                p.done[level] = verdict.result
-                continue
-            start = time.monotonic()
-            result = runners[level]()
-            p.done[level] = LevelResult(result.level, result.status, result.reason,
-                                        result.metrics, result.details,
-                                        time.monotonic() - start
-                                        + (p.scan_seconds if level == "C0" else 0.0))
-            say(f"{level}: {p.done[level].summary}")
+        _run_levels(p, not_applicable, gpus_visible)
     finally:
         p.cleanup()
     target = {**spec.target, "python": spec.python, "runtime": runtime.description,

@@ -16,6 +16,7 @@ import pytest
 
 from synth.engine.host import HostRuntime
 from synth.task import Task
+from synth.verify_cmd import pyramid_task
 from verify.result import Report
 from verify.runner import PyramidSpec, run_pyramid
 
@@ -92,7 +93,7 @@ def report(torch_gpu: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) 
     claims = {"python_path": sys.executable, "torch_version": torch_gpu["version"],
               "cuda_available": True, "gpu_count": torch_gpu["count"],
               "ddp_expected_ok": torch_gpu["count"] >= 2}
-    return run_pyramid(rt, PyramidSpec(python=sys.executable, task=task,
+    return run_pyramid(rt, PyramidSpec(python=sys.executable, task=pyramid_task(task),
                                        repo_dir=task.repo_path, claims=claims,
                                        target={"kind": "host"}), progress=print)
 

@@ -11,6 +11,7 @@ import pytest
 
 from synth.engine.base import ContainerSpec
 from synth.task import Task
+from synth.verify_cmd import pyramid_task
 from verify.runner import PyramidSpec, run_pyramid
 
 pytestmark = pytest.mark.docker
@@ -48,7 +49,7 @@ def test_container_pyramid(engine: Any, base_image: str, repo: Path, tmp_path: P
     spec = ContainerSpec(image=base_image, network=False, labels={"synth.kind": "test"})
     with engine.container(spec) as c:
         c.copy_in(repo, "/")
-        report = run_pyramid(c, PyramidSpec(python="/usr/bin/python3", task=task,
+        report = run_pyramid(c, PyramidSpec(python="/usr/bin/python3", task=pyramid_task(task),
                                             claims=claims, gpu_access="none"))
         # The probes were removed after the pass.
         assert c.exec(["sh", "-c", "ls -d /tmp/synth-verify.* 2>/dev/null"]).stdout == ""
@@ -84,7 +85,7 @@ def test_container_cpu_entrypoint_runs_without_cuda(
     task = small_task(tmp_path, "python3 run.py")
     with engine.container(ContainerSpec(image=base_image, network=False)) as c:
         c.copy_in(repo, "/")
-        report = run_pyramid(c, PyramidSpec(python="/usr/bin/python3", task=task,
+        report = run_pyramid(c, PyramidSpec(python="/usr/bin/python3", task=pyramid_task(task),
                                             gpu_access="none"))
     c1 = report.get("C1")
     assert c1 is not None and c1.status == "pass", c1

@@ -11,6 +11,7 @@ import pytest
 
 from synth.engine.host import HostRuntime
 from synth.task import Task
+from synth.verify_cmd import pyramid_task
 from verify.runner import PyramidSpec, run_pyramid
 
 pytestmark = pytest.mark.slow
@@ -61,7 +62,7 @@ def test_host_venv_passes_c0_c1_and_checks_claims(venv: Path, tmp_path: Path) ->
     claims = {"python_path": str(venv / "bin" / "python"),
               "python_version": f"{sys.version_info[0]}.{sys.version_info[1]}",
               "torch_version": "2.4.0", "cuda_available": True, "gpu_count": None}
-    report = run_pyramid(rt, PyramidSpec(python=str(rt.python), task=task,
+    report = run_pyramid(rt, PyramidSpec(python=str(rt.python), task=pyramid_task(task),
                                          repo_dir=task.repo_path, claims=claims))
     got = {r.level: r for r in report.levels}
     assert got["C0"].status == "pass", got["C0"].summary
@@ -84,7 +85,7 @@ def test_host_venv_passes_c0_c1_and_checks_claims(venv: Path, tmp_path: Path) ->
 def test_host_venv_missing_module_fails_c0(venv: Path, tmp_path: Path) -> None:
     task = make_task(tmp_path, extra_import="import cv2")
     rt = HostRuntime(venv / "bin" / "python")
-    report = run_pyramid(rt, PyramidSpec(python=str(rt.python), task=task,
+    report = run_pyramid(rt, PyramidSpec(python=str(rt.python), task=pyramid_task(task),
                                          repo_dir=task.repo_path))
     c0 = report.get("C0")
     assert c0 is not None and c0.status == "fail"

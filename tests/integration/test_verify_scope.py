@@ -56,6 +56,18 @@ def test_optional_imports_leave_a_working_setup_passing(verified: Callable[..., 
     md = (outcome.out_dir / "verify.md").read_text()
     assert "| C0i | imports run | pass | pass |" in md
     assert "ResearchEnvBench missing top-level modules" in md
+    # C5 lists the claims fields it did not check (the descriptive ones).
+    c5 = levels(doc, "rebuilt")["C5"]
+    assert {u["field"] for u in c5["details"]["not_checked"]} == {"env_tool", "env_name",
+                                                                  "notes"}
+    assert "not checked: env_name, env_tool, notes" in md
+    # This real export is what exporting again would write: a second verify reuses it.
+    from synth.verify_rebuild import reusable_export
+
+    assert doc["export"]["artifact_dir"] == doc["build"]["artifact_dir"]
+    run_dir = Path(doc["target"]["path"])
+    found, why = reusable_export(run_dir)
+    assert found == Path(doc["build"]["artifact_dir"]), why
 
 
 def test_an_import_that_raises_is_named(verified: Callable[..., Any]) -> None:

@@ -91,6 +91,8 @@ def test_liar_claims_are_counted(task: str, verified: Verified) -> None:
     checks = {c["field"]: c for c in c5["details"]["checks"]}
     # Every liar claims CUDA; none of these environments can show it here.
     assert checks["cuda_available"]["verdict"] in ("hallucination", "unverifiable")
+    if task == "mixed-frameworks":  # jax claimed, never installed: a version beyond torch
+        assert checks["jax_version"]["verdict"] == "hallucination", checks["jax_version"]
     md = (outcome.out_dir / "verify.md").read_text()
     assert re.search(r"\| C5 \| claims vs evidence \| FAIL: \d+ false claim", md), md
     assert f"{m['hallucinations']} false claim(s)" in md

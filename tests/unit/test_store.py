@@ -223,18 +223,19 @@ APT_STATE_REL = "state/apt.json"
 def test_a_bad_claims_file_fails_c5_alone(tmp_path: Path) -> None:
     from synth.engine.host import HostRuntime
     from synth.task import load_task
-    from synth.verify_cmd import _claims, parse_levels
+    from synth.verify_cmd import _claims, parse_levels, pyramid_task
     from tests.unit.test_verify_cmd import make_task
+    from verify.claims import BadClaims
     from verify.runner import PyramidSpec, run_pyramid
 
     (tmp_path / "claims.json").write_text('{"python_path": ')
     reason = _claims(tmp_path / "claims.json")
-    assert isinstance(reason, str) and "not valid JSON" in reason
+    assert isinstance(reason, BadClaims) and "not valid JSON" in reason.reason
     task = load_task(make_task(tmp_path))
     assert task.repo_path is not None
 
     def levels(claims: Any) -> dict[str, str]:
-        spec = PyramidSpec(python=sys.executable, task=task, claims=claims,
+        spec = PyramidSpec(python=sys.executable, task=pyramid_task(task), claims=claims,
                            repo_dir=task.repo_path, workdir=str(task.repo_path),
                            gpu_access="none", levels=parse_levels("C0,C1,C5"))
         report = run_pyramid(HostRuntime(Path(sys.executable)), spec)

@@ -122,3 +122,64 @@ def test_torch_claimed_but_not_installed() -> None:
 ])
 def test_version_matching(claimed: str, observed: str, ok: bool) -> None:
     assert version_matches(claimed, observed) is ok
+
+
+# --- framework versions beyond torch, and the fields C5 does not check ----------------------
+FACTS_DISTS = {"torch": "2.13.0+cpu", "jax": "0.7.1", "jaxlib": "0.7.1", "tensorflow": None,
+               "cupy": None, "cupy-cuda12x": "13.3.0"}
+
+
+def test_framework_versions_beyond_torch_are_checked() -> None:
+    ev = cpu_evidence(distributions=FACTS_DISTS)
+    claims = {**HONEST, "jax_version": "0.7.1", "jaxlib_version": "0.6.0",
+              "tensorflow_version": "2.17.0", "cupy_version": "13.3"}
+    got = {c.field: c for c in check_claims(claims, ev).checks}
+    assert got["jax_version"].verdict == "true" and got["jax_version"].kind == "version"
+    assert got["jaxlib_version"].verdict == "hallucination"
+    assert got["jaxlib_version"].observed == "0.7.1"
+    assert got["tensorflow_version"].verdict == "hallucination"
+    assert "not installed" in got["tensorflow_version"].note
+    # cupy ships under a name per CUDA major: the installed one is compared.
+    assert got["cupy_version"].verdict == "true"
+    assert got["cupy_version"].note == "version of cupy-cuda12x"
+    assert check_claims(claims, ev).metrics()["version_hallucinations"] == 2
+
+
+def test_a_framework_version_not_probed_is_unverifiable() -> None:
+    ev = cpu_evidence(distributions={"torch": "2.13.0+cpu"})  # the facts probe skipped jax
+    v = verdicts({**HONEST, "jax_version": "0.7.1"}, ev)
+    assert v["jax_version"] == "unverifiable"
+    # Only torch's version is reported for an agent that names no other framework.
+    assert "jax_version" not in verdicts(HONEST, ev)
+    assert verdicts({**HONEST, "jax_version": None}, ev)["jax_version"] == "unknown"
+
+
+def test_the_facts_probe_is_asked_for_every_claimed_framework() -> None:
+    from verify.claims import claimed_distributions
+
+    assert claimed_distributions({"jax_version": "0.7.1", "torch_version": None}) == ["jax"]
+    assert "cupy-cuda12x" in claimed_distributions({"cupy_version": "13"})
+
+
+def test_fields_not_checked_are_listed_with_why() -> None:
+    claims = {**HONEST, "native_modules_built": ["fastops._ext"], "jax_version": "0.7.1"}
+    out = check_claims(claims, cpu_evidence(distributions=FACTS_DISTS))
+    unchecked = {u.field: u.why for u in out.unchecked}
+    assert set(unchecked) == {"env_tool", "env_name", "notes", "native_modules_built"}
+    assert "not a field C5 knows" in unchecked["native_modules_built"]
+    assert "descriptive" in unchecked["env_tool"]
+    assert out.metrics()["not_checked"] == 4
+    assert [u.to_json()["field"] for u in out.unchecked] == sorted(unchecked)
+    # every field is either checked or listed, none both
+    assert {c.field for c in out.checks if c.claimed is not None} | set(unchecked) == set(claims)
+
+
+def test_c5_knows_every_field_the_claims_schema_declares_or_lists_it() -> None:
+    from synth.schemas import load_schema
+    from verify.claims import KNOWN_FIELDS, unchecked_fields
+
+    declared = set(load_schema("claims")["properties"])
+    assert declared >= KNOWN_FIELDS  # the schema accepts (and types) every field C5 checks
+    # A field the schema gains later is listed as not checked, never silently dropped.
+    extra = dict.fromkeys((declared - KNOWN_FIELDS) | {"a_field_added_later"}, "x")
+    assert {u.field for u in unchecked_fields(extra)} == set(extra)

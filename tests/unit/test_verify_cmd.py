@@ -8,19 +8,13 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from synth.config import Settings
 from synth.errors import UsageError
-from synth.verify_cmd import (
-    VerifyOptions,
-    parse_levels,
-    render_markdown,
-    resolve_target,
-    verify,
-)
+from synth.verify_cmd import VerifyOptions, parse_levels, resolve_target, verify
+from synth.verify_view import render_markdown
 from tests.distill_runs import manifest
 
 SYNTH = [sys.executable, "-m", "synth"]
@@ -137,20 +131,26 @@ def test_markdown_side_by_side_with_gap() -> None:
 
 def test_fidelity_fails_on_an_unexplained_difference_and_says_so() -> None:
     from synth.verify_cmd import judge_fidelity
+    from synth.verify_outcome import FingerprintOutcome
+    from verify.result import LevelResult, Report
 
-    def fid() -> dict[str, object]:
-        return {"live_highest": "C1", "rebuilt_highest": "C1", "gaps": [],
-                "reaches_live_level": True}
+    def report(c1: str) -> Report:
+        return Report({"kind": "x"}, (LevelResult("C0", "pass"), LevelResult("C1", c1)))  # type: ignore[arg-type]
 
-    ok = judge_fidelity(fid(), {"status": "compared", "unexplained": []})
-    assert ok["reaches_live_level"] is True and ok["failures"] == []
-    bad = judge_fidelity(fid(), {"status": "compared", "unexplained": [
-        "patched: patched pkg: pkg/x.py (1 -> as RECORD)"]})
-    assert bad["reaches_live_level"] is False
-    assert bad["failures"] == ["differs: patched: patched pkg: pkg/x.py (1 -> as RECORD)"]
-    err = judge_fidelity(fid(), {"status": "error", "reason": "probe timed out"})
-    assert err["reaches_live_level"] is False
-    assert judge_fidelity(fid(), None)["reaches_live_level"] is False
+    ok = judge_fidelity(report("pass"), report("pass"), FingerprintOutcome("compared"))
+    assert ok.reaches_live_level is True and ok.failures == ()
+    assert ok.to_json()["live_highest"] == "C1"
+    bad = judge_fidelity(report("pass"), report("pass"), FingerprintOutcome(
+        "compared", unexplained=("patched: patched pkg: pkg/x.py (1 -> as RECORD)",)))
+    assert bad.reaches_live_level is False
+    assert bad.failures == ("differs: patched: patched pkg: pkg/x.py (1 -> as RECORD)",)
+    err = judge_fidelity(report("pass"), report("pass"),
+                         FingerprintOutcome("error", "probe timed out"))
+    assert err.reaches_live_level is False
+    assert err.failures == ("fingerprint error: probe timed out",)
+    assert judge_fidelity(report("pass"), report("pass"), None).reaches_live_level is False
+    gap = judge_fidelity(report("fail"), report("pass"), FingerprintOutcome("compared"))
+    assert gap.failures == ("gap C1",) and gap.to_json()["reaches_live_level"] is False
 
 
 def _artifact(tmp_path: Path) -> Path:
@@ -170,7 +170,7 @@ def _artifact(tmp_path: Path) -> Path:
 
 def test_a_modified_artifact_is_refused_naming_the_files(tmp_path: Path) -> None:
     from synth.errors import VerifyError
-    from synth.verify_cmd import _checked_artifact, _rebuilt_tag, check_artifact
+    from synth.verify_rebuild import check_artifact, checked_artifact, rebuilt_tag
 
     art = _artifact(tmp_path)
     manifest = json.loads((art / "manifest.json").read_text())
@@ -178,41 +178,41 @@ def test_a_modified_artifact_is_refused_naming_the_files(tmp_path: Path) -> None
     assert problems == []
     (art / "verification.json").write_text("{}")  # added by verify after export: ignored
     assert check_artifact(art, manifest)[1] == []
-    tag = _rebuilt_tag("t", files, b"m")
+    tag = rebuilt_tag("t", files, b"m")
     (art / "source" / "train.py").write_text("print(2)\n")
     (art / "Dockerfile").unlink()
     (art / "source" / "extra.py").write_text("")
     files2, problems = check_artifact(art, manifest)
     assert problems == ["Dockerfile: missing", "source/extra.py: added (not in the manifest)",
                         "source/train.py: modified"]
-    assert _rebuilt_tag("t", files2, b"m") != tag  # the tag follows every file
-    doc: dict[str, Any] = {}
+    assert rebuilt_tag("t", files2, b"m") != tag  # the tag follows every file
     with pytest.raises(VerifyError, match=r"source/train\.py: modified") as err:
-        _checked_artifact(art, False, doc, lambda _m: None)
+        checked_artifact(art, False, lambda _m: None)
     assert err.value.hint is not None and "--allow-modified" in err.value.hint
     said: list[str] = []
-    _checked_artifact(art, True, doc, said.append)
-    assert doc["artifact_check"]["allow_modified"] is True
+    check = checked_artifact(art, True, said.append)
+    assert check.to_json()["allow_modified"] is True
+    assert check.to_json()["problems"] == problems
     assert "MODIFIED" in said[0]
 
 
 def test_a_tls_failure_in_the_build_log_says_so(tmp_path: Path) -> None:
     from synth.errors import BuildError
-    from synth.verify_cmd import _tls_hint
+    from synth.verify_rebuild import tls_hint
 
     log = tmp_path / "build.log"
     log.write_text("pip._vendor...SSLError(SSLCertVerificationError(1, '[SSL: "
                    "CERTIFICATE_VERIFY_FAILED] certificate verify failed'))\n")
-    err = _tls_hint(BuildError("the build failed (exit 1)"), log)
+    err = tls_hint(BuildError("the build failed (exit 1)"), log)
     assert "failed on TLS" in err.message
     assert err.hint is not None and "--ca-bundle" in err.hint
     log.write_text("E: Unable to locate package nope\n")
     plain = BuildError("the build failed (exit 100)")
-    assert _tls_hint(plain, log) is plain
+    assert tls_hint(plain, log) is plain
 
 
 def test_verification_record() -> None:
-    from synth.verify_cmd import verification_record
+    from synth.verify_view import verification_record
 
     doc = {"require": "C1", "passed": True, "decides": "rebuilt",
            "build": {"image": "synth-rebuilt/t:1", "artifact_dir": "/a"},
@@ -224,3 +224,113 @@ def test_verification_record() -> None:
     assert rec["passed"] is True and rec["fidelity"] is True
     assert rec["gpu_driver"]  # a version, or "none"
     assert set(rec) >= {"date", "synth_version", "docker_version", "architecture"}
+
+
+def _exported_run(tmp_path: Path) -> Path:
+    """A run with an export/ as `synth export` would leave it (manifest matching the run)."""
+    import hashlib
+
+    from synth import __version__
+    from synth.store import RunDir
+    from tests.distill_runs import make_run_dir
+
+    run_dir = make_run_dir(tmp_path, claims={"python_path": "/opt/venv/bin/python"})
+    art = run_dir / "export"
+    art.mkdir()
+    (art / "Dockerfile").write_text("FROM x\n")
+    (art / "claims.json").write_bytes((run_dir / "claims.json").read_bytes())
+    files = {rel: hashlib.sha256((art / rel).read_bytes()).hexdigest()
+             for rel in ("Dockerfile", "claims.json")}
+    (art / "manifest.json").write_text(json.dumps(manifest(
+        files=files, python="/opt/venv/bin/python", synth_version=__version__,
+        inputs=RunDir(run_dir).input_hashes(), incomplete=[])))
+    return run_dir
+
+
+def test_an_identical_export_is_reused_not_redone(tmp_path: Path) -> None:
+    from synth.verify_rebuild import artifact_for_run, reusable_export
+
+    run_dir = _exported_run(tmp_path)
+    found, why = reusable_export(run_dir)
+    assert found == run_dir / "export", why
+    said: list[str] = []
+    use = artifact_for_run(run_dir, Settings.load(artifacts_dir=tmp_path), said.append)
+    assert use.reused is True and use.artifact_dir == run_dir / "export"
+    assert use.to_json()["reused"] is True
+    assert said == [f"Reusing the existing export {run_dir / 'export'} ({why})"]
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    ("version", "made by synth 0.0.1"),
+    ("run", "the run's files changed"),
+    ("artifact", "the earlier export was modified (Dockerfile: modified)"),
+    ("claims", "the run's claims.json changed"),
+    ("incomplete", "--allow-incomplete"),
+    ("none", "no earlier export"),
+])
+def test_an_export_that_differs_is_not_reused(tmp_path: Path, change: str, why: str) -> None:
+    from synth.verify_rebuild import reusable_export
+
+    run_dir = _exported_run(tmp_path)
+    art = run_dir / "export"
+    doc = json.loads((art / "manifest.json").read_text())
+    if change == "version":
+        doc["synth_version"] = "0.0.1"
+    elif change == "incomplete":
+        doc["incomplete"] = ["the run did not succeed"]
+    (art / "manifest.json").write_text(json.dumps(doc))
+    if change == "run":
+        (run_dir / "state" / "env.json").write_text(
+            json.dumps({"format": 1, "persisted": {"X": "1"}, "sources": {"X": "/etc/x"}}))
+    elif change == "artifact":
+        (art / "Dockerfile").write_text("FROM y\n")
+    elif change == "claims":
+        (run_dir / "claims.json").write_text('{"python_path": "/usr/bin/python3"}')
+    elif change == "none":
+        (art / "manifest.json").unlink()
+    found, said = reusable_export(run_dir)
+    assert found is None
+    assert why in said
+
+
+def test_the_typed_outcome_is_the_document(tmp_path: Path) -> None:
+    from synth.verify_outcome import (
+        BuildInfo,
+        ExportUse,
+        FidelityVerdict,
+        FingerprintOutcome,
+        TargetInfo,
+        VerifyOutcome,
+    )
+    from synth.verify_view import extra_lines
+    from verify.result import LevelResult, Report
+
+    c5 = LevelResult("C5", "pass", None, {
+        "hallucinations": 0, "path_hallucinations": 0, "version_hallucinations": 0,
+        "capability_hallucinations": 0, "unverifiable": 0, "unknown": 0},
+        {"checks": [], "not_checked": [{"field": "notes", "claimed": "x", "why": "free text"},
+                                       {"field": "we ird\x1b", "claimed": 1, "why": "?"}]})
+    rep = Report({"kind": "rebuilt", "image": "i"}, (LevelResult("C1", "pass"), c5))
+    live = Report({"kind": "live", "image": "l"}, (LevelResult("C1", "pass"),))
+    outcome = VerifyOutcome(
+        VerifyOptions(target="r", rebuild=True), TargetInfo("run", tmp_path, "t"), tmp_path,
+        {"rebuilt": rep, "live": live}, "rebuilt",
+        export=ExportUse(tmp_path / "export", True, "its manifest matches the run"),
+        build=BuildInfo("synth-rebuilt/t:1", "sha256:1", 1.0, tmp_path / "export"),
+        fingerprint=FingerprintOutcome("error", "probe timed out"),
+        fidelity=FidelityVerdict("C1", "C1", (), "error", ("fingerprint error: x",)),
+        scores={"other": {"score": 1}})
+    doc = outcome.document
+    assert doc["passed"] is False and outcome.exit_code == 1  # fidelity fails it
+    assert doc["fidelity_failed"] == "fingerprint error: x"
+    assert doc["target"]["artifact_dir"] == str(tmp_path / "export")
+    assert doc["export"] == {"artifact_dir": str(tmp_path / "export"), "reused": True,
+                             "why": "its manifest matches the run"}
+    assert doc["fingerprint"] == {"status": "error", "reason": "probe timed out"}
+    assert doc["other"] == {"score": 1}
+    from synth.schemas import validate
+
+    assert validate(json.loads(json.dumps(doc)), "verify") == []
+    lines = extra_lines(doc)
+    assert '  not checked: notes, "we ird\\u001b"' in lines
+    assert any(line.startswith("reused the existing export") for line in lines)

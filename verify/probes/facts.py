@@ -1,9 +1,11 @@
 """Facts about the environment, gathered without importing any framework.
 
-Usage: python facts.py [REQUEST.json]  with {"paths": [...], "interpreters": [...]}
+Usage: python facts.py [REQUEST.json]
+       with {"paths": [...], "interpreters": [...], "distributions": [...]}
 
-Reports the interpreter, versions of framework distributions (from metadata only), whether
-given paths exist, the versions of given interpreters, and how many GPUs are visible.
+Reports the interpreter, versions of framework distributions and of the requested ones (from
+metadata only; None: not installed), whether given paths exist, the versions of given
+interpreters, and how many GPUs are visible.
 """
 import glob
 import json
@@ -118,7 +120,8 @@ def main():
             "prefix": sys.prefix,
             "base_prefix": getattr(sys, "base_prefix", sys.prefix),
         },
-        "distributions": {n: dist_version(n) for n in FRAMEWORKS},
+        "distributions": {n: dist_version(n)
+                          for n in sorted(set(FRAMEWORKS) | set(request.get("distributions", [])))},
         "paths": {p: os.path.exists(p) for p in request.get("paths", [])},
         "interpreters": {p: interpreter_version(p) for p in request.get("interpreters", [])
                          if os.path.exists(p)},

@@ -385,12 +385,97 @@ def content_digest(path, hashes, code_hashes):
     return "elf-code:" + code_hashes[path] if code_hashes[path] else digest
 
 
+class _Seen:
+    """What the scan of distributions learnt so far, shared by all of them."""
+
+    def __init__(self):
+        self.owned = set()  # absolute, normalised paths
+        self.owners = {}  # absolute path -> canonical name of the first distribution listing it
+        self.hashes = {}  # absolute path -> digest, so a file is hashed once
+        self.code_hashes = {}  # absolute path -> ELF code digest (native files)
+
+
+def _dist_files(site, meta_dir, rels, cname, seen):
+    """(files inside the site dir with digests, files outside it with digests, missing)."""
+    inside = []
+    outside = []
+    missing = 0
+    for rel in rels:
+        if skipped(rel):
+            continue
+        path = os.path.normpath(os.path.join(site, rel))
+        seen.owners.setdefault(path, cname)
+        in_meta = os.path.dirname(path) == meta_dir
+        if in_meta and os.path.basename(path) in BOOKKEEPING:
+            seen.owned.add(path)
+            continue
+        if not path.startswith(site + os.sep):
+            # Outside the site dir: launcher scripts (bin/), data files.
+            digest = script_digest(path)
+            if digest is None:
+                missing += 1
+            else:
+                outside.append((path, digest))
+            continue
+        digest = content_digest(path, seen.hashes, seen.code_hashes)
+        if digest is None:
+            missing += 1
+            continue
+        seen.owned.add(path)
+        inside.append((os.path.relpath(path, site).replace(os.sep, "/"), digest))
+    # Everything in the metadata directory belongs to the distribution.
+    for root, _dirs, files in os.walk(meta_dir):
+        for f in files:
+            seen.owned.add(os.path.join(root, f))
+    return inside, outside, missing
+
+
+def _read_distribution(site, entry, seen, errors):
+    """One distribution's record, from its metadata folder ``entry`` in ``site``; None for
+    a flat .egg-info file (distutils: a name only) or metadata without a name."""
+    meta_dir = os.path.join(site, entry)
+    if not os.path.isdir(meta_dir):
+        return None
+    meta = read_text(os.path.join(meta_dir, "METADATA")) or read_text(
+        os.path.join(meta_dir, "PKG-INFO")) or ""
+    fields = meta_fields(meta)
+    name = fields.get("name")
+    if not name:
+        errors.append("no Name in %s" % meta_dir)
+        return None
+    rels, files_from = record_paths(meta_dir)
+    if rels is None:
+        rels = top_level_paths(site, meta_dir)
+        files_from = "top_level.txt" if rels is not None else None
+    cname = canonical(name)
+    inside, outside, missing = _dist_files(site, meta_dir, rels or [], cname, seen)
+    kind, url, editable = direct_url_info(meta_dir)
+    modified, missing_paths = record_check(site, meta_dir, seen.hashes)
+    installer = read_text(os.path.join(meta_dir, "INSTALLER"))
+    return {
+        "name": cname,
+        "version": fields.get("version"),
+        "installer": installer.strip() if installer else None,
+        "requested": os.path.exists(os.path.join(meta_dir, "REQUESTED")),
+        "direct_url": url,
+        "direct_url_kind": kind,
+        "editable": editable,
+        "location": site,
+        "metadata_dir": entry,
+        "files_from": files_from,
+        "files": len(inside),
+        "missing_files": missing,
+        "modified": modified,
+        "missing_paths": missing_paths,
+        "digest": digest_pairs(inside),
+        "scripts": sorted(p for p, _ in outside),
+        "scripts_digest": digest_pairs(outside) if outside else None,
+    }
+
+
 def scan_distributions(sites, errors):
     dists = []
-    owned = set()  # absolute, normalised paths
-    owners = {}  # absolute path -> canonical name of the first distribution listing it
-    hashes = {}  # absolute path -> digest, so a file is hashed once
-    code_hashes = {}  # absolute path -> ELF code digest (native files)
+    seen = _Seen()
     seen_names = set()
     for site in sites:
         try:
@@ -401,77 +486,13 @@ def scan_distributions(sites, errors):
         for entry in entries:
             if not entry.endswith(META_SUFFIXES):
                 continue
-            meta_dir = os.path.join(site, entry)
-            if not os.path.isdir(meta_dir):
-                continue  # a flat .egg-info file (distutils): name only
-            meta = read_text(os.path.join(meta_dir, "METADATA")) or read_text(
-                os.path.join(meta_dir, "PKG-INFO")) or ""
-            fields = meta_fields(meta)
-            name = fields.get("name")
-            if not name:
-                errors.append("no Name in %s" % meta_dir)
+            dist = _read_distribution(site, entry, seen, errors)
+            if dist is None:
                 continue
-            rels, files_from = record_paths(meta_dir)
-            if rels is None:
-                rels = top_level_paths(site, meta_dir)
-                files_from = "top_level.txt" if rels is not None else None
-            rels = rels or []
-            cname = canonical(name)
-            inside = []
-            outside = []
-            missing = 0
-            for rel in rels:
-                if skipped(rel):
-                    continue
-                path = os.path.normpath(os.path.join(site, rel))
-                owners.setdefault(path, cname)
-                in_meta = os.path.dirname(path) == meta_dir
-                if in_meta and os.path.basename(path) in BOOKKEEPING:
-                    owned.add(path)
-                    continue
-                if not path.startswith(site + os.sep):
-                    # Outside the site dir: launcher scripts (bin/), data files.
-                    digest = script_digest(path)
-                    if digest is None:
-                        missing += 1
-                    else:
-                        outside.append((path, digest))
-                    continue
-                digest = content_digest(path, hashes, code_hashes)
-                if digest is None:
-                    missing += 1
-                    continue
-                owned.add(path)
-                inside.append((os.path.relpath(path, site).replace(os.sep, "/"), digest))
-            # Everything in the metadata directory belongs to the distribution.
-            for root, _dirs, files in os.walk(meta_dir):
-                for f in files:
-                    owned.add(os.path.join(root, f))
-            kind, url, editable = direct_url_info(meta_dir)
-            modified, missing_paths = record_check(site, meta_dir, hashes)
-            installer = read_text(os.path.join(meta_dir, "INSTALLER"))
-            dists.append({
-                "name": cname,
-                "version": fields.get("version"),
-                "installer": installer.strip() if installer else None,
-                "requested": os.path.exists(os.path.join(meta_dir, "REQUESTED")),
-                "direct_url": url,
-                "direct_url_kind": kind,
-                "editable": editable,
-                "location": site,
-                "metadata_dir": entry,
-                "files_from": files_from,
-                "files": len(inside),
-                "missing_files": missing,
-                "modified": modified,
-                "missing_paths": missing_paths,
-                "digest": digest_pairs(inside),
-                "scripts": sorted(p for p, _ in outside),
-                "scripts_digest": digest_pairs(outside) if outside else None,
-                "shadowed": cname in seen_names,
-            })
-            seen_names.add(cname)
-    return dists, owned, owners, hashes, code_hashes
+            dist["shadowed"] = dist["name"] in seen_names
+            seen_names.add(dist["name"])
+            dists.append(dist)
+    return dists, seen.owned, seen.owners, seen.hashes, seen.code_hashes
 
 
 def scan_unowned(sites, owned, hashes):

@@ -1,0 +1,64 @@
+"""verify/ stands on its own: it imports nothing of synth (synth adapts to verify's types)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+VERIFY_MODULES = sorted(
+    ".".join(p.relative_to(ROOT).with_suffix("").parts)
+    for p in (ROOT / "verify").glob("*.py") if p.name != "__init__.py")
+
+
+def test_there_is_something_to_import() -> None:
+    assert {"verify.runner", "verify.runtime", "verify.claims"} <= set(VERIFY_MODULES)
+
+
+@pytest.mark.parametrize("module", VERIFY_MODULES)
+def test_a_verify_module_imports_no_synth(module: str) -> None:
+    code = ("import importlib, sys\n"
+            f"importlib.import_module({module!r})\n"
+            "leaked = sorted(m for m in sys.modules if m == 'synth' or m.startswith('synth.'))\n"
+            "assert not leaked, leaked\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_synth_task_adapts_to_the_pyramid_task(tmp_path: Path) -> None:
+    from synth.task import load_task
+    from synth.verify_cmd import pyramid_task
+    from tests.unit.test_verify_cmd import make_task
+
+    task = load_task(make_task(tmp_path))
+    pt = pyramid_task(task)
+    assert pt.name == "hosttask" and pt.workdir == "/workspace"
+    assert pt.cpu is not None and (pt.cpu.command, pt.cpu.timeout) == ("python main.py", 60)
+    assert pt.gpu is None and pt.ddp is None
+    assert dict(pt.not_applicable) == {"C3": "CPU only", "C4": "CPU only"}
+    assert pt.c0.include is None and pt.c0.max_missing_ratio == 0.0
+    assert pt.commands == ["python main.py"]
+
+
+def test_a_runtime_that_cannot_host_the_probes_is_a_verify_error(tmp_path: Path) -> None:
+    from synth.engine.base import ExecResult
+    from synth.errors import VerifyError
+    from synth.verify_cmd import _pyramid
+    from verify.runner import PyramidSpec
+
+    class NoTmp:
+        description = "a runtime without /tmp"
+
+        def exec(self, argv: object, **_kw: object) -> ExecResult:
+            return ExecResult(("x",), 1, "", "mktemp: no space")
+
+        def copy_in(self, src: Path, dest: str) -> None: ...
+
+        def copy_out(self, src: str, dest: Path) -> None: ...
+
+    with pytest.raises(VerifyError, match="Cannot make a temporary folder"):
+        _pyramid(NoTmp(), PyramidSpec(python="/p", levels=frozenset({"C1"})), lambda _m: None)
