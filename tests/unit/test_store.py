@@ -249,6 +249,7 @@ def test_a_bad_claims_file_fails_c5_alone(tmp_path: Path) -> None:
 
 def test_pure_modules_do_not_load_docker() -> None:
     modules = ["synth.diff", "synth.diff_load", "synth.distill.plan", "synth.distill.load",
+               "synth.distill.envs", "synth.distill.native", "synth.distill.outcomes",
                "synth.render", "synth.model", "synth.store", "synth.schemas",
                "synth.fingerprint", "synth.engine", "synth.engine.base"]
     code = ("import importlib, sys\n"
