@@ -77,7 +77,7 @@ def bench_export(sizes: list[int]) -> list[tuple[int, float, float, float, int]]
             run_dir = make_run_dir(tmp, audit, python=py,
                                    apt_added={f"pkg{i}": "1.0" for i in range(0, size, 10)})
             t0 = time.perf_counter()
-            commands = len(distill(load_run(run_dir)).outcomes)  # the plan is not kept
+            commands = len(distill(load_run(run_dir))[1].outcomes)  # the plan is not kept
             t1, c1 = time.perf_counter(), time.process_time()
             export_run(run_dir, Settings.load(artifacts_dir=tmp), out_dir=tmp / "out",
                        locker=_fake_locker, hash_downloads=False)

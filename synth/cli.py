@@ -391,7 +391,7 @@ def export_cmd(
         "-o", "--out", help="Artifact folder (default <run>/export).")] = None,
     include: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--include", help="Container path to carry into the artifact (repeatable).")] = None,
-    plan_only: Annotated[bool, typer.Option("--plan", help="Print the BuildPlan as JSON "
+    plan_only: Annotated[bool, typer.Option("--plan", help="Print plan.json "
                                             "and write nothing.")] = False,
     locker: Annotated[str, typer.Option(help="uv or pip-tools.")] = "uv",
     force: Annotated[bool, typer.Option(
@@ -432,7 +432,7 @@ def export_cmd(
         from synth.distill.plan import distill
         from synth.render import plan_json
 
-        sys.stdout.write(plan_json(distill(load_run(run_dir), include=include or ())))
+        sys.stdout.write(plan_json(*distill(load_run(run_dir), include=include or ())))
         return
     result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
                         force=force, allow_incomplete=allow_incomplete,

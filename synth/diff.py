@@ -560,27 +560,3 @@ def dockerfile_steps(text: str) -> tuple[str, ...]:
     if current:
         steps.append(" ".join(p for p in current if p))
     return tuple(steps)
-
-
-def dockerfile_env(steps: Iterable[str]) -> dict[str, str]:
-    """The final ``ENV`` values a Dockerfile sets (``ENV A=1 B="x y"`` and ``ENV A 1``)."""
-    import shlex
-
-    env: dict[str, str] = {}
-    for step in steps:
-        word, _, rest = step.partition(" ")
-        if word.upper() != "ENV":
-            continue
-        rest = rest.strip()
-        try:
-            tokens = shlex.split(rest)
-        except ValueError:
-            tokens = rest.split()
-        if tokens and "=" not in tokens[0]:
-            name, _, value = rest.partition(" ")
-            env[name] = value.strip()
-            continue
-        for tok in tokens:
-            name, _, value = tok.partition("=")
-            env[name] = value
-    return env

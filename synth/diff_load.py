@@ -10,10 +10,9 @@ image on the engine (compared through its environment fingerprint). ``run:``,
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,13 +28,13 @@ from synth.diff import (
     PyDist,
     Side,
     diff_sides,
-    dockerfile_env,
     dockerfile_steps,
     render_markdown,
     render_terminal,
 )
 from synth.errors import EngineUnavailableError, NotFoundError, SynthError, UsageError
 from synth.fingerprint import Fingerprint, distribution_source
+from synth.model import PLAN_FILE, BuildPlan, Manifest, NativeStep
 from synth.model import VERIFY_FORMAT as KNOWN_VERIFY_FORMAT
 from synth.store import MANIFEST, ArtifactDir, RunDir, is_dir, read_verify
 
@@ -206,10 +205,6 @@ class SideLoader:
 
 
 # ----------------------------------------------------------------------------- helpers
-def canonical(name: str) -> str:
-    return str(canonicalize_name(name))
-
-
 def direct_url_kind(direct_url: Mapping[str, Any] | None) -> str | None:
     """The fingerprint's direct_url kind from a PEP 610 object (state/python.json)."""
     if not direct_url:
@@ -283,25 +278,18 @@ def _against(dists: Mapping[str, PyDist]) -> tuple[tuple[str, str], ...]:
     return tuple((n, dists[n].version or "?") for n in BUILD_AGAINST if n in dists)
 
 
-def _native_from_steps(
-    steps: list[Mapping[str, Any]], dists: Mapping[str, PyDist]
-) -> tuple[NativeBuildInfo, ...]:
-    """Native builds from the plan's steps (``NativeStep`` as JSON or as objects)."""
+def _native_from_steps(steps: Iterable[NativeStep], dists: Mapping[str, PyDist]
+                       ) -> tuple[NativeBuildInfo, ...]:
+    """Native builds from the plan's steps; a later build of the same thing replaces an
+    earlier one."""
     out: dict[str, NativeBuildInfo] = {}
     against = _against(dists)
     for s in steps:
-        argv = [str(x) for x in s.get("argv") or ()]
-        dist = s.get("distribution")
-        name, _, version = str(dist).partition("==") if dist else ("", "", "")
-        key = canonical(name) if name else " ".join(argv[:3])
-        env_raw = s.get("env") or ()
-        env = (sorted((str(k), str(v)) for k, v in env_raw.items())
-               if isinstance(env_raw, Mapping) else sorted((str(k), str(v)) for k, v in env_raw))
-        out[key] = NativeBuildInfo(  # a later build of the same thing replaces an earlier one
-            key=key, tool=str(s.get("tool", "")), command=shlex.join(argv),
-            cwd=str(s.get("cwd", "")), env=tuple(env), against=against,
-            version=version or None,
-        )
+        name, _, version = s.distribution.partition("==") if s.distribution else ("", "", "")
+        key = str(canonicalize_name(name)) if name else " ".join(s.argv[:3])
+        out[key] = NativeBuildInfo(
+            key=key, tool=s.tool, command=shlex.join(s.argv), cwd=s.cwd,
+            env=tuple(sorted(s.env)), against=against, version=version or None)
     return tuple(out[k] for k in sorted(out))
 
 
@@ -327,7 +315,7 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
         for d in interp.distributions:
             du = d.direct_url
             pd = PyDist(
-                name=canonical(d.name), version=d.version or None,
+                name=str(canonicalize_name(d.name)), version=d.version or None,
                 source=distribution_source(direct_url_kind(du), d.url, d.editable,
                                            installer=d.installer),
                 url=d.url,
@@ -374,16 +362,14 @@ def _run_native_builds(
     run: LoadedRun, dists: Mapping[str, PyDist], warnings: list[str]
 ) -> tuple[NativeBuildInfo, ...] | None:
     """The run's native builds as export would replay them (the distilled plan)."""
-    from dataclasses import asdict
-
     from synth.distill.plan import distill
 
     try:
-        plan = distill(run)
+        plan, _report = distill(run)
     except SynthError as exc:
         warnings.append(f"native builds unknown: the run does not distill ({exc.message})")
         return None
-    return _native_from_steps([asdict(s) for s in plan.native], dists)
+    return _native_from_steps(plan.native, dists)
 
 
 # ---------------------------------------------------------------------------- artifacts
@@ -414,137 +400,81 @@ def parse_requirements_lock(text: str) -> tuple[dict[str, str], bool]:
         spec = spec.split(" --hash", 1)[0].strip()
         if "==" in spec:
             name, _, version = spec.partition("==")
-            pins[canonical(name.split("[", 1)[0].strip())] = version.strip()
+            pins[str(canonicalize_name(name.split("[", 1)[0].strip()))] = version.strip()
     return pins, find_links
 
 
-def _native_steps_in_report(report: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
-    for holder in (report, report.get("plan") if isinstance(report.get("plan"), dict) else {}):
-        for key in ("native", "native_builds", "native_steps"):
-            value = holder.get(key) if isinstance(holder, Mapping) else None
-            if isinstance(value, list) and all(isinstance(s, Mapping) for s in value):
-                return list(value)
-    return None
+def _artifact_dists(directory: Path, loader: SideLoader, warnings: list[str]
+                    ) -> dict[str, PyDist] | None:
+    """The primary environment's pins, from its requirements.lock."""
+    lock = directory / "requirements.lock"
+    if not lock.is_file():
+        warnings.append("no requirements.lock: Python distributions unknown")
+        return None
+    pins, _find_links = parse_requirements_lock(lock.read_text(encoding="utf-8"))
+    wheels = wheelhouse_index(loader.settings.wheelhouse)
+    return {n: _with_wheelhouse(PyDist(n, v, "index"), wheels) for n, v in pins.items()}
 
 
-_NATIVE_COMMENT = re.compile(r"^#\s*Native build \d+/\d+:\s*(?P<tool>\S+)"
-                             r"(?:\s*->\s*(?P<dist>\S+))?")
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+def _artifact_plan(artifact: ArtifactDir, warnings: list[str]) -> BuildPlan | None:
+    """The plan the artifact was rendered from; None (with a warning) for an artifact
+    exported before synth wrote ``plan.json``: its native builds, ENV and Python version
+    are then unknown, never guessed from the Dockerfile's text."""
+    loaded = artifact.plan()
+    if loaded is None:
+        warnings.append(f"no {PLAN_FILE} (exported by an older synth): native builds, ENV "
+                        "and the Python version unknown; re-export the run to compare them")
+        return None
+    return loaded[0]
 
 
-def dockerfile_native_builds(text: str) -> list[Mapping[str, Any]]:
-    """Native build steps of a synth-rendered Dockerfile: each ``# Native build i/n: TOOL ->
-    DIST`` comment and the RUN after it (``cd CWD && [K=V ...] argv``)."""
-    out: list[Mapping[str, Any]] = []
-    pending: dict[str, Any] | None = None
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].strip()
-        m = _NATIVE_COMMENT.match(line)
-        if m:
-            pending = {"tool": m["tool"], "distribution": (m["dist"] or "").rstrip(".") or None}
-        elif pending is not None and line.startswith("RUN "):
-            parts = [line]
-            while parts[-1].endswith("\\") and i + 1 < len(lines):
-                i += 1
-                parts.append(lines[i].strip())
-            run = dockerfile_steps("\n".join(parts))[0][4:]
-            segments = [seg.strip() for seg in run.split(" && ")]
-            cwd = ""
-            for seg in segments[:-1]:
-                if seg.startswith("cd "):
-                    cwd = shlex.split(seg)[1]
-            try:
-                words = shlex.split(segments[-1])
-            except ValueError:
-                words = segments[-1].split()
-            env = []
-            while words and _ASSIGN.match(words[0]):
-                name, _, value = words.pop(0).partition("=")
-                env.append((name, value))
-            out.append({**pending, "argv": words, "cwd": cwd, "env": env})
-            pending = None
-        i += 1
-    return out
+def _artifact_interpreter(manifest: Manifest | None, plan: BuildPlan | None
+                          ) -> dict[str, str]:
+    interpreter: dict[str, str] = {}
+    base_ref = manifest.base_ref if manifest else (plan.base_ref if plan else None)
+    if base_ref:
+        interpreter["base_image"] = base_ref
+    python = plan.python if plan else (manifest.python if manifest else None)
+    if python:
+        interpreter["path"] = python
+    if plan and plan.envs and plan.envs[0].version:
+        interpreter["python"] = plan.envs[0].version
+    return interpreter
 
 
 def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
+    """An artifact as a side: its plan.json and typed manifest, its lock files, and the
+    Dockerfile only as text to compare."""
     directory = directory.resolve()
     warnings: list[str] = []
     artifact = ArtifactDir(directory)
-    manifest = artifact.manifest().raw if artifact.has(MANIFEST) else {}
-    report = artifact.export_report()
+    manifest = artifact.manifest() if artifact.has(MANIFEST) else None
+    plan = _artifact_plan(artifact, warnings)
     dockerfile_path = directory / "Dockerfile"
     steps = (dockerfile_steps(dockerfile_path.read_text(encoding="utf-8"))
              if dockerfile_path.is_file() else None)
-
-    dists: dict[str, PyDist] | None = None
-    lock = directory / "requirements.lock"
-    if lock.is_file():
-        pins, _find_links = parse_requirements_lock(lock.read_text(encoding="utf-8"))
-        wheels = wheelhouse_index(loader.settings.wheelhouse)
-        dists = {n: _with_wheelhouse(PyDist(n, v, "index"), wheels) for n, v in pins.items()}
-    else:
-        warnings.append("no requirements.lock: Python distributions unknown")
-
-    native: tuple[NativeBuildInfo, ...] | None = None
-    raw_steps = _native_steps_in_report(report) if report is not None else None
-    if raw_steps is None and dockerfile_path.is_file():
-        raw_steps = dockerfile_native_builds(dockerfile_path.read_text(encoding="utf-8"))
-    if raw_steps is not None:
-        native = _native_from_steps(raw_steps, dists or {})
-        if dists is not None:
-            for n in native:
-                if n.version and n.key not in dists:
-                    dists[n.key] = PyDist(n.key, n.version, "local build")
-    else:
-        warnings.append("no Dockerfile or export report: native builds unknown")
-
+    dists = _artifact_dists(directory, loader, warnings)
+    native = _native_from_steps(plan.native, dists or {}) if plan else None
+    if native and dists is not None:
+        for n in native:
+            if n.version and n.key not in dists:
+                dists[n.key] = PyDist(n.key, n.version, "local build")
     apt_lock = directory / "apt.lock"
     apt_added = parse_apt_lock(apt_lock.read_text(encoding="utf-8")) if apt_lock.is_file() \
         else None
-
-    base = manifest.get("base_image")
-    interpreter: dict[str, str] = {}
-    if isinstance(base, Mapping) and base.get("ref"):
-        interpreter["base_image"] = str(base["ref"])
-    elif isinstance(base, str):
-        interpreter["base_image"] = base
-    if manifest.get("python"):
-        interpreter["path"] = str(manifest["python"])
-    plan = (report or {}).get("plan")
-    if isinstance(plan, Mapping) and plan.get("python"):
-        interpreter["path"] = str(plan["python"])
-        envs = plan.get("envs") or []
-        if envs and isinstance(envs[0], Mapping) and envs[0].get("version"):
-            interpreter["python"] = str(envs[0]["version"])
-
-    pyramid = _load_pyramid(directory)
-    size = None
     image = _rebuilt_image(directory)
-    if image:
-        size, why = loader.image_size(image)
-        if why:
-            warnings.append(why)
-
+    size, why = loader.image_size(image)
+    if why:
+        warnings.append(why)
+    identity: dict[str, Any] = {"artifact_dir": str(directory)}
+    if manifest is not None:
+        identity.update(task=manifest.task, run_id=manifest.run_id,
+                        synth_version=manifest.synth_version)
     return Side(
-        kind="artifact",
-        label=str(directory),
-        identity={
-            "artifact_dir": str(directory),
-            **{k: manifest[k] for k in ("task", "run_id", "synth_version")
-               if isinstance(manifest.get(k), str | int)},
-            "image": image,
-        },
-        interpreter=interpreter or None,
-        distributions=dists,
-        apt_added=apt_added,
-        env=dockerfile_env(steps) if steps is not None else None,
-        native_builds=native,
-        dockerfile=steps,
-        pyramid=pyramid,
-        image_size=size,
+        kind="artifact", label=str(directory), identity={**identity, "image": image},
+        interpreter=_artifact_interpreter(manifest, plan) or None, distributions=dists,
+        apt_added=apt_added, env=dict(plan.env) if plan else None, native_builds=native,
+        dockerfile=steps, pyramid=_load_pyramid(directory), image_size=size,
         warnings=tuple(warnings),
     )
 

@@ -223,18 +223,19 @@ def export_run(
     check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
     run = load_run(run_dir)
     apt = apt_sources(apt_snapshot, _apt_timestamp(run), apt_snapshot_only)
-    plan = distill(run, include=include,
-                   download_hashes=_download_hashes(run) if hash_downloads else None)
-    plan = dataclasses.replace(plan, incomplete=tuple(problems))
+    plan, report = distill(run, include=include,
+                           download_hashes=_download_hashes(run) if hash_downloads else None)
+    report = dataclasses.replace(report, incomplete=tuple(problems))
     wheelhouse = run_wheelhouse(settings, run)
     locks = []
     for env in plan.envs:
         target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
         locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
                      else locker(env, target))
-    files = render_artifact(plan, locks, apt=apt, reader=reader_facts(run.info.task_file))
+    files = render_artifact(plan, report, locks, apt=apt,  # plan.json among them
+                            reader=reader_facts(run.info.task_file))
     dest.parent.mkdir(parents=True, exist_ok=True)
-    warnings = list(plan.warnings)
+    warnings = list(report.warnings)
     if run.claims_error:
         warnings.append(f"claims.json is not valid, so verify's C5 will fail on it: "
                         f"{run.claims_error}")
@@ -286,7 +287,7 @@ def export_run(
             "files": {p.relative_to(tmp).as_posix(): sha256_file(p)
                       for p in _all_files(tmp) if p.is_file()},
             "warnings": sorted(set(warnings)),
-            "incomplete": list(plan.incomplete),
+            "incomplete": list(report.incomplete),
         }
         if archive:
             manifest["archive"] = publish.archive_manifest(plan, epoch)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from synth.errors import InputFileError
 
 #: The newest format of each file this synth reads and writes.
 RUN_FORMAT = 1
@@ -22,6 +24,10 @@ ENV_STATE_FORMAT = 1
 PROVENANCE_STATE_FORMAT = 1
 MANIFEST_FORMAT = 1
 EXPORT_REPORT_FORMAT = 1
+#: plan.json: the frozen BuildPlan and DistillReport an artifact was rendered from.
+PLAN_FORMAT = 1
+#: Its name in an artifact: diff and verify read it, never the rendered Dockerfile.
+PLAN_FILE = "plan.json"
 #: verify.json (verify.result.VERIFY_FORMAT writes it; verify/ does not import synth).
 VERIFY_FORMAT = 1
 
@@ -390,3 +396,219 @@ class Manifest:
             base_ref=_opt_str(base.get("ref")), files=dict(doc["files"]),
             inputs=dict(doc.get("inputs") or {}), claims=_opt_str(doc.get("claims")), raw=doc,
         )
+
+
+# --- the build plan and the distill report (plan.json) --------------------------------------
+
+def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((str(k), str(v)) for k, v in value)
+
+
+def _strs(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value)
+
+
+def check_plan_format(doc: Mapping[str, Any], where: str) -> None:
+    """Refuse a plan or report document written by a newer synth (or with no format)."""
+    fmt = doc.get("format")
+    if not isinstance(fmt, int) or isinstance(fmt, bool):
+        raise InputFileError(f"{where}: no integer `format` field; not a synth plan.json")
+    if fmt > PLAN_FORMAT:
+        raise InputFileError(
+            f"{where}: plan format {fmt} is newer than this synth reads (<= {PLAN_FORMAT}).",
+            hint="Upgrade synth to read it.")
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """One simple command of the audit log and what distillation did with it."""
+
+    ref: str
+    command: str
+    cwd: str
+    extractor: str
+    step: str
+    #: ``kept`` (a step of the artifact), ``folded`` (its effect lives in another step),
+    #: ``dropped`` (not replayed; ``reason`` says why).
+    decision: str
+    reason: str
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> CommandOutcome:
+        return cls(**{k: str(d[k]) for k in ("ref", "command", "cwd", "extractor", "step",
+                                              "decision", "reason")})
+
+
+@dataclass(frozen=True)
+class AptPlan:
+    #: ``(package, version)`` of every package added or changed against the base, sorted.
+    pins: tuple[tuple[str, str], ...] = ()
+    #: Installed as dependencies in the run: marked automatic after the install.
+    auto: tuple[str, ...] = ()
+    #: Base packages the run removed.
+    remove: tuple[str, ...] = ()
+    #: The pins apt's indexes described in the live container: fetched by URL and
+    #: checked by sha256. The other pins (``unhashed``) go through ``apt-get install``.
+    debs: tuple[DebRecord, ...] = ()
+    unhashed: tuple[tuple[str, str], ...] = ()
+    #: The run's end as a snapshot.debian.org timestamp (``20261129T101640Z``).
+    timestamp: str | None = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AptPlan:
+        return cls(pins=_pairs(d["pins"]), auto=_strs(d["auto"]), remove=_strs(d["remove"]),
+                   debs=tuple(DebRecord.from_json(str(x["name"]), x) for x in d["debs"]),
+                   unhashed=_pairs(d["unhashed"]), timestamp=_opt_str(d.get("timestamp")))
+
+
+@dataclass(frozen=True)
+class PythonEnvPlan:
+    """One Python environment to reproduce, and the pinned distributions it gets."""
+
+    python: str
+    kind: str
+    version: str
+    prefix: str
+    #: argv creating it (``python3 -m venv /opt/venv``); empty for the system interpreter.
+    create: tuple[str, ...]
+    #: argv prefix that runs pip for this environment.
+    pip: tuple[str, ...]
+    lock_file: str
+    pins: tuple[tuple[str, str], ...]
+    index_url: str
+    extra_index_urls: tuple[str, ...]
+    #: find-links as the run saw them (URLs, or paths inside the container).
+    find_links: tuple[str, ...]
+    break_system_packages: bool
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> PythonEnvPlan:
+        return cls(
+            python=str(d["python"]), kind=str(d["kind"]), version=str(d["version"]),
+            prefix=str(d["prefix"]), create=_strs(d["create"]), pip=_strs(d["pip"]),
+            lock_file=str(d["lock_file"]), pins=_pairs(d["pins"]),
+            index_url=str(d["index_url"]), extra_index_urls=_strs(d["extra_index_urls"]),
+            find_links=_strs(d["find_links"]),
+            break_system_packages=bool(d["break_system_packages"]))
+
+
+@dataclass(frozen=True)
+class NativeStep:
+    """A build replayed in its original order, with the environment it ran with."""
+
+    ref: str
+    tool: str
+    argv: tuple[str, ...]
+    cwd: str
+    env: tuple[tuple[str, str], ...]
+    #: ``name==version`` this step installs, when it installs a distribution.
+    distribution: str | None = None
+    network: bool = False
+    #: ``(sha256, path)`` the step's output is checked against (pinned downloads).
+    check_sha256: tuple[str, str] | None = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> NativeStep:
+        check = d.get("check_sha256")
+        return cls(ref=str(d["ref"]), tool=str(d["tool"]), argv=_strs(d["argv"]),
+                   cwd=str(d["cwd"]), env=_pairs(d["env"]),
+                   distribution=_opt_str(d.get("distribution")),
+                   network=bool(d.get("network")),
+                   check_sha256=(str(check[0]), str(check[1])) if check else None)
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    kind: str  # "path", "url" or "none"
+    dest: str
+    url: str | None = None
+    commit: str | None = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SourcePlan:
+        return cls(kind=str(d["kind"]), dest=str(d["dest"]), url=_opt_str(d.get("url")),
+                   commit=_opt_str(d.get("commit")))
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """What to build: everything the templates render, nothing about how it was decided."""
+
+    task: str
+    run_id: str
+    base_ref: str
+    base_id: str | None
+    base_digest: str | None
+    apt: AptPlan
+    envs: tuple[PythonEnvPlan, ...]
+    source: SourcePlan
+    native: tuple[NativeStep, ...]
+    #: Final ``ENV`` of the image: persisted variables and the primary venv on PATH.
+    env: tuple[tuple[str, str], ...]
+    #: Container paths the user asked to carry along (``--include``).
+    includes: tuple[str, ...]
+    #: The interpreter research code runs under, as a path inside the image.
+    python: str
+    claims: bool = False
+    uses_wheelhouse: bool = False
+    #: glibc of the final state (libc6), for the lock's platform tag.
+    glibc: str | None = None
+
+    @property
+    def regenerate_command(self) -> str:
+        return f"synth export Dockerfile --run {self.task}/{self.run_id}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": PLAN_FORMAT, **asdict(self)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], where: str = "plan") -> BuildPlan:
+        check_plan_format(d, where)
+        return cls(
+            task=str(d["task"]), run_id=str(d["run_id"]), base_ref=str(d["base_ref"]),
+            base_id=_opt_str(d.get("base_id")), base_digest=_opt_str(d.get("base_digest")),
+            apt=AptPlan.from_json(d["apt"]),
+            envs=tuple(PythonEnvPlan.from_json(e) for e in d["envs"]),
+            source=SourcePlan.from_json(d["source"]),
+            native=tuple(NativeStep.from_json(s) for s in d["native"]),
+            env=_pairs(d["env"]), includes=_strs(d["includes"]), python=str(d["python"]),
+            claims=bool(d.get("claims")), uses_wheelhouse=bool(d.get("uses_wheelhouse")),
+            glibc=_opt_str(d.get("glibc")))
+
+
+@dataclass(frozen=True)
+class DistillReport:
+    """How the plan was decided: every command's outcome, and what could not be explained."""
+
+    outcomes: tuple[CommandOutcome, ...] = ()
+    unexplained: tuple[str, ...] = ()
+    not_reproducible: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    #: Why the run cannot be trusted (not succeeded, audit unverified…), when it was
+    #: exported anyway with ``--allow-incomplete``; the report says so at the top.
+    incomplete: tuple[str, ...] = ()
+    #: Changes no audited command explains (see :mod:`synth.distill.provenance`).
+    unaudited: tuple[str, ...] = ()
+    #: Changes that alter which code runs: loader variables, startup files, setuid files.
+    risks: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": PLAN_FORMAT, **asdict(self)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], where: str = "report") -> DistillReport:
+        check_plan_format(d, where)
+        return cls(outcomes=tuple(CommandOutcome.from_json(o) for o in d["outcomes"]),
+                   **{k: _strs(d[k]) for k in ("unexplained", "not_reproducible", "warnings",
+                                               "incomplete", "unaudited", "risks")})
+
+
+def plan_document(plan: BuildPlan, report: DistillReport) -> dict[str, Any]:
+    """``plan.json``: the plan and the report an artifact was rendered from."""
+    return {"format": PLAN_FORMAT, "plan": plan.to_json(), "report": report.to_json()}
+
+
+def read_plan_document(doc: Mapping[str, Any], where: str) -> tuple[BuildPlan, DistillReport]:
+    check_plan_format(doc, where)
+    return (BuildPlan.from_json(doc["plan"], f"{where}: plan"),
+            DistillReport.from_json(doc["report"], f"{where}: report"))

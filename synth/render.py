@@ -25,8 +25,7 @@ from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.load import repo_name
 from synth.distill.lock import Lock, render_lock
-from synth.distill.plan import BuildPlan
-from synth.model import EXPORT_REPORT_FORMAT
+from synth.model import EXPORT_REPORT_FORMAT, PLAN_FILE, BuildPlan, DistillReport, plan_document
 
 #: Distributions that only exist for CUDA: an image with one of them wants a GPU.
 _CUDA_NAME = re.compile(r"^(nvidia-|cupy-cuda|jax-cuda|torch-cuda)|(^|-)cu\d+$")
@@ -213,31 +212,31 @@ def render_apt_lock(plan: BuildPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report_counts(plan: BuildPlan) -> dict[str, int]:
+def report_counts(report: DistillReport) -> dict[str, int]:
     counts = {"kept": 0, "folded": 0, "dropped": 0}
-    for o in plan.outcomes:
+    for o in report.outcomes:
         counts[o.decision] = counts.get(o.decision, 0) + 1
     return counts
 
 
-def report_json(plan: BuildPlan) -> dict[str, Any]:
+def report_json(plan: BuildPlan, report: DistillReport) -> dict[str, Any]:
     return {
         "format": EXPORT_REPORT_FORMAT,
         "task": plan.task,
         "run_id": plan.run_id,
         "command": plan.regenerate_command,
-        "counts": report_counts(plan),
+        "counts": report_counts(report),
         "commands": [
             {"ref": o.ref, "command": o.command, "cwd": o.cwd, "extractor": o.extractor,
              "step": o.step, "decision": o.decision, "reason": o.reason}
-            for o in plan.outcomes
+            for o in report.outcomes
         ],
-        "unexplained": list(plan.unexplained),
-        "not_reproducible": list(plan.not_reproducible),
-        "warnings": list(plan.warnings),
-        "incomplete": list(plan.incomplete),
-        "risks": list(plan.risks),
-        "unaudited": list(plan.unaudited),
+        "unexplained": list(report.unexplained),
+        "not_reproducible": list(report.not_reproducible),
+        "warnings": list(report.warnings),
+        "incomplete": list(report.incomplete),
+        "risks": list(report.risks),
+        "unaudited": list(report.unaudited),
     }
 
 
@@ -251,6 +250,7 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
         ("manifest.json", "sha256 of every file and of the run inputs; base image identity"),
         ("export-report.md", "what was kept, folded, dropped (with reasons) and unexplained"),
         ("export-report.json", "the export report, for machines"),
+        (PLAN_FILE, "the build plan and distill report the other files were rendered from"),
         ("task.toml", "the task's probes, for `synth verify`"),
         ("CITATION.cff", "citation metadata: fill in the authors"),
     ]
@@ -265,7 +265,7 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
     return sorted(files)
 
 
-def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
+def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], *,
                     locker_command: str = "uv pip compile --generate-hashes --no-deps",
                     apt: AptSources | None = None,
                     reader: ReaderFacts | None = None) -> dict[str, str]:
@@ -283,11 +283,12 @@ def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
         if reader.cpu_command else None,
         "check_line": check_line(f"{plan.task}:rebuilt", reader),
         "plan": plan,
+        "report": report,
         "locks": locks,
         "wheel_files": wheel_files,
         "wheelhouse_dir": CONTAINER_WHEELHOUSE,
-        "outcomes": plan.outcomes,
-        "counts": report_counts(plan),
+        "outcomes": report.outcomes,
+        "counts": report_counts(report),
         "artifact_ref": f"{plan.task}/{plan.run_id}",
         "files": artifact_files_description(plan, locks),
         "apt_sources": apt,
@@ -298,7 +299,8 @@ def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
         "README.md": env.get_template("README.md.j2").render(ctx),
         "CITATION.cff": env.get_template("CITATION.cff.j2").render(ctx),
         "export-report.md": env.get_template("export-report.md.j2").render(ctx),
-        "export-report.json": dumps_json(report_json(plan)),
+        "export-report.json": dumps_json(report_json(plan, report)),
+        PLAN_FILE: plan_json(plan, report),
         "apt.lock": render_apt_lock(plan),
     }
     if plan.apt.debs:
@@ -314,5 +316,6 @@ def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
     return files
 
 
-def plan_json(plan: BuildPlan) -> str:
-    return json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
+def plan_json(plan: BuildPlan, report: DistillReport) -> str:
+    """``plan.json``: the plan and report an artifact is rendered from (docs/formats.md)."""
+    return dumps_json(plan_document(plan, report))

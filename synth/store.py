@@ -58,6 +58,7 @@ MANIFEST = FileKind("manifest.json", "manifest", model.MANIFEST_FORMAT, 16 * MiB
 EXPORT_REPORT = FileKind("export-report.json", "export-report", model.EXPORT_REPORT_FORMAT,
                          64 * MiB)
 VERIFY_DOCUMENT = FileKind("verify.json", "verify", model.VERIFY_FORMAT, 64 * MiB)
+PLAN = FileKind(model.PLAN_FILE, "plan", model.PLAN_FORMAT, 64 * MiB)
 
 #: The run files an export is distilled from; their sha256 goes into the manifest.
 INPUT_FILES = (RUN_RECORD, AUDIT_LOG, APT_STATE, DIFF_STATE, ENV_STATE, PYTHON_STATE,
@@ -294,6 +295,14 @@ class ArtifactDir(_Folder):
 
     def claims(self) -> dict[str, Any] | None:
         return read_claims(self.file(CLAIMS))
+
+    def plan(self) -> tuple[model.BuildPlan, model.DistillReport] | None:
+        """``plan.json``: the plan and report the artifact was rendered from; None for an
+        artifact exported before synth wrote it."""
+        if not self.has(PLAN):
+            return None
+        path = self.file(PLAN)
+        return model.read_plan_document(load_json(path, PLAN), str(path))
 
     def export_report(self) -> dict[str, Any] | None:
         """``export-report.json``, or None when the artifact has none."""

@@ -37,8 +37,8 @@ from synth.store import (
     CLAIMS,
     DIFF_STATE,
     ENV_STATE,
-    EXPORT_REPORT,
     MANIFEST,
+    PLAN,
     PYTHON_STATE,
     RUN_RECORD,
     VERIFY_DOCUMENT,
@@ -49,7 +49,9 @@ from synth.store import (
 from tests.distill_runs import cmd, dist, make_run_dir, system_python, venv
 
 RUN_KINDS = (RUN_RECORD, AUDIT_LOG, APT_STATE, PYTHON_STATE, DIFF_STATE, ENV_STATE, CLAIMS)
-ARTIFACT_KINDS = (MANIFEST, CLAIMS, EXPORT_REPORT, VERIFY_DOCUMENT)
+#: The artifact files a command reads back (export-report.json is for people and tools:
+#: diff reads the plan from plan.json).
+ARTIFACT_KINDS = (MANIFEST, CLAIMS, PLAN, VERIFY_DOCUMENT)
 #: Exit codes a command may end with: success, or one SynthError kind.
 ERROR_CODES = frozenset(
     cls.exit_code for cls in vars(errors).values()
@@ -227,7 +229,7 @@ def refused(path: Path, kind: FileKind) -> bool:
     try:
         if kind is AUDIT_LOG:
             read_audit(path)
-        elif kind in (CLAIMS, EXPORT_REPORT, VERIFY_DOCUMENT) and not os.path.lexists(path):
+        elif kind in (CLAIMS, PLAN, VERIFY_DOCUMENT) and not os.path.lexists(path):
             return False
         else:
             load_json(path, kind)
@@ -358,7 +360,7 @@ def check_artifact_case(world: World, case: Path, kind: FileKind, rng: random.Ra
     code, _stdout, stderr = run_cli("diff", str(art), str(art), "--json")
     assert code in (0, 1, 2), (what, code, stderr)
     # (A folder with a Dockerfile and no manifest is still an artifact to diff: docs/diff.md;
-    # export-report.json and verify.json are optional; claims.json is not diff's.)
+    # plan.json (older artifacts) and verify.json are optional; claims.json is not diff's.)
     if bad and kind is not CLAIMS and os.path.lexists(art / kind.rel):
         assert code == 2, (what, f"diff did not fail on a refused {kind.rel}", code)
     assert snapshot(case) == before, (what, "an input was rewritten")

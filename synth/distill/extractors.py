@@ -13,8 +13,8 @@ import ast
 import functools
 import posixpath
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from synth.distill.shell import SimpleCommand, expand
 from synth.distill.steps import (
@@ -278,73 +278,94 @@ def extract_pip(cmd: SimpleCommand) -> Step | None:
         return PipUninstall(tool=tool, python=python,
                             names=tuple(p for p in positional if p != "-y"))
     if verb == "install" or (tool == "uv" and verb == "sync"):
-        reqs: list[str] = []
-        local: list[str] = []
-        urls: list[str] = []
-        editables: list[str] = []
-        req_files: list[str] = []
-        extra_index: list[str] = []
-        find_links: list[str] = []
-        build_opts: list[str] = []
-        index_url = None
-        flags = {k for k, _ in opts}
-        targets = list(positional)
-        if tool == "uv" and verb == "sync":
-            req_files.extend(_abs(cmd, p) for p in positional)
-            targets = []
-        for k, v in opts:
-            if v is None:
-                continue
-            if k in ("-r", "--requirement"):
-                req_files.append(_abs(cmd, v))
-            elif k in ("-e", "--editable"):
-                if _is_url(v):
-                    urls.append(v)
-                else:
-                    path = _abs(cmd, v)
-                    editables.append(path)
-                    local.append(path)
-            elif k in ("-i", "--index-url", "--default-index"):
-                index_url = v
-            elif k in ("--extra-index-url", "--index"):
-                extra_index.append(v)
-            elif k in ("-f", "--find-links"):
-                find_links.append(v if "://" in v else _abs(cmd, v))
-            elif k in ("-C", "--config-settings", "--global-option", "--build-option",
-                       "--no-binary"):
-                build_opts += [k, v]
-        for t in targets:
-            if _is_url(t):
-                urls.append(t)
-            elif _is_local(t):
-                local.append(_abs(cmd, t))
-            else:
-                reqs.append(t)
-        env = {**cmd.env_map(), **dict(cmd.assignments)}
-        for name, dest in (("PIP_EXTRA_INDEX_URL", extra_index), ("UV_EXTRA_INDEX_URL",
-                                                                   extra_index)):
-            if env.get(name):
-                dest.extend(env[name].split())
-        for name in ("PIP_FIND_LINKS", "UV_FIND_LINKS"):
-            if env.get(name):
-                find_links.extend(env[name].split())
-        for name in ("PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"):
-            if env.get(name) and index_url is None:
-                index_url = env[name]
-        return PipInstall(
-            tool=tool, python=python, requirements=tuple(reqs),
-            requirement_files=tuple(req_files), local=tuple(local),
-            editables=tuple(editables), urls=tuple(urls), index_url=index_url,
-            extra_index_urls=tuple(extra_index), find_links=tuple(find_links),
-            no_build_isolation="--no-build-isolation" in flags
-            or env.get("PIP_NO_BUILD_ISOLATION", "").lower() in ("0", "false", "off"),
-            no_index="--no-index" in flags, build_options=tuple(build_opts),
-            break_system_packages="--break-system-packages" in flags
-            or env.get("PIP_BREAK_SYSTEM_PACKAGES", "") in ("1", "true"),
-        )
+        return _pip_install(cmd, tool, python, verb, opts, positional)
     if verb in ("download", "wheel"):
         return Download(tool=f"{tool} {verb}", url=" ".join(positional), dest=None)
     return None
+
+
+@dataclass
+class _PipArgs:
+    """What a pip/uv install's options and targets name, collected in order."""
+
+    reqs: list[str] = field(default_factory=list)
+    local: list[str] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    editables: list[str] = field(default_factory=list)
+    req_files: list[str] = field(default_factory=list)
+    extra_index: list[str] = field(default_factory=list)
+    find_links: list[str] = field(default_factory=list)
+    build_opts: list[str] = field(default_factory=list)
+    index_url: str | None = None
+
+    def option(self, cmd: SimpleCommand, k: str, v: str) -> None:
+        if k in ("-r", "--requirement"):
+            self.req_files.append(_abs(cmd, v))
+        elif k in ("-e", "--editable"):
+            if _is_url(v):
+                self.urls.append(v)
+            else:
+                path = _abs(cmd, v)
+                self.editables.append(path)
+                self.local.append(path)
+        elif k in ("-i", "--index-url", "--default-index"):
+            self.index_url = v
+        elif k in ("--extra-index-url", "--index"):
+            self.extra_index.append(v)
+        elif k in ("-f", "--find-links"):
+            self.find_links.append(v if "://" in v else _abs(cmd, v))
+        elif k in ("-C", "--config-settings", "--global-option", "--build-option",
+                   "--no-binary"):
+            self.build_opts += [k, v]
+
+    def target(self, cmd: SimpleCommand, t: str) -> None:
+        if _is_url(t):
+            self.urls.append(t)
+        elif _is_local(t):
+            self.local.append(_abs(cmd, t))
+        else:
+            self.reqs.append(t)
+
+    def environment(self, env: Mapping[str, str]) -> None:
+        """Index and find-links settings the command's environment gives pip or uv."""
+        for name in ("PIP_EXTRA_INDEX_URL", "UV_EXTRA_INDEX_URL"):
+            if env.get(name):
+                self.extra_index.extend(env[name].split())
+        for name in ("PIP_FIND_LINKS", "UV_FIND_LINKS"):
+            if env.get(name):
+                self.find_links.extend(env[name].split())
+        for name in ("PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"):
+            if env.get(name) and self.index_url is None:
+                self.index_url = env[name]
+
+
+def _pip_install(cmd: SimpleCommand, tool: str, python: str | None, verb: str,
+                 opts: Sequence[tuple[str, str | None]], positional: Sequence[str]
+                 ) -> PipInstall:
+    a = _PipArgs()
+    flags = {k for k, _ in opts}
+    targets = list(positional)
+    if tool == "uv" and verb == "sync":
+        a.req_files.extend(_abs(cmd, p) for p in positional)
+        targets = []
+    for k, v in opts:
+        if v is not None:
+            a.option(cmd, k, v)
+    for t in targets:
+        a.target(cmd, t)
+    env = {**cmd.env_map(), **dict(cmd.assignments)}
+    a.environment(env)
+    return PipInstall(
+        tool=tool, python=python, requirements=tuple(a.reqs),
+        requirement_files=tuple(a.req_files), local=tuple(a.local),
+        editables=tuple(a.editables), urls=tuple(a.urls), index_url=a.index_url,
+        extra_index_urls=tuple(a.extra_index), find_links=tuple(a.find_links),
+        no_build_isolation="--no-build-isolation" in flags
+        or env.get("PIP_NO_BUILD_ISOLATION", "").lower() in ("0", "false", "off"),
+        no_index="--no-index" in flags, build_options=tuple(a.build_opts),
+        break_system_packages="--break-system-packages" in flags
+        or env.get("PIP_BREAK_SYSTEM_PACKAGES", "") in ("1", "true"),
+    )
 
 
 def extract_venv(cmd: SimpleCommand) -> Step | None:

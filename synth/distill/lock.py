@@ -23,13 +23,15 @@ from pathlib import Path
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
+    canonicalize_name,
     parse_sdist_filename,
     parse_wheel_filename,
 )
 
 from synth.config import CONTAINER_WHEELHOUSE
-from synth.distill.plan import DEFAULT_INDEX, PythonEnvPlan, canonical
+from synth.distill.envs import DEFAULT_INDEX
 from synth.errors import LockError
+from synth.model import PythonEnvPlan
 from synth.store import sha256_file
 
 LOCKERS = ("uv", "pip-tools")
@@ -136,7 +138,7 @@ def parse_compiled(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     for line in text.splitlines():
         m = _PIN_LINE.match(line)
         if m:
-            current = canonical(m.group(1))
+            current = canonicalize_name(m.group(1))
             out[current] = (m.group(2), ())
         for h in _HASH.findall(line):
             if current is not None:
@@ -197,9 +199,9 @@ def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> L
     compiled = parse_compiled(proc.stdout)
     locked: list[LockedPin] = []
     for name, version in pins:
-        got = compiled.get(canonical(name))
+        got = compiled.get(canonicalize_name(name))
         hashes = set(got[1]) if got else set()
-        files = wheels.get((canonical(name), version), [])
+        files = wheels.get((canonicalize_name(name), version), [])
         hashes.update(sha256_file(f) for f in files)
         if not hashes:
             raise LockError(
@@ -241,7 +243,7 @@ def render_lock(lock: Lock, header: Sequence[str]) -> str:
     """The lock file text: header comments, index options, sorted pins with hashes."""
     out = [f"# {line}" for line in header]
     out += lock_options(lock.env, lock.wheel_files)
-    for pin in sorted(lock.pins, key=lambda p: canonical(p.name)):
+    for pin in sorted(lock.pins, key=lambda p: canonicalize_name(p.name)):
         out.append(f"{pin.name}=={pin.version} \\")
         for i, h in enumerate(pin.hashes):
             out.append(f"    --hash=sha256:{h}" + (" \\" if i < len(pin.hashes) - 1 else ""))

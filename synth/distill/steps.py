@@ -1,46 +1,51 @@
-"""Typed steps the extractors return: data about what a command did, never Dockerfile text."""
+"""Typed steps the extractors return: data about what a command did, never Dockerfile text.
+
+:data:`Step` is a closed union: code that handles steps ``match``-es on it and ends with
+``typing.assert_never``, so a new step type is a type error wherever it is not handled.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar, TypeAlias
 
 
 @dataclass(frozen=True)
-class Step:
+class StepBase:
     """What one simple command did. ``kind`` names the step type in reports and JSON."""
 
-    kind = "step"
+    kind: ClassVar[str] = "step"
 
 
 @dataclass(frozen=True)
-class AptInstall(Step):
-    kind = "apt-install"
+class AptInstall(StepBase):
+    kind: ClassVar[str] = "apt-install"
     packages: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class AptRemove(Step):
-    kind = "apt-remove"
+class AptRemove(StepBase):
+    kind: ClassVar[str] = "apt-remove"
     packages: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class AptMaintenance(Step):
+class AptMaintenance(StepBase):
     """``apt-get update``, ``upgrade``, ``clean``, ``apt-mark``: folded into the apt layer."""
 
-    kind = "apt-maintenance"
+    kind: ClassVar[str] = "apt-maintenance"
     action: str
 
 
 @dataclass(frozen=True)
-class LocalDeb(Step):
-    kind = "dpkg-install"
+class LocalDeb(StepBase):
+    kind: ClassVar[str] = "dpkg-install"
     files: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class VenvCreate(Step):
-    kind = "venv-create"
+class VenvCreate(StepBase):
+    kind: ClassVar[str] = "venv-create"
     tool: str
     path: str
     #: The interpreter that made it: an absolute path, or a name looked up on PATH.
@@ -49,8 +54,8 @@ class VenvCreate(Step):
 
 
 @dataclass(frozen=True)
-class PipInstall(Step):
-    kind = "pip-install"
+class PipInstall(StepBase):
+    kind: ClassVar[str] = "pip-install"
     tool: str
     #: The interpreter the packages went to, when the command says (abs path or PATH name).
     python: str | None
@@ -74,18 +79,18 @@ class PipInstall(Step):
 
 
 @dataclass(frozen=True)
-class PipUninstall(Step):
-    kind = "pip-uninstall"
+class PipUninstall(StepBase):
+    kind: ClassVar[str] = "pip-uninstall"
     tool: str
     python: str | None
     names: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class CondaAction(Step):
+class CondaAction(StepBase):
     """conda / mamba: not reproducible in a pip-locked image; reported with a pip mapping."""
 
-    kind = "conda"
+    kind: ClassVar[str] = "conda"
     tool: str
     verb: str
     packages: tuple[str, ...]
@@ -94,73 +99,95 @@ class CondaAction(Step):
 
 
 @dataclass(frozen=True)
-class NativeBuild(Step):
+class NativeBuild(StepBase):
     """A compile step replayed as it ran: setup.py, cmake, make, ninja, nvcc, a compiler."""
 
-    kind = "native-build"
+    kind: ClassVar[str] = "native-build"
     tool: str
     argv: tuple[str, ...]
     python: str | None = None
 
 
 @dataclass(frozen=True)
-class EnvExport(Step):
+class EnvExport(StepBase):
     """``export X=1`` in a shell: lives only in that shell (its later commands' build env)."""
 
-    kind = "env-export"
+    kind: ClassVar[str] = "env-export"
     names: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class EnvPersist(Step):
+class EnvPersist(StepBase):
     """A variable written into a shell start-up file (``echo 'export X=1' >> ~/.bashrc``)."""
 
-    kind = "env-persist"
+    kind: ClassVar[str] = "env-persist"
     file: str
     assignments: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
-class Download(Step):
-    kind = "download"
+class Download(StepBase):
+    kind: ClassVar[str] = "download"
     tool: str
     url: str
     dest: str | None
 
 
 @dataclass(frozen=True)
-class GitClone(Step):
-    kind = "git-clone"
+class GitClone(StepBase):
+    kind: ClassVar[str] = "git-clone"
     url: str
     dest: str
     ref: str | None = None
 
 
 @dataclass(frozen=True)
-class ShellState(Step):
+class ShellState(StepBase):
     """``cd``, ``source …/activate``: folded into the commands that follow."""
 
-    kind = "shell-state"
+    kind: ClassVar[str] = "shell-state"
     builtin: str
 
 
 @dataclass(frozen=True)
-class ReadOnly(Step):
-    kind = "read-only"
+class ReadOnly(StepBase):
+    kind: ClassVar[str] = "read-only"
     program: str
 
 
 @dataclass(frozen=True)
-class ProgramRun(Step):
+class ProgramRun(StepBase):
     """A Python script or launcher run (``python train.py``): a check, not a setup step."""
 
-    kind = "program-run"
+    kind: ClassVar[str] = "program-run"
     program: str
 
 
 @dataclass(frozen=True)
-class Unclassified(Step):
+class Unclassified(StepBase):
     """A command no extractor recognises; reported, its effects show up as unexplained."""
 
-    kind = "unclassified"
+    kind: ClassVar[str] = "unclassified"
     program: str
+
+
+#: Every step an extractor can return.
+Step: TypeAlias = (
+    AptInstall
+    | AptRemove
+    | AptMaintenance
+    | LocalDeb
+    | VenvCreate
+    | PipInstall
+    | PipUninstall
+    | CondaAction
+    | NativeBuild
+    | EnvExport
+    | EnvPersist
+    | Download
+    | GitClone
+    | ShellState
+    | ReadOnly
+    | ProgramRun
+    | Unclassified
+)

@@ -4,7 +4,7 @@
 list of errors (empty when the document is valid), each prefixed with its JSON path.
 Names: ``run``, ``audit-record`` (one line of ``audit.jsonl``), ``apt-state``,
 ``python-state``, ``diff-state``, ``env-state``, ``provenance-state``, ``claims``,
-``verify``, ``manifest``, ``export-report``.
+``verify``, ``manifest``, ``export-report``, ``plan`` (an artifact's ``plan.json``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 SCHEMA_NAMES = (
     "run", "audit-record", "apt-state", "python-state", "diff-state", "env-state",
-    "provenance-state", "claims", "verify", "manifest", "export-report",
+    "provenance-state", "claims", "verify", "manifest", "export-report", "plan",
 )
 
 

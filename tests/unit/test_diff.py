@@ -13,7 +13,6 @@ from synth.config import Settings
 from synth.diff import (
     DIFF_FORMAT,
     DiffResult,
-    dockerfile_env,
     dockerfile_steps,
     render_markdown,
     render_terminal,
@@ -26,7 +25,16 @@ from synth.diff_load import (
     parse_requirements_lock,
     pyramid_from_verify,
 )
-from synth.errors import EngineUnavailableError
+from synth.errors import EngineUnavailableError, InputFileError
+from synth.model import (
+    AptPlan,
+    BuildPlan,
+    DistillReport,
+    NativeStep,
+    PythonEnvPlan,
+    SourcePlan,
+    plan_document,
+)
 
 SECTION_ORDER = ["pyramid", "interpreter", "python", "native_builds", "native_files",
                  "python_files", "apt", "env", "dockerfile", "image_size"]
@@ -129,10 +137,28 @@ def full_verify(doc: Mapping[str, Any]) -> dict[str, Any]:
             **doc, "reports": reports}
 
 
+def plan_json(env: Sequence[tuple[str, str]], native: Sequence[NativeStep] = ()) -> str:
+    """An artifact's plan.json, as export writes it."""
+    venv = PythonEnvPlan(
+        python="/opt/venv/bin/python", kind="venv", version="3.11.2", prefix="/opt/venv",
+        create=("python3", "-m", "venv", "/opt/venv"), pip=("/opt/venv/bin/python", "-m", "pip"),
+        lock_file="requirements.lock", pins=(), index_url="https://pypi.org/simple",
+        extra_index_urls=(), find_links=(), break_system_packages=False)
+    plan = BuildPlan(
+        task="demo", run_id="20261129-101500-aaaaaa", base_ref="synth/python:bookworm",
+        base_id=None, base_digest=None, apt=AptPlan(), envs=(venv,),
+        source=SourcePlan("path", "/workspace"), native=tuple(native), env=tuple(env),
+        includes=(), python="/opt/venv/bin/python")
+    return json.dumps(plan_document(plan, DistillReport()))
+
+
 def make_artifact(root: Path, name: str, dockerfile: str, *, lock: str = "",
-                  apt: str = "", report: Mapping[str, Any] | None = None) -> Path:
+                  apt: str = "", report: Mapping[str, Any] | None = None,
+                  plan: str | None = None) -> Path:
     d = root / name
     d.mkdir(parents=True)
+    if plan is not None:
+        (d / "plan.json").write_text(plan)
     (d / "Dockerfile").write_text(dockerfile)
     (d / "requirements.lock").write_text(lock)
     (d / "apt.lock").write_text(apt)
@@ -306,15 +332,19 @@ torch==2.13.0+cpu \\
 """
 
 
+ENV_A = (("PATH", "/opt/venv/bin:$PATH"), ("MAX_JOBS", "2"))
+ENV_B = (("PATH", "/opt/venv/bin:$PATH"), ("MAX_JOBS", "4"))
+
+
 def test_artifact_dockerfile_step_diff(tmp_path: Path) -> None:
-    report = {"plan": {"python": "/opt/venv/bin/python", "native": [
-        {"tool": "pip", "argv": ["/opt/venv/bin/pip", "install", "--no-build-isolation",
-                                 "/workspace"],
-         "cwd": "/workspace", "env": [["CFLAGS", "-O2"]], "distribution": "fastops==0.1.0"}]}}
+    native = [NativeStep(ref="7.0", tool="pip", argv=("/opt/venv/bin/pip", "install",
+                                                      "--no-build-isolation", "/workspace"),
+                         cwd="/workspace", env=(("CFLAGS", "-O2"),),
+                         distribution="fastops==0.1.0")]
     a = make_artifact(tmp_path, "a", DOCKERFILE_A, lock=LOCK, apt="# apt\ngcc=4:12.2.0-3\n",
-                      report=report)
+                      plan=plan_json(ENV_A, native))
     b = make_artifact(tmp_path, "b", DOCKERFILE_B, lock=LOCK.replace("2.1.0", "2.1.1"),
-                      apt="# apt\ngcc=4:12.2.0-3\n", report=report)
+                      apt="# apt\ngcc=4:12.2.0-3\n", plan=plan_json(ENV_B, native))
     same = diff(tmp_path, a, a)
     assert same.equal, [s.to_json() for s in same.sections if s.status == "differ"]
     result = diff(tmp_path, a, b)
@@ -352,8 +382,6 @@ def test_parsers() -> None:
     steps = dockerfile_steps(DOCKERFILE_A)
     assert steps[1] == "RUN apt-get update && apt-get install -y gcc=4:12.2.0-3"
     assert len(steps) == 5
-    assert dockerfile_env(["ENV A=1 B=\"x y\"", "ENV C 3 4", "RUN x", "ENV A=2"]) == {
-        "A": "2", "B": "x y", "C": "3 4"}
 
 
 # ----------------------------------------------------------------- output and CLI
@@ -377,8 +405,8 @@ def test_json_shape(tmp_path: Path) -> None:
 def test_renderings(tmp_path: Path) -> None:
     from rich.console import Console
 
-    a = make_artifact(tmp_path, "a", DOCKERFILE_A, lock=LOCK)
-    b = make_artifact(tmp_path, "b", DOCKERFILE_B, lock=LOCK)
+    a = make_artifact(tmp_path, "a", DOCKERFILE_A, lock=LOCK, plan=plan_json(ENV_A))
+    b = make_artifact(tmp_path, "b", DOCKERFILE_B, lock=LOCK, plan=plan_json(ENV_B))
     result = diff(tmp_path, a, b)
     md = render_markdown(result)
     assert md.startswith("# synth diff: differ")
@@ -422,40 +450,46 @@ def test_cli_diff(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert res.exit_code == 2
 
 
-RENDERED = """\
-FROM synth/python:bookworm
-RUN python3 -m venv /opt/venv
-
-# Native build 1/2: pip-local -> fastops==0.1.0 (audit 14.0).
-RUN cd /workspace \\
- && CFLAGS='-O2 -g0' MAX_JOBS=2 /opt/venv/bin/python -m pip install --no-deps \\
-      --no-build-isolation /workspace
-
-# Native build 2/2: make (audit 15.0).
-RUN cd /workspace/tools \\
- && make -j2
-ENV PATH=/opt/venv/bin:/usr/bin VIRTUAL_ENV=/opt/venv
-"""
-
-
-def test_native_builds_from_rendered_dockerfile(tmp_path: Path) -> None:
-    from synth.diff_load import dockerfile_native_builds
-
-    steps = dockerfile_native_builds(RENDERED)
-    assert steps == [
-        {"tool": "pip-local", "distribution": "fastops==0.1.0",
-         "argv": ["/opt/venv/bin/python", "-m", "pip", "install", "--no-deps",
-                  "--no-build-isolation", "/workspace"],
-         "cwd": "/workspace", "env": [("CFLAGS", "-O2 -g0"), ("MAX_JOBS", "2")]},
-        {"tool": "make", "distribution": None, "argv": ["make", "-j2"],
-         "cwd": "/workspace/tools", "env": []},
+def test_native_builds_from_plan_json(tmp_path: Path) -> None:
+    """An artifact's native builds come from its plan.json, never from its Dockerfile."""
+    native = [
+        NativeStep(ref="14.0", tool="pip-local",
+                   argv=("/opt/venv/bin/python", "-m", "pip", "install", "--no-deps",
+                         "--no-build-isolation", "/workspace"), cwd="/workspace",
+                   env=(("CFLAGS", "-O2 -g0"), ("MAX_JOBS", "2")),
+                   distribution="fastops==0.1.0"),
+        NativeStep(ref="15.0", tool="make", argv=("make", "-j2"), cwd="/workspace/tools",
+                   env=()),
     ]
-    art = make_artifact(tmp_path, "a", RENDERED, lock="numpy==2.1.0 \\\n  --hash=sha256:a\n")
+    art = make_artifact(tmp_path, "a", "FROM scratch\n",
+                        lock="numpy==2.1.0 \\\n  --hash=sha256:a\n",
+                        plan=plan_json((("VIRTUAL_ENV", "/opt/venv"),), native))
     side = loader(tmp_path).load(f"artifact:{art}")
     assert side.native_builds is not None
     assert [n.key for n in side.native_builds] == ["fastops", "make -j2"]
+    assert side.native_builds[0].env == (("CFLAGS", "-O2 -g0"), ("MAX_JOBS", "2"))
     assert side.distributions is not None
     assert side.distributions["fastops"].source == "local build"
+    assert side.env == {"VIRTUAL_ENV": "/opt/venv"}
+    assert side.interpreter == {"base_image": "synth/python:bookworm",
+                                "path": "/opt/venv/bin/python", "python": "3.11.2"}
+
+
+def test_artifact_without_plan_json_says_what_is_unknown(tmp_path: Path) -> None:
+    """An artifact exported before plan.json: native builds and ENV unknown, not guessed."""
+    art = make_artifact(tmp_path, "old", DOCKERFILE_A, lock=LOCK)
+    side = loader(tmp_path).load(f"artifact:{art}")
+    assert side.native_builds is None and side.env is None
+    assert any("no plan.json" in w for w in side.warnings)
+    assert side.dockerfile is not None and side.distributions is not None
+
+
+def test_newer_plan_json_is_refused(tmp_path: Path) -> None:
+    doc = json.loads(plan_json(ENV_A))
+    doc["format"] = 99
+    art = make_artifact(tmp_path, "new", DOCKERFILE_A, plan=json.dumps(doc))
+    with pytest.raises(InputFileError, match="newer"):
+        loader(tmp_path).load(f"artifact:{art}")
 
 
 def test_run_native_builds_match_its_artifact(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ def test_run_is_positional_and_the_old_form_still_works(tmp_path: Path) -> None:
                  ["export", "latest", "--format", "Dockerfile"]):
         out = synth(*args, "--plan", "--artifacts", str(tmp_path), cwd=tmp_path)
         assert out.returncode == 0, (args, out.stderr)
-        assert json.loads(out.stdout)["task"] == "demo"
+        assert json.loads(out.stdout)["plan"]["task"] == "demo"
     out = synth("export", run_dir.name, "--run", "latest", "--artifacts", str(tmp_path),
                 cwd=tmp_path)
     assert out.returncode == 11
@@ -48,9 +48,9 @@ def test_plan_prints_json_for_the_latest_run(tmp_path: Path) -> None:
     make_run_dir(tmp_path, [cmd("python3 -m venv /opt/venv"), cmd("ls")])
     out = synth("export", "--plan", "--artifacts", str(tmp_path), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    plan = json.loads(out.stdout)
-    assert plan["task"] == "demo"
-    assert [o["decision"] for o in plan["outcomes"]] == ["kept", "dropped"]
+    doc = json.loads(out.stdout)
+    assert doc["plan"]["task"] == "demo"
+    assert [o["decision"] for o in doc["report"]["outcomes"]] == ["kept", "dropped"]
 
 
 def test_missing_wheel_is_named(tmp_path: Path) -> None:

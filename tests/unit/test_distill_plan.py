@@ -9,19 +9,20 @@ import pytest
 from distill_runs import cmd, dist, make_run_dir, system_python, venv
 
 from synth.distill.load import load_run
-from synth.distill.plan import BuildPlan, distill
+from synth.distill.plan import BuildPlan, DistillReport, distill
 from synth.errors import InputFileError
 
 REPO = Path(__file__).resolve().parents[2]
 NUMPY_TASK = REPO / "tasks" / "numpy-ext" / "task.toml"
 
 
-def plan_of(tmp_path: Path, audit: list[dict[str, object]], **kw: object) -> BuildPlan:
+def plan_of(tmp_path: Path, audit: list[dict[str, object]], **kw: object
+            ) -> tuple[BuildPlan, DistillReport]:
     return distill(load_run(make_run_dir(tmp_path, audit, **kw)))  # type: ignore[arg-type]
 
 
-def decisions(plan: BuildPlan) -> dict[str, tuple[str, str]]:
-    return {o.command: (o.decision, o.reason) for o in plan.outcomes}
+def decisions(report: DistillReport) -> dict[str, tuple[str, str]]:
+    return {o.command: (o.decision, o.reason) for o in report.outcomes}
 
 
 def test_sloppy_session(tmp_path: Path) -> None:
@@ -45,10 +46,10 @@ def test_sloppy_session(tmp_path: Path) -> None:
         dist("numpy", "2.3.5"), dist("pip", "23.0.1"),
         dist("fastops", "0.1.0", direct_url={"url": "file:///workspace", "dir_info": {}}),
     ])]
-    plan = plan_of(tmp_path, audit, python=py, apt_added={"build-essential": "12.9",
+    plan, report = plan_of(tmp_path, audit, python=py, apt_added={"build-essential": "12.9",
                                                           "gcc": "4:12.2.0-3"},
                    apt_manual=["build-essential"], task_file=NUMPY_TASK)
-    d = decisions(plan)
+    d = decisions(report)
     assert d["ls -la"] == ("dropped", "read-only")
     assert d["/opt/venv/bin/pip install numpy==2.99.0"] == ("dropped", "failed (exit 1)")
     assert d["/opt/venv/bin/pip install cython"][1].startswith("undone")
@@ -76,14 +77,14 @@ def test_replaced_pin_is_dropped_and_later_one_kept(tmp_path: Path) -> None:
     audit = [cmd("python3 -m venv /opt/venv"), cmd('/opt/venv/bin/pip install "tensorboardX==2.5"'),
              cmd("/opt/venv/bin/pip install --upgrade tensorboardX")]
     py = [system_python(), venv(dists=[dist("tensorboardx", "2.6.2")])]
-    d = decisions(plan_of(tmp_path, audit, python=py))
+    d = decisions(plan_of(tmp_path, audit, python=py)[1])
     assert d['/opt/venv/bin/pip install "tensorboardX==2.5"'][1].startswith("replaced")
     assert d["/opt/venv/bin/pip install --upgrade tensorboardX"][0] == "kept"
 
 
 def test_apt_install_then_remove_is_undone(tmp_path: Path) -> None:
     audit = [cmd("apt-get install -y vim"), cmd("apt-get remove -y vim")]
-    d = decisions(plan_of(tmp_path, audit))
+    d = decisions(plan_of(tmp_path, audit)[1])
     assert d["apt-get install -y vim"][1].startswith("undone")
     assert d["apt-get remove -y vim"][0] == "folded"
 
@@ -92,7 +93,7 @@ def test_wheelhouse_find_links_and_local_version(tmp_path: Path) -> None:
     audit = [cmd("python3 -m venv /opt/venv"),
              cmd("/opt/venv/bin/pip install --find-links /synth/wheelhouse torch==2.13.0+cpu")]
     py = [system_python(), venv(dists=[dist("torch", "2.13.0+cpu")])]
-    plan = plan_of(tmp_path, audit, python=py)
+    plan, _report = plan_of(tmp_path, audit, python=py)
     assert plan.envs[0].find_links == ("/synth/wheelhouse",)
     assert plan.uses_wheelhouse
 
@@ -111,7 +112,7 @@ def test_build_env_and_vcs_and_clone(tmp_path: Path) -> None:
         dist("vcs", "2.0", direct_url={"url": "https://g/vcs.git",
                                        "vcs_info": {"vcs": "git", "commit_id": "abc123"}}),
     ])]
-    plan = plan_of(tmp_path, audit, python=py)
+    plan, _report = plan_of(tmp_path, audit, python=py)
     tools = [s.tool for s in plan.native]
     assert tools == ["git-clone", "pip-local", "pip-vcs"]
     clone, local, vcs = plan.native
@@ -127,7 +128,7 @@ def test_system_python_installs_break_system_packages(tmp_path: Path) -> None:
                               location="/usr/local/lib/python3.11/dist-packages"),
                          dist("pip", "23.0.1", installer=None,
                               location="/usr/lib/python3/dist-packages")])]
-    plan = plan_of(tmp_path, audit, python=py, primary="/usr/bin/python3")
+    plan, _report = plan_of(tmp_path, audit, python=py, primary="/usr/bin/python3")
     [env] = plan.envs
     assert env.kind == "system" and env.create == () and env.break_system_packages
     assert env.pins == (("wandb", "0.18.0"),)
@@ -138,27 +139,27 @@ def test_conda_is_reported_with_pip_mapping(tmp_path: Path) -> None:
     audit = [cmd("conda install -y pyyaml", exit=127), cmd("mamba install -y pyyaml"),
              cmd("python3 -m venv /opt/venv"), cmd("/opt/venv/bin/pip install pyyaml")]
     py = [system_python(), venv(dists=[dist("pyyaml", "6.0.2")])]
-    plan = plan_of(tmp_path, audit, python=py)
-    d = decisions(plan)
+    _plan, report = plan_of(tmp_path, audit, python=py)
+    d = decisions(report)
     assert d["mamba install -y pyyaml"][0] == "dropped"
     assert "pyyaml==6.0.2" in d["mamba install -y pyyaml"][1]
-    assert any("conda is not reproduced" in n for n in plan.not_reproducible)
+    assert any("conda is not reproduced" in n for n in report.not_reproducible)
 
 
 def test_persisted_env_and_unexplained(tmp_path: Path) -> None:
     audit = [cmd("echo 'export HF_HOME=/data/hf' >> ~/.bashrc"),
              cmd("wget -O /data/w.ckpt https://h/w.ckpt"), cmd("python3 -m venv /opt/venv")]
-    plan = plan_of(tmp_path, audit, env={"HF_HOME": "/data/hf"},
+    plan, report = plan_of(tmp_path, audit, env={"HF_HOME": "/data/hf"},
                    diff=[("C", "/opt"), ("A", "/opt/venv"), ("A", "/opt/venv/bin"),
                          ("A", "/data"), ("A", "/data/w.ckpt"), ("C", "/root"),
                          ("C", "/root/.bashrc"), ("C", "/etc/hosts")])
     assert ("HF_HOME", "/data/hf") in plan.env
-    assert decisions(plan)["echo 'export HF_HOME=/data/hf' >> ~/.bashrc"][0] == "kept"
-    assert plan.unexplained == ("A /data", "C /etc/hosts")
+    assert decisions(report)["echo 'export HF_HOME=/data/hf' >> ~/.bashrc"][0] == "kept"
+    assert report.unexplained == ("A /data", "C /etc/hosts")
 
 
 def test_ca_env_never_reaches_the_image(tmp_path: Path) -> None:
-    plan = plan_of(tmp_path, [cmd("export PIP_CERT=/synth/ca/ca-bundle.crt && "
+    plan, _report = plan_of(tmp_path, [cmd("export PIP_CERT=/synth/ca/ca-bundle.crt && "
                                   "python3 setup.py build_ext")],
                    env={"PIP_CERT": "/synth/ca/ca-bundle.crt", "TOKEN": "***"})
     assert not any(k in ("PIP_CERT", "TOKEN") for k, _ in plan.env)
@@ -169,7 +170,8 @@ def test_plan_is_deterministic_and_json_serialisable(tmp_path: Path) -> None:
     a = plan_of(tmp_path / "a", [cmd("python3 -m venv /opt/venv")])
     b = plan_of(tmp_path / "b", [cmd("python3 -m venv /opt/venv")])
     assert a == b
-    json.dumps(a.to_json())
+    json.dumps(a[0].to_json())
+    json.dumps(a[1].to_json())
 
 
 def test_newer_format_is_refused(tmp_path: Path) -> None:
@@ -194,7 +196,7 @@ def test_range_pin_replaced_later_is_dropped(tmp_path: Path) -> None:
              cmd("/opt/venv/bin/pip uninstall -y pybind11"),
              cmd('/opt/venv/bin/pip install --upgrade "setuptools>=77"')]
     py = [system_python(), venv(dists=[dist("setuptools", "80.9.0")])]
-    d = decisions(plan_of(tmp_path, audit, python=py))
+    d = decisions(plan_of(tmp_path, audit, python=py)[1])
     assert d['/opt/venv/bin/pip install "setuptools<70" pybind11'] == (
         "dropped", "replaced: a later command changed setuptools to 80.9.0 and removed pybind11")
     assert d['/opt/venv/bin/pip install --upgrade "setuptools>=77"'][0] == "kept"
@@ -206,7 +208,7 @@ def test_partly_undone_install_is_kept_with_notes(tmp_path: Path) -> None:
              cmd('/opt/venv/bin/pip install "numpy==1.26.*"'),
              cmd("/opt/venv/bin/pip uninstall -y tqdm")]
     py = [system_python(), venv(dists=[dist("numpy", "1.26.4"), dist("scipy", "1.15.3")])]
-    d = decisions(plan_of(tmp_path, audit, python=py))
+    d = decisions(plan_of(tmp_path, audit, python=py)[1])
     assert d["/opt/venv/bin/pip install numpy scipy tqdm"] == (
         "kept", "requirements.lock (versions from the final state); later undone: tqdm; "
         "later replaced: numpy (now 1.26.4)")
@@ -217,6 +219,6 @@ def test_install_fully_reinstalled_later_is_dropped(tmp_path: Path) -> None:
     audit = [cmd("python3 -m venv /opt/venv"), cmd("/opt/venv/bin/pip install numpy"),
              cmd('/opt/venv/bin/pip install "numpy==1.26.*"')]
     py = [system_python(), venv(dists=[dist("numpy", "1.26.4")])]
-    d = decisions(plan_of(tmp_path, audit, python=py))
+    d = decisions(plan_of(tmp_path, audit, python=py)[1])
     assert d["/opt/venv/bin/pip install numpy"] == (
         "dropped", "replaced: a later command changed numpy to 1.26.4")

@@ -79,8 +79,8 @@ def _render(tmp_path: Path, debs: dict[str, dict[str, object]] | None,
     added = {"gcc": "4:12.2.0-3", "hello": "2.10-3"}
     run = load_run(make_run_dir(tmp_path, apt_added=added, apt_manual=["hello"],
                                 apt_debs=debs))
-    plan = distill(run)
-    return render_artifact(plan, [], apt=apt_sources(None, plan.apt.timestamp, only))
+    plan, report = distill(run)
+    return render_artifact(plan, report, [], apt=apt_sources(None, plan.apt.timestamp, only))
 
 
 def test_all_hashed_fetches_by_url_and_never_updates(tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_a_run_without_hashes_installs_by_version(tmp_path: Path) -> None:
     assert "RUN apt-get update \\" in files["Dockerfile"]
     assert "apt-fetch.sh" not in files
     run = load_run(make_run_dir(tmp_path / "w", apt_added={"gcc": "1"}))
-    assert any("predates .deb hashing" in w for w in distill(run).warnings)
+    assert any("predates .deb hashing" in w for w in distill(run)[1].warnings)
 
 
 class FakeContainer:

@@ -50,7 +50,7 @@ def test_a_registry_base_renders_from_name_at_digest(tmp_path: Path) -> None:
     data["base_image"]["ref"] = "localhost:5000/lab/py:3.11"
     data["base_image"]["repo_digests"] = ["localhost:5000/lab/py@sha256:" + "c" * 64]
     (run_dir / "run.json").write_text(json.dumps(data))
-    files = render_artifact(distill(load_run(run_dir)), [])
+    files = render_artifact(*distill(load_run(run_dir)), [])
     assert "FROM localhost:5000/lab/py@sha256:" + "c" * 64 + "\n" in files["Dockerfile"]
 
 

@@ -178,13 +178,13 @@ def test_pinned_download_is_replayed_and_checked(tmp_path: Path) -> None:
 
     run = load_run(_run(tmp_path))
     assert download_candidates(run) == ("/data/w.ckpt",)
-    plan = distill(run, download_hashes={"/data/w.ckpt": "ab" * 32})
-    text = render_artifact(plan, [fake_locker(e, None) for e in plan.envs])["Dockerfile"]  # type: ignore[arg-type]
+    plan, report = distill(run, download_hashes={"/data/w.ckpt": "ab" * 32})
+    text = render_artifact(plan, report, [fake_locker(e, None) for e in plan.envs])["Dockerfile"]  # type: ignore[arg-type]
     assert "wget -q -O /data/w.ckpt https://example.org/w.ckpt" in text
     assert f"echo '{'ab' * 32}  /data/w.ckpt' | sha256sum -c -" in text
     assert "mkdir -p /workspace /data" in text
-    assert "A /data" not in plan.unexplained
-    kept = {o.command: o.decision for o in plan.outcomes}
+    assert "A /data" not in report.unexplained
+    kept = {o.command: o.decision for o in report.outcomes}
     assert kept["wget -O /data/w.ckpt https://example.org/w.ckpt"] == "kept"
 
 
@@ -195,13 +195,13 @@ def test_reader_facts_url_source_cuda_and_labels(tmp_path: Path) -> None:
     from synth.distill.plan import SourcePlan, distill
     from synth.render import ReaderFacts, check_line, render_artifact
 
-    plan = distill(load_run(_run(tmp_path)))
+    plan, report = distill(load_run(_run(tmp_path)))
     plan = replace(plan, source=SourcePlan("url", "/workspace", "https://example.org/r.git",
                                            "0123abcd" * 5))
     locks = [fake_locker(e, None) for e in plan.envs]  # type: ignore[arg-type]
     reader = ReaderFacts(description='A "quoted" task', cpu_command="python run.py --fast",
                          workdir="/workspace/sub")
-    files = render_artifact(plan, locks, reader=reader)
+    files = render_artifact(plan, report, locks, reader=reader)
     docker = files["Dockerfile"]
     assert 'org.opencontainers.image.source="https://example.org/r.git"' in docker
     assert f'org.opencontainers.image.revision="{"0123abcd" * 5}"' in docker
@@ -217,8 +217,8 @@ def test_reader_facts_url_source_cuda_and_labels(tmp_path: Path) -> None:
     assert "CPU-only" in readme
     cuda = [replace(lk, pins=(*lk.pins, replace(lk.pins[0], name="nvidia-cublas-cu12")))
             for lk in locks]
-    assert "--gpus all" in render_artifact(plan, cuda, reader=reader)["README.md"]
+    assert "--gpus all" in render_artifact(plan, report, cuda, reader=reader)["README.md"]
     assert check_line("t:r", ReaderFacts(cpu_command="echo $HOME")) == \
         "docker run --rm -w /workspace t:r bash -c 'echo $HOME'"
-    no_check = render_artifact(plan, locks)
+    no_check = render_artifact(plan, report, locks)
     assert "No CPU check in task.toml" in no_check["Dockerfile"]

@@ -147,7 +147,7 @@ def test_real_shaped_documents_validate(name: str, doc: Any) -> None:
 
 @pytest.mark.parametrize(("file", "name"), [
     ("manifest.json", "manifest"), ("export-report.json", "export-report"),
-    ("claims.json", "claims"),
+    ("claims.json", "claims"), ("plan.json", "plan"),
 ])
 def test_golden_export_validates(file: str, name: str) -> None:
     doc = json.loads((GOLDEN / file).read_text(encoding="utf-8"))

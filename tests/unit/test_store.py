@@ -250,6 +250,7 @@ def test_a_bad_claims_file_fails_c5_alone(tmp_path: Path) -> None:
 
 def test_pure_modules_do_not_load_docker() -> None:
     modules = ["synth.diff", "synth.diff_load", "synth.distill.plan", "synth.distill.load",
+               "synth.distill.envs", "synth.distill.native", "synth.distill.outcomes",
                "synth.render", "synth.model", "synth.store", "synth.schemas",
                "synth.fingerprint", "synth.engine", "synth.engine.base", "synth.distill",
                "synth.session.audit", "synth.session.recorder", "synth.transcript",

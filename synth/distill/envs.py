@@ -1,0 +1,145 @@
+"""Which Python environments the artifact reproduces, and how each is made and locked.
+
+The final state says what each environment holds; the audited installs say which indexes
+and find-links it was filled from, and the audited ``venv`` command how it was made.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from synth.distill.common import DEBIAN_SITE, Classified, Notes
+from synth.distill.load import Distribution, Interpreter, LoadedRun
+from synth.distill.shell import SimpleCommand
+from synth.distill.steps import PipInstall, VenvCreate
+from synth.model import PythonEnvPlan
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+
+Installs = list[tuple[SimpleCommand, PipInstall]]
+
+
+@dataclass(frozen=True)
+class AuditedEnvs:
+    """The successful pip installs of each interpreter, and the venvs commands made."""
+
+    installs: Mapping[str, Installs]
+    creates: Mapping[str, tuple[SimpleCommand, VenvCreate]]
+
+    def of(self, interp: Interpreter) -> Installs:
+        return list(self.installs.get(interp.path, []))
+
+
+def interp_for(hint: str | None, run: LoadedRun) -> Interpreter | None:
+    """The interpreter a command's ``python``/``pip`` resolved to."""
+    interps = run.interpreters
+    if hint is None:
+        return next((i for i in interps if i.path == run.primary), None)
+    if "/" in hint:
+        prefix = posixpath.dirname(posixpath.dirname(hint))
+        for i in interps:
+            if i.path == hint or (i.kind != "system" and i.prefix == prefix):
+                return i
+        for i in interps:
+            if i.prefix == prefix:
+                return i
+        return None
+    system = [i for i in interps if i.kind == "system"]
+    system.sort(key=lambda i: (i.prefix != "/usr", i.path))
+    return system[0] if system else None
+
+
+def lockable(d: Distribution) -> bool:
+    """Installed from an index by pip or uv, outside Debian's site: the lock pins it."""
+    return (d.direct_url is None and d.installer in ("pip", "uv")
+            and not d.location.startswith(DEBIAN_SITE))
+
+
+def _agent_touched(i: Interpreter) -> bool:
+    return i.created_by_agent or any(
+        d.installer in ("pip", "uv") and not d.location.startswith(DEBIAN_SITE)
+        for d in i.distributions
+    )
+
+
+def reproduced_interpreters(run: LoadedRun) -> list[Interpreter]:
+    """The primary interpreter first, then any other the agent made or installed into."""
+    primary = next((i for i in run.interpreters if i.path == run.primary), None)
+    targets = [i for i in run.interpreters if _agent_touched(i) and i is not primary]
+    return ([primary] if primary else []) + sorted(targets, key=lambda i: i.path)
+
+
+def audited_envs(ok: Sequence[Classified], run: LoadedRun) -> AuditedEnvs:
+    installs: dict[str, Installs] = {}
+    creates: dict[str, tuple[SimpleCommand, VenvCreate]] = {}
+    for c, _x, s in ok:
+        match s:
+            case PipInstall():
+                interp = interp_for(s.python, run)
+                if interp is not None:
+                    installs.setdefault(interp.path, []).append((c, s))
+            case VenvCreate():
+                creates[s.path] = (c, s)
+            case _:
+                pass
+    return AuditedEnvs(installs=installs, creates=creates)
+
+
+def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes
+              ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """argv that makes a venv / other environment, and the argv prefix that runs its pip."""
+    made = audited.creates.get(interp.prefix)
+    has_pip = any(d.name == "pip" for d in interp.distributions)
+    if made is not None:
+        _c, v = made
+        base_py = v.python if "/" in v.python else "python3"
+        if v.tool == "uv":
+            create = ("python3", "-m", "venv", "--without-pip", *v.options, interp.prefix)
+            create = tuple(o for o in create if o != "--seed")
+        else:
+            create = (base_py, "-m", "venv", *v.options, interp.prefix)
+    elif interp.kind == "venv":
+        create = ("python3", "-m", "venv", interp.prefix)
+        notes.warnings.append(f"no audited command created {interp.prefix}; it is made with "
+                              "`python3 -m venv`")
+    else:
+        create = ()
+        notes.not_reproducible.append(
+            f"{interp.kind} interpreter {interp.path}: only venvs and the system python3 "
+            "are reproduced")
+    pip = (interp.path, "-m", "pip") if has_pip or (made and made[1].tool != "uv") else (
+        "python3", "-m", "pip", "--python", interp.path)
+    return create, pip
+
+
+def env_plan(interp: Interpreter, idx: int, audited: AuditedEnvs, notes: Notes
+             ) -> PythonEnvPlan:
+    """How environment ``idx`` (0: the primary one) is made, filled and locked."""
+    index_url = DEFAULT_INDEX
+    extra: list[str] = []
+    find_links: list[str] = []
+    bsp = False
+    for _c, s in audited.of(interp):
+        if s.index_url:
+            index_url = s.index_url
+        extra += [u for u in s.extra_index_urls if u not in extra]
+        find_links += [f for f in s.find_links if f not in find_links]
+        bsp = bsp or s.break_system_packages
+    pins = tuple(sorted((d.name, d.version) for d in interp.distributions if lockable(d)))
+    if interp.kind == "system":
+        create: tuple[str, ...] = ()
+        pip: tuple[str, ...] = (interp.path, "-m", "pip")
+        bsp = True  # Debian marks its Python externally managed (PEP 668)
+    else:
+        create, pip = _creation(interp, audited, notes)
+    lock_file = "requirements.lock" if idx == 0 else (
+        "requirements-" + re.sub(r"[^a-z0-9]+", "-", interp.prefix.lower()).strip("-") + ".lock")
+    return PythonEnvPlan(
+        python=interp.path, kind=interp.kind, version=interp.version, prefix=interp.prefix,
+        create=create, pip=pip, lock_file=lock_file, pins=pins, index_url=index_url,
+        extra_index_urls=tuple(extra), find_links=tuple(find_links),
+        break_system_packages=bsp and interp.kind == "system",
+    )

@@ -1,0 +1,189 @@
+"""Native steps: what the artifact replays in the run's order, with each build's env.
+
+Local, VCS and URL installs of distributions the final state still has; compile steps
+(setup.py, make, cmake, nvcc …); downloads whose file is still there, pinned by sha256;
+and the clones those builds read from. A build run twice the same way is replayed once.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from synth.distill.common import DEBIAN_SITE, Classified, Notes, build_env
+from synth.distill.envs import AuditedEnvs, Installs, interp_for, lockable
+from synth.distill.load import Distribution, Interpreter, LoadedRun
+from synth.distill.shell import SimpleCommand
+from synth.distill.steps import Download, GitClone, NativeBuild, Step
+from synth.model import NativeStep, PythonEnvPlan
+
+#: A successful command with its position in the log.
+Numbered = tuple[int, SimpleCommand, Step]
+#: A native step with the position of its command, for ordering.
+Placed = tuple[int, NativeStep]
+
+
+@dataclass(frozen=True)
+class NativePlan:
+    steps: tuple[NativeStep, ...]
+    #: ``(interpreter path, distribution)`` a replayed install explains.
+    explained: frozenset[tuple[str, str]]
+
+
+def download_argv(s: Download) -> tuple[str, ...]:
+    assert s.dest is not None
+    if s.tool == "curl":
+        return ("curl", "-fsSL", "--create-dirs", "-o", s.dest, s.url)
+    return ("wget", "-q", "-O", s.dest, s.url)
+
+
+def _install_opts(env: PythonEnvPlan) -> tuple[str, ...]:
+    return ("--no-deps",) + (("--break-system-packages",) if env.break_system_packages else ())
+
+
+def _local_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
+                   order: Mapping[str, int]) -> Placed | None:
+    path = (d.url or "")[len("file://"):]
+    for c, s in reversed(installs):
+        matches = path in s.local or (s.requirement_files and posixpath.dirname(
+            s.requirement_files[0]) == path)
+        if not matches:
+            continue
+        argv = (*env.pip, "install", *_install_opts(env),
+                *(("--no-build-isolation",) if s.no_build_isolation else ()),
+                *s.build_options, *(("-e",) if d.editable else ()), path)
+        return order[c.ref], NativeStep(
+            ref=c.ref, tool=f"{s.tool}-local", argv=argv, cwd=c.cwd, env=build_env(c),
+            distribution=f"{d.name}=={d.version}", network=not s.no_build_isolation)
+    # A setup.py develop/install explains an egg-link or an egg-info install.
+    return None
+
+
+def _remote_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
+                    order: Mapping[str, int], notes: Notes) -> Placed | None:
+    """A VCS or archive-URL install (PEP 610), replayed from its URL."""
+    url = d.url or ""
+    vcs = d.vcs_info
+    if vcs is not None:
+        target, kind = f"{d.name} @ {vcs.get('vcs', 'git')}+{url}@{vcs.get('commit_id', '')}", "vcs"
+    elif d.direct_url and "archive_info" in d.direct_url:
+        h = (d.direct_url.get("archive_info") or {}).get("hash") or ""
+        target, kind = url + (f"#{h}" if h else ""), "url"  # PEP 610's "sha256=…" fragment
+    else:
+        return None
+    for c, s in reversed(installs):
+        if s.urls or (kind == "url" and s.local):
+            return order[c.ref], NativeStep(
+                ref=c.ref, tool=f"{s.tool}-{kind}",
+                argv=(*env.pip, "install", *_install_opts(env), target), cwd=c.cwd,
+                env=build_env(c), distribution=f"{d.name}=={d.version}", network=True)
+    if kind == "vcs":
+        notes.warnings.append(f"{d.name} came from {url} but no audited command installed it")
+    return None
+
+
+def _dist_step(d: Distribution, env: PythonEnvPlan, installs: Installs,
+               order: Mapping[str, int], notes: Notes) -> Placed | None:
+    """The replayed install of a local, VCS or URL distribution (None: not replayed; a
+    ``setup.py install/develop`` is replayed by its NativeBuild step)."""
+    url = d.url or ""
+    if url.startswith("file://"):
+        return _local_install(d, env, installs, order)
+    if url:
+        return _remote_install(d, env, installs, order, notes)
+    return None
+
+
+def _installs(envs_in: Sequence[Interpreter], env_plans: Sequence[PythonEnvPlan],
+              audited: AuditedEnvs, order: Mapping[str, int], notes: Notes
+              ) -> tuple[list[Placed], set[tuple[str, str]]]:
+    """Local / VCS distributions, matched to the command that installed them."""
+    placed: list[Placed] = []
+    explained: set[tuple[str, str]] = set()
+    for interp, plan_env in zip(envs_in, env_plans, strict=True):
+        for d in interp.distributions:
+            if lockable(d) or d.location.startswith(DEBIAN_SITE):
+                continue
+            step = _dist_step(d, plan_env, audited.of(interp), order, notes)
+            if step is not None:
+                placed.append(step)
+                explained.add((interp.path, d.name))
+    return placed, explained
+
+
+def _compiles(ok: Sequence[Numbered], run: LoadedRun) -> list[Placed]:
+    """Compile steps (setup.py, make, cmake, nvcc …) replayed as they ran."""
+    out: list[Placed] = []
+    for n, c, s in ok:
+        match s:
+            case NativeBuild():
+                argv = s.argv
+                interp = interp_for(s.python, run) if s.python is not None else None
+                if interp is not None:
+                    argv = (interp.path, *argv[1:])
+                out.append((n, NativeStep(ref=c.ref, tool=s.tool, argv=argv, cwd=c.cwd,
+                                          env=build_env(c), network=s.tool == "setup.py")))
+            case _:
+                pass
+    return out
+
+
+def _downloads(ok: Sequence[Numbered], hashes: Mapping[str, str]) -> list[Placed]:
+    """Downloads whose file is still there, pinned by its sha256 (last one per file)."""
+    last: dict[str, tuple[int, SimpleCommand, Download]] = {}
+    for n, c, s in ok:
+        match s:
+            case Download(tool="wget" | "curl", dest=str(dest)) if dest and dest in hashes:
+                last[dest] = (n, c, s)
+            case _:
+                pass
+    return [(n, NativeStep(ref=c.ref, tool=f"download ({s.tool})", argv=download_argv(s),
+                           cwd=c.cwd, env=build_env(c), network=True,
+                           check_sha256=(hashes[dest], dest)))
+            for dest, (n, c, s) in sorted(last.items())]
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root + "/")
+
+
+def _add_clones(ok: Sequence[Numbered], native: list[Placed]) -> None:
+    """Clones the kept builds (or later kept clones) read from."""
+    for n, c, s in ok:
+        match s:
+            case GitClone() if any(_under(st.cwd, s.dest) or any(_under(a, s.dest)
+                                                                  for a in st.argv)
+                                   for _, st in native):
+                argv = ("git", "clone", *(("--branch", s.ref) if s.ref else ()), s.url, s.dest)
+                native.append((n, NativeStep(ref=c.ref, tool="git-clone", argv=argv,
+                                             cwd=c.cwd, env=build_env(c), network=True)))
+            case _:
+                pass
+
+
+def native_plan(run: LoadedRun, classified: Sequence[Classified],
+                envs_in: Sequence[Interpreter], env_plans: Sequence[PythonEnvPlan],
+                audited: AuditedEnvs, hashes: Mapping[str, str], notes: Notes) -> NativePlan:
+    """Every native step, in the order its command ran."""
+    order = {c.ref: n for n, (c, _x, _s) in enumerate(classified)}
+    ok = [(n, c, s) for n, (c, _x, s) in enumerate(classified)
+          if c.ran and not c.failed and c.parsed]
+    placed, explained = _installs(envs_in, env_plans, audited, order, notes)
+    placed += _compiles(ok, run)
+    placed += _downloads(ok, hashes)
+    _add_clones(ok, placed)
+    placed.sort(key=lambda t: (t[0], t[1].ref))
+    return NativePlan(steps=_dedupe(s for _, s in placed), explained=frozenset(explained))
+
+
+def _dedupe(steps: Iterable[NativeStep]) -> tuple[NativeStep, ...]:
+    """A build run twice the same way is replayed once, at its last position."""
+    items = list(steps)
+    out: list[NativeStep] = []
+    for i, s in enumerate(items):
+        key = (s.tool, s.argv, s.cwd, s.env)
+        if any((t.tool, t.argv, t.cwd, t.env) == key for t in items[i + 1:]):
+            continue
+        out.append(s)
+    return tuple(out)

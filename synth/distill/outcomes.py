@@ -1,0 +1,196 @@
+"""The report's account of every audited command: kept, folded or dropped, and why.
+
+One rule per step type, chosen by ``match`` over the closed :data:`~synth.distill.steps.Step`
+union (a new step type that is not handled here is a type error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import assert_never
+
+from synth.distill.common import Notes, pkg_name, req_name, req_pin, satisfies
+from synth.distill.envs import Installs, interp_for
+from synth.distill.load import Distribution, LoadedRun
+from synth.distill.shell import SimpleCommand
+from synth.distill.steps import (
+    AptInstall,
+    AptMaintenance,
+    AptRemove,
+    CondaAction,
+    Download,
+    EnvExport,
+    EnvPersist,
+    GitClone,
+    LocalDeb,
+    NativeBuild,
+    PipInstall,
+    PipUninstall,
+    ProgramRun,
+    ReadOnly,
+    ShellState,
+    Step,
+    Unclassified,
+    VenvCreate,
+)
+from synth.model import CommandOutcome, PythonEnvPlan
+
+Decision = tuple[str, str]
+_LOCK_KEPT = "requirements.lock (versions from the final state)"
+
+
+@dataclass(frozen=True)
+class DecideContext:
+    """What the rules look at besides the command: the run and the plan made from it."""
+
+    run: LoadedRun
+    #: Refs of the commands replayed as native steps.
+    kept_refs: frozenset[str]
+    final_apt: Mapping[str, str]
+    #: interpreter path -> distribution name -> distribution, in the final state.
+    dists_of: Mapping[str, Mapping[str, Distribution]]
+    envs: Sequence[PythonEnvPlan]
+    #: pip command ref -> packages a later install in the same environment named again.
+    reinstalled: Mapping[str, frozenset[str]]
+    notes: Notes
+
+
+def reinstalled_later(installs: Mapping[str, Installs]) -> dict[str, frozenset[str]]:
+    """Packages a later successful install in the same environment named again."""
+    out: dict[str, frozenset[str]] = {}
+    for cmds in installs.values():
+        seen: set[str] = set()
+        for c, s in reversed(cmds):
+            out[c.ref] = frozenset(seen)
+            seen.update(req_name(r) for r in s.requirements)
+    return out
+
+
+def decide(c: SimpleCommand, extractor: str, s: Step, ctx: DecideContext) -> CommandOutcome:
+    if not c.parsed:
+        decision = ("dropped", "could not be parsed; kept verbatim here, not replayed")
+    elif not c.ran:
+        decision = ("dropped", "never ran (an earlier command of its line failed)")
+    elif c.failed:
+        decision = ("dropped", f"failed (exit {c.exit})")
+    else:
+        decision = _rule(c, s, ctx)
+    return CommandOutcome(ref=c.ref, command=c.text, cwd=c.cwd, extractor=extractor,
+                          step=s.kind, decision=decision[0], reason=decision[1])
+
+
+def _kept_or(c: SimpleCommand, ctx: DecideContext, kept: str, dropped: str) -> Decision:
+    return ("kept", kept) if c.ref in ctx.kept_refs else ("dropped", dropped)
+
+
+def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
+    match s:
+        case ReadOnly():
+            return "dropped", "read-only"
+        case ShellState():
+            return "folded", "shell state: carried into the commands that follow it"
+        case EnvExport():
+            return "folded", "build environment of the later commands of its shell"
+        case EnvPersist():
+            return _env_persist(s, ctx)
+        case AptMaintenance():
+            return "folded", "the apt layer updates the package lists itself"
+        case AptInstall():
+            return _apt_install(s, ctx)
+        case AptRemove():
+            if gone := [p for p in s.packages if pkg_name(p) in ctx.run.apt.removed]:
+                return "kept", "apt layer removes base packages: " + ", ".join(gone)
+            return "folded", "undoes an earlier install: the package is simply not locked"
+        case LocalDeb():
+            ctx.notes.warnings.append(f"local .deb installed by `{c.text}`: its packages are "
+                                      "locked by version and must be available from the apt "
+                                      "mirror")
+            return "folded", ("apt.lock (the package versions; the .deb file itself is not "
+                              "carried)")
+        case VenvCreate():
+            if any(e.prefix == s.path for e in ctx.envs):
+                return "kept", f"Python environment {s.path}"
+            return "dropped", "undone: the environment is not in the final state"
+        case PipInstall():
+            return _pip_install(c, s, ctx)
+        case PipUninstall():
+            return "folded", "the final state decides: uninstalled packages are not locked"
+        case CondaAction():
+            return _conda(c, s, ctx)
+        case NativeBuild():
+            return _kept_or(c, ctx, "native build step, replayed in order with its build env",
+                            "a repeated build: replayed once, at its last run")
+        case GitClone():
+            return _kept_or(c, ctx, "source of a later build", "download not replayed; its "
+                            "files show up as unexplained paths")
+        case Download():
+            return _kept_or(c, ctx, "download replayed, checked against the sha256 of the file "
+                            "in the final state", "download not replayed (its file is gone, "
+                            "or no sha256 of it could be taken); what it wrote shows up as "
+                            "unexplained paths")
+        case ProgramRun():
+            return "dropped", ("runs a program (a check, not a setup step); what it wrote "
+                               "shows up as unexplained paths")
+        case Unclassified():
+            return "dropped", "unclassified; its effects show up as unexplained paths"
+        case _:
+            assert_never(s)
+
+
+def _env_persist(s: EnvPersist, ctx: DecideContext) -> Decision:
+    live = [k for k, v in s.assignments if ctx.run.persisted_env.get(k) == v]
+    if live or not s.assignments:
+        return "kept", "final ENV (state/env.json)"
+    return "dropped", "undone: the variable is not persisted in the final state"
+
+
+def _apt_install(s: AptInstall, ctx: DecideContext) -> Decision:
+    names = [pkg_name(p) for p in s.packages]
+    present = [n for n in names if n in ctx.final_apt]
+    if names and not present:
+        return "dropped", "undone: none of its packages is installed at the end"
+    gone = [n for n in names if n not in ctx.final_apt]
+    return "kept", ("apt.lock (versions from the final state)"
+                    + (f"; later undone: {', '.join(gone)}" if gone else ""))
+
+
+def _pip_install(c: SimpleCommand, s: PipInstall, ctx: DecideContext) -> Decision:
+    if c.ref in ctx.kept_refs:
+        return "kept", "native build step (local / VCS install), replayed in order"
+    interp = interp_for(s.python, ctx.run)
+    final = ctx.dists_of.get(interp.path, {}) if interp else {}
+    reqs = [(req_name(r), req_pin(r)) for r in s.requirements]
+    if not reqs and (s.local or s.urls):
+        return "dropped", ("undone or replaced: a later command uninstalled or reinstalled "
+                           "what it built")
+    if not reqs:
+        return "kept", _LOCK_KEPT
+    found = [(n, p) for n, p in reqs if n in final]
+    if not found:
+        return "dropped", "undone: none of its packages is installed at the end"
+    later = ctx.reinstalled.get(c.ref, frozenset())
+    replaced = [n for n, p in found
+                if (p is not None and not satisfies(final[n].version, p)) or n in later]
+    gone = [n for n, _p in reqs if n not in final]
+    if len(replaced) == len(found):
+        return "dropped", ("replaced: a later command changed "
+                           + ", ".join(f"{n} to {final[n].version}" for n in replaced)
+                           + (f" and removed {', '.join(gone)}" if gone else ""))
+    notes = ([f"later undone: {', '.join(gone)}"] if gone else []) + (
+        [f"later replaced: {', '.join(f'{n} (now {final[n].version})' for n in replaced)}"]
+        if replaced else [])
+    return "kept", "; ".join([_LOCK_KEPT, *notes])
+
+
+def _conda(c: SimpleCommand, s: CondaAction, ctx: DecideContext) -> Decision:
+    mapped = []
+    for p in s.packages:
+        n = req_name(p)
+        for e in ctx.envs:
+            d = ctx.dists_of.get(e.python, {}).get(n)
+            if d is not None:
+                mapped.append(f"{n}=={d.version} (pip, {e.python})")
+    note = f"; mapped to pip: {', '.join(mapped)}" if mapped else "; no pip mapping found"
+    ctx.notes.not_reproducible.append(f"`{c.text}`: conda is not reproduced{note}")
+    return "dropped", "not reproducible: conda/mamba" + note
