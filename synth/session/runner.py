@@ -35,6 +35,7 @@ from synth.config import CONTAINER_CA_PATH, CONTAINER_WHEELHOUSE, Settings, ca_e
 from synth.engine.base import ContainerSpec, Mount
 from synth.engine.docker import Container, DockerEngine
 from synth.errors import EngineError, RunError, SynthError
+from synth.reb import session as reb_session
 from synth.session import claims as claims_mod
 from synth.session import snapshot, trace, tree
 from synth.session.agents import (
@@ -340,9 +341,9 @@ class _Session:
         else:
             self.record["live_image"] = None
 
-        raw_claims = self.guarded("claims", lambda: c.read_file(
-            CONTAINER_CLAIMS, max_bytes=claims_mod.MAX_CLAIMS_BYTES))
-        check = claims_mod.validate_claims(raw_claims)
+        raw_claims = self.guarded("claims", lambda: reb_session.read_claims(
+            c, claims_mod.MAX_CLAIMS_BYTES))
+        check = reb_session.validate_claims(self.task, raw_claims)
         if raw_claims is not None and len(raw_claims) <= claims_mod.MAX_CLAIMS_BYTES:
             (self.run_dir / "claims.json").write_bytes(self.masker.mask_bytes(raw_claims))
         self.record["claims"] = check.to_json()
@@ -530,6 +531,7 @@ def run_session(
     try:
         c = s.start()
         s.copy_repo(c)
+        reb_session.offer_report_path(c)
         before = s.workspace_entries(c)
         s.base_dpkg = s.guarded("base dpkg packages", lambda: snapshot.dpkg_snapshot(c))
         s.base_env = s.guarded("base environment files", lambda: snapshot.read_env_files(c))
