@@ -213,6 +213,8 @@ def job_summary(doc: Mapping[str, Any], task_dir: Path | None) -> dict[str, Any]
     entry = _json_file(task_dir / "reb" / "manifest-entry.json") if task_dir else None
     run = _json_file(path / "run.json") or {}
     source = (_json_file(path / "manifest.json") or {}).get("source") or {}
+    if not entry and task_dir is not None and is_file(task_dir / "task.toml"):
+        source = _task_repo(task_dir / "task.toml") or source
     url = (entry or {}).get("repo_url") or source.get("url") or ""
     agent = run.get("agent") or {}
     return {"run_id": str(run.get("run_id") or path.name), "job_id": path.name,
@@ -222,6 +224,28 @@ def job_summary(doc: Mapping[str, Any], task_dir: Path | None) -> dict[str, Any]
             "baseline": f"synth-{agent.get('kind') or target['kind']}",
             "hardware_bucket": (entry or {}).get("hardware_bucket") or "",
             "script_id": "", "scored_by": "synth verify --scoring reb"}
+
+
+def _task_repo(path: Path) -> dict[str, Any] | None:
+    import tomllib
+
+    try:
+        repo = tomllib.loads(path.read_text(encoding="utf-8")).get("repo")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    return repo if isinstance(repo, dict) else None
+
+
+def _job_extras(doc: Mapping[str, Any], claims: Mapping[str, Any] | str | None,
+                job_dir: Path) -> None:
+    """The rest of a REB job folder: ``agent/report.json`` (the claims, when they are
+    JSON) and ``docker/image_id.txt`` (the image verified)."""
+    if isinstance(claims, Mapping):
+        atomic.write_json(job_dir / "agent" / "report.json", dict(claims))
+    report = doc["reports"][str(doc["decides"])]
+    image = (doc.get("build") or {}).get("image_id") or (report.get("target") or {}).get("image")
+    if image:
+        atomic.write_text(job_dir / "docker" / "image_id.txt", f"{image}\n")
 
 
 def _claims(doc: Mapping[str, Any]) -> Mapping[str, Any] | str | None:
@@ -239,13 +263,15 @@ def score(doc: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     total_doc = _json_file(task_dir / "reb" / "c0_total.json") if task_dir else None
     total = (total_doc or {}).get("total")
     report = doc["reports"][str(doc["decides"])]
-    stages = {"hallucination": score_c5(_claims(doc), report),
+    claims = _claims(doc)
+    stages = {"hallucination": score_c5(claims, report),
               "pyright": score_c0(None, total if isinstance(total, int) else None)}
     cuda = cuda_stage(report)
     if cuda is not None:  # REB's CUDA stage always runs: no GPU seen is a failure
         stages["cuda"] = {"status": cuda["status"], "exit_code": cuda["exit_code"]}
     summary = job_summary(doc, task_dir)
     write_job(doc, summary, out_dir / "reb", stages)
+    _job_extras(doc, claims, out_dir / "reb")
     levels = {r["level"]: r["status"] for r in report["levels"]}
     c5 = stages["hallucination"]["hallucinations"]
     result = {"scoring": "reb", "job_dir": str(out_dir / "reb"),
