@@ -125,7 +125,8 @@ def run_pyright(engine: DockerEngine, image: str, python: str, workdir: str,
         res = c.exec(["bash", "-c", command(python)], workdir=workdir, timeout=timeout)
         count = c.exec([python, "-c", _COUNT], workdir=workdir, timeout=300)
     if res.exit_code == 3:
-        return {"error": "no pyright target (REB: entrypoint_not_found)"}
+        return {"error": "no pyright target: no pyrightconfig.json, [tool.pyright], src/ "
+                "or package folder", "category": "entrypoint_not_found"}
     try:
         output = json.loads(res.stdout)
     except json.JSONDecodeError:

@@ -52,7 +52,10 @@ def stage_results(doc: Mapping[str, Any], repo_id: str,
     if cuda is not None:
         out["cuda"]["observed"] = cuda["observed"]
     for stage, fields in (overrides or {}).items():
+        synth_metrics = out[stage]["metrics"]
         out[stage] = {**out[stage], **fields}
+        if "metrics" in fields:  # REB's metrics in REB's place; synth's kept beside them
+            out[stage]["synth_metrics"] = synth_metrics
     return out
 
 

@@ -177,7 +177,8 @@ def score_c0(pyright: Mapping[str, Any] | None, total: int | None,
                 "skip_reason": skip_reason or "pyright was not run", "reb_total": total}
     if "error" in pyright:
         return {"stage": "pyright", "status": "failure", "exit_code": 1,
-                "failure_category": "runtime", "error_excerpt": str(pyright["error"]),
+                "failure_category": str(pyright.get("category") or "runtime"),
+                "error_excerpt": str(pyright["error"]),
                 "reb_total": total}
     own = pyright.get("own_total")
     return {**c0_from_pyright(pyright.get("output") or {}, total,

@@ -85,7 +85,10 @@ def test_assets_step_offline_from_a_cache(engine: Any, base_image: str, tmp_path
 def test_reb_scoring_of_a_real_verification(
     verified: Callable[..., Any], tmp_path: Path
 ) -> None:
-    """`--scoring reb` on the shared numpy-ext/good verification: REB's files beside it."""
+    """`--scoring reb` on the shared numpy-ext/good verification: REB's files beside it.
+    C0 runs pyright in the rebuilt image where the host has pyright[nodejs] (importable,
+    or SYNTH_PYRIGHT=DIR); elsewhere it says why it was skipped."""
+    from synth.reb.pyright import find_pyright
     from synth.reb.results import read_results
     from synth.reb.scoring import score
 
@@ -93,7 +96,16 @@ def test_reb_scoring_of_a_real_verification(
     result = score(outcome.document, tmp_path)
     assert result["C5"] == {"reb": "success", "synth": "pass", "path": 0, "version": 0,
                             "capability": 0, "failure_category": ""}
-    assert result["C0"]["reb"] == "skipped" and result["C0"]["synth"] == "pass"
+    pyright = json.loads((tmp_path / "reb" / "benchmark" / "build_output" / "pyright" /
+                          "results.json").read_text())
+    if find_pyright() is None:
+        assert result["C0"]["reb"] == "skipped"
+        assert result["C0"]["reason"].startswith("pyright[nodejs] not found")
+    else:  # numpy-ext's good transcript installs what its package imports
+        assert (result["C0"]["reb"], pyright["missing_packages"]) == ("success", []), pyright
+        assert pyright["metrics"]["missing_package_ratio"].startswith("0/")
+        assert pyright["metrics"]["total_imported_packages_count"] > 0
+    assert result["C0"]["synth"] == "pass"
     stages = read_results(tmp_path / "reb" / "benchmark")
     assert (stages["cpu"]["status"], stages["cuda"]["status"]) == ("success", "failure")
     assert json.loads((tmp_path / "reb" / "agent" / "report.json").read_text()) == \
