@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,3 +150,27 @@ def install_assets(c: Container, assets: PreparedAssets) -> None:
             if not c.raw.put_archive(parent, fh):
                 raise EngineError(f"Installing the REB assets into {c.description}:{parent} "
                                   "failed.")
+
+
+@contextmanager
+def assets_for(engine: DockerEngine, image: str, task_dir: Path | None, *,
+               workdir: str = "/workspace", cache_dir: Path | None = None,
+               offline: bool = False, claims: Path | None = None,
+               say: Callable[[str], None] | None = None,
+               ) -> Iterator[Callable[[Container], None] | None]:
+    """For verify: the assets step of ``task_dir`` run once on ``image``, yielding the
+    function that installs its result into a probe container (None: no assets step).
+
+    ``with assets_for(engine, image, task_dir) as install:`` then, for the container the
+    pyramid runs in, ``if install: install(c)``."""
+    plan = plan_assets(task_dir, workdir=workdir, cache_dir=cache_dir, offline=offline,
+                       claims=claims)
+    if plan is None:
+        yield None
+        return
+    if say is not None:
+        say(f"Assets: {plan.describe()} on {image}")
+    with prepare_assets(engine, image, plan) as assets:
+        if say is not None:
+            say(f"Assets: exit {assets.exit_code} in {assets.seconds:.1f}s")
+        yield lambda c: install_assets(c, assets)

@@ -17,8 +17,10 @@ the ``reb`` claims profile to tasks imported from REB).
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from synth.engine.base import Mount
 from synth.reb.profile import profile_errors, task_profile
 from synth.session.agents import CONTAINER_CLAIMS
 from synth.session.claims import ClaimsCheck
@@ -42,6 +44,12 @@ def link_command() -> list[str]:
     script = (f"mkdir -p {shlex.quote(REPORT_DIR)} && chmod 1777 {shlex.quote(REPORT_DIR)} && "
               f"ln -sfn {shlex.quote(CONTAINER_CLAIMS)} {shlex.quote(REPORT_PATH)}")
     return ["sh", "-c", script]
+
+
+def report_mount(claims: Path | None) -> list[Mount]:
+    """For a verification container: the agent's claims, read-only, at REB's report path
+    (REB's probes read their interpreter from it); none without a claims file."""
+    return [Mount(claims, REPORT_PATH)] if claims is not None and claims.is_file() else []
 
 
 def offer_report_path(container: _Container) -> None:

@@ -302,3 +302,19 @@ def test_assets_plan(tmp_path: Path) -> None:
         plan_assets(task, offline=True)
     with pytest.raises(UsageError, match="not a folder"):
         plan_assets(task, cache_dir=tmp_path / "nope")
+
+
+def test_assets_for_a_task_without_assets_touches_no_engine(tmp_path: Path) -> None:
+    from synth.reb.assets import assets_for
+
+    with assets_for(None, "img", tmp_path) as install:  # type: ignore[arg-type]
+        assert install is None
+
+
+def test_report_mount_for_verification(tmp_path: Path) -> None:
+    claims = tmp_path / "claims.json"
+    assert reb_session.report_mount(claims) == [] == reb_session.report_mount(None)
+    claims.write_text("{}")
+    (mount,) = reb_session.report_mount(claims)
+    assert (mount.source, mount.target, mount.read_only) == \
+        (claims, "/opt/scimlopsbench/report.json", True)
