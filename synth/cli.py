@@ -502,17 +502,20 @@ def verify_cmd(
     allow_base_mismatch: Annotated[bool, typer.Option(
         "--allow-base-mismatch", help="Rebuild even on a base image whose rootfs differs "
         "from the one manifest.json records.")] = False,
+    scoring: Annotated[str, typer.Option(help="synth, or reb: also score C0/C5 as "
+                                         "ResearchEnvBench does (docs/bench.md).")] = "synth",
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run the verification pyramid (C0-C5) on a rebuilt artifact, a live image or a host env."""
     from synth import verify_cmd as v
+    from synth.reb import scoring as reb_scoring
 
     if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
         raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
-    if progress not in ("steps", "plain", "quiet"):
-        raise UsageError("--progress is steps, plain or quiet.")
+    if progress not in ("steps", "plain", "quiet") or scoring not in reb_scoring.SCORINGS:
+        raise UsageError("--progress is steps, plain or quiet; --scoring is synth or reb.")
     opts = v.VerifyOptions(
         target=target, rebuild=rebuild, live=live, levels=v.parse_levels(levels),
         require=v.parse_require(require), runtime=runtime,  # type: ignore[arg-type]
@@ -523,6 +526,7 @@ def verify_cmd(
     )
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))
+    reb_scoring.apply_scoring(scoring, outcome.document, outcome.out_dir, console.say)
     if json_out:
         console.print_json({**outcome.document, "out_dir": str(outcome.out_dir)})
     else:

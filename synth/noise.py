@@ -10,6 +10,7 @@ import re
 #: (path prefix, reason) — a change at or below the prefix is noise. Order: first match.
 NOISE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("/synth", "synth's own mounts and claims file"),
+    ("/opt/scimlopsbench", "REB's report path, a second name of the claims file"),
     ("/root/.cache", "cache"),
     ("/var/cache", "cache"),
     ("/var/lib/apt/lists", "apt lists"),

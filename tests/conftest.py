@@ -32,7 +32,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     # A developer's SYNTH_* settings must not change what the tests see.
     for name in list(os.environ):
         if name.startswith("SYNTH_") and name not in (
-            "SYNTH_REQUIRE_DOCKER", "SYNTH_CA_BUNDLE", "SYNTH_WHEELHOUSE", "SYNTH_DOCKER_CLI"
+            "SYNTH_REQUIRE_DOCKER", "SYNTH_CA_BUNDLE", "SYNTH_WHEELHOUSE", "SYNTH_DOCKER_CLI",
+            "SYNTH_PYRIGHT",
         ):
             monkeypatch.delenv(name)
 

@@ -2,9 +2,13 @@
 
 One ``build_output/<stage>/results.json`` per REB stage, each from the synth level it
 matches. ``status`` is REB's ``success`` / ``failure`` / ``skipped``; synth's reason, the
-level's metrics and the image verified travel along. :func:`read_results` reads a folder of
-them back into one row per stage (our own aggregator, standing in for REB's
-``m5/build_master_table.py``).
+level's metrics and the image verified travel along; the CUDA stage carries REB's
+``observed.cuda_available`` / ``gpu_count``. ``--scoring reb`` replaces the ``pyright`` and
+``hallucination`` stages by REB's own scoring (:mod:`synth.reb.scoring`), and
+:func:`write_job` lays them out as one REB job folder (``job_summary.json`` beside
+``benchmark/build_output/``), the layout REB's ``m5/build_master_table.py`` collects.
+:func:`read_results` reads a folder of them back into one row per stage (our own
+aggregator).
 """
 
 from __future__ import annotations
@@ -24,7 +28,12 @@ _STATUS = {"pass": "success", "fail": "failure", "not_reached": "failure",
            "skipped": "skipped", "not_applicable": "skipped"}
 
 
-def stage_results(doc: Mapping[str, Any], repo_id: str) -> dict[str, dict[str, Any]]:
+def stage_results(doc: Mapping[str, Any], repo_id: str,
+                  overrides: Mapping[str, Mapping[str, Any]] | None = None,
+                  ) -> dict[str, dict[str, Any]]:
+    """REB stage -> its results.json; ``overrides`` (stage -> fields) win over synth's."""
+    from synth.reb.scoring import cuda_stage
+
     key = str(doc["decides"])
     report = doc["reports"][key]
     levels = {r["level"]: r for r in report["levels"]}
@@ -34,22 +43,42 @@ def stage_results(doc: Mapping[str, Any], repo_id: str) -> dict[str, dict[str, A
         out[stage] = {
             "repo_id": repo_id, "stage": stage, "synth_level": level,
             "status": _STATUS.get(str(r["status"]), "failure"),
-            "exit_code": 0 if r["status"] == "pass" else 1,
+            "exit_code": 1 if _STATUS.get(str(r["status"])) in (None, "failure") else 0,
             "synth_status": r["status"], "reason": r.get("reason"),
             "metrics": r.get("metrics") or {}, "target": key,
             "image": (report.get("target") or {}).get("image"),
         }
+    cuda = cuda_stage(report)
+    if cuda is not None:
+        out["cuda"]["observed"] = cuda["observed"]
+    for stage, fields in (overrides or {}).items():
+        synth_metrics = out[stage]["metrics"]
+        out[stage] = {**out[stage], **fields}
+        if "metrics" in fields:  # REB's metrics in REB's place; synth's kept beside them
+            out[stage]["synth_metrics"] = synth_metrics
     return out
 
 
-def write_results(doc: Mapping[str, Any], repo_id: str, out_dir: Path) -> list[Path]:
+def write_results(doc: Mapping[str, Any], repo_id: str, out_dir: Path,
+                  overrides: Mapping[str, Mapping[str, Any]] | None = None) -> list[Path]:
     """``out_dir/build_output/<stage>/results.json`` for every REB stage."""
     paths = []
-    for stage, data in stage_results(doc, repo_id).items():
+    for stage, data in stage_results(doc, repo_id, overrides).items():
         path = out_dir / "build_output" / stage / "results.json"
         atomic.write_json(path, data)
         paths.append(path)
     return paths
+
+
+def write_job(doc: Mapping[str, Any], summary: Mapping[str, Any], job_dir: Path,
+              overrides: Mapping[str, Mapping[str, Any]] | None = None) -> list[Path]:
+    """One REB job folder: ``job_dir/job_summary.json`` (``repo_url``, ``commit_sha``,
+    ``run_id``, ``job_id``, ``baseline``, ``hardware_bucket``, ``script_id``) and the stage
+    files under ``job_dir/benchmark/build_output/``."""
+    atomic.write_json(job_dir / "job_summary.json", dict(summary))
+    return [job_dir / "job_summary.json",
+            *write_results(doc, str(summary.get("repo_id") or ""), job_dir / "benchmark",
+                           overrides)]
 
 
 def read_results(out_dir: Path) -> dict[str, dict[str, Any]]:

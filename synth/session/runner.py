@@ -32,6 +32,7 @@ from synth.base_images import ensure_base_image
 from synth.config import CONTAINER_CA_PATH, CONTAINER_WHEELHOUSE, Settings, ca_env
 from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.errors import EngineError, RunError, SynthError
+from synth.reb import session as reb_session
 from synth.session import claims as claims_mod
 from synth.session import snapshot, trace, tree
 from synth.session.agents import (
@@ -348,9 +349,9 @@ class _Session:
             self.record["live_image"] = None
 
     def capture_claims(self, c: Container) -> ClaimsCheck:
-        raw_claims = self.guarded("claims", lambda: c.read_file(
-            CONTAINER_CLAIMS, max_bytes=claims_mod.MAX_CLAIMS_BYTES))
-        check = claims_mod.validate_claims(raw_claims)
+        raw_claims = self.guarded("claims", lambda: reb_session.read_claims(
+            c, claims_mod.MAX_CLAIMS_BYTES))
+        check = reb_session.validate_claims(self.task, raw_claims)
         if raw_claims is not None and len(raw_claims) <= claims_mod.MAX_CLAIMS_BYTES:
             (self.run_dir / "claims.json").write_bytes(self.masker.mask_bytes(raw_claims))
         self.record["claims"] = check.to_json()
@@ -497,6 +498,7 @@ class _Session:
         """Set up, let the agent work, capture; returns how the agent's part ended."""
         c = self.start()
         self.copy_repo(c)
+        reb_session.offer_report_path(c)
         before = self.workspace_entries(c)
         self.base_dpkg = self.guarded("base dpkg packages", lambda: snapshot.dpkg_snapshot(c))
         self.base_env = self.guarded("base environment files",

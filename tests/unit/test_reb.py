@@ -50,13 +50,19 @@ def reb(tmp_path: Path) -> dict[str, Any]:
         json.dumps(manifest))
     a = root / "scripts" / "acme@alpha" / "benchmark_scripts"
     a.mkdir(parents=True)
+    # as REB's scripts do, it finds the repository from its own path (benchmark_scripts/..)
     (a / "run_cpu_entrypoint.sh").write_text(
-        '#!/usr/bin/env bash\nset -euo pipefail\necho "cpu stage: $(python3 train.py)"\n')
+        '#!/usr/bin/env bash\nset -euo pipefail\n'
+        'root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"\n'
+        'echo "cpu stage: $(python3 "$root/train.py")"\n')
     (a / "prepare_assets.sh").write_text("#!/usr/bin/env bash\nmkdir -p assets\n")
     (a / "run_all.sh").write_text("#!/usr/bin/env bash\nbash run_cpu_entrypoint.sh\n")
     b = root / "scripts" / "acme@beta" / "benchmark_scripts"
     b.mkdir(parents=True)
-    (b / "run_single_gpu.sh").write_text("#!/usr/bin/env bash\npython3 gpu.py\n")
+    (b / "run_single_gpu_entrypoint.sh").write_text("#!/usr/bin/env bash\npython3 gpu.py\n")
+    (root / "m5").mkdir()
+    (root / "m5" / "c0_repo_baseline_totals.json").write_text(
+        json.dumps({"repos": {"Acme/Alpha": 5, "other/repo": 9}}))
     mirrors = [f"https://github.com/acme/alpha.git={tmp_path / 'git' / 'alpha'}",
                f"https://github.com/acme/beta={tmp_path / 'git' / 'beta'}"]
     return {"root": root, "mirrors": mirrors, "alpha": alpha, "beta": beta,
@@ -90,6 +96,10 @@ def test_import_reb_tasks_pass_task_check(reb: dict[str, Any], tmp_path: Path) -
     res = subprocess.run(["bash", "-c", alpha.probes.cpu.command], cwd=reb["git"] / "alpha",
                          capture_output=True, text=True, check=False)
     assert (res.returncode, res.stdout) == (0, "cpu stage: alpha ok\n"), res.stderr
+    # REB's fixed C0 denominator, for verify --scoring reb
+    assert json.loads((out / "acme_alpha" / "reb" / "c0_total.json").read_text()) == \
+        {"repo_full_name": "acme/alpha", "total": 5}
+    assert not (out / "acme-beta" / "reb" / "c0_total.json").exists()
 
     beta = load_task(out / "acme-beta")
     assert beta.probes.gpu is not None and "python3 gpu.py" in beta.probes.gpu.command
