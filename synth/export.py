@@ -47,6 +47,8 @@ class ExportResult:
     #: With ``archive``: ``<task>-<run-id>.tar.gz`` beside the artifact, and its sha256.
     archive: Path | None = None
     archive_sha256: str | None = None
+    #: With ``bundle``: the vendored files' summary (size, breakdown by kind).
+    bundle: dict[str, object] | None = None
 
 
 def _copy_tree(src: Path, dest: Path) -> None:
@@ -202,6 +204,7 @@ def export_run(
     apt_snapshot: str | None = None,
     apt_snapshot_only: bool = False,
     archive: bool = False,
+    bundle: bool = False,
 ) -> ExportResult:
     """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``).
 
@@ -209,6 +212,8 @@ def export_run(
     engine) so that the artifact replays those downloads pinned. ``apt_snapshot``: the
     snapshot archive URL template for .debs (docs/export.md, Durability). ``archive``:
     add an RO-Crate and a CycloneDX SBOM and write a deterministic ``.tar.gz`` beside.
+    ``bundle``: put every file the build needs under ``vendor/`` (synth.bundle), so that
+    the Dockerfile builds with no network.
     A run that is not trustworthy (not ``succeeded``, audit unverified) is refused unless
     ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact."""
     from synth.session.rundir import read_run, trust_problems
@@ -232,7 +237,6 @@ def export_run(
         target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
         locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
                      else locker(env, target))
-    files = render_artifact(plan, locks, apt=apt, reader=reader_facts(run.info.task_file))
     dest.parent.mkdir(parents=True, exist_ok=True)
     warnings = list(plan.warnings)
     if run.claims_error:
@@ -241,6 +245,13 @@ def export_run(
     with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
         tmp = Path(tmp_str) / "artifact"
         tmp.mkdir()
+        summary = _bundle(plan, locks, apt, settings, run, tmp) if bundle else None
+        files = render_artifact(plan, locks, apt=apt, reader=reader_facts(run.info.task_file),
+                                bundle=summary)
+        if summary is not None and summary["needs_network"]:
+            warnings.append("--bundle: these kept steps still reach the network, so the "
+                            "artifact does not build offline: "
+                            + "; ".join(map(str, summary["needs_network"])))  # type: ignore[call-overload]
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8")
         # The task's probes travel with the artifact: verify needs them.
@@ -276,7 +287,8 @@ def export_run(
             "python": plan.python,
             "locks": {lk.env.lock_file: {"python": lk.env.python, "pins": len(lk.pins),
                                          "locker": lk.locker} for lk in locks},
-            "wheelhouse_required": bool(wheel_files),
+            # A bundle carries the wheelhouse wheels in vendor/wheels.
+            "wheelhouse_required": bool(wheel_files) and not bundle,
             "wheel_files": wheel_files,
             "probes": "task.toml" if (tmp / "task.toml").is_file() else None,
             "claims": "claims.json" if run.claims_present else None,
@@ -290,6 +302,8 @@ def export_run(
         }
         if archive:
             manifest["archive"] = publish.archive_manifest(plan, epoch)
+        if summary is not None:
+            manifest["bundle"] = summary
         (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
         if archive:  # last: it describes every other file, the manifest included
             (tmp / publish.RO_CRATE).write_text(publish.ro_crate_json(tmp, plan, run, epoch),
@@ -300,10 +314,19 @@ def export_run(
         if dest.exists():
             os.replace(dest, old)
         os.replace(tmp, dest)
+    result = ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))),
+                          bundle=summary)
     if not archive:
-        return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))))
+        return result
     name = publish.archive_name(plan)
     path = dest.parent / f"{name}.tar.gz"
     digest = publish.write_archive(dest, path, name, epoch)
-    return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))),
-                        archive=path, archive_sha256=digest)
+    return dataclasses.replace(result, archive=path, archive_sha256=digest)
+
+
+def _bundle(plan: BuildPlan, locks: Sequence[Lock], apt: AptSources, settings: Settings,
+            run: LoadedRun, tmp: Path) -> dict[str, object]:
+    from synth.bundle import make_bundle
+
+    return make_bundle(plan, locks, apt, settings, run_wheelhouse(settings, run),
+                       run.info.live_image, tmp)

@@ -78,6 +78,9 @@ class VerifyOptions:
     allow_base_mismatch: bool = False
     #: Rebuild an artifact whose files differ from its manifest (the report says so).
     allow_modified: bool = False
+    #: Rebuild with the network disabled (``docker build --network none``): the artifact
+    #: must be bundled (``export --bundle``).
+    offline: bool = False
 
 
 @dataclass(frozen=True)
@@ -259,7 +262,7 @@ def judge_fidelity(fid: dict[str, Any], fp: Mapping[str, Any] | None) -> dict[st
 
 
 def _rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
-             say: Say, progress: str = "steps") -> dict[str, Any]:
+             say: Say, progress: str = "steps", offline: bool = False) -> dict[str, Any]:
     from rich.markup import escape
 
     from synth import console
@@ -268,7 +271,8 @@ def _rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
 
     log_path = out_dir / "build.log"
     start = time.monotonic()
-    say(f"Rebuilding {artifact_dir} from scratch (no cache) as {tag}; log: {log_path}")
+    say(f"Rebuilding {artifact_dir} from scratch (no cache{', no network' if offline else ''}) "
+        f"as {tag}; log: {log_path}")
     steps = StepLines()
     with console.err.status(escape(f"building {tag}")) as status:
         def on_line(line: str) -> None:
@@ -280,13 +284,29 @@ def _rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
 
         try:
             image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
-                                      log_path=log_path, on_line=on_line)
+                                      log_path=log_path, on_line=on_line,
+                                      network="none" if offline else None)
         except BuildError as exc:
             raise _tls_hint(exc, log_path) from exc
     seconds = time.monotonic() - start
     say(f"Rebuilt {tag} in {seconds:.1f}s")
     return {"image": tag, "image_id": image_id, "seconds": round(seconds, 1),
-            "log": "build.log", "no_cache": True, "artifact_dir": str(artifact_dir)}
+            "log": "build.log", "no_cache": True, "offline": offline,
+            "artifact_dir": str(artifact_dir)}
+
+
+def check_offline(artifact_dir: Path, manifest: Mapping[str, Any]) -> None:
+    """--offline needs a bundle that builds with no network; a clear error otherwise."""
+    bundle = manifest.get("bundle")
+    if not isinstance(bundle, Mapping):
+        raise UsageError(f"{artifact_dir} is not bundled, so it cannot be rebuilt offline: its "
+                         "Dockerfile fetches .debs, wheels and downloads from the network.",
+                         hint="Export it with --bundle (`synth export RUN --bundle`), which "
+                         "puts every file the build needs under vendor/.")
+    if bundle.get("needs_network"):
+        raise UsageError(f"{artifact_dir}'s bundle still needs the network for: "
+                         + "; ".join(map(str, bundle["needs_network"])) + ".",
+                         hint="Rebuild it without --offline.")
 
 
 def _tls_hint(exc: BuildError, log_path: Path) -> BuildError:
@@ -304,11 +324,12 @@ def _tls_hint(exc: BuildError, log_path: Path) -> BuildError:
         "reaches the build as a BuildKit secret and never lands in the image.")
 
 
-def _artifact_for_run(target: Target, settings: Settings, say: Say) -> Path:
+def _artifact_for_run(target: Target, settings: Settings, say: Say,
+                      bundle: bool = False) -> Path:
     from synth.export import export_run
 
-    say(f"Exporting {target.path}")
-    result = export_run(target.path, settings)
+    say(f"Exporting {target.path}{' with --bundle' if bundle else ''}")
+    result = export_run(target.path, settings, bundle=bundle)
     return Path(result.artifact_dir)
 
 
@@ -504,6 +525,8 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
                          "and runs the pyramid on the new image.")
     if target.kind == "task":
         raise UsageError("A task is verified through a run or an artifact (or --runtime host).")
+    if opts.offline and not opts.rebuild:
+        raise UsageError("--offline is about the rebuild: add --rebuild.")
     engine = DockerEngine.connect()
     live_ref: str | None = None
     live_python: str | None = None
@@ -528,8 +551,10 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
     decides = "live"
     if opts.rebuild:
         artifact_dir = (target.path if target.kind == "artifact"
-                        else _artifact_for_run(target, settings, say))
+                        else _artifact_for_run(target, settings, say, bundle=opts.offline))
         manifest = ArtifactDir(artifact_dir).manifest().raw
+        if opts.offline:
+            check_offline(artifact_dir, manifest)
         python = _manifest_python(manifest, artifact_dir)
         files = _checked_artifact(artifact_dir, opts.allow_modified, doc, say)
         if isinstance(manifest.get("base"), dict):
@@ -538,7 +563,8 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
             say("Base image: " + check_base(engine, manifest["base"],
                                             allow_mismatch=opts.allow_base_mismatch, say=say))
         tag = _rebuilt_tag(target.name, files, (artifact_dir / "manifest.json").read_bytes())
-        doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress)
+        doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress,
+                                offline=opts.offline)
         doc["target"]["artifact_dir"] = str(artifact_dir)
         say(f"Verifying the rebuilt image {tag}")
         reports["rebuilt"] = _verify_image(
