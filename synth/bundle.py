@@ -110,7 +110,7 @@ def vendor_debs(plan: BuildPlan, apt: AptSources, settings: Settings,
                               "has it with --apt-snapshot URL-TEMPLATE.")
         rel = f"{VENDOR}/debs/{deb.filename.rsplit('/', 1)[-1]}"
         _place(got, dest / rel)
-        out.append(BundleFile(rel, "deb", deb.sha256, deb.size))
+        out.append(BundleFile(rel, "deb", deb.sha256, got.stat().st_size))
     return out
 
 
