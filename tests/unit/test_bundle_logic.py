@@ -203,3 +203,22 @@ def test_platforms_and_sizes() -> None:
     assert s["bytes"] == 2058 and s["files"] == 2
     assert bundle.describe(s) == ("vendor/: 2 files, 2.0 KiB (deb 1 files 2.0 KiB, "
                                   "file 1 files 10 B)")
+
+
+def test_a_bundled_download_is_copied_from_the_vendor_and_checked(tmp_path: Path) -> None:
+    from synth.distill.load import load_run
+    from synth.distill.plan import distill
+    from synth.render import render_artifact
+
+    digest = "ab" * 32
+    run = load_run(make_run_dir(tmp_path, [cmd("wget -O /data/w.ckpt https://example.org/w")],
+                                diff=[("A", "/data"), ("A", "/data/w.ckpt")]))
+    plan = distill(run, download_hashes={"/data/w.ckpt": digest})
+    files = [bundle.BundleFile(f"vendor/files/{digest}", "file", digest, 5)]
+    df = render_artifact(plan, [], bundle=bundle.summary(files, plan))["Dockerfile"]
+    assert "--mount=type=bind,source=vendor/files,target=/synth/vendor/files" in df
+    assert f"cp /synth/vendor/files/{digest} /data/w.ckpt" in df
+    assert f"echo '{digest}  /data/w.ckpt' | sha256sum -c -" in df
+    assert "wget" not in df.split("# Download", 1)[1].split("\n", 2)[1]  # no fetch
+    online = render_artifact(plan, [])["Dockerfile"]
+    assert "wget -q -O /data/w.ckpt https://example.org/w" in online
