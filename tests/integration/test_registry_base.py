@@ -6,7 +6,9 @@ synth base under its own image ID (one label added, same layers: the shared base
 not gain RepoDigests, which every other run would then record) is pushed there, removed
 locally and pulled back, so the task's base really comes from the registry. A tiny task
 run on it records the repo digest; its export renders ``FROM 127.0.0.1:PORT/name@sha256:…``;
-``synth verify --rebuild`` builds it (the base pinned by digest) and passes C0/C1.
+``synth verify --rebuild``, with neither the tag nor the digest left locally, builds it
+(the registry's log shows the build asking for the manifest by that digest) and passes
+C0/C1.
 One short session, one small build.
 """
 
@@ -48,7 +50,8 @@ def _docker(*args: str, timeout: int = 600) -> str:
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``127.0.0.1:PORT``: Debian's docker-registry, serving a temporary folder."""
+    """``127.0.0.1:PORT|LOG``: Debian's docker-registry, serving a temporary folder, and its
+    log (every request, at level info)."""
     exe = shutil.which("docker-registry")
     if exe is None:
         pytest.skip("Debian's docker-registry is not installed (apt-get install "
@@ -56,7 +59,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("registry")
     port = _free_port()
     (root / "config.yml").write_text(
-        "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
+        "version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n"
         f"    rootdirectory: {root / 'data'}\nhttp:\n  addr: 127.0.0.1:{port}\n")
     log = (root / "registry.log").open("w")
     proc = subprocess.Popen([exe, "serve", str(root / "config.yml")], stdout=log, stderr=log)
@@ -70,7 +73,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         else:
             pytest.fail(f"docker-registry did not answer on 127.0.0.1:{port}: "
                         + (root / "registry.log").read_text()[-2000:])
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}|{root / 'registry.log'}"
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -80,7 +83,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def registry_base(registry: str, base_image: str, engine: Any) -> Iterator[str]:
     """``127.0.0.1:PORT/synth-test/registry-base:bookworm``, pulled from the registry."""
-    ref = f"{registry}/{REPO}:bookworm"
+    ref = f"{registry.split('|')[0]}/{REPO}:bookworm"
     subprocess.run(["docker", "build", "-q", "-t", ref, "-"], check=True, text=True,
                    capture_output=True, timeout=300,
                    input=f"FROM {base_image}\nLABEL synth.test.registry-base=1\n")
@@ -117,6 +120,7 @@ def test_a_registry_base_is_pinned_by_digest_and_rebuilds(
     from synth.session import ReplayAgent, RunOptions, run_session
     from synth.task import load_task
 
+    registry, log = registry.split("|")
     digests = json.loads(_docker("image", "inspect", "--format", "{{json .RepoDigests}}",
                                  registry_base))
     assert len(digests) == 1 and digests[0].startswith(f"{registry}/{REPO}@sha256:")
@@ -137,13 +141,17 @@ def test_a_registry_base_is_pinned_by_digest_and_rebuilds(
         assert manifest["base"]["repo_digests"] == digests
         # Neither the tag nor the digest is left locally: the build resolves the base
         # from the registry by its digest.
-        for r in (registry_base, digests[0]):
-            _docker("rmi", r)
+        _docker("rmi", registry_base)  # the repo's last tag: its digest goes with it
+        assert not engine.image_exists(digests[0])
+        logged = Path(log).stat().st_size
         said: list[str] = []
         outcome = verify(VerifyOptions(target=str(art), rebuild=True, out_dir=tmp_path / "v",
                                        levels=parse_levels("C0,C1")), settings, say=said.append)
         engine.remove_image(outcome.document["build"]["image"])
         assert "Base image: pinned by registry digest" in said
+        with Path(log).open(encoding="utf-8", errors="replace") as fh:
+            fh.seek(logged)
+            assert f"/v2/{REPO}/manifests/{digest}" in fh.read()  # the build asked for it
         levels = {r["level"]: r["status"] for r in outcome.document["reports"]["rebuilt"]["levels"]}
         assert levels["C0"] == "pass" and levels["C1"] == "pass", levels
     finally:
