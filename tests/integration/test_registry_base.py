@@ -83,7 +83,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def registry_base(registry: str, base_image: str, engine: Any) -> Iterator[str]:
     """``127.0.0.1:PORT/synth-test/registry-base:bookworm``, pulled from the registry."""
-    ref = f"{registry.split('|')[0]}/{REPO}:bookworm"
+    ref = f"{registry.partition('|')[0]}/{REPO}:bookworm"
     subprocess.run(["docker", "build", "-q", "-t", ref, "-"], check=True, text=True,
                    capture_output=True, timeout=300,
                    input=f"FROM {base_image}\nLABEL synth.test.registry-base=1\n")
@@ -120,7 +120,7 @@ def test_a_registry_base_is_pinned_by_digest_and_rebuilds(
     from synth.session import ReplayAgent, RunOptions, run_session
     from synth.task import load_task
 
-    registry, log = registry.split("|")
+    registry, _, log = registry.partition("|")
     digests = json.loads(_docker("image", "inspect", "--format", "{{json .RepoDigests}}",
                                  registry_base))
     assert len(digests) == 1 and digests[0].startswith(f"{registry}/{REPO}@sha256:")
