@@ -424,6 +424,8 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
     if opts.runtime == "docker" and opts.python is not None:
         raise UsageError("--python belongs to --runtime host; in a container the interpreter "
                          "comes from the artifact's manifest or the run's state.")
+    if opts.offline and not opts.rebuild:
+        raise UsageError("--offline is about the rebuild: add --rebuild.")
     target = resolve_target(opts.target, settings, opts.runtime)
     out_dir = (opts.out_dir or default_out_dir(target, settings, opts.runtime)).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -514,6 +516,26 @@ def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say:
     return run_pyramid(rt, spec, say)
 
 
+def _before_rebuild(opts: VerifyOptions, settings: Settings, target: Target, engine: Any,
+                    doc: dict[str, Any], say: Say) -> tuple[Path, Mapping[str, Any], str, str]:
+    """The artifact to rebuild (a run is exported first), checked: its files against its
+    manifest, its bundle when ``--offline``, its base; with its interpreter and the tag."""
+    artifact_dir = (target.path if target.kind == "artifact"
+                    else _artifact_for_run(target, settings, say, bundle=opts.offline))
+    manifest = ArtifactDir(artifact_dir).manifest().raw
+    if opts.offline:
+        check_offline(artifact_dir, manifest)
+    python = _manifest_python(manifest, artifact_dir)
+    files = _checked_artifact(artifact_dir, opts.allow_modified, doc, say)
+    if isinstance(manifest.get("base"), dict):
+        from synth.base_images import check_base
+
+        say("Base image: " + check_base(engine, manifest["base"],
+                                        allow_mismatch=opts.allow_base_mismatch, say=say))
+    tag = _rebuilt_tag(target.name, files, (artifact_dir / "manifest.json").read_bytes())
+    return artifact_dir, manifest, python, tag
+
+
 def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base: PyramidSpec,
                    out_dir: Path, doc: dict[str, Any], reports: dict[str, Report],
                    say: Say) -> str:
@@ -525,8 +547,6 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
                          "and runs the pyramid on the new image.")
     if target.kind == "task":
         raise UsageError("A task is verified through a run or an artifact (or --runtime host).")
-    if opts.offline and not opts.rebuild:
-        raise UsageError("--offline is about the rebuild: add --rebuild.")
     engine = DockerEngine.connect()
     live_ref: str | None = None
     live_python: str | None = None
@@ -550,19 +570,8 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target, base
             live_python = _run_python(live_run)
     decides = "live"
     if opts.rebuild:
-        artifact_dir = (target.path if target.kind == "artifact"
-                        else _artifact_for_run(target, settings, say, bundle=opts.offline))
-        manifest = ArtifactDir(artifact_dir).manifest().raw
-        if opts.offline:
-            check_offline(artifact_dir, manifest)
-        python = _manifest_python(manifest, artifact_dir)
-        files = _checked_artifact(artifact_dir, opts.allow_modified, doc, say)
-        if isinstance(manifest.get("base"), dict):
-            from synth.base_images import check_base
-
-            say("Base image: " + check_base(engine, manifest["base"],
-                                            allow_mismatch=opts.allow_base_mismatch, say=say))
-        tag = _rebuilt_tag(target.name, files, (artifact_dir / "manifest.json").read_bytes())
+        artifact_dir, manifest, python, tag = _before_rebuild(opts, settings, target, engine,
+                                                             doc, say)
         doc["build"] = _rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress,
                                 offline=opts.offline)
         doc["target"]["artifact_dir"] = str(artifact_dir)

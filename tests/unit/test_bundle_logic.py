@@ -222,3 +222,11 @@ def test_a_bundled_download_is_copied_from_the_vendor_and_checked(tmp_path: Path
     assert "wget" not in df.split("# Download", 1)[1].split("\n", 2)[1]  # no fetch
     online = render_artifact(plan, [])["Dockerfile"]
     assert "wget -q -O /data/w.ckpt https://example.org/w" in online
+
+
+def test_offline_without_rebuild_is_a_usage_error(tmp_path: Path) -> None:
+    from synth.verify_cmd import VerifyOptions, verify
+
+    with pytest.raises(UsageError, match="add --rebuild"):
+        verify(VerifyOptions(target=str(tmp_path), offline=True),
+               Settings.load(artifacts_dir=tmp_path))
