@@ -93,6 +93,9 @@ def test_the_bundle_holds_every_file_and_the_dockerfile_needs_no_network(
     assert "apt-fetch.sh /tmp/synth/apt.lock /tmp/synth/debs /synth/vendor/debs" in df
     assert "--no-index --find-links /synth/vendor/wheels" in df
     assert "apt-get update" not in df
+    # The wheelhouse path the lock names is the bundle's wheels: no wheelhouse/ needed.
+    assert "source=wheelhouse" not in df
+    assert "--mount=type=bind,source=vendor/wheels,target=/synth/wheelhouse" in df
     assert "vendor)" in (art / "apt-fetch.sh").read_text()
     manifest = json.loads((art / "manifest.json").read_text())
     assert manifest["wheelhouse_required"] is False  # the wheelhouse wheel travels inside
