@@ -27,12 +27,12 @@ from synth.verify_cmd import check_offline
 DEBS = {"gcc": deb("gcc", "4:12.2.0-3"), "hello": deb("hello", "2.10-3")}
 
 
-def _fake_fetch(url: str, sha256: str, _settings: Settings) -> Path | None:
+def _fake_fetch(cache: Path, url: str, sha256: str) -> Path | None:
     """The fake mirror: a .deb's bytes are its pool path (distill_runs.deb's fake hash)."""
     pool = url.split("/debian/", 1)[1]
     if hashlib.sha256(pool.encode()).hexdigest() != sha256:
         return None
-    path = Path(f"/tmp/synth-test-bundle-{sha256}")
+    path = cache / sha256
     path.write_bytes(pool.encode())
     return path
 
@@ -47,8 +47,9 @@ def _fake_pip(lock: Lock, _glibc: str | None, _settings: Settings, into: Path) -
 
 
 @pytest.fixture()
-def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bundle, "_fetch", _fake_fetch)
+def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    cache = tmp_path_factory.mktemp("fetched")
+    monkeypatch.setattr(bundle, "_fetch", lambda url, sha, _s: _fake_fetch(cache, url, sha))
     monkeypatch.setattr(bundle, "_pip_download", _fake_pip)
 
 
