@@ -234,3 +234,20 @@ def test_offline_without_rebuild_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="add --rebuild"):
         verify(VerifyOptions(target=str(tmp_path), offline=True),
                Settings.load(artifacts_dir=tmp_path))
+
+
+def test_fetch_keeps_only_bytes_with_the_hash_and_caches_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    src = tmp_path / "a.deb"
+    src.write_bytes(b"deb bytes")
+    digest = hashlib.sha256(b"deb bytes").hexdigest()
+    settings = Settings.load(artifacts_dir=tmp_path)
+    assert bundle._fetch(src.as_uri(), "0" * 64, settings) is None  # other bytes: not kept
+    got = bundle._fetch(src.as_uri(), digest, settings)
+    assert got == tmp_path / "cache" / "synth" / "vendor" / digest
+    assert got.read_bytes() == b"deb bytes"
+    src.unlink()  # from the cache now, by hash
+    assert bundle._fetch(src.as_uri(), digest, settings) == got
+    assert bundle._fetch((tmp_path / "gone").as_uri(), "1" * 64, settings) is None
+    assert sorted(p.name for p in got.parent.iterdir()) == [digest]  # no partial files left
