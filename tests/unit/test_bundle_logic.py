@@ -109,6 +109,11 @@ def test_the_bundle_holds_every_file_and_the_dockerfile_needs_no_network(
     assert b["bytes"] == sum(len(v) for k, v in _files(art).items() if k.startswith("vendor/"))
     report = json.loads((art / "export-report.json").read_text())
     assert report["bundle"] == b
+    from synth.schemas import validate
+
+    assert validate(manifest, "manifest") == [] and validate(report, "export-report") == []
+    broken = {**manifest, "bundle": {**b, "by_kind": {"deb": {"files": "2"}}}}
+    assert validate(broken, "manifest")  # the schema does describe the bundle
     md = (art / "export-report.md").read_text()
     assert "## Bundle (export --bundle)" in md and f"| all | 4 | {b['bytes']} |" in md
     assert "--network none" in (art / "README.md").read_text()
