@@ -64,6 +64,9 @@ def test_a_bundle_rebuilds_offline_and_a_changed_file_fails_naming_it(
     try:
         doc = offline.document
         assert doc["build"]["offline"] is True
+        from synth.schemas import validate
+
+        assert validate(doc, "verify") == [] and validate(manifest, "manifest") == []
         got = _levels(doc)
         assert got["C0"] == "pass" and got["C1"] == "pass", got
         online = _levels(verified(TASK, "good.sh").document)
