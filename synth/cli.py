@@ -414,6 +414,8 @@ def export_cmd(
     archive: Annotated[bool, typer.Option(
         "--archive", help="Also write <task>-<run-id>.tar.gz (deterministic) beside the "
         "artifact, with an RO-Crate and a CycloneDX SBOM inside; print its sha256.")] = False,
+    bundle: Annotated[bool, typer.Option("--bundle", help="Put every .deb, wheel and "
+                                         "download under vendor/: it builds offline.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Distill a run into a rebuildable artifact (Dockerfile, locks, manifest, report)."""
@@ -437,10 +439,11 @@ def export_cmd(
     result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
                         force=force, allow_incomplete=allow_incomplete,
                         apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only,
-                        archive=archive)
+                        archive=archive, bundle=bundle)
     if json_out:
         console.print_json({"artifact_dir": str(result.artifact_dir), "run_dir": str(run_dir),
                             "warnings": list(result.warnings),
+                            **({"bundle": result.bundle} if result.bundle else {}),
                             **({"archive": str(result.archive),
                                 "archive_sha256": result.archive_sha256}
                                if result.archive else {})})
@@ -448,6 +451,10 @@ def export_cmd(
     for w in result.warnings:
         console.warn(w)
     console.say(f"artifact: {result.artifact_dir}")
+    if result.bundle:
+        from synth.bundle import describe
+
+        console.say(describe(result.bundle))
     if result.archive:
         for line in (f"archive: {result.archive}", f"sha256: {result.archive_sha256}"):
             console.err.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -502,6 +509,8 @@ def verify_cmd(
     allow_base_mismatch: Annotated[bool, typer.Option(
         "--allow-base-mismatch", help="Rebuild even on a base image whose rootfs differs "
         "from the one manifest.json records.")] = False,
+    offline: Annotated[bool, typer.Option("--offline", help="With --rebuild, build with no "
+                                          "network (an artifact exported with --bundle).")] = False,
     scoring: Annotated[str, typer.Option(help="synth, or reb: also score C0/C5 as "
                                          "ResearchEnvBench does (docs/bench.md).")] = "synth",
     ca_bundle: CaBundleOpt = None,
@@ -522,7 +531,7 @@ def verify_cmd(
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
         progress=progress,
         allow_base_mismatch=allow_base_mismatch,
-        allow_modified=allow_modified,
+        allow_modified=allow_modified, offline=offline,
     )
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))

@@ -26,7 +26,7 @@ from synth.distill.load import LoadedRun, load_run
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
 from synth.errors import ExportError
-from synth.model import MANIFEST_FORMAT
+from synth.model import MANIFEST_FORMAT, DistillReport
 from synth.render import reader_facts, render_artifact
 from synth.store import is_dir, is_file, sha256_file
 
@@ -47,6 +47,8 @@ class ExportResult:
     #: With ``archive``: ``<task>-<run-id>.tar.gz`` beside the artifact, and its sha256.
     archive: Path | None = None
     archive_sha256: str | None = None
+    #: With ``bundle``: the vendored files' summary (size, breakdown by kind).
+    bundle: dict[str, object] | None = None
 
 
 def _copy_tree(src: Path, dest: Path) -> None:
@@ -202,6 +204,7 @@ def export_run(
     apt_snapshot: str | None = None,
     apt_snapshot_only: bool = False,
     archive: bool = False,
+    bundle: bool = False,
 ) -> ExportResult:
     """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``).
 
@@ -209,16 +212,10 @@ def export_run(
     engine) so that the artifact replays those downloads pinned. ``apt_snapshot``: the
     snapshot archive URL template for .debs (docs/export.md, Durability). ``archive``:
     add an RO-Crate and a CycloneDX SBOM and write a deterministic ``.tar.gz`` beside.
+    ``bundle``: every file the build needs in ``vendor/`` (synth.bundle): builds offline.
     A run that is not trustworthy (not ``succeeded``, audit unverified) is refused unless
     ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact."""
-    from synth.session.rundir import read_run, trust_problems
-
-    problems = trust_problems(read_run(run_dir), run_dir)
-    if problems and not allow_incomplete:
-        raise ExportError(f"{run_dir} is not a run synth can vouch for: "
-                          + "; ".join(problems) + ".",
-                          hint="--allow-incomplete exports it anyway; the export report "
-                          "then says why at its top.")
+    problems = _trust_problems(run_dir, allow_incomplete)
     dest = (out_dir or run_dir / "export").absolute()
     check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
     run = load_run(run_dir)
@@ -226,85 +223,144 @@ def export_run(
     plan, report = distill(run, include=include,
                            download_hashes=_download_hashes(run) if hash_downloads else None)
     report = dataclasses.replace(report, incomplete=tuple(problems))
-    wheelhouse = run_wheelhouse(settings, run)
-    locks = []
-    for env in plan.envs:
-        target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
-        locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
-                     else locker(env, target))
-    files = render_artifact(plan, report, locks, apt=apt,  # plan.json among them
-                            reader=reader_facts(run.info.task_file))
+    parts = _Parts(run, plan, report, _lock_all(plan, settings, run, locker), apt)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    warnings = list(report.warnings)
-    if run.claims_error:
-        warnings.append(f"claims.json is not valid, so verify's C5 will fail on it: "
-                        f"{run.claims_error}")
+    warnings = [*report.warnings, *([f"claims.json is not valid, so verify's C5 will fail on "
+                                   f"it: {run.claims_error}"] if run.claims_error else [])]
+    epoch = publish.source_date_epoch(run) if archive else 0
     with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
         tmp = Path(tmp_str) / "artifact"
         tmp.mkdir()
-        for name, text in files.items():
-            (tmp / name).write_text(text, encoding="utf-8")
-        # The task's probes travel with the artifact: verify needs them.
-        if run.info.task_file and is_file(run.info.task_file):
-            shutil.copyfile(run.info.task_file, tmp / "task.toml")
-        else:
-            warnings.append("task file not found: the artifact carries no task.toml probes")
-        if run.claims_present:
-            shutil.copyfile(run.run_dir / "claims.json", tmp / "claims.json")
-        if plan.source.kind == "path" and run.repo and run.repo.path:
-            _copy_tree(Path(run.repo.path), tmp / "source")
-        elif plan.source.kind == "url" and run.repo and run.repo.url:
-            _clone(run.repo.url, run.repo.commit, tmp / "source")
-        _copy_includes(run, plan.includes, tmp)
-        wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
-        epoch = publish.source_date_epoch(run) if archive else 0
+        summary = _bundle(parts, settings, tmp) if bundle else None
+        _write_files(tmp, parts, summary, warnings)
         if archive:
-            (tmp / publish.SBOM).write_text(publish.sbom_json(plan, locks, epoch),
+            (tmp / publish.SBOM).write_text(publish.sbom_json(plan, parts.locks, epoch),
                                             encoding="utf-8")
-        manifest = {
-            "format": MANIFEST_FORMAT,
-            "synth_version": __version__,
-            "task": plan.task,
-            "run_id": plan.run_id,
-            "command": plan.regenerate_command,
-            "export_format": "Dockerfile",
-            "base_image": {"ref": plan.base_ref, "id": plan.base_id,
-                           "digest": plan.base_digest},
-            "apt": apt_manifest(plan, apt),
-            "base": base_manifest(plan.base_ref, plan.base_id, plan.base_digest,
-                                  run.info.base_rootfs, run.info.base_repo_digests,
-                                  run.info.base_labels),
-            "python": plan.python,
-            "locks": {lk.env.lock_file: {"python": lk.env.python, "pins": len(lk.pins),
-                                         "locker": lk.locker} for lk in locks},
-            "wheelhouse_required": bool(wheel_files),
-            "wheel_files": wheel_files,
-            "probes": "task.toml" if (tmp / "task.toml").is_file() else None,
-            "claims": "claims.json" if run.claims_present else None,
-            "source": {"kind": plan.source.kind, "dir": "source", "dest": plan.source.dest,
-                       "url": plan.source.url, "commit": plan.source.commit},
-            "inputs": dict(sorted(run.input_hashes.items())),
-            "files": {p.relative_to(tmp).as_posix(): sha256_file(p)
-                      for p in _all_files(tmp) if p.is_file()},
-            "warnings": sorted(set(warnings)),
-            "incomplete": list(report.incomplete),
-        }
+        manifest = _manifest(tmp, parts, warnings, summary)
         if archive:
             manifest["archive"] = publish.archive_manifest(plan, epoch)
         (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
         if archive:  # last: it describes every other file, the manifest included
             (tmp / publish.RO_CRATE).write_text(publish.ro_crate_json(tmp, plan, run, epoch),
                                                 encoding="utf-8")
-        old = Path(tmp_str) / "old"
         # Checked again right before the swap: the folder may have changed meanwhile.
         check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
         if dest.exists():
-            os.replace(dest, old)
+            os.replace(dest, Path(tmp_str) / "old")
         os.replace(tmp, dest)
-    if not archive:
-        return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))))
-    name = publish.archive_name(plan)
-    path = dest.parent / f"{name}.tar.gz"
-    digest = publish.write_archive(dest, path, name, epoch)
-    return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))),
-                        archive=path, archive_sha256=digest)
+    result = ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))),
+                          bundle=summary)
+    return _with_archive(result, epoch) if archive else result
+
+
+def _with_archive(result: ExportResult, epoch: int) -> ExportResult:
+    """The artifact as ``<task>-<run-id>.tar.gz`` beside it (synth.publish)."""
+    name = publish.archive_name(result.plan)
+    path = result.artifact_dir.parent / f"{name}.tar.gz"
+    digest = publish.write_archive(result.artifact_dir, path, name, epoch)
+    return dataclasses.replace(result, archive=path, archive_sha256=digest)
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What an export is made of, once distilled and locked."""
+
+    run: LoadedRun
+    plan: BuildPlan
+    report: DistillReport
+    locks: tuple[Lock, ...]
+    apt: AptSources
+
+
+def _trust_problems(run_dir: Path, allow_incomplete: bool) -> list[str]:
+    from synth.session.rundir import read_run, trust_problems
+
+    problems = list(trust_problems(read_run(run_dir), run_dir))
+    if problems and not allow_incomplete:
+        raise ExportError(f"{run_dir} is not a run synth can vouch for: "
+                          + "; ".join(problems) + ".",
+                          hint="--allow-incomplete exports it anyway; the export report "
+                          "then says why at its top.")
+    return problems
+
+
+def _lock_all(plan: BuildPlan, settings: Settings, run: LoadedRun,
+              locker: str | Locker) -> tuple[Lock, ...]:
+    wheelhouse = run_wheelhouse(settings, run)
+    locks = []
+    for env in plan.envs:
+        target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
+        locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
+                     else locker(env, target))
+    return tuple(locks)
+
+
+def _write_files(tmp: Path, parts: _Parts, summary: dict[str, object] | None,
+                 warnings: list[str]) -> None:
+    """The rendered files, the task's probes, the claims, the source and the includes."""
+    run, plan = parts.run, parts.plan
+    files = render_artifact(plan, parts.report, parts.locks, apt=parts.apt,  # plan.json too
+                            reader=reader_facts(run.info.task_file), bundle=summary)
+    if summary is not None and summary["needs_network"]:
+        warnings.append("--bundle: these kept steps still reach the network, so the "
+                        "artifact does not build offline: "
+                        + "; ".join(map(str, summary["needs_network"])))  # type: ignore[call-overload]
+    for name, text in files.items():
+        (tmp / name).write_text(text, encoding="utf-8")
+    # The task's probes travel with the artifact: verify needs them.
+    if run.info.task_file and is_file(run.info.task_file):
+        shutil.copyfile(run.info.task_file, tmp / "task.toml")
+    else:
+        warnings.append("task file not found: the artifact carries no task.toml probes")
+    if run.claims_present:
+        shutil.copyfile(run.run_dir / "claims.json", tmp / "claims.json")
+    if plan.source.kind == "path" and run.repo and run.repo.path:
+        _copy_tree(Path(run.repo.path), tmp / "source")
+    elif plan.source.kind == "url" and run.repo and run.repo.url:
+        _clone(run.repo.url, run.repo.commit, tmp / "source")
+    _copy_includes(run, plan.includes, tmp)
+
+
+def _manifest(tmp: Path, parts: _Parts, warnings: Sequence[str],
+              summary: dict[str, object] | None) -> dict[str, object]:
+    """``manifest.json`` of the artifact assembled in ``tmp`` (every file but itself)."""
+    run, plan, locks = parts.run, parts.plan, parts.locks
+    wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
+    manifest: dict[str, object] = {
+        "format": MANIFEST_FORMAT,
+        "synth_version": __version__,
+        "task": plan.task,
+        "run_id": plan.run_id,
+        "command": plan.regenerate_command,
+        "export_format": "Dockerfile",
+        "base_image": {"ref": plan.base_ref, "id": plan.base_id, "digest": plan.base_digest},
+        "apt": apt_manifest(plan, parts.apt),
+        "base": base_manifest(plan.base_ref, plan.base_id, plan.base_digest,
+                              run.info.base_rootfs, run.info.base_repo_digests,
+                              run.info.base_labels),
+        "python": plan.python,
+        "locks": {lk.env.lock_file: {"python": lk.env.python, "pins": len(lk.pins),
+                                     "locker": lk.locker} for lk in locks},
+        # A bundle carries the wheelhouse wheels in vendor/wheels.
+        "wheelhouse_required": bool(wheel_files) and summary is None,
+        "wheel_files": wheel_files,
+        "probes": "task.toml" if (tmp / "task.toml").is_file() else None,
+        "claims": "claims.json" if run.claims_present else None,
+        "source": {"kind": plan.source.kind, "dir": "source", "dest": plan.source.dest,
+                   "url": plan.source.url, "commit": plan.source.commit},
+        "inputs": dict(sorted(run.input_hashes.items())),
+        "files": {p.relative_to(tmp).as_posix(): sha256_file(p)
+                  for p in _all_files(tmp) if p.is_file()},
+        "warnings": sorted(set(warnings)),
+        "incomplete": list(parts.report.incomplete),
+    }
+    if summary is not None:
+        manifest["bundle"] = summary
+    return manifest
+
+
+def _bundle(parts: _Parts, settings: Settings, tmp: Path) -> dict[str, object]:
+    from synth.bundle import make_bundle
+
+    return make_bundle(parts.plan, parts.locks, parts.apt, settings,
+                       run_wheelhouse(settings, parts.run), parts.run.info.live_image, tmp)

@@ -219,8 +219,9 @@ def report_counts(report: DistillReport) -> dict[str, int]:
     return counts
 
 
-def report_json(plan: BuildPlan, report: DistillReport) -> dict[str, Any]:
-    return {
+def report_json(plan: BuildPlan, report: DistillReport,
+                bundle: dict[str, Any] | None = None) -> dict[str, Any]:
+    doc = {
         "format": EXPORT_REPORT_FORMAT,
         "task": plan.task,
         "run_id": plan.run_id,
@@ -238,9 +239,13 @@ def report_json(plan: BuildPlan, report: DistillReport) -> dict[str, Any]:
         "risks": list(report.risks),
         "unaudited": list(report.unaudited),
     }
+    if bundle is not None:
+        doc["bundle"] = bundle
+    return doc
 
 
-def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[tuple[str, str]]:
+def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock],
+                               bundled: bool = False) -> list[tuple[str, str]]:
     files = [
         ("Dockerfile", "the build: base, apt, Python lock, source, native builds, ENV"),
         ("apt.lock", "Debian packages: name=version, architecture, sha256, size, source URL"),
@@ -262,14 +267,22 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
         files.append(("source/", f"the research code, copied to {plan.source.dest}"))
     if plan.includes:
         files.append(("include/", "files carried along with --include"))
+    if bundled:
+        files.append(("vendor/", "every .deb, wheel, sdist and downloaded file the build "
+                      "needs, hash-checked (export --bundle): it builds with no network"))
     return sorted(files)
 
 
 def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], *,
                     locker_command: str = "uv pip compile --generate-hashes --no-deps",
                     apt: AptSources | None = None,
-                    reader: ReaderFacts | None = None) -> dict[str, str]:
-    """Every generated text file of the artifact (not the manifest), by name."""
+                    reader: ReaderFacts | None = None,
+                    bundle: dict[str, Any] | None = None) -> dict[str, str]:
+    """Every generated text file of the artifact (not the manifest), by name.
+
+    ``bundle``: the vendored files' summary (synth.bundle) for ``export --bundle``: the
+    Dockerfile then installs from ``vendor/`` only, with no network."""
+    from synth.bundle import BUILD_VENDOR, describe
     env = environment()
     apt = apt or apt_sources(None, plan.apt.timestamp)
     wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
@@ -290,16 +303,19 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
         "outcomes": report.outcomes,
         "counts": report_counts(report),
         "artifact_ref": f"{plan.task}/{plan.run_id}",
-        "files": artifact_files_description(plan, locks),
+        "files": artifact_files_description(plan, locks, bundled=bundle is not None),
         "apt_sources": apt,
         "apt_debs_dir": APT_DEBS_DIR,
+        "bundle": bundle,
+        "bundle_line": describe(bundle) if bundle else "",
+        "vendor_dir": BUILD_VENDOR,
     }
     files = {
         "Dockerfile": env.get_template("Dockerfile.j2").render(ctx),
         "README.md": env.get_template("README.md.j2").render(ctx),
         "CITATION.cff": env.get_template("CITATION.cff.j2").render(ctx),
         "export-report.md": env.get_template("export-report.md.j2").render(ctx),
-        "export-report.json": dumps_json(report_json(plan, report)),
+        "export-report.json": dumps_json(report_json(plan, report, bundle)),
         PLAN_FILE: plan_json(plan, report),
         "apt.lock": render_apt_lock(plan),
     }

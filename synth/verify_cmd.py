@@ -56,6 +56,7 @@ from synth.verify_outcome import (
 from synth.verify_rebuild import (
     VERIFICATION_FILE,
     artifact_for_run,
+    check_offline,
     checked_artifact,
     rebuild,
     rebuilt_tag,
@@ -360,9 +361,12 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
                         say: Say) -> Rebuilt:
     """Export the run (or reuse its identical export) or take the artifact; check it against
     its manifest, rebuild it from scratch, and run the pyramid on the new image."""
-    export = artifact_for_run(target.path, settings, say) if target.kind == "run" else None
+    export = (artifact_for_run(target.path, settings, say, bundle=opts.offline)
+              if target.kind == "run" else None)
     artifact_dir = export.artifact_dir if export else target.path
     manifest = ArtifactDir(artifact_dir).manifest()
+    if opts.offline:
+        check_offline(artifact_dir, manifest.raw)
     python = _manifest_python(manifest, artifact_dir)
     check = checked_artifact(artifact_dir, opts.allow_modified, say)
     if isinstance(manifest.raw.get("base"), Mapping):
@@ -371,7 +375,7 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
         say("Base image: " + check_base(engine, manifest.raw["base"],
                                         allow_mismatch=opts.allow_base_mismatch, say=say))
     tag = rebuilt_tag(target.name, check.files, (artifact_dir / "manifest.json").read_bytes())
-    build = rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress)
+    build = rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress, opts.offline)
     say(f"Verifying the rebuilt image {tag}")
     report = _verify_image(engine, tag, replace(base, python=python,
                                                 target={"kind": "rebuilt", "image": tag}), say)
@@ -430,6 +434,8 @@ def _check_options(opts: VerifyOptions) -> None:
     if opts.runtime == "docker" and opts.python is not None:
         raise UsageError("--python belongs to --runtime host; in a container the interpreter "
                          "comes from the artifact's manifest or the run's state.")
+    if opts.offline and not opts.rebuild:
+        raise UsageError("--offline is about the rebuild: add --rebuild.")
 
 
 #: Scorings beside synth's own, by name -> "module:function" (imported only when asked for).

@@ -38,6 +38,9 @@ class VerifyOptions:
     allow_base_mismatch: bool = False
     #: Rebuild an artifact whose files differ from its manifest (the report says so).
     allow_modified: bool = False
+    #: Rebuild with the network disabled (``docker build --network none``): the artifact
+    #: must be bundled (``export --bundle``).
+    offline: bool = False
     #: Scorings beside synth's own (names in ``synth.verify_cmd.SCORINGS``), each written
     #: into verify.json under its name.
     scoring: tuple[str, ...] = ()
@@ -79,10 +82,11 @@ class BuildInfo:
     artifact_dir: Path
     log: str = "build.log"
     no_cache: bool = True
+    offline: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"image": self.image, "image_id": self.image_id, "seconds": self.seconds,
-                "log": self.log, "no_cache": self.no_cache,
+                "log": self.log, "no_cache": self.no_cache, "offline": self.offline,
                 "artifact_dir": str(self.artifact_dir)}
 
 

@@ -9,10 +9,11 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from synth import __version__
 from synth.config import Settings
-from synth.errors import BuildError, SynthError, VerifyError
+from synth.errors import BuildError, SynthError, UsageError, VerifyError
 from synth.store import ArtifactDir, RunDir, is_file
 from synth.verify_outcome import ArtifactCheck, BuildInfo, ExportUse
 
@@ -84,7 +85,7 @@ def rebuilt_tag(task_name: str, files: Mapping[str, str], manifest_bytes: bytes)
 
 
 # ------------------------------------------------------------------ the run's export
-def reusable_export(run_dir: Path) -> tuple[Path | None, str]:
+def reusable_export(run_dir: Path, bundle: bool = False) -> tuple[Path | None, str]:
     """The run's existing ``export/`` when it is what exporting now would write, with why
     (or None, with why not): made by this synth version from the same run files (manifest
     ``inputs``), not an ``--allow-incomplete`` export, its files as its manifest lists them,
@@ -104,6 +105,9 @@ def reusable_export(run_dir: Path) -> tuple[Path | None, str]:
         return None, "the run's files changed since the earlier export"
     if manifest.raw.get("incomplete"):
         return None, "the earlier export was made with --allow-incomplete"
+    if isinstance(manifest.raw.get("bundle"), Mapping) != bundle:
+        return None, ("the earlier export is not bundled" if bundle
+                      else "the earlier export is bundled (export --bundle)")
     problems = check_artifact(export_dir, manifest.raw)[1]
     if problems:
         return None, f"the earlier export was modified ({'; '.join(problems[:3])})"
@@ -125,22 +129,24 @@ def _changed_copies(run: RunDir, files: Mapping[str, str]) -> str | None:
     return None
 
 
-def artifact_for_run(run_dir: Path, settings: Settings, say: Say) -> ExportUse:
-    """The artifact to rebuild for a run: the existing export when identical, else a new one."""
+def artifact_for_run(run_dir: Path, settings: Settings, say: Say,
+                     bundle: bool = False) -> ExportUse:
+    """The artifact to rebuild for a run: the existing export when identical, else a new one
+    (``bundle``: exported with ``--bundle``, for an offline rebuild)."""
     from synth.export import export_run
 
-    existing, why = reusable_export(run_dir)
+    existing, why = reusable_export(run_dir, bundle)
     if existing is not None:
         say(f"Reusing the existing export {existing} ({why})")
         return ExportUse(existing, True, why)
-    say(f"Exporting {run_dir} ({why})")
-    result = export_run(run_dir, settings)
+    say(f"Exporting {run_dir}{' with --bundle' if bundle else ''} ({why})")
+    result = export_run(run_dir, settings, bundle=bundle)
     return ExportUse(Path(result.artifact_dir), False, why)
 
 
 # ------------------------------------------------------------------ the rebuild
 def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
-            say: Say, progress: str = "steps") -> BuildInfo:
+            say: Say, progress: str = "steps", offline: bool = False) -> BuildInfo:
     """Build ``artifact_dir`` from scratch (no cache) as ``tag``; the log in ``out_dir``."""
     from rich.markup import escape
 
@@ -150,7 +156,8 @@ def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
 
     log_path = out_dir / "build.log"
     start = time.monotonic()
-    say(f"Rebuilding {artifact_dir} from scratch (no cache) as {tag}; log: {log_path}")
+    say(f"Rebuilding {artifact_dir} from scratch (no cache{', no network' if offline else ''}) "
+        f"as {tag}; log: {log_path}")
     steps = StepLines()
     with console.err.status(escape(f"building {tag}")) as status:
         def on_line(line: str) -> None:
@@ -162,13 +169,28 @@ def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
 
         try:
             image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
-                                      log_path=log_path, on_line=on_line)
+                                      log_path=log_path, on_line=on_line,
+                                      network="none" if offline else None)
         except BuildError as exc:
             raise tls_hint(exc, log_path) from exc
     seconds = time.monotonic() - start
     say(f"Rebuilt {tag} in {seconds:.1f}s")
     return BuildInfo(image=tag, image_id=image_id, seconds=round(seconds, 1),
-                     artifact_dir=artifact_dir, log=log_path.name)
+                     artifact_dir=artifact_dir, log=log_path.name, offline=offline)
+
+
+def check_offline(artifact_dir: Path, manifest: Mapping[str, Any]) -> None:
+    """--offline needs a bundle that builds with no network; a clear error otherwise."""
+    bundle = manifest.get("bundle")
+    if not isinstance(bundle, Mapping):
+        raise UsageError(f"{artifact_dir} is not bundled, so it cannot be rebuilt offline: its "
+                         "Dockerfile fetches .debs, wheels and downloads from the network.",
+                         hint="Export it with --bundle (`synth export RUN --bundle`), which "
+                         "puts every file the build needs under vendor/.")
+    if bundle.get("needs_network"):
+        raise UsageError(f"{artifact_dir}'s bundle still needs the network for: "
+                         + "; ".join(map(str, bundle["needs_network"])) + ".",
+                         hint="Rebuild it without --offline.")
 
 
 def tls_hint(exc: BuildError, log_path: Path) -> BuildError:

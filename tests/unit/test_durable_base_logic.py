@@ -98,3 +98,37 @@ def test_the_same_base_passes() -> None:
 def test_a_missing_base_without_recipe_is_a_clear_error() -> None:
     with pytest.raises(BaseImageError, match="records no recipe"):
         check_base(FakeEngine({}), _base([L1]), say=lambda _m: None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("made_packages, allow, expect", [
+    ("c" * 64, False, "recreated from the recorded recipe"),
+    ("d" * 64, False, "packages differ"),
+    ("d" * 64, True, "recreated from the recorded recipe"),
+])
+def test_a_missing_base_is_recreated_from_its_recipe_and_checked(
+        monkeypatch: pytest.MonkeyPatch, made_packages: str, allow: bool, expect: str) -> None:
+    import synth.base_images as bi
+
+    made: list[tuple[str, BaseRecipe]] = []
+    engine = FakeEngine({})
+
+    def fake_bootstrap(eng: Any, ref: str, recipe: BaseRecipe, **_kw: Any) -> str:
+        made.append((ref, recipe))
+        eng.images[ref] = {"Config": {"Labels": {"synth.base.packages_sha256": made_packages}}}
+        return "sha256:" + "9" * 64
+
+    monkeypatch.setattr(bi, "bootstrap", fake_bootstrap)
+    recipe = {"tool": "mmdebstrap", "suite": "bookworm", "include": ["python3"],
+              "mirror": "http://127.0.0.1:8000/debian", "source_date_epoch": 1795947400,
+              "packages_sha256": "c" * 64}
+    if expect == "packages differ":
+        with pytest.raises(BaseImageError, match=expect) as err:
+            check_base(engine, _base([L1], recipe), say=lambda _m: None)  # type: ignore[arg-type]
+        assert "--allow-base-mismatch" in (err.value.hint or "")
+    else:
+        got = check_base(engine, _base([L1], recipe), allow_mismatch=allow,  # type: ignore[arg-type]
+                         say=lambda _m: None)
+        assert got == expect
+    assert made == [("synth/python:bookworm",
+                     BaseRecipe("bookworm", ("python3",), "http://127.0.0.1:8000/debian",
+                                tool="mmdebstrap", source_date_epoch=1795947400))]
