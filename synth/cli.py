@@ -504,6 +504,10 @@ def verify_cmd(
         "from the one manifest.json records.")] = False,
     scoring: Annotated[str, typer.Option(help="synth, or reb: also score C0/C5 as "
                                          "ResearchEnvBench does (docs/bench.md).")] = "synth",
+    assets_cache: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        help="A REB task's assets cache (REB's benchmark_assets/cache).")] = None,
+    assets_offline: Annotated[bool, typer.Option(
+        "--assets-offline", help="Run a REB task's assets step without network.")] = False,
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
@@ -522,7 +526,7 @@ def verify_cmd(
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
         progress=progress,
         allow_base_mismatch=allow_base_mismatch,
-        allow_modified=allow_modified,
+        allow_modified=allow_modified, assets_cache=assets_cache, assets_offline=assets_offline,
     )
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))
