@@ -145,3 +145,45 @@ def test_bench_cell_of_a_reb_task_is_a_reb_job(tmp_path: Path) -> None:
     assert (job / "docker" / "image_id.txt").read_text() == "sha256:1\n"
     assert bench_job(doc, tmp_path / "run", rec, "not json", tmp_path / "other") == []
     assert not (tmp_path / "other").exists()
+
+
+def test_bench_writes_the_reb_job_of_each_finished_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run_bench's driver side, its executor faked: a finished cell of a REB task gets its
+    stage files and its REB job folder from the verify.json the worker sent back."""
+    from synth.bench import run as bench_run
+    from synth.bench.cell import new_record, verify_summary
+    from synth.bench.matrix import AgentSpec
+    from synth.reb.importer import RebRepo, task_toml
+
+    doc = _doc(tmp_path, None)
+    task = tmp_path / "task"
+    entry = {"repo_id": "Acme__Alpha", "repo_url": "https://github.com/acme/alpha",
+             "commit_sha": "abc1234", "hardware_bucket": "cpu"}
+    (task / "task.toml").write_text(task_toml(
+        RebRepo("Acme__Alpha", entry["repo_url"], "abc1234", "cpu", entry), entry["repo_url"],
+        task / "reb" / "benchmark_scripts"))
+    (task / "agents").mkdir()
+    (task / "agents" / "good.sh").write_text("true\n")
+
+    def fake_local(cells: list[Any], opts: Any, on_start: Any, on_done: Any) -> None:
+        for cell in cells:
+            on_start(cell)
+            rec = new_record(cell, "local", 60)
+            rec.update(ended=rec["started"] + 1, verify=verify_summary(doc),
+                       run={"run_id": "r9"}, times={"total": 1.0},
+                       files={"verify.json": json.dumps(doc), "claims.json": "{}"})
+            on_done(rec)
+
+    monkeypatch.setattr(bench_run, "run_local", fake_local)
+    opts = bench_run.BenchOptions(tasks=[task], agents=[AgentSpec("good", "replay")],
+                                  out_dir=tmp_path / "bench")
+    bench_run.run_bench(opts, Settings.load(artifacts_dir=tmp_path / "art"), lambda _m: None)
+    (cell,) = (tmp_path / "bench" / "cells").iterdir()
+    assert read_results(cell)["cpu"]["status"] == "success"
+    summary = json.loads((cell / "reb" / "job_summary.json").read_text())
+    assert (summary["job_id"], summary["run_id"], summary["repo_id"]) == \
+        (cell.name, "r9", "Acme__Alpha")
+    stages = read_results(cell / "reb" / "benchmark")
+    assert stages["cpu"]["status"] == "success" and len(stages) == 6
