@@ -80,8 +80,8 @@ if TYPE_CHECKING:
 Say = Callable[[str], None]
 
 #: Re-exported for callers of the command (cli.py's ``demo`` and ``verify``).
-__all__ = ["Say", "VerifyOptions", "VerifyOutcome", "parse_levels", "parse_require",
-           "print_table", "resolve_target", "verify"]
+__all__ = ["Say", "VerifyOptions", "VerifyOutcome", "check_choices", "parse_levels",
+           "parse_require", "print_table", "resolve_target", "verify"]
 
 
 @dataclass(frozen=True)
@@ -532,6 +532,16 @@ def _write(outcome: VerifyOutcome) -> None:
     if outcome.build is not None:
         atomic.write_json(outcome.build.artifact_dir / VERIFICATION_FILE,
                           verification_record(doc))
+
+
+def check_choices(*, runtime: str, scanner: str, progress: str, scoring: str) -> None:
+    """The verify command's options that take one of a few words."""
+    from synth.reb.scoring import SCORINGS as REB_SCORINGS
+
+    if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
+        raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
+    if progress not in ("steps", "plain", "quiet") or scoring not in REB_SCORINGS:
+        raise UsageError("--progress is steps, plain or quiet; --scoring is synth or reb.")
 
 
 def parse_levels(text: str | None) -> frozenset[Level]:

@@ -187,3 +187,14 @@ def test_bench_writes_the_reb_job_of_each_finished_cell(
         (cell.name, "r9", "Acme__Alpha")
     stages = read_results(cell / "reb" / "benchmark")
     assert stages["cpu"]["status"] == "success" and len(stages) == 6
+
+
+def test_check_choices() -> None:
+    from synth.verify_cmd import check_choices
+
+    check_choices(runtime="host", scanner="libcst", progress="quiet", scoring="reb")
+    for bad in ({"runtime": "vm"}, {"scanner": "x"}, {"progress": "x"}, {"scoring": "x"}):
+        kw = {"runtime": "docker", "scanner": "ast", "progress": "steps", "scoring": "synth",
+              **bad}
+        with pytest.raises(UsageError, match=r"--runtime|--progress"):
+            check_choices(**kw)
