@@ -513,6 +513,10 @@ def verify_cmd(
                                           "network (an artifact exported with --bundle).")] = False,
     scoring: Annotated[str, typer.Option(help="synth, or reb: also score C0/C5 as "
                                          "ResearchEnvBench does (docs/bench.md).")] = "synth",
+    assets_cache: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        help="A REB task's assets cache (REB's benchmark_assets/cache).")] = None,
+    assets_offline: Annotated[bool, typer.Option(
+        "--assets-offline", help="Run a REB task's assets step without network.")] = False,
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
@@ -521,18 +525,13 @@ def verify_cmd(
     from synth import verify_cmd as v
     from synth.reb import scoring as reb_scoring
 
-    if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
-        raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
-    if progress not in ("steps", "plain", "quiet") or scoring not in reb_scoring.SCORINGS:
-        raise UsageError("--progress is steps, plain or quiet; --scoring is synth or reb.")
+    v.check_choices(runtime=runtime, scanner=scanner, progress=progress, scoring=scoring)
     opts = v.VerifyOptions(
         target=target, rebuild=rebuild, live=live, levels=v.parse_levels(levels),
         require=v.parse_require(require), runtime=runtime,  # type: ignore[arg-type]
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
-        progress=progress,
-        allow_base_mismatch=allow_base_mismatch,
-        allow_modified=allow_modified, offline=offline,
-    )
+        progress=progress, allow_base_mismatch=allow_base_mismatch, offline=offline,
+        allow_modified=allow_modified, assets_cache=assets_cache, assets_offline=assets_offline)
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))
     reb_scoring.apply_scoring(scoring, outcome.document, outcome.out_dir, console.say)

@@ -81,8 +81,8 @@ if TYPE_CHECKING:
 Say = Callable[[str], None]
 
 #: Re-exported for callers of the command (cli.py's ``demo`` and ``verify``).
-__all__ = ["Say", "VerifyOptions", "VerifyOutcome", "parse_levels", "parse_require",
-           "print_table", "resolve_target", "verify"]
+__all__ = ["Say", "VerifyOptions", "VerifyOutcome", "check_choices", "parse_levels",
+           "parse_require", "print_table", "resolve_target", "verify"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,12 @@ class Target:
     claims: Claims
     run: RunRecord | None = None
     manifest: Manifest | None = None
+
+    @property
+    def claims_file(self) -> Path | None:
+        """The agent's claims file (a run's or an artifact's), for REB's report path."""
+        path = self.path / "claims.json"
+        return path if self.kind != "task" and is_file(path) else None
 
     @property
     def name(self) -> str:
@@ -221,18 +227,52 @@ def _pyramid(runtime: Runtime, spec: PyramidSpec, say: Say) -> Report:
         raise VerifyError(str(exc)) from exc
 
 
-def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say) -> Report:
-    from synth.engine.base import ContainerSpec
+@dataclass(frozen=True)
+class ProbeContext:
+    """What a task's probe container needs besides the image: for a task imported from REB,
+    the assets step, the agent's report at REB's path and REB's ``skipped`` stages
+    (:mod:`synth.reb.assets`, :mod:`synth.reb.probes`); nothing for synth's own tasks."""
 
-    gpus = engine.has_gpu_runtime()
+    task_dir: Path | None = None
+    claims: Path | None = None
+    workdir: str = "/workspace"
+    assets_cache: Path | None = None
+    assets_offline: bool = False
+
+
+def probe_context(opts: VerifyOptions, target: Target) -> ProbeContext:
+    task = target.task
+    return ProbeContext(task.task_dir if task else None, target.claims_file,
+                        task.probes.workdir if task else "/workspace",
+                        opts.assets_cache, opts.assets_offline)
+
+
+def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
+                  ctx: ProbeContext = ProbeContext()) -> Report:
+    from synth.engine.base import ContainerSpec
+    from synth.reb.assets import assets_for
+    from synth.reb.probes import clear_stage_results, is_reb, probe_mounts, read_stage_skips
+
+    reb = is_reb(ctx.task_dir)
     labels = {"synth.kind": "verify"}
-    try:
-        with engine.container(ContainerSpec(image=image, network=False, gpus=gpus,
-                                            labels=labels)) as c:
-            return _pyramid(c, replace(spec, gpu_access="probe" if gpus else "none"), say)
-    except GpuRuntimeUnavailableError:
-        with engine.container(ContainerSpec(image=image, network=False, labels=labels)) as c:
-            return _pyramid(c, replace(spec, gpu_access="none"), say)
+    mounts = probe_mounts(ctx.task_dir, ctx.claims)
+    with assets_for(engine, image, ctx.task_dir, workdir=ctx.workdir, cache_dir=ctx.assets_cache,
+                    offline=ctx.assets_offline, claims=ctx.claims, say=say) as install:
+        def pyramid(gpus: bool) -> Report:
+            with engine.container(ContainerSpec(image=image, network=False, gpus=gpus,
+                                                mounts=mounts, labels=labels)) as c:
+                if reb:
+                    clear_stage_results(c, ctx.workdir)
+                if install:
+                    install(c)
+                report = _pyramid(c, replace(spec, gpu_access="probe" if gpus else "none"),
+                                  say)
+                return read_stage_skips(c, report, ctx.workdir) if reb else report
+
+        try:
+            return pyramid(engine.has_gpu_runtime())
+        except GpuRuntimeUnavailableError:
+            return pyramid(False)
 
 
 def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say: Say) -> Report:
@@ -378,7 +418,8 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
     build = rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress, opts.offline)
     say(f"Verifying the rebuilt image {tag}")
     report = _verify_image(engine, tag, replace(base, python=python,
-                                                target={"kind": "rebuilt", "image": tag}), say)
+                                                target={"kind": "rebuilt", "image": tag}), say,
+                           probe_context(opts, target))
     return Rebuilt(export, check, build, manifest, python, report)
 
 
@@ -414,7 +455,8 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target,
         say(f"Verifying the live image {live.ref}")
         reports["live"] = _verify_image(
             engine, live.ref, replace(base, python=live.python,
-                                      target={"kind": "live", "image": live.ref}), say)
+                                      target={"kind": "live", "image": live.ref}), say,
+            probe_context(opts, target))
     verdict = None
     if rebuilt is not None and live is not None:
         verdict = judge_fidelity(rebuilt.report, reports["live"], fp if opts.fingerprint
@@ -436,6 +478,14 @@ def _check_options(opts: VerifyOptions) -> None:
                          "comes from the artifact's manifest or the run's state.")
     if opts.offline and not opts.rebuild:
         raise UsageError("--offline is about the rebuild: add --rebuild.")
+    if opts.runtime == "host" and (opts.assets_cache is not None or opts.assets_offline):
+        raise UsageError("--assets-cache and --assets-offline belong to --runtime docker "
+                         "(the assets step of a REB task runs in a container).")
+    if opts.assets_cache is not None and not opts.assets_cache.is_dir():
+        raise UsageError(f"--assets-cache {opts.assets_cache}: not a folder.")
+    if opts.assets_offline and opts.assets_cache is None:
+        raise UsageError("--assets-offline needs --assets-cache DIR.",
+                         hint="Give the folder REB's benchmark_assets/cache was saved to.")
 
 
 #: Scorings beside synth's own, by name -> "module:function" (imported only when asked for).
@@ -488,6 +538,16 @@ def _write(outcome: VerifyOutcome) -> None:
     if outcome.build is not None:
         atomic.write_json(outcome.build.artifact_dir / VERIFICATION_FILE,
                           verification_record(doc))
+
+
+def check_choices(*, runtime: str, scanner: str, progress: str, scoring: str) -> None:
+    """The verify command's options that take one of a few words."""
+    from synth.reb.scoring import SCORINGS as REB_SCORINGS
+
+    if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
+        raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
+    if progress not in ("steps", "plain", "quiet") or scoring not in REB_SCORINGS:
+        raise UsageError("--progress is steps, plain or quiet; --scoring is synth or reb.")
 
 
 def parse_levels(text: str | None) -> frozenset[Level]:

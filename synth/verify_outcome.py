@@ -44,6 +44,10 @@ class VerifyOptions:
     #: Scorings beside synth's own (names in ``synth.verify_cmd.SCORINGS``), each written
     #: into verify.json under its name.
     scoring: tuple[str, ...] = ()
+    #: A task imported from REB: the folder its assets step copies REB's
+    #: ``benchmark_assets/cache`` from (read-only), and whether the step runs without network.
+    assets_cache: Path | None = None
+    assets_offline: bool = False
 
 
 @dataclass(frozen=True)

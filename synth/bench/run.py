@@ -22,6 +22,7 @@ from synth.bench.summary import render_markdown, summarize
 from synth.config import Settings
 from synth.errors import UsageError
 from synth.reb.results import write_results
+from synth.reb.scoring import bench_job
 
 Say = Callable[[str], None]
 
@@ -102,6 +103,7 @@ def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
     say(f"bench: {len(cells)} cells ({len(todo)} to run, {skipped} finished and skipped) "
         f"-> {folder.root}")
     count = {"n": 0}
+    by_id = {c.id: c for c in cells}
 
     def on_start(cell: Cell) -> None:
         folder.mark_started(cell.id, opts.executor)
@@ -111,8 +113,10 @@ def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
         files = rec.pop("files", None) or {}
         folder.write_files(rec["cell"], files)
         if "verify.json" in files:  # REB's per-stage results beside synth's own
-            write_results(json.loads(files["verify.json"]), rec["task"],
-                          folder.cell_dir(rec["cell"]))
+            doc = json.loads(files["verify.json"])
+            write_results(doc, rec["task"], folder.cell_dir(rec["cell"]))
+            bench_job(doc, Path(by_id[rec["cell"]].task_dir), rec, files.get("claims.json"),
+                      folder.cell_dir(rec["cell"]) / "reb")
         folder.append(rec)
         count["n"] += 1
         say(f"[{count['n']}/{len(todo)}] {rec['cell']}: {_verdict(rec)} in "

@@ -331,3 +331,27 @@ def apply_scoring(scoring: str, doc: dict[str, Any], out_dir: Path,
         say(f"REB scoring: C5 {c5['reb']} (synth {c5['synth']}): path {c5['path']}, "
             f"version {c5['version']}, capability {c5['capability']}; "
             f"REB files in {result['job_dir']}")
+
+
+def bench_job(doc: Mapping[str, Any], task_dir: Path, record: Mapping[str, Any],
+              claims_text: str | None, job_dir: Path) -> list[Path]:
+    """``synth bench``: a cell of a task imported from REB as one REB job folder
+    (``job_summary.json``, ``benchmark/build_output/``, ``agent/report.json``,
+    ``docker/image_id.txt``), from the cell's ``verify.json`` with synth's own verdicts
+    (no REB rescoring: the bench's driver may not see the worker's images). Nothing for
+    another task (empty list)."""
+    from synth.reb.profile import task_profile
+
+    if task_profile(task_dir) != "reb":
+        return []
+    summary = {**job_summary(doc, task_dir),
+               "run_id": str((record.get("run") or {}).get("run_id") or record["cell"]),
+               "job_id": str(record["cell"]), "baseline": f"synth-bench-{record['agent']}",
+               "scored_by": "synth bench"}
+    try:
+        claims: Any = json.loads(claims_text) if claims_text is not None else None
+    except json.JSONDecodeError:
+        claims = None
+    paths = write_job(doc, summary, job_dir)
+    _job_extras(doc, claims, job_dir)
+    return paths

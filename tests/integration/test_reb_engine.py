@@ -1,7 +1,8 @@
 """REB's contract on a real engine: the session's REB report path (one file, two names),
-and the assets step of an imported task, run without network from a cache folder, then
-installed into a network-less container where REB's CPU stage reads what it left.
-Cheap: the session is the shared numpy-ext/good run; the assets step is two containers."""
+and verify's probe container of an imported task: the assets step run without network from
+a cache folder, what it left and the agent's report installed in the network-less probe
+container, where REB's CPU stage reads them and records `skipped`.
+Cheap: the session is the shared numpy-ext/good run; the verification is two containers."""
 
 from __future__ import annotations
 
@@ -11,23 +12,32 @@ from pathlib import Path
 from typing import Any
 
 from synth.engine.base import ContainerSpec
-from synth.reb.assets import install_assets, plan_assets, prepare_assets
 from synth.reb.importer import RebRepo, task_toml
+from synth.verify_cmd import ProbeContext, _verify_image, load_task_copy, pyramid_task
+from verify.runner import PyramidSpec
 
 PREPARE = """#!/usr/bin/env bash
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mkdir -p "$root/benchmark_assets/model" "$root/build_output/prepare"
 if python3 -c "import socket; socket.create_connection(('pypi.org', 443), 3)" 2>/dev/null
-then echo online; else echo offline; fi
+then echo online; else echo offline; fi > "$root/benchmark_assets/network.txt"
 cp "$root/benchmark_assets/cache/tiny.bin" "$root/benchmark_assets/model/tiny.bin"
 echo '{"status": "success", "exit_code": 0}' > "$root/build_output/prepare/results.json"
 """
+# REB's CPU stage as verify runs it: reads what the assets step left and the agent's report
+# at REB's path, then records `skipped` (with its reason) and exits 0.
 CPU = """#!/usr/bin/env bash
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 test -f "$root/build_output/prepare/results.json"
-echo "cpu stage: model $(cat "$root/benchmark_assets/model/tiny.bin")"
+report=/opt/scimlopsbench/report.json
+py="$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['python_path'])" $report)"
+assets="$root/benchmark_assets"
+why="model $(cat "$assets/model/tiny.bin"), $(cat "$assets/network.txt"), python $py"
+mkdir -p "$root/build_output/cpu"
+echo "{\\"status\\": \\"skipped\\", \\"skip_reason\\": \\"$why\\"}" \\
+  > "$root/build_output/cpu/results.json"
 """
 
 
@@ -46,39 +56,42 @@ def test_session_offers_reb_report_path(
             "reason": "REB's report path, a second name of the claims file"} in diff["noise"]
 
 
-def test_assets_step_offline_from_a_cache(engine: Any, base_image: str, tmp_path: Path) -> None:
-    task = tmp_path / "task"
-    scripts = task / "reb" / "benchmark_scripts"
+def test_verify_runs_the_assets_step_offline_then_reb_probes(
+    engine: Any, base_image: str, tmp_path: Path
+) -> None:
+    """verify's probe container of a REB task (``_verify_image`` with the task's probe
+    context, as ``synth verify --assets-cache DIR --assets-offline`` builds it): the assets
+    step runs without network from the cache; the probe container gets what it left and the
+    agent's report at REB's path; REB's CPU stage writes `skipped` and exits 0, and C1 reads
+    `skipped` with REB's reason."""
+    task_dir = tmp_path / "task"
+    scripts = task_dir / "reb" / "benchmark_scripts"
     scripts.mkdir(parents=True)
     (scripts / "prepare_assets.sh").write_text(PREPARE)
     (scripts / "run_cpu_entrypoint.sh").write_text(CPU)
-    (scripts / "runner.py").write_text("# REB's helpers travel with the folder\n")
     entry = {"repo_id": "acme-alpha", "repo_url": "https://github.com/acme/alpha",
              "commit_sha": "abc1234", "hardware_bucket": "cpu"}
-    (task / "reb" / "manifest-entry.json").write_text(json.dumps(entry))
+    (task_dir / "reb" / "manifest-entry.json").write_text(json.dumps(entry))
+    (task_dir / "task.toml").write_text(task_toml(  # the task exactly as import-reb writes it
+        RebRepo("acme-alpha", entry["repo_url"], "abc1234", "cpu", entry), entry["repo_url"],
+        scripts))
+    task = load_task_copy(task_dir / "task.toml")
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "tiny.bin").write_text("weights-v1")
-    plan = plan_assets(task, cache_dir=cache, offline=True)
-    assert plan is not None
-    with prepare_assets(engine, base_image, plan) as assets:
-        assert assets.exit_code == 0, assets.output_tail
-        assert "offline" in assets.output_tail
-        assert [p for p, _ in assets.archives] == ["/workspace", "/workspace",
-                                                   "/workspace/build_output"]
-        spec = ContainerSpec(image=base_image, network=False, workdir="/workspace")
-        with engine.container(spec) as c:
-            install_assets(c, assets)
-            # the C1 probe exactly as import-reb writes it
-            toml = task_toml(RebRepo("acme-alpha", entry["repo_url"], "abc1234", "cpu", entry),
-                             entry["repo_url"], scripts)
-            import tomllib
-
-            probe = tomllib.loads(toml)["probes"]["cpu"]["command"]
-            res = c.exec(["bash", "-c", probe], workdir="/workspace")
-            listing = c.exec(["ls", "/workspace/benchmark_scripts"]).stdout.split()
-    assert (res.exit_code, res.stdout) == (0, "cpu stage: model weights-v1\n"), res.stderr
-    assert sorted(listing) == ["prepare_assets.sh", "run_cpu_entrypoint.sh", "runner.py"]
+    claims = tmp_path / "claims.json"
+    claims.write_text(json.dumps({"python_path": "/usr/bin/python3"}))
+    said: list[str] = []
+    spec = PyramidSpec(python="/usr/bin/python3", task=pyramid_task(task),
+                       levels=frozenset({"C1"}), target={"kind": "rebuilt"})
+    ctx = ProbeContext(task_dir, claims, task.probes.workdir, cache, assets_offline=True)
+    report = _verify_image(engine, base_image, spec, said.append, ctx)
+    c1 = report.get("C1")
+    assert c1 is not None and (c1.status, c1.reason) == (
+        "skipped", "REB's cpu stage skipped: model weights-v1, offline, python "
+        "/usr/bin/python3"), (c1, said)
+    assert said[0].startswith("Assets: REB prepare_assets.sh without network from the cache")
+    assert said[1].startswith("Assets: exit 0")
     assert (cache / "tiny.bin").read_text() == "weights-v1"  # the cache is read-only input
 
 

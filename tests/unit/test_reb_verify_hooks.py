@@ -1,0 +1,200 @@
+"""What verify and bench add for a task imported from REB, pure parts: the options that reach
+the assets step, the report path and the probe context of a probe container, REB's
+``skipped`` stage results read back, and a bench cell written as a REB job folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth.config import Settings
+from synth.errors import UsageError
+from synth.reb.probes import (
+    clear_stage_results,
+    probe_mounts,
+    read_stage_skips,
+    skip_reason,
+    stage_skips,
+)
+from synth.reb.results import read_results
+from synth.reb.scoring import bench_job
+from synth.verify_cmd import ProbeContext, Target, VerifyOptions, probe_context, verify
+from tests.unit.test_reb_contract import _doc, _reb_task
+from verify.result import LevelResult, Report
+
+
+def _report(*levels: tuple[str, str]) -> Report:
+    return Report({"kind": "rebuilt"}, tuple(LevelResult(lv, st, seconds=1.0)  # type: ignore[arg-type]
+                                             for lv, st in levels))
+
+
+class FakeContainer:
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+        self.ran: list[list[str]] = []
+
+    def exec(self, argv: Sequence[str]) -> Any:
+        self.ran.append(list(argv))
+        return None
+
+    def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes | None:
+        return self.files.get(path)
+
+
+# ---------------------------------------------------------------- options
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"assets_offline": True}, "--assets-offline needs --assets-cache"),
+    ({"assets_cache": Path("/nonexistent/cache")}, "not a folder"),
+    ({"assets_offline": True, "runtime": "host", "python": Path(sys.executable)},
+     "belong to --runtime docker"),
+])
+def test_assets_options_are_checked_first(tmp_path: Path, kw: dict[str, Any],
+                                          message: str) -> None:
+    settings = Settings.load(artifacts_dir=tmp_path)
+    with pytest.raises(UsageError, match=message):
+        verify(VerifyOptions(target=str(tmp_path / "nothing"), **kw), settings)
+
+
+def test_cli_passes_the_assets_options_through(tmp_path: Path) -> None:
+    """`synth verify --assets-cache DIR --assets-offline` reaches VerifyOptions: a cache that
+    is no folder is refused by name before any target is looked up."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "synth", "verify", "latest", "--assets-offline",
+         "--assets-cache", str(tmp_path / "no-cache")],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, "SYNTH_ARTIFACTS": str(tmp_path / "art")})
+    assert proc.returncode != 0
+    assert f"--assets-cache {tmp_path / 'no-cache'}: not a folder" in proc.stderr
+
+
+def test_probe_context_of_a_target(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    target = Target("run", run, None, None)
+    opts = VerifyOptions(target=None, assets_cache=tmp_path, assets_offline=True)
+    assert probe_context(opts, target) == ProbeContext(None, None, "/workspace", tmp_path, True)
+    (run / "claims.json").write_text("{}")
+    assert probe_context(opts, target).claims == run / "claims.json"
+    assert Target("task", run, None, None).claims_file is None  # a task has no claims
+
+
+def test_report_path_only_for_reb_tasks(tmp_path: Path) -> None:
+    claims = tmp_path / "claims.json"
+    claims.write_text("{}")
+    assert probe_mounts(tmp_path, claims) == []  # synth's own task
+    (mount,) = probe_mounts(_reb_task(tmp_path / "t"), claims)
+    assert (mount.source, mount.target, mount.read_only) == \
+        (claims, "/opt/scimlopsbench/report.json", True)
+    assert probe_mounts(tmp_path / "t", None) == []
+
+
+# ---------------------------------------------------------------- REB's skipped stages
+def test_skip_reason() -> None:
+    assert skip_reason(b'{"status": "skipped", "skip_reason": "needs 2 GPUs"}') == \
+        "needs 2 GPUs"
+    assert skip_reason(b'{"status": "skipped", "reason": "cpu only"}') == "cpu only"
+    assert skip_reason(b'{"status": "skipped"}') == "no reason given"
+    for raw in (None, b'{"status": "success"}', b"not json", b"[1]", b"\xff"):
+        assert skip_reason(raw) is None
+
+
+def test_a_passing_probe_whose_reb_stage_skipped_reads_skipped() -> None:
+    report = _report(("C0", "pass"), ("C1", "pass"), ("C3", "fail"), ("C4", "pass"))
+    c = FakeContainer({
+        "/w/build_output/cpu/results.json": b'{"status": "success"}',
+        "/w/build_output/single_gpu/results.json": b'{"status": "skipped"}',
+        "/w/build_output/multi_gpu/results.json":
+            b'{"status": "skipped", "skip_reason": "hardware bucket is single-GPU"}'})
+    out = read_stage_skips(c, report, "/w/")
+    assert [(r.level, r.status) for r in out.levels] == [
+        ("C0", "pass"), ("C1", "pass"), ("C3", "fail"), ("C4", "skipped")]
+    c4 = out.get("C4")
+    assert c4 is not None and c4.reason == \
+        "REB's multi_gpu stage skipped: hardware bucket is single-GPU"
+    assert c4.details["reb_results"] == "/w/build_output/multi_gpu/results.json"
+    assert c4.seconds == 1.0
+    assert stage_skips(report, lambda p: None, "/w") == report
+
+    clear_stage_results(c, "/w")
+    (argv,) = c.ran
+    assert argv[:2] == ["sh", "-c"] and argv[2] == (
+        "rm -f /w/build_output/cpu/results.json /w/build_output/single_gpu/results.json "
+        "/w/build_output/multi_gpu/results.json")
+
+
+# ---------------------------------------------------------------- bench
+def test_bench_cell_of_a_reb_task_is_a_reb_job(tmp_path: Path) -> None:
+    doc = _doc(tmp_path, None)
+    task = tmp_path / "task"
+    rec = {"cell": "alpha--good--r1", "agent": "good", "run": {"run_id": "20260101-x"}}
+    job = tmp_path / "cell" / "reb"
+    paths = bench_job(doc, task, rec, json.dumps({"python_path": "/p"}), job)
+    assert job / "job_summary.json" in paths
+    summary = json.loads((job / "job_summary.json").read_text())
+    assert (summary["job_id"], summary["run_id"], summary["baseline"], summary["repo_url"]) == \
+        ("alpha--good--r1", "20260101-x", "synth-bench-good", "https://github.com/acme/alpha")
+    assert read_results(job / "benchmark")["cpu"]["status"] == "success"
+    assert json.loads((job / "agent" / "report.json").read_text()) == {"python_path": "/p"}
+    assert (job / "docker" / "image_id.txt").read_text() == "sha256:1\n"
+    assert bench_job(doc, tmp_path / "run", rec, "not json", tmp_path / "other") == []
+    assert not (tmp_path / "other").exists()
+
+
+def test_bench_writes_the_reb_job_of_each_finished_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run_bench's driver side, its executor faked: a finished cell of a REB task gets its
+    stage files and its REB job folder from the verify.json the worker sent back."""
+    from synth.bench import run as bench_run
+    from synth.bench.cell import new_record, verify_summary
+    from synth.bench.matrix import AgentSpec
+    from synth.reb.importer import RebRepo, task_toml
+
+    doc = _doc(tmp_path, None)
+    task = tmp_path / "task"
+    entry = {"repo_id": "Acme__Alpha", "repo_url": "https://github.com/acme/alpha",
+             "commit_sha": "abc1234", "hardware_bucket": "cpu"}
+    (task / "task.toml").write_text(task_toml(
+        RebRepo("Acme__Alpha", entry["repo_url"], "abc1234", "cpu", entry), entry["repo_url"],
+        task / "reb" / "benchmark_scripts"))
+    (task / "agents").mkdir()
+    (task / "agents" / "good.sh").write_text("true\n")
+
+    def fake_local(cells: list[Any], opts: Any, on_start: Any, on_done: Any) -> None:
+        for cell in cells:
+            on_start(cell)
+            rec = new_record(cell, "local", 60)
+            rec.update(ended=rec["started"] + 1, verify=verify_summary(doc),
+                       run={"run_id": "r9"}, times={"total": 1.0},
+                       files={"verify.json": json.dumps(doc), "claims.json": "{}"})
+            on_done(rec)
+
+    monkeypatch.setattr(bench_run, "run_local", fake_local)
+    opts = bench_run.BenchOptions(tasks=[task], agents=[AgentSpec("good", "replay")],
+                                  out_dir=tmp_path / "bench")
+    bench_run.run_bench(opts, Settings.load(artifacts_dir=tmp_path / "art"), lambda _m: None)
+    (cell,) = (tmp_path / "bench" / "cells").iterdir()
+    assert read_results(cell)["cpu"]["status"] == "success"
+    summary = json.loads((cell / "reb" / "job_summary.json").read_text())
+    assert (summary["job_id"], summary["run_id"], summary["repo_id"]) == \
+        (cell.name, "r9", "Acme__Alpha")
+    stages = read_results(cell / "reb" / "benchmark")
+    assert stages["cpu"]["status"] == "success" and len(stages) == 6
+
+
+def test_check_choices() -> None:
+    from synth.verify_cmd import check_choices
+
+    check_choices(runtime="host", scanner="libcst", progress="quiet", scoring="reb")
+    for bad in ({"runtime": "vm"}, {"scanner": "x"}, {"progress": "x"}, {"scoring": "x"}):
+        kw = {"runtime": "docker", "scanner": "ast", "progress": "steps", "scoring": "synth",
+              **bad}
+        with pytest.raises(UsageError, match=r"--runtime|--progress"):
+            check_choices(**kw)
