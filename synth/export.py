@@ -8,7 +8,6 @@ place, so a reader sees the old artifact or the new one, never half of one.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from synth import __version__, publish
 from synth.atomic import dumps_json
@@ -25,10 +25,20 @@ from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.load import LoadedRun, load_run
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
-from synth.errors import ExportError
+from synth.errors import ExportError, InputFileError, NotFoundError
 from synth.model import MANIFEST_FORMAT
 from synth.render import reader_facts, render_artifact
-from synth.store import is_dir, is_file, sha256_file
+from synth.store import (
+    CLAIMS,
+    MANIFEST,
+    ArtifactDir,
+    RunDir,
+    is_dir,
+    is_file,
+    parse_json,
+    read_text,
+    sha256_file,
+)
 
 FORMATS = ("Dockerfile",)
 #: Never copied with the source: bytecode and tool caches differ between machines. A git
@@ -148,12 +158,10 @@ def run_wheelhouse(settings: Settings, run: LoadedRun) -> Path | None:
 
 def is_artifact_dir(path: Path) -> bool:
     """True for a folder synth exported: its manifest.json names an export format."""
-    manifest = path / "manifest.json"
-    if manifest.is_symlink() or not manifest.is_file():
-        return False
+    manifest = ArtifactDir(path).file(MANIFEST)
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = parse_json(read_text(manifest, MANIFEST), str(manifest))
+    except InputFileError:  # missing, a link, oversized, not UTF-8 or not JSON
         return False
     return isinstance(data, dict) and data.get("export_format") in FORMATS
 
@@ -189,6 +197,39 @@ def check_destination(dest: Path, run_dir: Path, *, explicit: bool, force: bool)
                           hint="--force replaces it (atomically), or give a new folder.")
 
 
+def find_export_run(settings: Settings, run_ref: str | None) -> Path:
+    """The run ``synth export RUN`` names; a miss also says how a format is named."""
+    from synth.session.rundir import find_run
+
+    try:
+        return find_run(settings, run_ref)
+    except NotFoundError as exc:
+        raise NotFoundError(exc.message, hint=f"{exc.hint} (An artifact format is named with "
+                            "--format: Dockerfile.)") from exc
+
+
+def plan_json_of(run_dir: Path, include: Sequence[str] = ()) -> str:
+    """``synth export --plan``: the BuildPlan as JSON; nothing is written."""
+    from synth.render import plan_json
+
+    return plan_json(distill(load_run(run_dir), include=include))
+
+
+@dataclass(frozen=True)
+class ArtifactParts:
+    """What goes into one artifact folder, ready to be written."""
+
+    run: LoadedRun
+    plan: BuildPlan
+    locks: list[Lock]
+    apt: AptSources
+    #: The rendered files (Dockerfile, locks, report...) by name.
+    files: dict[str, str]
+    #: With ``archive``: the SOURCE_DATE_EPOCH of the SBOM, the RO-Crate and the tarball.
+    archive: bool
+    epoch: int
+
+
 def export_run(
     run_dir: Path,
     settings: Settings,
@@ -211,6 +252,32 @@ def export_run(
     add an RO-Crate and a CycloneDX SBOM and write a deterministic ``.tar.gz`` beside.
     A run that is not trustworthy (not ``succeeded``, audit unverified) is refused unless
     ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact."""
+    problems = check_trust(run_dir, allow_incomplete=allow_incomplete)
+    dest = (out_dir or run_dir / "export").absolute()
+    check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
+    run = load_run(run_dir)
+    apt = apt_sources(apt_snapshot, _apt_timestamp(run), apt_snapshot_only)
+    plan = distill(run, include=include,
+                   download_hashes=_download_hashes(run) if hash_downloads else None)
+    plan = dataclasses.replace(plan, incomplete=tuple(problems))
+    locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, locker)
+    parts = ArtifactParts(
+        run=run, plan=plan, locks=locks, apt=apt,
+        files=render_artifact(plan, locks, apt=apt, reader=reader_facts(run.info.task_file)),
+        archive=archive, epoch=publish.source_date_epoch(run) if archive else 0)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
+        tmp = Path(tmp_str) / "artifact"
+        warnings = assemble_artifact(tmp, parts)
+        # Checked again right before the swap: the folder may have changed meanwhile.
+        check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
+        swap_into_place(tmp, dest, Path(tmp_str) / "old")
+    result = ExportResult(artifact_dir=dest, plan=plan, warnings=warnings)
+    return write_archive(result, parts) if archive else result
+
+
+def check_trust(run_dir: Path, *, allow_incomplete: bool) -> list[str]:
+    """Why the run is not one synth can vouch for; refused unless ``allow_incomplete``."""
     from synth.session.rundir import read_run, trust_problems
 
     problems = trust_problems(read_run(run_dir), run_dir)
@@ -219,91 +286,106 @@ def export_run(
                           + "; ".join(problems) + ".",
                           hint="--allow-incomplete exports it anyway; the export report "
                           "then says why at its top.")
-    dest = (out_dir or run_dir / "export").absolute()
-    check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
-    run = load_run(run_dir)
-    apt = apt_sources(apt_snapshot, _apt_timestamp(run), apt_snapshot_only)
-    plan = distill(run, include=include,
-                   download_hashes=_download_hashes(run) if hash_downloads else None)
-    plan = dataclasses.replace(plan, incomplete=tuple(problems))
-    wheelhouse = run_wheelhouse(settings, run)
+    return problems
+
+
+def lock_plan(plan: BuildPlan, wheelhouse: Path | None, ca_bundle: Path | None,
+              locker: str | Locker) -> list[Lock]:
+    """One lock per Python environment of the plan."""
     locks = []
     for env in plan.envs:
-        target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
+        target = target_for(env, plan.glibc, wheelhouse, ca_bundle)
         locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
                      else locker(env, target))
-    files = render_artifact(plan, locks, apt=apt, reader=reader_facts(run.info.task_file))
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    warnings = list(plan.warnings)
-    if run.claims_error:
+    return locks
+
+
+def assemble_artifact(tmp: Path, parts: ArtifactParts) -> tuple[str, ...]:
+    """Write the whole artifact into the new folder ``tmp``; returns the export's warnings."""
+    tmp.mkdir()
+    warnings = list(parts.plan.warnings)
+    if parts.run.claims_error:
         warnings.append(f"claims.json is not valid, so verify's C5 will fail on it: "
-                        f"{run.claims_error}")
-    with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
-        tmp = Path(tmp_str) / "artifact"
-        tmp.mkdir()
-        for name, text in files.items():
-            (tmp / name).write_text(text, encoding="utf-8")
-        # The task's probes travel with the artifact: verify needs them.
-        if run.info.task_file and is_file(run.info.task_file):
-            shutil.copyfile(run.info.task_file, tmp / "task.toml")
-        else:
-            warnings.append("task file not found: the artifact carries no task.toml probes")
-        if run.claims_present:
-            shutil.copyfile(run.run_dir / "claims.json", tmp / "claims.json")
-        if plan.source.kind == "path" and run.repo and run.repo.path:
-            _copy_tree(Path(run.repo.path), tmp / "source")
-        elif plan.source.kind == "url" and run.repo and run.repo.url:
-            _clone(run.repo.url, run.repo.commit, tmp / "source")
-        _copy_includes(run, plan.includes, tmp)
-        wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
-        epoch = publish.source_date_epoch(run) if archive else 0
-        if archive:
-            (tmp / publish.SBOM).write_text(publish.sbom_json(plan, locks, epoch),
-                                            encoding="utf-8")
-        manifest = {
-            "format": MANIFEST_FORMAT,
-            "synth_version": __version__,
-            "task": plan.task,
-            "run_id": plan.run_id,
-            "command": plan.regenerate_command,
-            "export_format": "Dockerfile",
-            "base_image": {"ref": plan.base_ref, "id": plan.base_id,
-                           "digest": plan.base_digest},
-            "apt": apt_manifest(plan, apt),
-            "base": base_manifest(plan.base_ref, plan.base_id, plan.base_digest,
-                                  run.info.base_rootfs, run.info.base_repo_digests,
-                                  run.info.base_labels),
-            "python": plan.python,
-            "locks": {lk.env.lock_file: {"python": lk.env.python, "pins": len(lk.pins),
-                                         "locker": lk.locker} for lk in locks},
-            "wheelhouse_required": bool(wheel_files),
-            "wheel_files": wheel_files,
-            "probes": "task.toml" if (tmp / "task.toml").is_file() else None,
-            "claims": "claims.json" if run.claims_present else None,
-            "source": {"kind": plan.source.kind, "dir": "source", "dest": plan.source.dest,
-                       "url": plan.source.url, "commit": plan.source.commit},
-            "inputs": dict(sorted(run.input_hashes.items())),
-            "files": {p.relative_to(tmp).as_posix(): sha256_file(p)
-                      for p in _all_files(tmp) if p.is_file()},
-            "warnings": sorted(set(warnings)),
-            "incomplete": list(plan.incomplete),
-        }
-        if archive:
-            manifest["archive"] = publish.archive_manifest(plan, epoch)
-        (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
-        if archive:  # last: it describes every other file, the manifest included
-            (tmp / publish.RO_CRATE).write_text(publish.ro_crate_json(tmp, plan, run, epoch),
-                                                encoding="utf-8")
-        old = Path(tmp_str) / "old"
-        # Checked again right before the swap: the folder may have changed meanwhile.
-        check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
-        if dest.exists():
-            os.replace(dest, old)
-        os.replace(tmp, dest)
-    if not archive:
-        return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))))
-    name = publish.archive_name(plan)
-    path = dest.parent / f"{name}.tar.gz"
-    digest = publish.write_archive(dest, path, name, epoch)
-    return ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))),
-                        archive=path, archive_sha256=digest)
+                        f"{parts.run.claims_error}")
+    for name, text in parts.files.items():
+        (tmp / name).write_text(text, encoding="utf-8")
+    warnings += copy_run_inputs(tmp, parts.run, parts.plan)
+    if parts.archive:
+        (tmp / publish.SBOM).write_text(publish.sbom_json(parts.plan, parts.locks, parts.epoch),
+                                        encoding="utf-8")
+    manifest = manifest_json(tmp, parts, warnings)
+    (tmp / MANIFEST.rel).write_text(dumps_json(manifest), encoding="utf-8")
+    if parts.archive:  # last: it describes every other file, the manifest included
+        (tmp / publish.RO_CRATE).write_text(
+            publish.ro_crate_json(tmp, parts.plan, parts.run, parts.epoch), encoding="utf-8")
+    return tuple(sorted(set(warnings)))
+
+
+def copy_run_inputs(tmp: Path, run: LoadedRun, plan: BuildPlan) -> list[str]:
+    """The task's probes, the agent's claims, the source and ``--include`` paths; returns
+    warnings."""
+    warnings = []
+    # The task's probes travel with the artifact: verify needs them.
+    if run.info.task_file and is_file(run.info.task_file):
+        shutil.copyfile(run.info.task_file, tmp / "task.toml")
+    else:
+        warnings.append("task file not found: the artifact carries no task.toml probes")
+    if run.claims_present:
+        shutil.copyfile(RunDir(run.run_dir).file(CLAIMS), tmp / CLAIMS.rel)
+    if plan.source.kind == "path" and run.repo and run.repo.path:
+        _copy_tree(Path(run.repo.path), tmp / "source")
+    elif plan.source.kind == "url" and run.repo and run.repo.url:
+        _clone(run.repo.url, run.repo.commit, tmp / "source")
+    _copy_includes(run, plan.includes, tmp)
+    return warnings
+
+
+def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str]) -> dict[str, Any]:
+    """``manifest.json`` of the artifact in ``tmp``: it hashes every file written so far."""
+    plan, run, locks = parts.plan, parts.run, parts.locks
+    wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
+    manifest: dict[str, Any] = {
+        "format": MANIFEST_FORMAT,
+        "synth_version": __version__,
+        "task": plan.task,
+        "run_id": plan.run_id,
+        "command": plan.regenerate_command,
+        "export_format": "Dockerfile",
+        "base_image": {"ref": plan.base_ref, "id": plan.base_id, "digest": plan.base_digest},
+        "apt": apt_manifest(plan, parts.apt),
+        "base": base_manifest(plan.base_ref, plan.base_id, plan.base_digest,
+                              run.info.base_rootfs, run.info.base_repo_digests,
+                              run.info.base_labels),
+        "python": plan.python,
+        "locks": {lk.env.lock_file: {"python": lk.env.python, "pins": len(lk.pins),
+                                     "locker": lk.locker} for lk in locks},
+        "wheelhouse_required": bool(wheel_files),
+        "wheel_files": wheel_files,
+        "probes": "task.toml" if (tmp / "task.toml").is_file() else None,
+        "claims": "claims.json" if run.claims_present else None,
+        "source": {"kind": plan.source.kind, "dir": "source", "dest": plan.source.dest,
+                   "url": plan.source.url, "commit": plan.source.commit},
+        "inputs": dict(sorted(run.input_hashes.items())),
+        "files": {p.relative_to(tmp).as_posix(): sha256_file(p)
+                  for p in _all_files(tmp) if p.is_file()},
+        "warnings": sorted(set(warnings)),
+        "incomplete": list(plan.incomplete),
+    }
+    if parts.archive:
+        manifest["archive"] = publish.archive_manifest(plan, parts.epoch)
+    return manifest
+
+
+def swap_into_place(tmp: Path, dest: Path, old: Path) -> None:
+    """Rename the new artifact ``tmp`` to ``dest``; a previous one moves to ``old`` first."""
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(tmp, dest)
+
+
+def write_archive(result: ExportResult, parts: ArtifactParts) -> ExportResult:
+    """``<task>-<run-id>.tar.gz`` beside the artifact, deterministic; its sha256."""
+    name = publish.archive_name(parts.plan)
+    path = result.artifact_dir.parent / f"{name}.tar.gz"
+    digest = publish.write_archive(result.artifact_dir, path, name, parts.epoch)
+    return dataclasses.replace(result, archive=path, archive_sha256=digest)
