@@ -44,11 +44,7 @@ class DoctorReport:
 
 
 def diagnose(settings: Settings) -> DoctorReport:
-    """Run every check (``synth doctor``)."""
-    return DoctorReport(tuple(run_checks(settings)))
-
-
-def run_checks(settings: Settings) -> list[Check]:
+    """Run every check (``synth doctor``), in the order they are shown."""
     engine, engine_check = _connect()
     checks = [engine_check, _buildkit_check(settings), _debootstrap_check()]
     if engine is not None:
@@ -58,7 +54,7 @@ def run_checks(settings: Settings) -> list[Check]:
         checks.append(tls_check(engine, settings))
     if settings.wheelhouse:
         checks.append(Check("wheelhouse", "ok", str(settings.wheelhouse)))
-    return checks
+    return DoctorReport(tuple(checks))
 
 
 def _connect() -> tuple[DockerEngine | None, Check]:
