@@ -5,7 +5,8 @@
 - No module outside synth/store.py opens a run or artifact file by its name.
 - No Python file emits or parses Dockerfile instructions: templates/ alone speaks Dockerfile.
 - Probes are stdlib-only: tests/unit/test_verify_probes.py,
-  ``test_probe_is_py38_and_stdlib_only`` (every script in ``verify.runner.PROBE_SCRIPTS``).
+  ``test_probe_is_py38_and_stdlib_only`` (every script in ``verify.runner.PROBE_SCRIPTS``);
+  here, the same for a probe kept elsewhere (``synth/session/probes/``).
 
 Each violation is named ``"<rule> <path>::<function>"`` (stable when lines move).
 ``KNOWN_VIOLATIONS`` lists the offenders that other branches of issue 13 are refactoring;
@@ -372,3 +373,19 @@ def test_pure_packages_do_not_load_docker(package: str) -> None:
                 "    importlib.import_module(m)\n"
                 "    assert 'docker' not in sys.modules, m\n")
     assert proc.returncode == 0, proc.stderr
+
+
+def _stray_probes() -> list[str]:
+    """Probe scripts that test_verify_probes.py does not see (outside verify/probes/)."""
+    return sorted(p.relative_to(ROOT).as_posix() for package in PACKAGES
+                  for p in (ROOT / package).rglob("probes/*.py")
+                  if p.parent != ROOT / "verify" / "probes" and p.name != "__init__.py")
+
+
+@pytest.mark.parametrize("rel", _stray_probes())
+def test_stray_probes_are_py38_and_stdlib_only(rel: str) -> None:
+    # The rule test_verify_probes.py::test_probe_is_py38_and_stdlib_only holds verify's
+    # probes to, for a probe that runs in a container from elsewhere (until it moves there).
+    tree = ast.parse((ROOT / rel).read_text(encoding="utf-8"), feature_version=(3, 8))
+    top = {m.split(".")[0] for m in _imports(tree)}
+    assert top <= set(sys.stdlib_module_names), top - set(sys.stdlib_module_names)
