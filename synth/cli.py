@@ -169,20 +169,10 @@ def base_bootstrap(
     json_out: JsonOpt = False,
 ) -> None:
     """Make a minimal Debian base image with debootstrap + docker import."""
-    from synth.base_images import TOOLS, BaseRecipe, bootstrap, recipe_for
+    from synth.base_images import bootstrap, recipe_from_options
     from synth.engine.docker import DockerEngine
 
-    known = recipe_for(tag, mirror)
-    recipe = BaseRecipe(
-        suite=suite,
-        include=tuple(sorted(i for i in include.split(",") if i)) if include is not None
-        else (known.include if known else ()),
-        mirror=mirror or (known.mirror if known else BaseRecipe(suite).mirror),
-        tool=tool, source_date_epoch=source_date_epoch,
-    )
-    if tool not in TOOLS or (source_date_epoch is not None and tool != "mmdebstrap"):
-        raise UsageError(f"--tool is one of {', '.join(TOOLS)}; --source-date-epoch needs "
-                         "--tool mmdebstrap.")
+    recipe = recipe_from_options(tag, suite, include, mirror, tool, source_date_epoch)
     image_id = bootstrap(DockerEngine.connect(), tag, recipe, force=force, say=console.say)
     if json_out:
         console.print_json({"image": tag, "id": image_id, "recipe": recipe.describe()})
