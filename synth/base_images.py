@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from synth.engine.base import Engine
-from synth.errors import BaseImageError
+from synth.errors import BaseImageError, UsageError
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
@@ -60,6 +60,24 @@ def recipe_for(ref: str, mirror: str | None = None) -> BaseRecipe | None:
         include=KNOWN_BASES[name],
         mirror=mirror or os.environ.get("SYNTH_DEBIAN_MIRROR", DEFAULT_MIRROR),
     )
+
+
+def recipe_from_options(tag: str, suite: str, include: str | None, mirror: str | None,
+                        tool: str, source_date_epoch: int | None) -> BaseRecipe:
+    """``synth base bootstrap``'s recipe: the options given, the rest from a known tag's
+    recipe. ``include`` is comma-separated; None: the known tag's packages."""
+    known = recipe_for(tag, mirror)
+    recipe = BaseRecipe(
+        suite=suite,
+        include=tuple(sorted(i for i in include.split(",") if i)) if include is not None
+        else (known.include if known else ()),
+        mirror=mirror or (known.mirror if known else BaseRecipe(suite).mirror),
+        tool=tool, source_date_epoch=source_date_epoch,
+    )
+    if tool not in TOOLS or (source_date_epoch is not None and tool != "mmdebstrap"):
+        raise UsageError(f"--tool is one of {', '.join(TOOLS)}; --source-date-epoch needs "
+                         "--tool mmdebstrap.")
+    return recipe
 
 
 def _dpkg_packages(rootfs: Path) -> list[str]:

@@ -6,7 +6,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -18,13 +18,18 @@ from synth.errors import (
     EXIT_INTERRUPTED,
     EXIT_NEGATIVE,
     EXIT_USAGE,
-    NotFoundError,
     RunError,
     SynthError,
     TaskError,
     UsageError,
     exit_codes,
 )
+
+if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
+    from synth.doctor import DoctorReport
+    from synth.export import ExportResult
+    from synth.task import TaskCheckReport
+    from synth.verify_cmd import VerifyOutcome
 
 
 def _epilog() -> str:
@@ -97,24 +102,24 @@ def version(json_out: JsonOpt = False) -> None:
 @app.command()
 def doctor(json_out: JsonOpt = False, ca_bundle: CaBundleOpt = None) -> None:
     """Check the engine, BuildKit CLI, debootstrap, GPU runtime, base images and CA bundle."""
-    from synth.doctor import run_checks
+    from synth.doctor import diagnose
 
-    checks = run_checks(Settings.load(ca_bundle=ca_bundle))
+    report = diagnose(Settings.load(ca_bundle=ca_bundle))
     if json_out:
-        console.print_json({
-            "ok": all(c.status != "fail" for c in checks),
-            "checks": [c.to_json() for c in checks],
-        })
+        console.print_json(report.to_json())
     else:
-        marks = {"ok": "[green]ok  [/]", "warn": "[yellow]warn[/]", "fail": "[red]FAIL[/]"}
-        for c in checks:
-            console.out.print(f"{marks[c.status]} {console.literal(c.name):<28} "
-                              f"{console.literal(c.detail)}", soft_wrap=True)
-            if c.fix and c.status != "ok":
-                console.out.print(f"     [dim]fix: {console.literal(c.fix)}[/]",
-                                  soft_wrap=True)
-    if any(c.status == "fail" for c in checks):
+        _print_checks(report)
+    if not report.ok:
         raise typer.Exit(EXIT_NEGATIVE)
+
+
+def _print_checks(report: DoctorReport) -> None:
+    marks = {"ok": "[green]ok  [/]", "warn": "[yellow]warn[/]", "fail": "[red]FAIL[/]"}
+    for c in report.checks:
+        console.out.print(f"{marks[c.status]} {console.literal(c.name):<28} "
+                          f"{console.literal(c.detail)}", soft_wrap=True)
+        if c.fix and c.status != "ok":
+            console.out.print(f"     [dim]fix: {console.literal(c.fix)}[/]", soft_wrap=True)
 
 
 @app.command()
@@ -164,20 +169,10 @@ def base_bootstrap(
     json_out: JsonOpt = False,
 ) -> None:
     """Make a minimal Debian base image with debootstrap + docker import."""
-    from synth.base_images import TOOLS, BaseRecipe, bootstrap, recipe_for
+    from synth.base_images import bootstrap, recipe_from_options
     from synth.engine.docker import DockerEngine
 
-    known = recipe_for(tag, mirror)
-    recipe = BaseRecipe(
-        suite=suite,
-        include=tuple(sorted(i for i in include.split(",") if i)) if include is not None
-        else (known.include if known else ()),
-        mirror=mirror or (known.mirror if known else BaseRecipe(suite).mirror),
-        tool=tool, source_date_epoch=source_date_epoch,
-    )
-    if tool not in TOOLS or (source_date_epoch is not None and tool != "mmdebstrap"):
-        raise UsageError(f"--tool is one of {', '.join(TOOLS)}; --source-date-epoch needs "
-                         "--tool mmdebstrap.")
+    recipe = recipe_from_options(tag, suite, include, mirror, tool, source_date_epoch)
     image_id = bootstrap(DockerEngine.connect(), tag, recipe, force=force, say=console.say)
     if json_out:
         console.print_json({"image": tag, "id": image_id, "recipe": recipe.describe()})
@@ -191,43 +186,26 @@ def task_check(
     json_out: JsonOpt = False,
 ) -> None:
     """Validate task files; errors name the file, the field and the line."""
-    from synth.task import load_task
+    from synth.task import check_tasks
 
-    results: list[dict[str, object]] = []
-    for p in paths:
-        if not _is_task_path(p):
-            results.append({"path": str(p), "ok": None, "skipped": "not a task: no task.toml"})
-            continue
-        try:
-            results.append({"path": str(p), "ok": True, "name": load_task(p).name})
-        except SynthError as exc:
-            results.append({"path": str(p), "ok": False, "error": exc.message})
-    failed = any(r["ok"] is False for r in results)
-    if not any(r["ok"] is not None for r in results):
-        raise UsageError(f"No task among {', '.join(str(p) for p in paths)}.",
-                         hint="Name task directories (holding task.toml) or task.toml files.")
+    report = check_tasks(paths)
     if json_out:
-        console.print_json({"ok": not failed, "tasks": results})
+        console.print_json(report.to_json())
     else:
-        for r in results:
-            if r["ok"] is None:
-                console.say(f"note: skipped {r['path']}: {r['skipped']}")
-            elif r["ok"]:
-                console.out.print(f"[green]ok[/]   {console.literal(r['path'])} "
-                                  f"({console.literal(r['name'])})", soft_wrap=True)
-            else:
-                console.err.print(f"[red]fail[/] {console.literal(r['error'])}",
-                                  soft_wrap=True)
-    if failed:
+        _print_task_checks(report)
+    if not report.ok:
         raise typer.Exit(TaskError.exit_code)
 
 
-def _is_task_path(p: Path) -> bool:
-    """A task directory or a .toml file; what else a glob like tasks/* matches is skipped.
-    A path that does not exist is kept, so that loading it says so."""
-    if p.is_dir():
-        return (p / "task.toml").is_file()
-    return not p.exists() or p.suffix == ".toml"
+def _print_task_checks(report: TaskCheckReport) -> None:
+    for r in report.results:
+        if r.ok is None:
+            console.say(f"note: skipped {r.path}: {r.skipped}")
+        elif r.ok:
+            console.out.print(f"[green]ok[/]   {console.literal(r.path)} "
+                              f"({console.literal(r.name)})", soft_wrap=True)
+        else:
+            console.err.print(f"[red]fail[/] {console.literal(r.error)}", soft_wrap=True)
 
 
 @task_app.command("import-reb")
@@ -320,20 +298,13 @@ def runs_list(
 ) -> None:
     """List recorded runs, oldest first: agent, claims after C5, verify verdicts, image sizes."""
     from synth import runs_view
-    from synth.session.rundir import list_runs
 
-    dirs = list_runs(Settings.load(artifacts_dir=artifacts), task)
-    skipped: list[str] = []
-
-    def skip(message: str) -> None:
-        skipped.append(message)
-        console.warn(message)
-
-    rows = runs_view.views(dirs, runs_view.engine_sizes() if dirs else None, skip)
+    listing = runs_view.list_runs_view(Settings.load(artifacts_dir=artifacts), task,
+                                       warn=console.warn)
     if json_out:
-        console.print_json({"runs": rows, "skipped": skipped})
+        console.print_json(listing.to_json())
         return
-    for r in rows:
+    for r in listing.rows:
         console.out.print(runs_view.list_line(r), markup=False, soft_wrap=True)
 
 
@@ -346,15 +317,13 @@ def runs_show(
 ) -> None:
     """Show one run: outcome, violations, claims, and what it installed."""
     from synth import runs_view
-    from synth.session.rundir import describe_run, find_run, format_run
+    from synth.session.rundir import format_run
 
-    run_dir = find_run(Settings.load(artifacts_dir=artifacts), run_ref)
-    info = describe_run(run_dir)
-    row = runs_view.view(run_dir, runs_view.engine_sizes())
+    shown = runs_view.show_run_view(Settings.load(artifacts_dir=artifacts), run_ref)
     if json_out:
-        console.print_json({**info, "view": row})
+        console.print_json(shown.to_json())
     else:
-        console.out.print("\n".join([format_run(info), *runs_view.show_lines(row)]),
+        console.out.print("\n".join([format_run(shown.info), *runs_view.show_lines(shown.row)]),
                           markup=False, soft_wrap=True)
 
 
@@ -419,27 +388,22 @@ def export_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Distill a run into a rebuildable artifact (Dockerfile, locks, manifest, report)."""
-    from synth.export import export_run
-    from synth.session.rundir import find_run
+    from synth.export import export_run, find_export_run, plan_json_of
 
     fmt, run_ref = _export_target(run_arg, fmt, run_opt)
     settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
-    try:
-        run_dir = find_run(settings, run_ref)
-    except NotFoundError as exc:
-        raise NotFoundError(exc.message, hint=f"{exc.hint} (An artifact format is named with "
-                            "--format: Dockerfile.)") from exc
+    run_dir = find_export_run(settings, run_ref)
     if plan_only:
-        from synth.distill.load import load_run
-        from synth.distill.plan import distill
-        from synth.render import plan_json
-
-        sys.stdout.write(plan_json(*distill(load_run(run_dir), include=include or ())))
+        sys.stdout.write(plan_json_of(run_dir, include or ()))
         return
     result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
                         force=force, allow_incomplete=allow_incomplete,
                         apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only,
                         archive=archive, bundle=bundle)
+    _print_export(result, run_dir, json_out)
+
+
+def _print_export(result: ExportResult, run_dir: Path, json_out: bool) -> None:
     if json_out:
         console.print_json({"artifact_dir": str(result.artifact_dir), "run_dir": str(run_dir),
                             "warnings": list(result.warnings),
@@ -535,12 +499,19 @@ def verify_cmd(
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))
     reb_scoring.apply_scoring(scoring, outcome.document, outcome.out_dir, console.say)
+    raise typer.Exit(_print_verify(outcome, json_out))
+
+
+def _print_verify(outcome: VerifyOutcome, json_out: bool) -> int:
+    """The verify document (JSON), or its table and where the report is; the exit code."""
+    from synth.verify_cmd import print_table
+
     if json_out:
         console.print_json({**outcome.document, "out_dir": str(outcome.out_dir)})
     else:
-        v.print_table(outcome.document)
+        print_table(outcome.document)
         console.out.print(f"report: {outcome.out_dir / 'verify.md'}", markup=False)
-    raise typer.Exit(outcome.exit_code)
+    return outcome.exit_code
 
 
 @app.command()
@@ -554,16 +525,10 @@ def demo(
 ) -> None:
     """Run a bundled task with its transcript, export, rebuild from scratch, verify."""
     from synth.demo import DemoOptions, run_demo
-    from synth.verify_cmd import print_table
 
     outcome = run_demo(DemoOptions(task=task, script=agent_script),
                        Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle))
-    if json_out:
-        console.print_json({**outcome.document, "out_dir": str(outcome.out_dir)})
-    else:
-        print_table(outcome.document)
-        console.out.print(f"report: {outcome.out_dir / 'verify.md'}", markup=False)
-    raise typer.Exit(outcome.exit_code)
+    raise typer.Exit(_print_verify(outcome, json_out))
 
 
 @app.command()

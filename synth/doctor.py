@@ -28,72 +28,100 @@ class Check:
         return asdict(self)
 
 
-def run_checks(settings: Settings) -> list[Check]:
-    checks: list[Check] = []
-    engine: DockerEngine | None = None
-    try:
-        engine = DockerEngine.connect(timeout=10)
-        v = engine.version()
-        checks.append(Check(
-            "engine", "ok",
-            f"Docker {v.get('Version')} (API {v.get('ApiVersion')}) at {docker_host()}",
-        ))
-    except EngineUnavailableError as exc:
-        checks.append(Check("engine", "fail", exc.message, exc.hint))
+@dataclass(frozen=True)
+class DoctorReport:
+    """``synth doctor``'s outcome: every check, in the order they ran."""
 
-    try:
-        cli = find_build_cli(settings.docker_cli)
-        how = "docker buildx build" if cli.mode == "buildx" else "DOCKER_BUILDKIT=1 docker build"
-        checks.append(Check("buildkit_cli", "ok", f"{cli.path} {cli.client_version} via {how}"))
-    except SynthError as exc:
-        checks.append(Check("buildkit_cli", "fail", exc.message, exc.hint))
+    checks: tuple[Check, ...]
 
-    deboot = shutil.which("debootstrap") or (
-        "/usr/sbin/debootstrap" if Path("/usr/sbin/debootstrap").exists() else None
-    )
-    if deboot:
-        root = "" if os.geteuid() == 0 else " (needs root to run)"
-        checks.append(Check("debootstrap", "ok" if not root else "warn", deboot + root))
-    else:
-        checks.append(Check(
-            "debootstrap", "warn", "not installed: base images cannot be made locally",
-            "apt-get install debootstrap",
-        ))
+    @property
+    def ok(self) -> bool:
+        """No check failed (warnings are fine)."""
+        return all(c.status != "fail" for c in self.checks)
 
+    def to_json(self) -> dict[str, object]:
+        return {"ok": self.ok, "checks": [c.to_json() for c in self.checks]}
+
+
+def diagnose(settings: Settings) -> DoctorReport:
+    """Run every check (``synth doctor``), in the order they are shown."""
+    engine, engine_check = _connect()
+    checks = [engine_check, _buildkit_check(settings), _debootstrap_check()]
     if engine is not None:
-        if engine.has_gpu_runtime():
-            checks.append(Check("gpu_runtime", "ok", "NVIDIA runtime registered"))
-        else:
-            checks.append(Check(
-                "gpu_runtime", "warn",
-                "no GPU runtime on this engine: C2-C4 will be skipped in containers",
-                "Install the NVIDIA Container Toolkit, or verify GPU hosts with "
-                "`synth verify --runtime host --python PATH`.",
-            ))
-        for name in sorted(KNOWN_BASES):
-            ref = f"{name}:bookworm"
-            if engine.image_exists(ref):
-                checks.append(Check(f"base:{ref}", "ok", "present"))
-            else:
-                checks.append(Check(
-                    f"base:{ref}", "warn", "missing (made automatically when a task needs it)",
-                    f"synth base bootstrap --tag {ref}",
-                ))
-
-    if settings.ca_bundle:
-        checks.append(Check("ca_bundle", "ok", str(settings.ca_bundle)))
-    else:
-        checks.append(Check(
-            "ca_bundle", "warn",
-            "none configured: fine without an intercepting proxy (tls_in_container says)",
-            "Behind a TLS-intercepting proxy, set SYNTH_CA_BUNDLE or pass --ca-bundle "
-            "(e.g. /etc/ssl/certs/ca-certificates.crt).",
-        ))
+        checks += [_gpu_check(engine), *_base_checks(engine)]
+    checks.append(_ca_bundle_check(settings))
     if engine is not None:
         checks.append(tls_check(engine, settings))
     if settings.wheelhouse:
         checks.append(Check("wheelhouse", "ok", str(settings.wheelhouse)))
+    return DoctorReport(tuple(checks))
+
+
+def _connect() -> tuple[DockerEngine | None, Check]:
+    try:
+        engine = DockerEngine.connect(timeout=10)
+        v = engine.version()
+    except EngineUnavailableError as exc:
+        return None, Check("engine", "fail", exc.message, exc.hint)
+    return engine, Check(
+        "engine", "ok", f"Docker {v.get('Version')} (API {v.get('ApiVersion')}) at {docker_host()}",
+    )
+
+
+def _buildkit_check(settings: Settings) -> Check:
+    try:
+        cli = find_build_cli(settings.docker_cli)
+    except SynthError as exc:
+        return Check("buildkit_cli", "fail", exc.message, exc.hint)
+    how = "docker buildx build" if cli.mode == "buildx" else "DOCKER_BUILDKIT=1 docker build"
+    return Check("buildkit_cli", "ok", f"{cli.path} {cli.client_version} via {how}")
+
+
+def _debootstrap_check() -> Check:
+    deboot = shutil.which("debootstrap") or (
+        "/usr/sbin/debootstrap" if Path("/usr/sbin/debootstrap").exists() else None
+    )
+    if not deboot:
+        return Check("debootstrap", "warn", "not installed: base images cannot be made locally",
+                     "apt-get install debootstrap")
+    root = "" if os.geteuid() == 0 else " (needs root to run)"
+    return Check("debootstrap", "ok" if not root else "warn", deboot + root)
+
+
+def _gpu_check(engine: DockerEngine) -> Check:
+    if engine.has_gpu_runtime():
+        return Check("gpu_runtime", "ok", "NVIDIA runtime registered")
+    return Check(
+        "gpu_runtime", "warn",
+        "no GPU runtime on this engine: C2-C4 will be skipped in containers",
+        "Install the NVIDIA Container Toolkit, or verify GPU hosts with "
+        "`synth verify --runtime host --python PATH`.",
+    )
+
+
+def _base_checks(engine: DockerEngine) -> list[Check]:
+    checks = []
+    for name in sorted(KNOWN_BASES):
+        ref = f"{name}:bookworm"
+        if engine.image_exists(ref):
+            checks.append(Check(f"base:{ref}", "ok", "present"))
+        else:
+            checks.append(Check(
+                f"base:{ref}", "warn", "missing (made automatically when a task needs it)",
+                f"synth base bootstrap --tag {ref}",
+            ))
     return checks
+
+
+def _ca_bundle_check(settings: Settings) -> Check:
+    if settings.ca_bundle:
+        return Check("ca_bundle", "ok", str(settings.ca_bundle))
+    return Check(
+        "ca_bundle", "warn",
+        "none configured: fine without an intercepting proxy (tls_in_container says)",
+        "Behind a TLS-intercepting proxy, set SYNTH_CA_BUNDLE or pass --ca-bundle "
+        "(e.g. /etc/ssl/certs/ca-certificates.crt).",
+    )
 
 
 # ------------------------------------------------------------------ TLS in a container

@@ -8,7 +8,6 @@ place, so a reader sees the old artifact or the new one, never half of one.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from synth import __version__, publish
 from synth.atomic import dumps_json
@@ -25,10 +25,20 @@ from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.load import LoadedRun, load_run
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
-from synth.errors import ExportError
+from synth.errors import ExportError, InputFileError, NotFoundError
 from synth.model import MANIFEST_FORMAT, DistillReport
 from synth.render import reader_facts, render_artifact
-from synth.store import is_dir, is_file, sha256_file
+from synth.store import (
+    CLAIMS,
+    MANIFEST,
+    ArtifactDir,
+    RunDir,
+    is_dir,
+    is_file,
+    parse_json,
+    read_text,
+    sha256_file,
+)
 
 FORMATS = ("Dockerfile",)
 #: Never copied with the source: bytecode and tool caches differ between machines. A git
@@ -150,12 +160,10 @@ def run_wheelhouse(settings: Settings, run: LoadedRun) -> Path | None:
 
 def is_artifact_dir(path: Path) -> bool:
     """True for a folder synth exported: its manifest.json names an export format."""
-    manifest = path / "manifest.json"
-    if manifest.is_symlink() or not manifest.is_file():
-        return False
+    manifest = ArtifactDir(path).file(MANIFEST)
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = parse_json(read_text(manifest, MANIFEST), str(manifest))
+    except InputFileError:  # missing, a link, oversized, not UTF-8 or not JSON
         return False
     return isinstance(data, dict) and data.get("export_format") in FORMATS
 
@@ -191,6 +199,42 @@ def check_destination(dest: Path, run_dir: Path, *, explicit: bool, force: bool)
                           hint="--force replaces it (atomically), or give a new folder.")
 
 
+def find_export_run(settings: Settings, run_ref: str | None) -> Path:
+    """The run ``synth export RUN`` names; a miss also says how a format is named."""
+    from synth.session.rundir import find_run
+
+    try:
+        return find_run(settings, run_ref)
+    except NotFoundError as exc:
+        raise NotFoundError(exc.message, hint=f"{exc.hint} (An artifact format is named with "
+                            "--format: Dockerfile.)") from exc
+
+
+def plan_json_of(run_dir: Path, include: Sequence[str] = ()) -> str:
+    """``synth export --plan``: the plan.json document (BuildPlan + DistillReport); nothing
+    is written."""
+    from synth.render import plan_json
+
+    return plan_json(*distill(load_run(run_dir), include=include))
+
+
+@dataclass(frozen=True)
+class ArtifactParts:
+    """What goes into one artifact folder, ready to be written."""
+
+    run: LoadedRun
+    plan: BuildPlan
+    report: DistillReport
+    locks: list[Lock]
+    apt: AptSources
+    #: With ``archive``: the SOURCE_DATE_EPOCH of the SBOM, the RO-Crate and the tarball.
+    archive: bool
+    epoch: int
+    #: With ``bundle``: every file the build needs goes to ``vendor/`` (synth.bundle).
+    bundle: bool
+    settings: Settings
+
+
 def export_run(
     run_dir: Path,
     settings: Settings,
@@ -215,7 +259,7 @@ def export_run(
     ``bundle``: every file the build needs in ``vendor/`` (synth.bundle): builds offline.
     A run that is not trustworthy (not ``succeeded``, audit unverified) is refused unless
     ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact."""
-    problems = _trust_problems(run_dir, allow_incomplete)
+    problems = check_trust(run_dir, allow_incomplete=allow_incomplete)
     dest = (out_dir or run_dir / "export").absolute()
     check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
     run = load_run(run_dir)
@@ -223,59 +267,27 @@ def export_run(
     plan, report = distill(run, include=include,
                            download_hashes=_download_hashes(run) if hash_downloads else None)
     report = dataclasses.replace(report, incomplete=tuple(problems))
-    parts = _Parts(run, plan, report, _lock_all(plan, settings, run, locker), apt)
+    locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, locker)
+    parts = ArtifactParts(
+        run=run, plan=plan, report=report, locks=locks, apt=apt, archive=archive,
+        epoch=publish.source_date_epoch(run) if archive else 0, bundle=bundle,
+        settings=settings)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    warnings = [*report.warnings, *([f"claims.json is not valid, so verify's C5 will fail on "
-                                   f"it: {run.claims_error}"] if run.claims_error else [])]
-    epoch = publish.source_date_epoch(run) if archive else 0
     with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
         tmp = Path(tmp_str) / "artifact"
-        tmp.mkdir()
-        summary = _bundle(parts, settings, tmp) if bundle else None
-        _write_files(tmp, parts, summary, warnings)
-        if archive:
-            (tmp / publish.SBOM).write_text(publish.sbom_json(plan, parts.locks, epoch),
-                                            encoding="utf-8")
-        manifest = _manifest(tmp, parts, warnings, summary)
-        if archive:
-            manifest["archive"] = publish.archive_manifest(plan, epoch)
-        (tmp / "manifest.json").write_text(dumps_json(manifest), encoding="utf-8")
-        if archive:  # last: it describes every other file, the manifest included
-            (tmp / publish.RO_CRATE).write_text(publish.ro_crate_json(tmp, plan, run, epoch),
-                                                encoding="utf-8")
+        warnings, summary = assemble_artifact(tmp, parts)
         # Checked again right before the swap: the folder may have changed meanwhile.
         check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
-        if dest.exists():
-            os.replace(dest, Path(tmp_str) / "old")
-        os.replace(tmp, dest)
-    result = ExportResult(artifact_dir=dest, plan=plan, warnings=tuple(sorted(set(warnings))),
-                          bundle=summary)
-    return _with_archive(result, epoch) if archive else result
+        swap_into_place(tmp, dest, Path(tmp_str) / "old")
+    result = ExportResult(artifact_dir=dest, plan=plan, warnings=warnings, bundle=summary)
+    return write_archive(result, parts) if archive else result
 
 
-def _with_archive(result: ExportResult, epoch: int) -> ExportResult:
-    """The artifact as ``<task>-<run-id>.tar.gz`` beside it (synth.publish)."""
-    name = publish.archive_name(result.plan)
-    path = result.artifact_dir.parent / f"{name}.tar.gz"
-    digest = publish.write_archive(result.artifact_dir, path, name, epoch)
-    return dataclasses.replace(result, archive=path, archive_sha256=digest)
-
-
-@dataclass(frozen=True)
-class _Parts:
-    """What an export is made of, once distilled and locked."""
-
-    run: LoadedRun
-    plan: BuildPlan
-    report: DistillReport
-    locks: tuple[Lock, ...]
-    apt: AptSources
-
-
-def _trust_problems(run_dir: Path, allow_incomplete: bool) -> list[str]:
+def check_trust(run_dir: Path, *, allow_incomplete: bool) -> list[str]:
+    """Why the run is not one synth can vouch for; refused unless ``allow_incomplete``."""
     from synth.session.rundir import read_run, trust_problems
 
-    problems = list(trust_problems(read_run(run_dir), run_dir))
+    problems = trust_problems(read_run(run_dir), run_dir)
     if problems and not allow_incomplete:
         raise ExportError(f"{run_dir} is not a run synth can vouch for: "
                           + "; ".join(problems) + ".",
@@ -284,49 +296,82 @@ def _trust_problems(run_dir: Path, allow_incomplete: bool) -> list[str]:
     return problems
 
 
-def _lock_all(plan: BuildPlan, settings: Settings, run: LoadedRun,
-              locker: str | Locker) -> tuple[Lock, ...]:
-    wheelhouse = run_wheelhouse(settings, run)
+def lock_plan(plan: BuildPlan, wheelhouse: Path | None, ca_bundle: Path | None,
+              locker: str | Locker) -> list[Lock]:
+    """One lock per Python environment of the plan."""
     locks = []
     for env in plan.envs:
-        target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
+        target = target_for(env, plan.glibc, wheelhouse, ca_bundle)
         locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
                      else locker(env, target))
-    return tuple(locks)
+    return locks
 
 
-def _write_files(tmp: Path, parts: _Parts, summary: dict[str, object] | None,
-                 warnings: list[str]) -> None:
-    """The rendered files, the task's probes, the claims, the source and the includes."""
-    run, plan = parts.run, parts.plan
-    files = render_artifact(plan, parts.report, parts.locks, apt=parts.apt,  # plan.json too
-                            reader=reader_facts(run.info.task_file), bundle=summary)
+def assemble_artifact(
+    tmp: Path, parts: ArtifactParts
+) -> tuple[tuple[str, ...], dict[str, object] | None]:
+    """Write the whole artifact into the new folder ``tmp``; returns the export's warnings
+    and, with ``bundle``, the vendored files' summary."""
+    tmp.mkdir()
+    warnings = list(parts.report.warnings)
+    if parts.run.claims_error:
+        warnings.append(f"claims.json is not valid, so verify's C5 will fail on it: "
+                        f"{parts.run.claims_error}")
+    summary = make_bundle(tmp, parts) if parts.bundle else None
     if summary is not None and summary["needs_network"]:
         warnings.append("--bundle: these kept steps still reach the network, so the "
                         "artifact does not build offline: "
                         + "; ".join(map(str, summary["needs_network"])))  # type: ignore[call-overload]
-    for name, text in files.items():
+    files = render_artifact(parts.plan, parts.report, parts.locks, apt=parts.apt,
+                            reader=reader_facts(parts.run.info.task_file), bundle=summary)
+    for name, text in files.items():  # plan.json among them
         (tmp / name).write_text(text, encoding="utf-8")
+    warnings += copy_run_inputs(tmp, parts.run, parts.plan)
+    if parts.archive:
+        (tmp / publish.SBOM).write_text(publish.sbom_json(parts.plan, parts.locks, parts.epoch),
+                                        encoding="utf-8")
+    manifest = manifest_json(tmp, parts, warnings, summary)
+    (tmp / MANIFEST.rel).write_text(dumps_json(manifest), encoding="utf-8")
+    if parts.archive:  # last: it describes every other file, the manifest included
+        (tmp / publish.RO_CRATE).write_text(
+            publish.ro_crate_json(tmp, parts.plan, parts.run, parts.epoch), encoding="utf-8")
+    return tuple(sorted(set(warnings))), summary
+
+
+def make_bundle(tmp: Path, parts: ArtifactParts) -> dict[str, object]:
+    """``vendor/`` in ``tmp``: every .deb, wheel and download the build needs, hash-checked."""
+    from synth import bundle
+
+    return bundle.make_bundle(parts.plan, parts.locks, parts.apt, parts.settings,
+                              run_wheelhouse(parts.settings, parts.run),
+                              parts.run.info.live_image, tmp)
+
+
+def copy_run_inputs(tmp: Path, run: LoadedRun, plan: BuildPlan) -> list[str]:
+    """The task's probes, the agent's claims, the source and ``--include`` paths; returns
+    warnings."""
+    warnings = []
     # The task's probes travel with the artifact: verify needs them.
     if run.info.task_file and is_file(run.info.task_file):
         shutil.copyfile(run.info.task_file, tmp / "task.toml")
     else:
         warnings.append("task file not found: the artifact carries no task.toml probes")
     if run.claims_present:
-        shutil.copyfile(run.run_dir / "claims.json", tmp / "claims.json")
+        shutil.copyfile(RunDir(run.run_dir).file(CLAIMS), tmp / CLAIMS.rel)
     if plan.source.kind == "path" and run.repo and run.repo.path:
         _copy_tree(Path(run.repo.path), tmp / "source")
     elif plan.source.kind == "url" and run.repo and run.repo.url:
         _clone(run.repo.url, run.repo.commit, tmp / "source")
     _copy_includes(run, plan.includes, tmp)
+    return warnings
 
 
-def _manifest(tmp: Path, parts: _Parts, warnings: Sequence[str],
-              summary: dict[str, object] | None) -> dict[str, object]:
-    """``manifest.json`` of the artifact assembled in ``tmp`` (every file but itself)."""
-    run, plan, locks = parts.run, parts.plan, parts.locks
+def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
+                  summary: dict[str, object] | None = None) -> dict[str, Any]:
+    """``manifest.json`` of the artifact in ``tmp``: it hashes every file written so far."""
+    plan, run, locks = parts.plan, parts.run, parts.locks
     wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
-    manifest: dict[str, object] = {
+    manifest: dict[str, Any] = {
         "format": MANIFEST_FORMAT,
         "synth_version": __version__,
         "task": plan.task,
@@ -356,11 +401,21 @@ def _manifest(tmp: Path, parts: _Parts, warnings: Sequence[str],
     }
     if summary is not None:
         manifest["bundle"] = summary
+    if parts.archive:
+        manifest["archive"] = publish.archive_manifest(plan, parts.epoch)
     return manifest
 
 
-def _bundle(parts: _Parts, settings: Settings, tmp: Path) -> dict[str, object]:
-    from synth.bundle import make_bundle
+def swap_into_place(tmp: Path, dest: Path, old: Path) -> None:
+    """Rename the new artifact ``tmp`` to ``dest``; a previous one moves to ``old`` first."""
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(tmp, dest)
 
-    return make_bundle(parts.plan, parts.locks, parts.apt, settings,
-                       run_wheelhouse(settings, parts.run), parts.run.info.live_image, tmp)
+
+def write_archive(result: ExportResult, parts: ArtifactParts) -> ExportResult:
+    """``<task>-<run-id>.tar.gz`` beside the artifact, deterministic; its sha256."""
+    name = publish.archive_name(parts.plan)
+    path = result.artifact_dir.parent / f"{name}.tar.gz"
+    digest = publish.write_archive(result.artifact_dir, path, name, parts.epoch)
+    return dataclasses.replace(result, archive=path, archive_sha256=digest)

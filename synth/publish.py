@@ -94,13 +94,15 @@ def sbom_json(plan: BuildPlan, locks: Sequence[Lock], epoch: int) -> str:
 # -------------------------------------------------------------------------- RO-Crate
 
 def _verification(run: LoadedRun) -> dict[str, Any] | None:
-    path = run.run_dir / "verify" / "verify.json"
+    from synth.errors import SynthError
+    from synth.store import VERIFY_DOCUMENT, read_verify
+
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = read_verify(run.run_dir / "verify" / VERIFY_DOCUMENT.rel)
         decides = doc["decides"]
         return {"decides": decides, "passed": bool(doc["passed"]),
                 "highest": doc["reports"][decides].get("highest")}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (SynthError, KeyError, TypeError, AttributeError):
         return None
 
 

@@ -8,13 +8,15 @@ the size of its images where the engine answers.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synth.errors import SynthError
+from synth.config import Settings
+from synth.errors import InputFileError, SynthError
 from synth.session.rundir import effective_status, read_run
+from synth.store import VERIFY_DOCUMENT, parse_json, read_text
 
 #: A size lookup: image ref -> bytes, or None where the engine does not know it.
 SizeOf = Callable[[str], int | None]
@@ -39,9 +41,12 @@ def agent_label(agent: Mapping[str, Any] | None) -> str:
 
 def latest_verify(run_dir: Path) -> dict[str, Any] | None:
     """The run's verify.json (`synth verify RUN` writes it to <run>/verify/), if readable."""
+    path = run_dir / "verify" / VERIFY_DOCUMENT.rel
+    # Read through the store (size cap, no links, UTF-8, JSON); a report of an older
+    # synth need not match today's schema to be shown.
     try:
-        doc = json.loads((run_dir / "verify" / "verify.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = parse_json(read_text(path, VERIFY_DOCUMENT), str(path))
+    except InputFileError:
         return None
     return doc if isinstance(doc, dict) and isinstance(doc.get("reports"), dict) else None
 
@@ -110,6 +115,51 @@ def views(run_dirs: list[Path], size_of: SizeOf | None,
         except (SynthError, ValueError, TypeError, AttributeError) as exc:
             warn(f"skipped {d}: {exc}")
     return rows
+
+
+@dataclass(frozen=True)
+class RunList:
+    """``synth runs list``'s outcome: one row per run that loads, a message per skipped one."""
+
+    rows: list[dict[str, Any]]
+    skipped: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runs": self.rows, "skipped": self.skipped}
+
+
+def list_runs_view(settings: Settings, task: str | None,
+                   warn: Callable[[str], None]) -> RunList:
+    """Every recorded run (of ``task``), oldest first; ``warn`` hears of each skipped one."""
+    from synth.session.rundir import list_runs
+
+    dirs = list_runs(settings, task)
+    skipped: list[str] = []
+
+    def skip(message: str) -> None:
+        skipped.append(message)
+        warn(message)
+
+    return RunList(views(dirs, engine_sizes() if dirs else None, skip), skipped)
+
+
+@dataclass(frozen=True)
+class RunShow:
+    """``synth runs show``'s outcome: the run as rundir describes it, and its view."""
+
+    info: dict[str, Any]
+    row: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.info, "view": self.row}
+
+
+def show_run_view(settings: Settings, run_ref: str | None) -> RunShow:
+    """The run ``run_ref`` names (default the latest)."""
+    from synth.session.rundir import describe_run, find_run
+
+    run_dir = find_run(settings, run_ref)
+    return RunShow(describe_run(run_dir), view(run_dir, engine_sizes()))
 
 
 def engine_sizes() -> SizeOf | None:

@@ -290,6 +290,10 @@ class RunDir(_Folder):
 class ArtifactDir(_Folder):
     """An artifact folder made by ``synth export`` (docs/export.md)."""
 
+    def manifest_bytes(self) -> bytes:
+        """``manifest.json`` as written (size-capped, UTF-8 checked): what digests hash."""
+        return read_text(self.file(MANIFEST), MANIFEST).encode("utf-8")
+
     def manifest(self) -> model.Manifest:
         return model.Manifest.from_json(load_json(self.file(MANIFEST), MANIFEST))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import posixpath
 import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -21,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from synth.errors import NotFoundError, TaskError
+from synth.errors import NotFoundError, SynthError, TaskError, UsageError
 
 Level = Literal["C0", "C0i", "C1", "C2", "C3", "C4", "C5"]
 LEVELS: tuple[Level, ...] = ("C0", "C0i", "C1", "C2", "C3", "C4", "C5")
@@ -281,3 +282,62 @@ def _locate(text: str, loc: tuple[str, ...]) -> int:
 def discover_tasks(root: Path) -> list[Path]:
     """Every task directory under ``root`` (sorted)."""
     return sorted(p.parent for p in root.glob("*/task.toml"))
+
+
+# ------------------------------------------------------------------ synth task check
+@dataclass(frozen=True)
+class TaskCheck:
+    """One path of ``synth task check``: ``ok`` None when it is not a task (skipped)."""
+
+    path: str
+    ok: bool | None
+    name: str | None = None
+    error: str | None = None
+    skipped: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"path": self.path, "ok": self.ok}
+        for key in ("name", "error", "skipped"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+@dataclass(frozen=True)
+class TaskCheckReport:
+    """``synth task check``'s outcome: one result per path, in the order given."""
+
+    results: tuple[TaskCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not any(r.ok is False for r in self.results)
+
+    def to_json(self) -> dict[str, object]:
+        return {"ok": self.ok, "tasks": [r.to_json() for r in self.results]}
+
+
+def check_tasks(paths: list[Path]) -> TaskCheckReport:
+    """Load each task file; a path that is not a task is skipped, and none at all is an
+    error."""
+    results = []
+    for p in paths:
+        if not is_task_path(p):
+            results.append(TaskCheck(str(p), None, skipped="not a task: no task.toml"))
+            continue
+        try:
+            results.append(TaskCheck(str(p), True, name=load_task(p).name))
+        except SynthError as exc:
+            results.append(TaskCheck(str(p), False, error=exc.message))
+    if not any(r.ok is not None for r in results):
+        raise UsageError(f"No task among {', '.join(str(p) for p in paths)}.",
+                         hint="Name task directories (holding task.toml) or task.toml files.")
+    return TaskCheckReport(tuple(results))
+
+
+def is_task_path(p: Path) -> bool:
+    """A task directory or a .toml file; what else a glob like tasks/* matches is skipped.
+    A path that does not exist is kept, so that loading it says so."""
+    if p.is_dir():
+        return (p / "task.toml").is_file()
+    return not p.exists() or p.suffix == ".toml"

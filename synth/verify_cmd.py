@@ -414,7 +414,7 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
 
         say("Base image: " + check_base(engine, manifest.raw["base"],
                                         allow_mismatch=opts.allow_base_mismatch, say=say))
-    tag = rebuilt_tag(target.name, check.files, (artifact_dir / "manifest.json").read_bytes())
+    tag = rebuilt_tag(target.name, check.files, ArtifactDir(artifact_dir).manifest_bytes())
     build = rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress, opts.offline)
     say(f"Verifying the rebuilt image {tag}")
     report = _verify_image(engine, tag, replace(base, python=python,
