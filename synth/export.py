@@ -22,6 +22,7 @@ from synth.atomic import dumps_json
 from synth.base_images import base_manifest
 from synth.config import Settings
 from synth.distill.apt_source import AptSources, apt_sources
+from synth.distill.build_lock import complete_lock, local_build_requires, lock_manifest
 from synth.distill.load import LoadedRun, load_run
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
@@ -189,6 +190,13 @@ def check_destination(dest: Path, run_dir: Path, *, explicit: bool, force: bool)
                           hint="--force replaces it (atomically), or give a new folder.")
 
 
+def _source_dir(run: LoadedRun, plan: BuildPlan) -> Path | None:
+    """The host folder the artifact's ``source/`` is copied from, where it is one."""
+    if plan.source.kind == "path" and run.repo and run.repo.path:
+        return Path(run.repo.path)
+    return None
+
+
 def export_run(
     run_dir: Path,
     settings: Settings,
@@ -230,8 +238,11 @@ def export_run(
     locks = []
     for env in plan.envs:
         target = target_for(env, plan.glibc, wheelhouse, settings.ca_bundle)
-        locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
-                     else locker(env, target))
+        if isinstance(locker, str):
+            local = local_build_requires(plan, env, _source_dir(run, plan))
+            locks.append(complete_lock(lock_env(env, target, locker=locker), target, local))
+        else:
+            locks.append(locker(env, target))
     files = render_artifact(plan, locks, apt=apt, reader=reader_facts(run.info.task_file))
     dest.parent.mkdir(parents=True, exist_ok=True)
     warnings = list(plan.warnings)
@@ -274,8 +285,7 @@ def export_run(
                                   run.info.base_rootfs, run.info.base_repo_digests,
                                   run.info.base_labels),
             "python": plan.python,
-            "locks": {lk.env.lock_file: {"python": lk.env.python, "pins": len(lk.pins),
-                                         "locker": lk.locker} for lk in locks},
+            "locks": {lk.env.lock_file: lock_manifest(lk) for lk in locks},
             "wheelhouse_required": bool(wheel_files),
             "wheel_files": wheel_files,
             "probes": "task.toml" if (tmp / "task.toml").is_file() else None,

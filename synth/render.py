@@ -8,11 +8,12 @@ command in each header.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import posixpath
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,12 @@ def json_argv(argv: Sequence[str]) -> str:
 
 
 APT_DEBS_DIR = "/tmp/synth/debs"
+#: The CA bundle as an optional BuildKit secret, and the variables that make pip, uv,
+#: requests and git use it (never baked into a layer: docs/security.md).
+CA_MOUNT = "--mount=type=secret,id=cacert,required=false"
+CA_ENV = ("if [ -f /run/secrets/cacert ]; then export PIP_CERT=/run/secrets/cacert "
+          "SSL_CERT_FILE=/run/secrets/cacert REQUESTS_CA_BUNDLE=/run/secrets/cacert "
+          "GIT_SSL_CAINFO=/run/secrets/cacert; fi")
 
 
 def render_apt_lock(plan: BuildPlan) -> str:
@@ -247,6 +254,10 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
         ("apt.lock", "Debian packages: name=version, architecture, sha256, size, source URL"),
     ]
     files += [(lk.env.lock_file, f"pins with sha256 hashes for {lk.env.python}") for lk in locks]
+    files += [(lk.build_file, f"hashed build requirements of what is built from source for "
+                              f"{lk.env.python}") for lk in locks if lk.build]
+    if any(lk.installer for lk in locks):
+        files.append(("installer.lock", "the uv that installs the locks, pinned with its hashes"))
     files += [
         ("manifest.json", "sha256 of every file and of the run inputs; base image identity"),
         ("export-report.md", "what was kept, folded, dropped (with reasons) and unexplained"),
@@ -268,8 +279,13 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
 def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
                     locker_command: str = "uv pip compile --generate-hashes --no-deps",
                     apt: AptSources | None = None,
-                    reader: ReaderFacts | None = None) -> dict[str, str]:
-    """Every generated text file of the artifact (not the manifest), by name."""
+                    reader: ReaderFacts | None = None,
+                    py_source: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every generated text file of the artifact (not the manifest), by name.
+
+    ``py_source``: where the Python install takes packages from: ``{"kind": "index"}`` (the
+    default: the lock's indexes) or ``{"kind": "vendor", "source": FOLDER-IN-CONTEXT,
+    "dir": PATH-IN-BUILD}`` (a folder of wheels and sdists, no network)."""
     env = environment()
     apt = apt or apt_sources(None, plan.apt.timestamp)
     wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
@@ -292,6 +308,10 @@ def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
         "files": artifact_files_description(plan, locks),
         "apt_sources": apt,
         "apt_debs_dir": APT_DEBS_DIR,
+        "py_source": py_source or {"kind": "index"},
+        "native_build": native_build_constraints(plan, locks),
+        "ca_secret_mount": CA_MOUNT,
+        "ca_secret_env": CA_ENV,
     }
     files = {
         "Dockerfile": env.get_template("Dockerfile.j2").render(ctx),
@@ -311,7 +331,64 @@ def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
             f"Locked with: {locker_command if lk.locker == 'uv' else 'pip-compile'}",
         ]
         files[lk.env.lock_file] = render_lock(lk, header)
+        if lk.build:
+            files[lk.build_file] = render_build_lock(lk, plan)
+    installer = next((lk for lk in locks if lk.installer), None)
+    if installer is not None:
+        files["installer.lock"] = render_installer_lock(installer, plan)
     return files
+
+
+def native_build_constraints(plan: BuildPlan,
+                             locks: Sequence[Lock]) -> dict[str, dict[str, str]]:
+    """For each isolated local build (a native step that builds a project with build
+    isolation), the build constraints it takes: pip reads the pins of the environment's
+    ``build-constraints.lock`` through ``PIP_CONSTRAINT`` (versions: pip turns hash
+    checking on for the whole install when a constraint has a hash), uv reads the hashed
+    file through ``UV_BUILD_CONSTRAINT``."""
+    out: dict[str, dict[str, str]] = {}
+    for step in plan.native:
+        if not (step.network and step.tool.endswith("-local")):
+            continue
+        lk = next((lk for lk in locks if lk.build
+                   and tuple(step.argv[:len(lk.env.pip)]) == lk.env.pip), None)
+        if lk is None:
+            continue
+        if step.tool.startswith("uv"):
+            out[step.ref] = {"file": lk.build_file, "var": "UV_BUILD_CONSTRAINT",
+                             "value": f"/tmp/synth/{lk.build_file}"}
+        else:
+            out[step.ref] = {"file": lk.build_file, "var": "PIP_CONSTRAINT",
+                             "value": "/tmp/synth/pip-build-constraints.txt"}
+    return out
+
+
+def render_installer_lock(lock: Lock, plan: BuildPlan) -> str:
+    """uv's pin with its hashes: what the image installs its locks with."""
+    assert lock.installer is not None
+    pin = lock.installer
+    header = [
+        f"installer.lock (task {plan.task}): the uv that installs the Python locks, at the "
+        "version that locked them;",
+        "installed with pip --require-hashes --no-deps into a throwaway folder of the build.",
+        f"Regenerate: {plan.regenerate_command}",
+    ]
+    env = dataclasses.replace(lock.env, find_links=())
+    return render_lock(Lock(env=env, pins=(pin,), locker=lock.locker), header)
+
+
+def render_build_lock(lock: Lock, plan: BuildPlan) -> str:
+    """The build constraints: hashed pins of every build requirement of the lock's sdists
+    and of the isolated local builds (uv: --build-constraints --require-build-hashes)."""
+    header = [
+        f"{lock.build_file} for {lock.env.python} (task {plan.task}): the build "
+        "requirements of what the rebuild builds from source,",
+        "pinned with sha256 hashes (the lock's own versions where it has them); "
+        "uv --build-constraints --require-build-hashes.",
+        f"Sdists: {', '.join(lock.sdists) or 'none'} (isolated local builds use this file too).",
+        f"Regenerate: {plan.regenerate_command}",
+    ]
+    return render_lock(Lock(env=lock.env, pins=lock.build, locker=lock.locker), header)
 
 
 def plan_json(plan: BuildPlan) -> str:
