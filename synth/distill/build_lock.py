@@ -221,8 +221,9 @@ def local_build_requires(plan: BuildPlan, env: PythonEnvPlan,
     reqs: list[str] = []
     dest = plan.source.dest.rstrip("/")
     for step in plan.native:
-        if not (step.network and step.tool.endswith("-local")
-                and tuple(step.argv[:len(env.pip)]) == env.pip):
+        runs_in_env = tuple(step.argv[:len(env.pip)]) == env.pip or (
+            step.argv and step.argv[0].rsplit("/", 1)[-1] == "uv" and env.python in step.argv)
+        if not (step.network and step.tool.endswith("-local") and runs_in_env):
             continue
         path = step.argv[-1]
         if source_dir is None or not (path == dest or path.startswith(dest + "/")):
