@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -105,6 +107,7 @@ def _limit_context(artifact: Path, ctx: Path, settings: Settings, warm: bool) ->
         ctx / "wheelhouse").is_dir() else ""
     cache = ("--mount=type=cache,id=synth-bench-uv,target=/root/.cache/uv "
              if warm else "")
+    (ctx / "Dockerfile").unlink()  # a hard link to the artifact's own: replace, not edit
     (ctx / "Dockerfile").write_text(
         f"FROM {base}\n"
         "RUN --mount=type=secret,id=cacert,required=false "
@@ -138,15 +141,24 @@ def _artifact_build(artifact: Path, tag: str, settings: Settings) -> tuple[float
     return time.perf_counter() - t, log.read_text(encoding="utf-8", errors="replace")
 
 
-def _naive_context(run_dir: Path, artifact: Path, ctx: Path) -> int:
+def _naive_context(run_dir: Path, artifact: Path, ctx: Path, settings: Settings) -> int:
+    """The transcript replay, with the run's wheelhouse mounted where the run had it."""
+    from synth.config import CONTAINER_WHEELHOUSE
+
     dockerfile, n = naive_dockerfile(run_dir)
     ctx.mkdir(parents=True)
+    if settings.wheelhouse is not None and settings.wheelhouse.is_dir():
+        shutil.copytree(settings.wheelhouse, ctx / "wheelhouse", copy_function=os.link)
+        dockerfile = dockerfile.replace(
+            "RUN --mount=type=secret", "RUN --mount=type=bind,source=wheelhouse,target="
+            f"{CONTAINER_WHEELHOUSE} --mount=type=secret")
     (ctx / "Dockerfile").write_text(dockerfile)
     shutil.copytree(artifact / "source", ctx / "source")
     return n
 
 
-def bench(run_dir: Path, settings: Settings) -> dict[str, Any]:
+def bench(run_dir: Path, settings: Settings, only: Sequence[str] = ()) -> dict[str, Any]:
+    """Every build (or those named in ``only``), one after the other; the figures."""
     from synth.engine.docker import DockerEngine
     from synth.export import export_run
 
@@ -168,24 +180,24 @@ def bench(run_dir: Path, settings: Settings) -> dict[str, Any]:
         for name in ("synth-uv", "synth-pip"):
             builds.append((name, lambda a=arts[name], n=name: _artifact_build(
                 a, f"synth-bench/{n}", settings)))
-        n_lines = _naive_context(run_dir, arts["synth-uv"], tmp / "naive")
+        n_lines = _naive_context(run_dir, arts["synth-uv"], tmp / "naive", settings)
         builds.append(("naive", lambda: _build(tmp / "naive", "synth-bench/naive", settings)))
         for name, fn in builds:
+            if only and name not in only and not (name == "limit-fill" and "limit-warm" in only):
+                continue
             seconds, log = fn()
             tag = f"synth-bench/{name}"
             rows[name] = {"build_s": round(seconds, 1), "python_install_s": install_seconds(log),
                           "image_mb": round(engine.image_inspect(tag)["Size"] / 1e6)}
             engine.remove_image(tag)
             print(json.dumps({"build": name, **rows[name]}), flush=True)
-    rows.pop("limit-fill")
+    rows.pop("limit-fill", None)
     return {"run": str(run_dir), "date": datetime.now(UTC).strftime("%Y-%m-%d"),
             "machine": f"{platform.machine()}, {_cores()} cores", "lock_pins": lock_pins,
             "naive_run_lines": n_lines, "builds": rows}
 
 
 def _cores() -> int:
-    import os
-
     return len(os.sched_getaffinity(0))
 
 
@@ -195,12 +207,14 @@ def main() -> None:
     ap.add_argument("--task", help="a bundled task to run first (instead of --run)")
     ap.add_argument("--transcript", default="good.sh")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--only", default="", help="comma-separated builds to run (default: all "
+                    "of limit-cold, limit-warm, synth-uv, synth-pip, naive)")
     args = ap.parse_args()
     settings = Settings.load()
     if args.run is None and args.task is None:
         ap.error("give --run RUN_DIR or --task TASK")
     run_dir = args.run or make_run(args.task, args.transcript, settings)
-    result = bench(run_dir, settings)
+    result = bench(run_dir, settings, [b for b in args.only.split(",") if b])
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:
