@@ -15,6 +15,7 @@ run give byte-identical bundles.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -170,12 +171,19 @@ def _pip_download(lock: Lock, glibc: str | None, settings: Settings, into: Path)
                           hint="Is the index reachable (--ca-bundle behind a proxy)?")
 
 
+def _with_build_inputs(lock: Lock) -> Lock:
+    """The lock with the uv that installs it (installer.lock) and its build constraints:
+    the build needs their files too."""
+    extra = ((lock.installer,) if lock.installer else ()) + lock.build
+    return dataclasses.replace(lock, pins=(*lock.pins, *extra)) if extra else lock
+
+
 def vendor_python(locks: Sequence[Lock], glibc: str | None, settings: Settings,
                   wheelhouse: Path | None, dest: Path) -> list[BundleFile]:
     """Every pinned distribution's file under ``dest/vendor/wheels/``, each hash-checked."""
     files: dict[str, BundleFile] = {}
     local = {f.name: f for fs in wheelhouse_files(wheelhouse).values() for f in fs}
-    for lock in locks:
+    for lock in map(_with_build_inputs, locks):
         allowed = {h for p in lock.pins for h in p.hashes}
         with tempfile.TemporaryDirectory(prefix="synth-bundle-") as tmp:
             _pip_download(lock, glibc, settings, Path(tmp))
@@ -226,16 +234,22 @@ def vendor_downloads(plan: BuildPlan, live_image: str | None, dest: Path) -> lis
     return sorted(out, key=lambda f: f.path)
 
 
-def online_steps(plan: BuildPlan) -> list[NativeStep]:
-    """Kept steps that still reach the network in a bundled build (no vendored input)."""
-    return [s for s in plan.native if s.network and not s.check_sha256]
+def online_steps(plan: BuildPlan, locks: Sequence[Lock] = ()) -> list[NativeStep]:
+    """Kept steps that still reach the network in a bundled build: no vendored input. An
+    isolated local build whose build requirements are locked (build-constraints.lock,
+    vendored) installs them from ``vendor/wheels`` instead."""
+    from synth.render import native_build_constraints
+
+    local = native_build_constraints(plan, locks)
+    return [s for s in plan.native if s.network and not s.check_sha256 and s.ref not in local]
 
 
-def summary(files: Sequence[BundleFile], plan: BuildPlan) -> dict[str, object]:
+def summary(files: Sequence[BundleFile], plan: BuildPlan,
+            locks: Sequence[Lock] = ()) -> dict[str, object]:
     """The bundle in the report and the manifest: size, breakdown by kind, offline or not."""
     by_kind = {k: {"files": sum(1 for f in files if f.kind == k),
                    "bytes": sum(f.size for f in files if f.kind == k)} for k in KINDS}
-    online = online_steps(plan)
+    online = online_steps(plan, locks)
     return {"dir": VENDOR, "files": len(files), "bytes": sum(f.size for f in files),
             "by_kind": by_kind, "offline": not online,
             "needs_network": [f"{s.ref}: {s.tool}" for s in online]}
@@ -248,7 +262,7 @@ def make_bundle(plan: BuildPlan, locks: Sequence[Lock], apt: AptSources, setting
     files = [*vendor_debs(plan, apt, settings, dest),
              *vendor_python(locks, plan.glibc, settings, wheelhouse, dest),
              *vendor_downloads(plan, live_image, dest)]
-    return summary(files, plan)
+    return summary(files, plan, locks)
 
 
 def human_size(n: int) -> str:

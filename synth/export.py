@@ -22,6 +22,7 @@ from synth.atomic import dumps_json
 from synth.base_images import base_manifest
 from synth.config import Settings
 from synth.distill.apt_source import AptSources, apt_sources
+from synth.distill.build_lock import complete_lock, local_build_requires, lock_manifest
 from synth.distill.load import LoadedRun, load_run
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
@@ -267,7 +268,8 @@ def export_run(
     plan, report = distill(run, include=include,
                            download_hashes=_download_hashes(run) if hash_downloads else None)
     report = dataclasses.replace(report, incomplete=tuple(problems))
-    locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, locker)
+    locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, locker,
+                      _source_dir(run, plan))
     parts = ArtifactParts(
         run=run, plan=plan, report=report, locks=locks, apt=apt, archive=archive,
         epoch=publish.source_date_epoch(run) if archive else 0, bundle=bundle,
@@ -297,14 +299,25 @@ def check_trust(run_dir: Path, *, allow_incomplete: bool) -> list[str]:
 
 
 def lock_plan(plan: BuildPlan, wheelhouse: Path | None, ca_bundle: Path | None,
-              locker: str | Locker) -> list[Lock]:
-    """One lock per Python environment of the plan."""
+              locker: str | Locker, source_dir: Path | None = None) -> list[Lock]:
+    """One lock per Python environment of the plan, each with the uv that installs it and
+    the build requirements of what it builds from source (synth.distill.build_lock)."""
     locks = []
     for env in plan.envs:
         target = target_for(env, plan.glibc, wheelhouse, ca_bundle)
-        locks.append(lock_env(env, target, locker=locker) if isinstance(locker, str)
-                     else locker(env, target))
+        if isinstance(locker, str):
+            local = local_build_requires(plan, env, source_dir)
+            locks.append(complete_lock(lock_env(env, target, locker=locker), target, local))
+        else:
+            locks.append(locker(env, target))
     return locks
+
+
+def _source_dir(run: LoadedRun, plan: BuildPlan) -> Path | None:
+    """The host folder the artifact's ``source/`` is copied from, where it is one."""
+    if plan.source.kind == "path" and run.repo and run.repo.path:
+        return Path(run.repo.path)
+    return None
 
 
 def assemble_artifact(
@@ -384,8 +397,7 @@ def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
                               run.info.base_rootfs, run.info.base_repo_digests,
                               run.info.base_labels),
         "python": plan.python,
-        "locks": {lk.env.lock_file: {"python": lk.env.python, "pins": len(lk.pins),
-                                     "locker": lk.locker} for lk in locks},
+        "locks": {lk.env.lock_file: lock_manifest(lk) for lk in locks},
         # A bundle carries the wheelhouse wheels in vendor/wheels.
         "wheelhouse_required": bool(wheel_files) and summary is None,
         "wheel_files": wheel_files,

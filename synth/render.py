@@ -8,11 +8,12 @@ command in each header.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import posixpath
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,6 +188,12 @@ def json_argv(argv: Sequence[str]) -> str:
 
 
 APT_DEBS_DIR = "/tmp/synth/debs"
+#: The CA bundle as an optional BuildKit secret, and the variables that make pip, uv,
+#: requests and git use it (never baked into a layer: docs/security.md).
+CA_MOUNT = "--mount=type=secret,id=cacert,required=false"
+CA_ENV = ("if [ -f /run/secrets/cacert ]; then export PIP_CERT=/run/secrets/cacert "
+          "SSL_CERT_FILE=/run/secrets/cacert REQUESTS_CA_BUNDLE=/run/secrets/cacert "
+          "GIT_SSL_CAINFO=/run/secrets/cacert; fi")
 
 
 def render_apt_lock(plan: BuildPlan) -> str:
@@ -251,6 +258,10 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock],
         ("apt.lock", "Debian packages: name=version, architecture, sha256, size, source URL"),
     ]
     files += [(lk.env.lock_file, f"pins with sha256 hashes for {lk.env.python}") for lk in locks]
+    files += [(lk.build_file, f"hashed build requirements of what is built from source for "
+                              f"{lk.env.python}") for lk in locks if lk.build]
+    if any(lk.installer for lk in locks):
+        files.append(("installer.lock", "the uv that installs the locks, pinned with its hashes"))
     files += [
         ("manifest.json", "sha256 of every file and of the run inputs; base image identity"),
         ("export-report.md", "what was kept, folded, dropped (with reasons) and unexplained"),
@@ -277,17 +288,55 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
                     locker_command: str = "uv pip compile --generate-hashes --no-deps",
                     apt: AptSources | None = None,
                     reader: ReaderFacts | None = None,
-                    bundle: dict[str, Any] | None = None) -> dict[str, str]:
+                    bundle: dict[str, Any] | None = None,
+                    py_source: Mapping[str, str] | None = None) -> dict[str, str]:
     """Every generated text file of the artifact (not the manifest), by name.
 
     ``bundle``: the vendored files' summary (synth.bundle) for ``export --bundle``: the
-    Dockerfile then installs from ``vendor/`` only, with no network."""
-    from synth.bundle import BUILD_VENDOR, describe
+    Dockerfile then installs from ``vendor/`` only, with no network. ``py_source``: where
+    the Python install takes packages from: ``{"kind": "index"}`` (the default: the lock's
+    indexes) or ``{"kind": "vendor", "source": FOLDER-IN-CONTEXT, "dir": PATH-IN-BUILD}``
+    (a folder of wheels and sdists, no network; the bundle's ``vendor/wheels``)."""
     env = environment()
     apt = apt or apt_sources(None, plan.apt.timestamp)
+    ctx = _context(plan, report, locks, apt, reader or ReaderFacts(), bundle, py_source)
+    files = {
+        "Dockerfile": env.get_template("Dockerfile.j2").render(ctx),
+        "README.md": env.get_template("README.md.j2").render(ctx),
+        "CITATION.cff": env.get_template("CITATION.cff.j2").render(ctx),
+        "export-report.md": env.get_template("export-report.md.j2").render(ctx),
+        "export-report.json": dumps_json(report_json(plan, report, bundle)),
+        PLAN_FILE: plan_json(plan, report),
+        "apt.lock": render_apt_lock(plan),
+    }
+    if plan.apt.debs:
+        files["apt-fetch.sh"] = env.get_template("apt-fetch.sh.j2").render(ctx)
+    for lk in locks:
+        header = [
+            f"{lk.env.lock_file} for {lk.env.python} (task {plan.task}): exact pins with "
+            "sha256 hashes; install with --require-hashes --no-deps.",
+            f"Regenerate: {plan.regenerate_command}",
+            f"Locked with: {locker_command if lk.locker == 'uv' else 'pip-compile'}",
+        ]
+        files[lk.env.lock_file] = render_lock(lk, header)
+        if lk.build:
+            files[lk.build_file] = render_build_lock(lk, plan)
+    installer = next((lk for lk in locks if lk.installer), None)
+    if installer is not None:
+        files["installer.lock"] = render_installer_lock(installer, plan)
+    return files
+
+
+def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt: AptSources,
+             reader: ReaderFacts, bundle: dict[str, Any] | None,
+             py_source: Mapping[str, str] | None) -> dict[str, Any]:
+    """What the templates see."""
+    from synth.bundle import BUILD_VENDOR, describe
+
+    if py_source is None and bundle is not None:
+        py_source = {"kind": "vendor", "source": "vendor/wheels", "dir": f"{BUILD_VENDOR}/wheels"}
     wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
-    reader = reader or ReaderFacts()
-    ctx: dict[str, Any] = {
+    return {
         "reader": reader,
         "cuda": uses_cuda(locks),
         "base_recipe": base_recipe(plan),
@@ -309,27 +358,66 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
         "bundle": bundle,
         "bundle_line": describe(bundle) if bundle else "",
         "vendor_dir": BUILD_VENDOR,
+        "py_source": py_source or {"kind": "index"},
+        "native_build": native_build_constraints(plan, locks),
+        # An isolated local build of a bundle takes its build requirements from the vendor.
+        "offline_env": {"PIP_CONSTRAINT": "PIP_NO_INDEX=1 PIP_FIND_LINKS=",
+                        "UV_BUILD_CONSTRAINT": "UV_OFFLINE=1 UV_NO_INDEX=1 UV_FIND_LINKS="},
+        "ca_secret_mount": CA_MOUNT,
+        "ca_secret_env": CA_ENV,
     }
-    files = {
-        "Dockerfile": env.get_template("Dockerfile.j2").render(ctx),
-        "README.md": env.get_template("README.md.j2").render(ctx),
-        "CITATION.cff": env.get_template("CITATION.cff.j2").render(ctx),
-        "export-report.md": env.get_template("export-report.md.j2").render(ctx),
-        "export-report.json": dumps_json(report_json(plan, report, bundle)),
-        PLAN_FILE: plan_json(plan, report),
-        "apt.lock": render_apt_lock(plan),
-    }
-    if plan.apt.debs:
-        files["apt-fetch.sh"] = env.get_template("apt-fetch.sh.j2").render(ctx)
-    for lk in locks:
-        header = [
-            f"{lk.env.lock_file} for {lk.env.python} (task {plan.task}): exact pins with "
-            "sha256 hashes; install with --require-hashes --no-deps.",
-            f"Regenerate: {plan.regenerate_command}",
-            f"Locked with: {locker_command if lk.locker == 'uv' else 'pip-compile'}",
-        ]
-        files[lk.env.lock_file] = render_lock(lk, header)
-    return files
+
+
+def native_build_constraints(plan: BuildPlan,
+                             locks: Sequence[Lock]) -> dict[str, dict[str, str]]:
+    """For each isolated local build (a native step that builds a project with build
+    isolation), the build constraints it takes: a step run by the environment's pip reads
+    the pins of the environment's ``build-constraints.lock`` through ``PIP_CONSTRAINT``
+    (versions only: pip turns hash checking on for the whole install when a constraint has
+    a hash), a step run by uv reads the hashed file through ``UV_BUILD_CONSTRAINT``."""
+    out: dict[str, dict[str, str]] = {}
+    for step in plan.native:
+        if not (step.network and step.tool.endswith("-local")):
+            continue
+        for lk in (lk for lk in locks if lk.build):
+            if tuple(step.argv[:len(lk.env.pip)]) == lk.env.pip:
+                out[step.ref] = {"file": lk.build_file, "var": "PIP_CONSTRAINT",
+                                 "value": "/tmp/synth/pip-build-constraints.txt"}
+            elif step.argv and posixpath.basename(step.argv[0]) == "uv":
+                out[step.ref] = {"file": lk.build_file, "var": "UV_BUILD_CONSTRAINT",
+                                 "value": f"/tmp/synth/{lk.build_file}"}
+            else:
+                continue
+            break
+    return out
+
+
+def render_installer_lock(lock: Lock, plan: BuildPlan) -> str:
+    """uv's pin with its hashes: what the image installs its locks with."""
+    assert lock.installer is not None
+    pin = lock.installer
+    header = [
+        f"installer.lock (task {plan.task}): the uv that installs the Python locks, at the "
+        "version that locked them;",
+        "installed with pip --require-hashes --no-deps into a throwaway folder of the build.",
+        f"Regenerate: {plan.regenerate_command}",
+    ]
+    env = dataclasses.replace(lock.env, find_links=())
+    return render_lock(Lock(env=env, pins=(pin,), locker=lock.locker), header)
+
+
+def render_build_lock(lock: Lock, plan: BuildPlan) -> str:
+    """The build constraints: hashed pins of every build requirement of the lock's sdists
+    and of the isolated local builds (uv: --build-constraints --require-build-hashes)."""
+    header = [
+        f"{lock.build_file} for {lock.env.python} (task {plan.task}): the build "
+        "requirements of what the rebuild builds from source,",
+        "pinned with sha256 hashes (the lock's own versions where it has them); "
+        "uv --build-constraints --require-build-hashes.",
+        f"Sdists: {', '.join(lock.sdists) or 'none'} (isolated local builds use this file too).",
+        f"Regenerate: {plan.regenerate_command}",
+    ]
+    return render_lock(Lock(env=lock.env, pins=lock.build, locker=lock.locker), header)
 
 
 def plan_json(plan: BuildPlan, report: DistillReport) -> str:

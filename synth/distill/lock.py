@@ -51,10 +51,23 @@ class Lock:
     env: PythonEnvPlan
     pins: tuple[LockedPin, ...]
     locker: str
+    #: The uv the image installs this lock with (``installer.lock``); None: no uv pin known.
+    installer: LockedPin | None = None
+    #: Build requirements of what the rebuild builds from source (``build_file``).
+    build: tuple[LockedPin, ...] = ()
+    #: Canonical names of the pins with no wheel for the image (built from their sdist).
+    sdists: tuple[str, ...] = ()
 
     @property
     def wheel_files(self) -> tuple[str, ...]:
         return tuple(sorted({f for p in self.pins for f in p.wheel_files}))
+
+    @property
+    def build_file(self) -> str:
+        """``build-constraints.lock`` beside ``requirements.lock`` (a second environment's
+        ``requirements-usr.lock`` gets ``build-constraints-usr.lock``)."""
+        stem = self.env.lock_file.removesuffix(".lock").removeprefix("requirements")
+        return f"build-constraints{stem}.lock"
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,9 @@ def test_the_bundle_holds_every_file_and_the_dockerfile_needs_no_network(
     vendor = sorted(p for p in _files(art) if p.startswith("vendor/"))
     assert vendor == ["vendor/debs/gcc_12.2.0-3_amd64.deb", "vendor/debs/hello_2.10-3_amd64.deb",
                       "vendor/wheels/numpy-2.3.5-py3-none-any.whl",
-                      "vendor/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"]
+                      "vendor/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+                      # the hash-pinned uv that installs the lock (installer.lock) travels too
+                      "vendor/wheels/uv-0.13.9-py3-none-any.whl"]
     df = (art / "Dockerfile").read_text()
     assert "--mount=type=bind,source=vendor/debs,target=/synth/vendor/debs" in df
     assert "apt-fetch.sh /tmp/synth/apt.lock /tmp/synth/debs /synth/vendor/debs" in df
@@ -102,10 +104,10 @@ def test_the_bundle_holds_every_file_and_the_dockerfile_needs_no_network(
     assert manifest["wheelhouse_required"] is False  # the wheelhouse wheel travels inside
     assert manifest["files"]["vendor/debs/gcc_12.2.0-3_amd64.deb"] == DEBS["gcc"]["sha256"]
     b = manifest["bundle"]
-    assert b["offline"] is True and b["needs_network"] == [] and b["files"] == 4
+    assert b["offline"] is True and b["needs_network"] == [] and b["files"] == 5
     assert b["by_kind"]["deb"] == {"files": 2, "bytes": sum(
         len(d["filename"]) for d in DEBS.values())}
-    assert b["by_kind"]["wheel"]["files"] == 2 and b["by_kind"]["sdist"]["files"] == 0
+    assert b["by_kind"]["wheel"]["files"] == 3 and b["by_kind"]["sdist"]["files"] == 0
     assert b["bytes"] == sum(len(v) for k, v in _files(art).items() if k.startswith("vendor/"))
     report = json.loads((art / "export-report.json").read_text())
     assert report["bundle"] == b
@@ -115,7 +117,7 @@ def test_the_bundle_holds_every_file_and_the_dockerfile_needs_no_network(
     broken = {**manifest, "bundle": {**b, "by_kind": {"deb": {"files": "2"}}}}
     assert validate(broken, "manifest")  # the schema does describe the bundle
     md = (art / "export-report.md").read_text()
-    assert "## Bundle (export --bundle)" in md and f"| all | 4 | {b['bytes']} |" in md
+    assert "## Bundle (export --bundle)" in md and f"| all | 5 | {b['bytes']} |" in md
     assert "--network none" in (art / "README.md").read_text()
 
 

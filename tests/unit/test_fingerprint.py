@@ -118,6 +118,11 @@ def test_digest_ignores_installer_bookkeeping(env_dirs: tuple[Path, Path]) -> No
     meta = site / "numpy-1.26.4.dist-info"
     (meta / "INSTALLER").write_text("uv\n")
     (meta / "REQUESTED").write_text("")
+    (meta / "uv_build.json").write_text("{}")  # uv's build record of an sdist it built
+    (meta / "uv_cache.json").write_text("{}")  # uv's cache key of a wheelhouse file
+    with (meta / "RECORD").open("a") as fh:
+        fh.write("numpy-1.26.4.dist-info/uv_build.json,,\n"
+                 "numpy-1.26.4.dist-info/uv_cache.json,,\n")
     after_data = run_probe(site, work)
     after = {d["name"]: d["digest"] for d in after_data["distributions"]}
     assert before == after

@@ -31,7 +31,9 @@ def fake_locker(env: PythonEnvPlan, target: LockTarget) -> Lock:
         files = (f"{name}-{version}-cp311-cp311-manylinux_2_28_x86_64.whl",) if "+" in version \
             else ()
         pins.append(LockedPin(name=name, version=version, hashes=(digest,), wheel_files=files))
-    return Lock(env=env, pins=tuple(pins), locker="uv")
+    uv = LockedPin(name="uv", version="0.13.9",
+                   hashes=(hashlib.sha256(b"uv==0.13.9").hexdigest(),))
+    return Lock(env=env, pins=tuple(pins), locker="uv", installer=uv)
 
 
 def _task(tmp: Path) -> Path:

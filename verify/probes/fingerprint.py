@@ -39,8 +39,10 @@ import time
 FORMAT = 1
 BUF = 1 << 20
 # Files every installer writes differently (or not at all): not part of the content.
+# uv_build.json: uv's record of the settings it built an sdist with; uv_cache.json: its
+# record of a local file's (find-links, path) cache key. pip writes neither.
 BOOKKEEPING = frozenset(["RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "RECORD.jws",
-                         "RECORD.p7s"])
+                         "RECORD.p7s", "uv_build.json", "uv_cache.json"])
 META_SUFFIXES = (".dist-info", ".egg-info")
 
 _stats = {"files_hashed": 0, "bytes_hashed": 0}

@@ -1,0 +1,225 @@
+"""Rebuild benchmark: a real artifact's rebuild against the physical limit and the naive replay.
+
+    .venv/bin/python bench/rebuild.py --task mixed-frameworks          # runs good.sh first
+    .venv/bin/python bench/rebuild.py --run RUN_DIR [--json OUT.json]
+
+Needs Docker (BuildKit), the package index, and for wheelhouse tasks SYNTH_WHEELHOUSE; behind
+a TLS proxy SYNTH_CA_BUNDLE. Every build is ``--no-cache`` from the same base image with the
+same CA secret, one after the other, and removed afterwards:
+
+- ``limit-cold``: the physical limit — a venv and one ``uv pip install --require-hashes
+  --no-deps`` of the artifact's ``requirements.lock`` with a uv binary mounted from the host,
+  no cache: downloading and unpacking the locked set once, nothing else.
+- ``limit-warm``: the same with uv's cache in a BuildKit cache mount filled by one earlier
+  build: unpacking (and linking) only, no download.
+- ``synth-uv``: the artifact as ``synth export`` writes it (apt, the hash-pinned uv installing
+  the lock, source, native builds).
+- ``synth-pip``: the same artifact with the lock installed by the environment's pip
+  (``pip install --require-hashes --no-deps``), synth's install before uv.
+- ``naive``: the raw transcript replayed, every audited ``bash -c`` command one ``RUN`` in
+  order (``bench/bench_verify.py``'s replay).
+
+For each build it prints the wall time, the time of the step that installs the Python lock
+(from BuildKit's ``#N DONE 12.3s`` lines) and the image size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_verify import naive_dockerfile  # noqa: E402
+
+from synth.config import Settings  # noqa: E402
+
+_STEP = re.compile(r"^#(\d+) \[[^\]]*\] (.*)$")
+_DONE = re.compile(r"^#(\d+) DONE (\d+(?:\.\d+)?)s")
+
+
+def step_times(log: str) -> list[tuple[str, float]]:
+    """(step text, seconds) of each BuildKit step in a ``--progress=plain`` log."""
+    titles: dict[str, str] = {}
+    out: list[tuple[str, float]] = []
+    for line in log.splitlines():
+        m = _STEP.match(line)
+        if m and m.group(1) not in titles:
+            titles[m.group(1)] = m.group(2)
+            continue
+        d = _DONE.match(line)
+        if d and d.group(1) in titles:
+            out.append((titles[d.group(1)], float(d.group(2))))
+    return out
+
+
+def install_seconds(log: str) -> float | None:
+    """Seconds of the step(s) that install a Python lock (pip or uv, ``-r …lock``)."""
+    times = [s for title, s in step_times(log)
+             if re.search(r"(pip|uv) .*install .*-r /tmp/synth/requirements[^ ]*\.lock", title)
+             or ("uv pip install" in title and "requirements" in title)]
+    return round(sum(times), 1) if times else None
+
+
+def make_run(task: str, transcript: str, settings: Settings) -> Path:
+    """Replay ``tasks/<task>/agents/<transcript>`` once: the run to rebuild."""
+    from synth.engine.docker import DockerEngine
+    from synth.session import ReplayAgent, RunOptions, run_session
+    from synth.task import load_task
+
+    spec = load_task(ROOT / "tasks" / task)
+    result = run_session(RunOptions(task=spec, agent=ReplayAgent(spec.agents_dir / transcript),
+                                    settings=settings, timeout=3600),
+                         engine=DockerEngine.connect(), say=lambda _m: None)
+    return result.run_dir
+
+
+def _pip_locker(env: Any, target: Any) -> Any:
+    from synth.distill.lock import lock_env
+
+    return lock_env(env, target)  # no installer pin: the template installs with pip
+
+
+def _limit_context(artifact: Path, ctx: Path, settings: Settings, warm: bool) -> None:
+    """A build context that installs requirements.lock with the host's uv, nothing else."""
+    from uv import find_uv_bin
+
+    from synth.artifact_build import assemble_context
+
+    assemble_context(artifact, ctx, settings.wheelhouse)
+    shutil.copy2(find_uv_bin(), ctx / "uv-bin")
+    base = next(line.split()[1] for line in (artifact / "Dockerfile").read_text().splitlines()
+                if line.startswith("FROM "))
+    wheels = "--mount=type=bind,source=wheelhouse,target=/synth/wheelhouse " if (
+        ctx / "wheelhouse").is_dir() else ""
+    cache = ("--mount=type=cache,id=synth-bench-uv,target=/root/.cache/uv "
+             if warm else "")
+    (ctx / "Dockerfile").unlink()  # a hard link to the artifact's own: replace, not edit
+    (ctx / "Dockerfile").write_text(
+        f"FROM {base}\n"
+        "RUN --mount=type=secret,id=cacert,required=false "
+        "--mount=type=bind,source=uv-bin,target=/usr/local/bin/uv "
+        f"--mount=type=bind,source=requirements.lock,target=/tmp/requirements.lock {wheels}"
+        f"{cache}"
+        "bash -c 'if [ -f /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert;"
+        " fi; python3 -m venv --without-pip /opt/venv && uv pip install --no-config "
+        f"{'' if warm else '--no-cache '}--python /opt/venv/bin/python --require-hashes "
+        "--no-deps -r /tmp/requirements.lock'\n")
+
+
+def _build(ctx: Path, tag: str, settings: Settings) -> tuple[float, str]:
+    from synth.engine.build import BuildRequest, build_image, find_build_cli
+
+    secrets = {"cacert": settings.ca_bundle} if settings.ca_bundle else {}
+    log = ctx.parent / f"{ctx.name}.log"
+    t = time.perf_counter()
+    build_image(find_build_cli(settings.docker_cli),
+                BuildRequest(context=ctx, tag=tag, secrets=secrets, no_cache=True),
+                log_path=log)
+    return time.perf_counter() - t, log.read_text(encoding="utf-8", errors="replace")
+
+
+def _artifact_build(artifact: Path, tag: str, settings: Settings) -> tuple[float, str]:
+    from synth.artifact_build import build_artifact
+
+    log = artifact.parent / f"{artifact.name}.log"
+    t = time.perf_counter()
+    build_artifact(artifact, tag, settings, no_cache=True, log_path=log)
+    return time.perf_counter() - t, log.read_text(encoding="utf-8", errors="replace")
+
+
+def _naive_context(run_dir: Path, artifact: Path, ctx: Path, settings: Settings) -> int:
+    """The transcript replay, with the run's wheelhouse mounted where the run had it."""
+    from synth.config import CONTAINER_WHEELHOUSE
+
+    dockerfile, n = naive_dockerfile(run_dir)
+    ctx.mkdir(parents=True)
+    if settings.wheelhouse is not None and settings.wheelhouse.is_dir():
+        shutil.copytree(settings.wheelhouse, ctx / "wheelhouse", copy_function=os.link)
+        dockerfile = dockerfile.replace(
+            "RUN --mount=type=secret", "RUN --mount=type=bind,source=wheelhouse,target="
+            f"{CONTAINER_WHEELHOUSE} --mount=type=secret")
+    (ctx / "Dockerfile").write_text(dockerfile)
+    shutil.copytree(artifact / "source", ctx / "source")
+    return n
+
+
+def bench(run_dir: Path, settings: Settings, only: Sequence[str] = ()) -> dict[str, Any]:
+    """Every build (or those named in ``only``), one after the other; the figures."""
+    from synth.engine.docker import DockerEngine
+    from synth.export import export_run
+
+    engine = DockerEngine.connect()
+    rows: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="synth-bench-rebuild-") as tmp_s:
+        tmp = Path(tmp_s)
+        arts = {"synth-uv": export_run(run_dir, settings, out_dir=tmp / "uv").artifact_dir,
+                "synth-pip": export_run(run_dir, settings, out_dir=tmp / "pip",
+                                        locker=_pip_locker).artifact_dir}
+        lock_pins = sum(1 for line in (arts["synth-uv"] / "requirements.lock").read_text()
+                        .splitlines() if "==" in line)
+        builds: list[tuple[str, Any]] = []
+        for name, warm in (("limit-cold", False), ("limit-fill", True), ("limit-warm", True)):
+            ctx = tmp / name
+            ctx.mkdir()
+            _limit_context(arts["synth-uv"], ctx, settings, warm)
+            builds.append((name, lambda c=ctx, n=name: _build(c, f"synth-bench/{n}", settings)))
+        for name in ("synth-uv", "synth-pip"):
+            builds.append((name, lambda a=arts[name], n=name: _artifact_build(
+                a, f"synth-bench/{n}", settings)))
+        n_lines = _naive_context(run_dir, arts["synth-uv"], tmp / "naive", settings)
+        builds.append(("naive", lambda: _build(tmp / "naive", "synth-bench/naive", settings)))
+        for name, fn in builds:
+            if only and name not in only and not (name == "limit-fill" and "limit-warm" in only):
+                continue
+            seconds, log = fn()
+            tag = f"synth-bench/{name}"
+            rows[name] = {"build_s": round(seconds, 1), "python_install_s": install_seconds(log),
+                          "image_mb": round(engine.image_inspect(tag)["Size"] / 1e6)}
+            engine.remove_image(tag)
+            print(json.dumps({"build": name, **rows[name]}), flush=True)
+    rows.pop("limit-fill", None)
+    return {"run": str(run_dir), "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+            "machine": f"{platform.machine()}, {_cores()} cores", "lock_pins": lock_pins,
+            "naive_run_lines": n_lines, "builds": rows}
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--run", type=Path, help="a run directory to rebuild")
+    ap.add_argument("--task", help="a bundled task to run first (instead of --run)")
+    ap.add_argument("--transcript", default="good.sh")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--only", default="", help="comma-separated builds to run (default: all "
+                    "of limit-cold, limit-warm, synth-uv, synth-pip, naive)")
+    args = ap.parse_args()
+    settings = Settings.load()
+    if args.run is None and args.task is None:
+        ap.error("give --run RUN_DIR or --task TASK")
+    run_dir = args.run or make_run(args.task, args.transcript, settings)
+    result = bench(run_dir, settings, [b for b in args.only.split(",") if b])
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""The lock's installer and build constraints: pure parts (no index, no engine).
+
+What a sdist or a local project declares as build requirements, how the Dockerfile installs
+the lock with the hash-pinned uv (index or vendor folder), and which native steps take the
+build constraints.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from test_render_golden import _run, fake_locker
+
+from synth.distill.build_lock import (
+    DEFAULT_BUILD_REQUIRES,
+    local_build_requires,
+    lock_manifest,
+    project_build_requires,
+    sdist_build_requires,
+)
+from synth.distill.load import load_run
+from synth.distill.lock import Lock, LockedPin
+from synth.distill.plan import BuildPlan, NativeStep, distill
+from synth.model import DistillReport
+from synth.render import render_artifact
+
+PYPROJECT = '[build-system]\nrequires = ["hatchling>=1.20", "hatch-vcs"]\n'
+
+
+def _tar(files: dict[str, str]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_build_requires_of_pyproject_and_fallback() -> None:
+    assert project_build_requires(PYPROJECT) == ["hatchling>=1.20", "hatch-vcs"]
+    # setuptools < 70.1 asks for wheel at build time: wheel is constrained too
+    assert project_build_requires('[build-system]\nrequires = ["setuptools>=61"]\n') == [
+        "setuptools>=61", "wheel"]
+    for text in (None, "[project]\nname = 'x'\n", "not toml ["):
+        assert project_build_requires(text) == list(DEFAULT_BUILD_REQUIRES)
+
+
+def test_sdist_build_requires_reads_the_top_pyproject() -> None:
+    tar = _tar({"pkg-1.0/pyproject.toml": PYPROJECT, "pkg-1.0/sub/pyproject.toml": "x",
+                "pkg-1.0/setup.py": ""})
+    assert sdist_build_requires(tar) == ["hatchling>=1.20", "hatch-vcs"]
+    assert sdist_build_requires(_tar({"docopt-0.6.2/setup.py": ""})) == list(
+        DEFAULT_BUILD_REQUIRES)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("pkg-1.0/pyproject.toml", PYPROJECT)
+    assert sdist_build_requires(buf.getvalue()) == ["hatchling>=1.20", "hatch-vcs"]
+
+
+def _locks_with_build(tmp_path: Path) -> tuple[BuildPlan, DistillReport, list[Lock]]:
+    plan, report = distill(load_run(_run(tmp_path)))
+    build = (LockedPin("setuptools", "80.9.0", ("a" * 64,)), LockedPin("wheel", "0.45.1",
+                                                                       ("b" * 64,)))
+    locks = [replace(fake_locker(e, None), build=build, sdists=("docopt",))  # type: ignore[arg-type]
+             for e in plan.envs]
+    return plan, report, locks
+
+
+def test_lock_install_with_build_constraints(tmp_path: Path) -> None:
+    plan, report, locks = _locks_with_build(tmp_path)
+    files = render_artifact(plan, report, locks)
+    docker = files["Dockerfile"]
+    assert ("--build-constraints /tmp/synth/build-constraints.lock --require-build-hashes"
+            in docker)
+    assert ("--mount=type=bind,source=build-constraints.lock,"
+            "target=/tmp/synth/build-constraints.lock") in docker
+    assert "# 1 sdist (docopt) and the isolated local builds" in docker
+    text = files["build-constraints.lock"]
+    assert "setuptools==80.9.0 \\\n    --hash=sha256:" + "a" * 64 in text
+    assert "# Sdists: docopt" in text
+    assert "uv==0.13.9" in files["installer.lock"]
+    # the CA bundle stays a secret: never a COPY, never a file of the artifact
+    assert "COPY" not in docker.split("# The research code")[0]
+    assert "--mount=type=secret,id=cacert,required=false" in docker
+    assert "SSL_CERT_FILE=/run/secrets/cacert" in docker
+    assert lock_manifest(locks[0])["build_constraints"] == "build-constraints.lock"
+    assert lock_manifest(locks[0])["installer"] == "uv==0.13.9"
+
+
+def test_vendor_source_installs_with_no_index(tmp_path: Path) -> None:
+    plan, report, locks = _locks_with_build(tmp_path)
+    docker = render_artifact(plan, report, locks, py_source={
+        "kind": "vendor", "source": "vendor/python", "dir": "/tmp/synth/vendor"})["Dockerfile"]
+    assert "--mount=type=bind,source=vendor/python,target=/tmp/synth/vendor" in docker
+    assert "--no-index --find-links /tmp/synth/vendor --target /tmp/synth/uv" in docker
+    assert "--offline --no-index --find-links /tmp/synth/vendor" in docker
+
+
+def test_isolated_local_build_takes_the_constraints(tmp_path: Path) -> None:
+    plan, report, locks = _locks_with_build(tmp_path)
+    pip = locks[0].env.pip
+    step = NativeStep(ref="9.1", tool="pip-local", argv=(*pip, "install", "--no-deps",
+                                                         "/workspace"),
+                      cwd="/workspace", env=(), distribution="demo==0.0.0", network=True)
+    uv_step = replace(step, ref="9.2", tool="uv-local",
+                      argv=("uv", "pip", "install", "--python", "/opt/venv/bin/python",
+                            "/workspace"))
+    plan = replace(plan, native=(step, uv_step))
+    docker = render_artifact(plan, report, locks)["Dockerfile"]
+    assert ("grep -o '^[A-Za-z0-9][^ ]*==[^ ]*' /tmp/synth/build-constraints.lock > "
+            "/tmp/synth/pip-build-constraints.txt") in docker
+    assert ("PIP_CONSTRAINT=/tmp/synth/pip-build-constraints.txt "
+            "/opt/venv/bin/python -m pip install --no-deps /workspace") in docker
+    assert "UV_BUILD_CONSTRAINT=/tmp/synth/build-constraints.lock " in docker
+    # the source's own pyproject says what the isolated build needs
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "pyproject.toml").write_text(PYPROJECT)
+    assert local_build_requires(plan, locks[0].env, src) == [
+        "hatchling>=1.20", "hatch-vcs"] * 2  # the pip step and the uv step of this env
+    assert local_build_requires(plan, locks[0].env, None) == list(DEFAULT_BUILD_REQUIRES) * 2
+
+
+def test_sdist_pins_sets_aside_each_pin_without_a_wheel(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    from synth.distill import build_lock
+    from synth.distill.lock import LockTarget
+
+    _plan, _report, locks = _locks_with_build(tmp_path)
+    lock = replace(locks[0], pins=(*locks[0].pins, LockedPin("docopt", "0.6.2", ("c" * 64,)),
+                                   LockedPin("Future", "1.0.0", ("d" * 64,))))
+    asked: list[list[str]] = []
+
+    def fake(env: object, target: object, reqs: list[str], **kw: object) -> object:
+        asked.append(sorted(reqs))
+        msg = {"docopt==0.6.2": "hint: Wheels are required for `docopt` because building "
+               "from source is disabled", "Future==1.0.0": "Because future==1.0.0 has no "
+               "usable wheels and you require future==1.0.0"}
+        for spec, text in msg.items():
+            if spec in reqs:
+                return subprocess.CompletedProcess([], 1, "", text)
+        return subprocess.CompletedProcess([], 0, "", "")
+
+    monkeypatch.setattr(build_lock, "_compile", fake)
+    target = LockTarget("3.11", "x86_64-manylinux_2_36", None, None)
+    assert build_lock.sdist_pins(lock, target) == ["docopt", "future"]
+    assert len(asked) == 3 and "docopt==0.6.2" not in asked[-1]
+
+
+def test_a_bundled_isolated_local_build_takes_its_build_requirements_from_the_vendor(
+        tmp_path: Path) -> None:
+    from synth import bundle
+
+    plan, report, locks = _locks_with_build(tmp_path)
+    step = NativeStep(ref="9.1", tool="pip-local",
+                      argv=(*locks[0].env.pip, "install", "--no-deps", "-e", "/workspace"),
+                      cwd="/workspace", env=(), distribution="demo==0.0.0", network=True)
+    plan = replace(plan, native=(step,))
+    summary = bundle.summary([], plan, locks)
+    assert summary["offline"] is True and summary["needs_network"] == []
+    docker = render_artifact(plan, report, locks, bundle=summary)["Dockerfile"]
+    assert "--mount=type=bind,source=vendor/wheels,target=/synth/vendor/wheels" in docker
+    assert ("PIP_CONSTRAINT=/tmp/synth/pip-build-constraints.txt PIP_NO_INDEX=1 "
+            "PIP_FIND_LINKS=/synth/vendor/wheels ") in docker
+    # without build constraints the same step still needs the network, and says so
+    bare = [replace(lk, build=()) for lk in locks]
+    assert bundle.summary([], plan, bare)["needs_network"] == ["9.1: pip-local"]
