@@ -21,6 +21,7 @@ from synth import __version__, publish
 from synth.atomic import dumps_json
 from synth.base_images import base_manifest
 from synth.config import Settings
+from synth.distill import final_state
 from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.load import LoadedRun, load_run
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
@@ -84,6 +85,16 @@ def _copy_includes(run: LoadedRun, includes: Sequence[str], dest: Path) -> None:
                 raise ExportError(f"--include {path}: give an absolute path in the container.")
             c.copy_out(path, dest / "include" / path.lstrip("/").rsplit("/", 1)[0]
                        if "/" in path.strip("/") else dest / "include")
+
+
+def _original(run: LoadedRun) -> Callable[[Path], None]:
+    """Fills a folder with the repository as the session got it."""
+    def fill(dest: Path) -> None:
+        if run.repo and run.repo.path:
+            _copy_tree(Path(run.repo.path), dest)
+        elif run.repo and run.repo.url:
+            _clone(run.repo.url, run.repo.commit, dest)
+    return fill
 
 
 def _download_hashes(run: LoadedRun) -> dict[str, str]:
@@ -202,6 +213,7 @@ def export_run(
     apt_snapshot: str | None = None,
     apt_snapshot_only: bool = False,
     archive: bool = False,
+    allow_missing: bool = False,
 ) -> ExportResult:
     """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``).
 
@@ -210,7 +222,10 @@ def export_run(
     snapshot archive URL template for .debs (docs/export.md, Durability). ``archive``:
     add an RO-Crate and a CycloneDX SBOM and write a deterministic ``.tar.gz`` beside.
     A run that is not trustworthy (not ``succeeded``, audit unverified) is refused unless
-    ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact."""
+    ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact.
+    With ``hash_downloads`` the live image is also asked for the final ``/workspace``,
+    modified distribution files, dpkg's paths and conflicts (synth.distill.final_state);
+    something of the final state left unreproduced fails unless ``allow_missing``."""
     from synth.session.rundir import read_run, trust_problems
 
     problems = trust_problems(read_run(run_dir), run_dir)
@@ -226,6 +241,8 @@ def export_run(
     plan = distill(run, include=include,
                    download_hashes=_download_hashes(run) if hash_downloads else None)
     plan = dataclasses.replace(plan, incomplete=tuple(problems))
+    plan, staged = final_state.prepare(run, plan, dest.parent, _original(run),
+                                       ask=hash_downloads, allow_missing=allow_missing)
     wheelhouse = run_wheelhouse(settings, run)
     locks = []
     for env in plan.envs:
@@ -250,11 +267,9 @@ def export_run(
             warnings.append("task file not found: the artifact carries no task.toml probes")
         if run.claims_present:
             shutil.copyfile(run.run_dir / "claims.json", tmp / "claims.json")
-        if plan.source.kind == "path" and run.repo and run.repo.path:
-            _copy_tree(Path(run.repo.path), tmp / "source")
-        elif plan.source.kind == "url" and run.repo and run.repo.url:
-            _clone(run.repo.url, run.repo.commit, tmp / "source")
+        staged.move_into(tmp)
         _copy_includes(run, plan.includes, tmp)
+        final_state.copy_carried(run, plan, tmp)
         wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
         epoch = publish.source_date_epoch(run) if archive else 0
         if archive:
@@ -281,7 +296,10 @@ def export_run(
             "probes": "task.toml" if (tmp / "task.toml").is_file() else None,
             "claims": "claims.json" if run.claims_present else None,
             "source": {"kind": plan.source.kind, "dir": "source", "dest": plan.source.dest,
-                       "url": plan.source.url, "commit": plan.source.commit},
+                       "url": plan.source.url, "commit": plan.source.commit,
+                       **final_state.source_manifest(plan)},
+            "carried": [c.path for c in plan.carried],
+            "missing": list(plan.missing),
             "inputs": dict(sorted(run.input_hashes.items())),
             "files": {p.relative_to(tmp).as_posix(): sha256_file(p)
                       for p in _all_files(tmp) if p.is_file()},

@@ -23,6 +23,7 @@ import synth
 from synth.atomic import dumps_json
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_source import AptSources, apt_sources
+from synth.distill.carried import CARRIED_SUMS, carried_sums
 from synth.distill.load import repo_name
 from synth.distill.lock import Lock, render_lock
 from synth.distill.plan import BuildPlan
@@ -238,6 +239,12 @@ def report_json(plan: BuildPlan) -> dict[str, Any]:
         "incomplete": list(plan.incomplete),
         "risks": list(plan.risks),
         "unaudited": list(plan.unaudited),
+        "missing": list(plan.missing),
+        "carried": [{"path": c.path, "sha256": c.sha256, "distribution": c.distribution}
+                    for c in plan.carried],
+        "source": {"commit": plan.source.commit, "dirty": plan.source.dirty,
+                   "patch": plan.source.patch, "changed": list(plan.source.changed),
+                   "not_carried": list(plan.source.not_carried)},
     }
 
 
@@ -262,6 +269,12 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
         files.append(("source/", f"the research code, copied to {plan.source.dest}"))
     if plan.includes:
         files.append(("include/", "files carried along with --include"))
+    if plan.source.patch:
+        files.append((plan.source.patch, "the agent's edits to the research code, as a diff "
+                      "from the repository's commit"))
+    if plan.carried:
+        files.append(("carried/", "files of installed distributions the agent modified"))
+        files.append((CARRIED_SUMS, "their sha256, checked after they are put back"))
     return sorted(files)
 
 
@@ -301,6 +314,8 @@ def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
         "export-report.json": dumps_json(report_json(plan)),
         "apt.lock": render_apt_lock(plan),
     }
+    if plan.carried:
+        files[CARRIED_SUMS] = carried_sums(plan.carried)
     if plan.apt.debs:
         files["apt-fetch.sh"] = env.get_template("apt-fetch.sh.j2").render(ctx)
     for lk in locks:

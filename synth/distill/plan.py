@@ -24,6 +24,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
 from synth.config import CA_ENV_NAMES, CONTAINER_WHEELHOUSE
+from synth.distill.carried import CarriedFile
 from synth.distill.extractors import classify
 from synth.distill.load import DebRecord, Distribution, Interpreter, LoadedRun
 from synth.distill.provenance import risks, unaudited_changes
@@ -160,6 +161,14 @@ class SourcePlan:
     dest: str
     url: str | None = None
     commit: str | None = None
+    #: Set by the export (synth.distill.final_state): source/ differs from the commit (or
+    #: the original copy); the diff's file name; "M\tpath" lines; added paths left out.
+    dirty: bool | None = None
+    patch: str | None = None
+    changed: tuple[str, ...] = ()
+    not_carried: tuple[str, ...] = ()
+    #: source/ is the final /workspace (read from the live image), not the host copy.
+    from_final: bool = False
 
 
 @dataclass(frozen=True)
@@ -194,6 +203,10 @@ class BuildPlan:
     unaudited: tuple[str, ...] = ()
     #: Changes that alter which code runs: loader variables, startup files, setuid files.
     risks: tuple[str, ...] = ()
+    #: Files of installed distributions the agent modified, put back after the lock, and
+    #: what the artifact does not reproduce (``--allow-missing``): synth.distill.final_state.
+    carried: tuple[CarriedFile, ...] = ()
+    missing: tuple[str, ...] = ()
 
     @property
     def regenerate_command(self) -> str:

@@ -1,0 +1,103 @@
+"""What the export carries beyond the lock, and what it may not leave out (pure).
+
+* A file of an installed distribution whose sha256 no longer matches its RECORD (the
+  agent's ``sed -i`` in site-packages) is *carried*: copied from the live image into
+  ``carried/`` and put back after the lock installs, then checked with ``sha256sum -c``
+  (:class:`CarriedFile`, ``carried.sha256``). One of a distribution the artifact builds
+  from a local path or in editable mode cannot be carried (the build step writes it
+  again after): it is *missing*, with the ``--include`` that carries it.
+* Every distribution of a reproduced environment is locked, built by a native step, or it
+  is *missing*: the export fails naming it unless ``--allow-missing``.
+* Paths a Debian package owns (``/var/lib/dpkg/info/*.list``) are apt's, never
+  "unexplained".
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from synth.fingerprint import Fingerprint
+
+CARRIED_DIR = "carried"
+CARRIED_SUMS = "carried.sha256"
+
+
+@dataclass(frozen=True)
+class CarriedFile:
+    """A file of an installed distribution the agent modified, put back after the lock."""
+
+    path: str  # absolute, in the image
+    sha256: str
+    distribution: str
+
+    @property
+    def artifact_path(self) -> str:
+        return f"{CARRIED_DIR}{self.path}"
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def dpkg_explained(unexplained: Iterable[str], dpkg_paths: frozenset[str]) -> tuple[str, ...]:
+    """``unexplained`` ("K /path" lines) without the paths a Debian package owns."""
+    return tuple(line for line in unexplained
+                 if line.partition(" ")[2] not in dpkg_paths)
+
+
+def modified_files(fp: Fingerprint, rebuilt_by_step: Iterable[str],
+                   ) -> tuple[tuple[CarriedFile, ...], tuple[str, ...]]:
+    """(carried, missing): each file whose sha256 differs from its distribution's RECORD.
+
+    ``rebuilt_by_step``: distributions a native step builds (their files are written again
+    after anything carried), so theirs are missing, with the ``--include`` that fixes it."""
+    step_built = {_norm(n) for n in rebuilt_by_step}
+    carried: list[CarriedFile] = []
+    missing: list[str] = []
+    for d in fp.distributions:
+        if d.shadowed or d.editable:
+            continue
+        for rel, digest in sorted(d.modified.items()):
+            path = posixpath.normpath(posixpath.join(d.location, rel))
+            if digest.startswith("symlink:"):
+                continue
+            if _norm(d.name) in step_built:
+                missing.append(f"{path}: modified after install, in {d.name}, which a native "
+                               f"build step writes again; carry it with --include {path}")
+            else:
+                carried.append(CarriedFile(path=path, sha256=digest, distribution=d.name))
+    return tuple(sorted(carried, key=lambda c: c.path)), tuple(missing)
+
+
+def carried_sums(files: Sequence[CarriedFile]) -> str:
+    """``carried.sha256``: what ``sha256sum -c`` checks after the files are put back."""
+    return "".join(f"{f.sha256}  {f.path}\n" for f in files)
+
+
+def unreproduced(fp: Fingerprint, pins: Mapping[str, str], built: Iterable[str],
+                 debian_site: str = "/usr/lib/python3/dist-packages") -> tuple[str, ...]:
+    """Distributions in the final state that nothing in the artifact reproduces.
+
+    ``pins``: name -> version of the primary environment's lock; ``built``: names a native
+    step builds. A distribution from Debian's own site directory is apt's; an editable one
+    lives in the source the artifact carries."""
+    locked = {_norm(n): v for n, v in pins.items()}
+    step_built = {_norm(n) for n in built}
+    out: list[str] = []
+    for d in fp.distributions:
+        key = _norm(d.name)
+        if d.shadowed or d.location.startswith(debian_site) or d.source == "os package":
+            continue
+        if key in step_built or d.editable:
+            continue
+        if key not in locked:
+            out.append(f"{d.name} {d.version or '?'} ({d.source}, in {d.location}) is "
+                       "neither locked nor built by a step")
+        elif d.version and locked[key] != d.version:
+            out.append(f"{d.name} {d.version} is locked at {locked[key]}")
+    return tuple(sorted(out))
