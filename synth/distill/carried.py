@@ -40,8 +40,12 @@ class CarriedFile:
         return f"{CARRIED_DIR}{self.path}"
 
 
-def _norm(name: str) -> str:
+def norm_name(name: str) -> str:
+    """PEP 503 normalised distribution name."""
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_norm = norm_name
 
 
 def dpkg_explained(unexplained: Iterable[str], dpkg_paths: frozenset[str]) -> tuple[str, ...]:

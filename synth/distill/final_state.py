@@ -27,11 +27,52 @@ from synth.distill.source_patch import (
     workspace_venvs,
 )
 from synth.errors import ExportError
+from synth.fingerprint import Fingerprint
 
 
 def _primary_final(run: LoadedRun) -> dict[str, str]:
     interp = next((i for i in run.interpreters if i.path == run.primary), None)
     return {d.name: d.version for d in interp.distributions} if interp else {}
+
+
+def _named_by_pip(run: LoadedRun) -> set[str]:
+    """Distribution names that a successful audited pip/uv install named as requirements."""
+    from synth.distill.extractors import classify
+    from synth.distill.shell import simple_commands
+    from synth.distill.steps import PipInstall
+
+    names: set[str] = set()
+    for cmd in simple_commands(run.records):
+        if cmd.ran and not cmd.failed and cmd.parsed:
+            step = classify(cmd)[1]
+            if isinstance(step, PipInstall):
+                names |= {carried_mod.norm_name(warn.requirement_name(r))
+                          for r in step.requirements}
+    return names
+
+
+def lock_legacy(run: LoadedRun, plan: BuildPlan, fp: Fingerprint) -> BuildPlan:
+    """Pin the egg-info distributions pip installed by name through the legacy ``setup.py
+    install`` path (no INSTALLER, so the plan left them out) in the primary environment."""
+    if not plan.envs:
+        return plan
+    env = plan.envs[0]
+    pinned = {carried_mod.norm_name(n) for n, _ in env.pins}
+    named = _named_by_pip(run)
+    legacy = sorted((d.name, d.version) for d in fp.distributions
+                    if d.source == "setup.py install" and d.version and not d.shadowed
+                    and carried_mod.norm_name(d.name) in named - pinned)
+    if not legacy:
+        return plan
+    names = {carried_mod.norm_name(n) for n, _ in legacy}
+    kept = [w for w in plan.warnings
+            if not (w.startswith("distribution ") and " was not installed from an index" in w
+                    and carried_mod.norm_name(w.split()[1]) in names)]
+    kept += [f"{n} {v} was installed by pip's legacy `setup.py install` (egg-info, no "
+             "INSTALLER); it is locked by name like the others" for n, v in legacy]
+    env = dataclasses.replace(env, pins=tuple(sorted([*env.pins, *legacy])))
+    return dataclasses.replace(plan, envs=(env, *plan.envs[1:]),
+                               warnings=tuple(sorted(set(kept))))
 
 
 def _checks(run: LoadedRun, plan: BuildPlan, facts: LiveFacts) -> tuple[
@@ -62,6 +103,8 @@ def complete_plan(run: LoadedRun, plan: BuildPlan, facts: LiveFacts, *,
                   allow_missing: bool = False) -> BuildPlan:
     """The plan with what the live image adds; refuses a plan that leaves something of the
     final state unreproduced unless ``allow_missing``."""
+    if facts.fingerprint is not None:
+        plan = lock_legacy(run, plan, facts.fingerprint)
     warnings, carried, missing = _checks(run, plan, facts)
     if missing and not allow_missing:
         raise ExportError(

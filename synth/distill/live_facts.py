@@ -117,6 +117,8 @@ def gather(run: LoadedRun, python: str, tmp: Path) -> LiveFacts:
     """Ask the run's live image; never raises for an engine or image that is not there."""
     if not run.info.live_image:
         return LiveFacts(errors=("the run has no live image",))
+    import docker.errors
+
     from synth.engine import ContainerSpec, DockerEngine
 
     try:
@@ -125,7 +127,7 @@ def gather(run: LoadedRun, python: str, tmp: Path) -> LiveFacts:
                              labels={"synth.temporary": "1"})
         with engine.container(spec) as c:
             facts, errors = _ask(c, python, tmp)
-    except (SynthError, OSError, ValueError) as exc:
+    except (SynthError, OSError, ValueError, docker.errors.DockerException) as exc:
         msg = exc.message if isinstance(exc, SynthError) else str(exc)
         return LiveFacts(errors=(f"the live image could not be read: {msg}",))
     if errors:

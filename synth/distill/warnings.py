@@ -31,6 +31,11 @@ def _split(spec: str) -> tuple[str, str]:
     return (_norm(m.group(1)), m.group(2).split(";")[0].strip()) if m else (_norm(spec), "")
 
 
+def requirement_name(spec: str) -> str:
+    """The normalised distribution name of a requirement specifier."""
+    return _split(spec)[0]
+
+
 def _cpu_source(step: PipInstall, spec: str) -> bool:
     where = (step.index_url or "", *step.extra_index_urls, *step.find_links, spec)
     return any(re.search(r"(?:/|\+)cpu\b", w) for w in where)

@@ -255,3 +255,43 @@ def test_a_build_that_built_nothing_is_dropped_and_sigpipe_is_no_failure(
                  "native-build")
     assert (other.decision, other.reason) == (
         "dropped", "built nothing: no file under /workspace/other changed in the final state")
+
+
+def test_a_legacy_egg_info_install_named_by_pip_is_locked(tmp_path: Path) -> None:
+    run = load_run(make_run_dir(tmp_path, [cmd("/opt/venv/bin/pip install numpy==1.26.4 "
+                                               "Legacy_Pkg")],
+                                python=[venv(dists=[dist("numpy", "1.26.4"),
+                                                    dist("legacy-pkg", "0.3", installer=None)])]))
+    plan = distill(run)
+    assert any("legacy-pkg" in w and "not installed from an index" in w for w in plan.warnings)
+    fp = _fp(_dp("numpy", "1.26.4"), _dp("legacy_pkg", "0.3",
+                                          metadata_dir="legacy_pkg-0.3.egg-info",
+                                          files_from="installed-files.txt"))
+    done = final_state.complete_plan(run, plan, LiveFacts(fingerprint=fp))
+    assert done.envs[0].pins == (("legacy_pkg", "0.3"), ("numpy", "1.26.4"))
+    assert done.missing == ()
+    assert not any("not installed from an index" in w for w in done.warnings)
+    assert "legacy_pkg 0.3 was installed by pip's legacy `setup.py install` (egg-info, no " \
+           "INSTALLER); it is locked by name like the others" in done.warnings
+
+
+def test_a_run_whose_live_image_is_gone_exports_and_says_so(tmp_path: Path) -> None:
+    """hash_downloads=True asks the live image; it does not exist (or there is no engine):
+    the export still succeeds, source/ is the host copy, and the report says what it could
+    not check."""
+    import json
+
+    from test_render_golden import _run, fake_locker
+
+    from synth.config import Settings
+    from synth.export import export_run
+
+    run_dir = _run(tmp_path)
+    art = export_run(run_dir, Settings.load(artifacts_dir=run_dir.parents[2]),
+                     out_dir=tmp_path / "art", locker=fake_locker).artifact_dir
+    report = json.loads((art / "export-report.json").read_text())
+    assert any(w.startswith("the final state could not be checked file by file")
+               for w in report["warnings"])
+    manifest = json.loads((art / "manifest.json").read_text())
+    assert manifest["source"]["from_final_workspace"] is False
+    assert (art / "source").is_dir()
