@@ -149,6 +149,11 @@ def stage_source(run: LoadedRun, plan: BuildPlan, facts: LiveFacts, work: Path,
     if facts.workspace_tar is not None:
         venvs = workspace_venvs(i.prefix for i in run.interpreters)
         edits = apply_workspace(facts.workspace_tar, source, venvs)
+    if facts.workspace_tar is not None and host_changed(run, original):
+        plan = dataclasses.replace(plan, warnings=tuple(sorted({*plan.warnings, (
+            "the repository on the host changed since the run (its tree differs from "
+            "run.json's source_tree.before): source/ is the run's final /workspace all the "
+            "same, but a diff from the host copy also holds those changes")})))
     sp = source_patch(original, source,
                       edited=bool(edits.modified or edits.added or edits.deleted))
     patch = None
@@ -164,6 +169,23 @@ def stage_source(run: LoadedRun, plan: BuildPlan, facts: LiveFacts, work: Path,
     if facts.workspace_tar is not None:
         plan = drop_idle_builds(plan, run, edits)
     return plan, StagedSource(source, patch, edits)
+
+
+def host_changed(run: LoadedRun, original: Path) -> bool:
+    """The host's copy of the repository is not the tree the session started from."""
+    import tarfile
+
+    from synth.session import tree
+    from synth.store import RunDir
+
+    before = (RunDir(run.run_dir).run_record().raw.get("source_tree") or {}).get("before")
+    if not isinstance(before, str) or set(before) == {"0"}:
+        return False
+    with tempfile.TemporaryFile() as fh:
+        with tarfile.open(fileobj=fh, mode="w") as tar:
+            tar.add(original, arcname="workspace")
+        fh.seek(0)
+        return tree.tree_hash(tree.entries_from_tar(fh)) != before
 
 
 #: Native steps that are builds (not clones, downloads or local installs).

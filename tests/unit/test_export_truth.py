@@ -295,3 +295,21 @@ def test_a_run_whose_live_image_is_gone_exports_and_says_so(tmp_path: Path) -> N
     manifest = json.loads((art / "manifest.json").read_text())
     assert manifest["source"]["from_final_workspace"] is False
     assert (art / "source").is_dir()
+
+
+def test_a_host_repository_changed_since_the_run_is_noticed(tmp_path: Path) -> None:
+    import json
+
+    repo = _repo(tmp_path / "repo")
+    run_dir = make_run_dir(tmp_path, [])
+    assert not final_state.host_changed(load_run(run_dir), repo)  # no hash recorded
+    ws = _tar(tmp_path, {"pkg": None, "pkg/__init__.py": b"x = 1\n",
+                         "env.yml": b"numpy=1.26\n", "old.txt": b"gone soon\n"})
+    from synth.session import tree
+
+    doc = json.loads((run_dir / "run.json").read_text())
+    doc["source_tree"]["before"] = tree.tree_hash(tree.entries_from_tar(ws.read_bytes()))
+    (run_dir / "run.json").write_text(json.dumps(doc))
+    assert not final_state.host_changed(load_run(run_dir), repo)
+    (repo / "env.yml").write_text("numpy=2\n")
+    assert final_state.host_changed(load_run(run_dir), repo)
