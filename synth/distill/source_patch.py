@@ -131,6 +131,12 @@ def _same_file(member: tarfile.TarFile, info: tarfile.TarInfo, path: Path) -> bo
     return fh is not None and fh.read() == path.read_bytes()
 
 
+def _through_link(dest: Path, rel: str) -> bool:
+    """A parent of ``rel`` under ``dest`` is a symlink: writing there would leave ``dest``."""
+    parts = PurePosixPath(rel).parts
+    return any((dest.joinpath(*parts[:i])).is_symlink() for i in range(1, len(parts)))
+
+
 def _place(tar: tarfile.TarFile, info: tarfile.TarInfo, rel: str, dest: Path) -> None:
     target = dest / rel
     if target.is_symlink() or (target.exists() and not target.is_dir()):
@@ -156,6 +162,9 @@ def apply_workspace(tar_path: Path, dest: Path, venvs: Sequence[str]) -> SourceE
             if not rel or skipped(rel) or not (info.isfile() or info.isdir() or info.issym()):
                 continue
             seen.add(rel)
+            if _through_link(dest, rel) or ".." in PurePosixPath(rel).parts:
+                left_out[rel] = "below a symlink (not followed)"
+                continue
             if rel in original:
                 if (info.isdir() and original[rel]) or _same_file(tar, info, dest / rel):
                     continue
@@ -169,10 +178,14 @@ def apply_workspace(tar_path: Path, dest: Path, venvs: Sequence[str]) -> SourceE
                     continue
                 if not info.isdir():
                     added.append(rel)
-            _place(tar, info, rel, dest)
+            try:
+                _place(tar, info, rel, dest)
+            except (tarfile.FilterError, OSError) as exc:
+                left_out[rel] = f"could not be extracted safely ({exc})"
     deleted = sorted(r for r in original if r not in seen)
     for rel in sorted(deleted, key=lambda r: -r.count("/")):
-        _remove(dest / rel)
+        if not _through_link(dest, rel):
+            _remove(dest / rel)
     return SourceEdits(
         modified=tuple(sorted(modified)),
         added=tuple(sorted(added)),

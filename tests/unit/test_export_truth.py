@@ -313,3 +313,30 @@ def test_a_host_repository_changed_since_the_run_is_noticed(tmp_path: Path) -> N
     assert not final_state.host_changed(load_run(run_dir), repo)
     (repo / "env.yml").write_text("numpy=2\n")
     assert final_state.host_changed(load_run(run_dir), repo)
+
+
+def test_a_symlink_in_the_workspace_never_leads_writes_outside_source(tmp_path: Path) -> None:
+    """The agent turns pkg/ into a symlink to a host folder and adds evil -> outside with a
+    file below it: source/ gets the symlinks, nothing outside it is written or deleted."""
+    src = _repo(tmp_path / "src")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "__init__.py").write_text("host file\n")
+    (outside / "keep.txt").write_text("keep\n")
+    path = tmp_path / "ws.tar"
+    with tarfile.open(path, "w") as tar:
+        for name, kind, target in (("workspace", tarfile.DIRTYPE, ""),
+                                   ("workspace/pkg", tarfile.SYMTYPE, str(outside)),
+                                   ("workspace/evil", tarfile.SYMTYPE, str(outside))):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = kind, target
+            tar.addfile(info)
+        for name in ("workspace/evil/keep.txt", "workspace/pkg/__init__.py"):
+            info = tarfile.TarInfo(name)
+            info.size = 3
+            tar.addfile(info, io.BytesIO(b"bad"))
+    edits = apply_workspace(path, src, venvs=())
+    assert (outside / "__init__.py").read_text() == "host file\n"
+    assert (outside / "keep.txt").read_text() == "keep\n"
+    assert (src / "pkg").is_symlink() and (src / "evil").is_symlink()
+    assert "evil/keep.txt: below a symlink (not followed)" in edits.not_carried
