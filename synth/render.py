@@ -23,7 +23,7 @@ import synth
 from synth.atomic import dumps_json
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_source import AptSources, apt_sources
-from synth.distill.carried import CARRIED_SUMS, carried_sums
+from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
 from synth.distill.load import repo_name
 from synth.distill.lock import Lock, render_lock
 from synth.distill.plan import BuildPlan
@@ -240,8 +240,8 @@ def report_json(plan: BuildPlan) -> dict[str, Any]:
         "risks": list(plan.risks),
         "unaudited": list(plan.unaudited),
         "missing": list(plan.missing),
-        "carried": [{"path": c.path, "sha256": c.sha256, "distribution": c.distribution}
-                    for c in plan.carried],
+        "carried": [{"path": c.path, "sha256": c.sha256, "distribution": c.distribution,
+                     "after_builds": c.after_builds} for c in plan.carried],
         "source": {"commit": plan.source.commit, "dirty": plan.source.dirty,
                    "patch": plan.source.patch, "changed": list(plan.source.changed),
                    "not_carried": list(plan.source.not_carried)},
@@ -274,7 +274,7 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock]) -> list[t
                       "from the repository's commit"))
     if plan.carried:
         files.append(("carried/", "files of installed distributions the agent modified"))
-        files.append((CARRIED_SUMS, "their sha256, checked after they are put back"))
+        files.append(("carried*.sha256", "their sha256, checked after they are put back"))
     return sorted(files)
 
 
@@ -314,8 +314,12 @@ def render_artifact(plan: BuildPlan, locks: Sequence[Lock], *,
         "export-report.json": dumps_json(report_json(plan)),
         "apt.lock": render_apt_lock(plan),
     }
-    if plan.carried:
-        files[CARRIED_SUMS] = carried_sums(plan.carried)
+    early = [c for c in plan.carried if not c.after_builds]
+    late = [c for c in plan.carried if c.after_builds]
+    if early:
+        files[CARRIED_SUMS] = carried_sums(early)
+    if late:
+        files[CARRIED_LATE_SUMS] = carried_sums(late)
     if plan.apt.debs:
         files["apt-fetch.sh"] = env.get_template("apt-fetch.sh.j2").render(ctx)
     for lk in locks:

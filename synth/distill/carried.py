@@ -3,9 +3,9 @@
 * A file of an installed distribution whose sha256 no longer matches its RECORD (the
   agent's ``sed -i`` in site-packages) is *carried*: copied from the live image into
   ``carried/`` and put back after the lock installs, then checked with ``sha256sum -c``
-  (:class:`CarriedFile`, ``carried.sha256``). One of a distribution the artifact builds
-  from a local path or in editable mode cannot be carried (the build step writes it
-  again after): it is *missing*, with the ``--include`` that carries it.
+  (:class:`CarriedFile`, ``carried.sha256``). One of a distribution a native step builds
+  (a local or VCS install, which writes it again) is put back after the native steps
+  instead (``carried-after-builds.sha256``).
 * Every distribution of a reproduced environment is locked, built by a native step, or it
   is *missing*: the export fails naming it unless ``--allow-missing``.
 * Paths a Debian package owns (``/var/lib/dpkg/info/*.list``) are apt's, never
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 CARRIED_DIR = "carried"
 CARRIED_SUMS = "carried.sha256"
+CARRIED_LATE_SUMS = "carried-after-builds.sha256"
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class CarriedFile:
     path: str  # absolute, in the image
     sha256: str
     distribution: str
+    #: Of a distribution a native step builds: put back after the native steps.
+    after_builds: bool = False
 
     @property
     def artifact_path(self) -> str:
@@ -55,27 +58,23 @@ def dpkg_explained(unexplained: Iterable[str], dpkg_paths: frozenset[str]) -> tu
 
 
 def modified_files(fp: Fingerprint, rebuilt_by_step: Iterable[str],
-                   ) -> tuple[tuple[CarriedFile, ...], tuple[str, ...]]:
-    """(carried, missing): each file whose sha256 differs from its distribution's RECORD.
+                   ) -> tuple[CarriedFile, ...]:
+    """Each file whose sha256 differs from its distribution's RECORD, to carry.
 
-    ``rebuilt_by_step``: distributions a native step builds (their files are written again
-    after anything carried), so theirs are missing, with the ``--include`` that fixes it."""
+    ``rebuilt_by_step``: distributions a native step builds (it writes their files again),
+    whose modified files are put back after the native steps."""
     step_built = {_norm(n) for n in rebuilt_by_step}
     carried: list[CarriedFile] = []
-    missing: list[str] = []
     for d in fp.distributions:
         if d.shadowed or d.editable:
             continue
         for rel, digest in sorted(d.modified.items()):
-            path = posixpath.normpath(posixpath.join(d.location, rel))
             if digest.startswith("symlink:"):
                 continue
-            if _norm(d.name) in step_built:
-                missing.append(f"{path}: modified after install, in {d.name}, which a native "
-                               f"build step writes again; carry it with --include {path}")
-            else:
-                carried.append(CarriedFile(path=path, sha256=digest, distribution=d.name))
-    return tuple(sorted(carried, key=lambda c: c.path)), tuple(missing)
+            path = posixpath.normpath(posixpath.join(d.location, rel))
+            carried.append(CarriedFile(path=path, sha256=digest, distribution=d.name,
+                                       after_builds=_norm(d.name) in step_built))
+    return tuple(sorted(carried, key=lambda c: c.path))
 
 
 def carried_sums(files: Sequence[CarriedFile]) -> str:

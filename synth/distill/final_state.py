@@ -88,8 +88,7 @@ def _checks(run: LoadedRun, plan: BuildPlan, facts: LiveFacts) -> tuple[
     missing: list[str] = []
     fp = facts.fingerprint
     if fp is not None:
-        carried, miss = carried_mod.modified_files(fp, built)
-        missing += miss
+        carried = carried_mod.modified_files(fp, built)
         if plan.envs:
             missing += carried_mod.unreproduced(fp, pins, built)
     else:

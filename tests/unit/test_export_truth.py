@@ -5,6 +5,7 @@ pip check, overlapping files)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import subprocess
 import tarfile
@@ -154,15 +155,30 @@ def _fp(*dists: DistributionPrint) -> Fingerprint:
                        distributions=dists, native=(), unowned=(), dpkg={})
 
 
-def test_modified_distribution_files_are_carried_or_missing() -> None:
+def test_modified_distribution_files_are_carried_after_the_lock_or_after_the_builds(
+        tmp_path: Path) -> None:
     fp = _fp(_dp("attrs", modified={"attrs/__init__.py": "ab" * 32}),
-             _dp("mypkg", modified={"mypkg/x.py": "cd" * 32}), _dp("numpy"))
-    files, missing = carried.modified_files(fp, rebuilt_by_step=["MyPkg"])
-    assert files == (carried.CarriedFile(f"{SITE}/attrs/__init__.py", "ab" * 32, "attrs"),)
+             _dp("mypkg", modified={"mypkg/x.py": "cd" * 32}), _dp("numpy"),
+             _dp("ed", editable=True, modified={"ed/x.py": "ef" * 32}))
+    files = carried.modified_files(fp, rebuilt_by_step=["MyPkg"])
+    assert files == (carried.CarriedFile(f"{SITE}/attrs/__init__.py", "ab" * 32, "attrs"),
+                     carried.CarriedFile(f"{SITE}/mypkg/x.py", "cd" * 32, "mypkg",
+                                         after_builds=True))
     assert files[0].artifact_path == f"carried{SITE}/attrs/__init__.py"
-    assert missing == (f"{SITE}/mypkg/x.py: modified after install, in mypkg, which a native "
-                       f"build step writes again; carry it with --include {SITE}/mypkg/x.py",)
-    assert carried.carried_sums(files) == f"{'ab' * 32}  {SITE}/attrs/__init__.py\n"
+    assert carried.carried_sums(files[:1]) == f"{'ab' * 32}  {SITE}/attrs/__init__.py\n"
+    run = load_run(make_run_dir(tmp_path, [cmd("/opt/venv/bin/pip install numpy==1.26.4")],
+                                python=[venv(dists=[dist("numpy", "1.0")])]))
+    plan = dataclasses.replace(distill(run), carried=files)
+    from synth.render import render_artifact
+
+    out = render_artifact(plan, [])
+    docker = out["Dockerfile"]
+    early = docker.index(f'COPY ["carried{SITE}/attrs/__init__.py", "{SITE}/attrs/__init__.py"]')
+    late = docker.index(f'COPY ["carried{SITE}/mypkg/x.py", "{SITE}/mypkg/x.py"]')
+    assert early < docker.index("sha256sum -c /tmp/synth/carried.sha256") < late
+    assert "sha256sum -c /tmp/synth/carried-after-builds.sha256" in docker[late:]
+    assert out["carried.sha256"] == f"{'ab' * 32}  {SITE}/attrs/__init__.py\n"
+    assert out["carried-after-builds.sha256"] == f"{'cd' * 32}  {SITE}/mypkg/x.py\n"
 
 
 def test_every_distribution_is_locked_or_built_or_named() -> None:
