@@ -369,6 +369,7 @@ def export_cmd(
     allow_incomplete: Annotated[bool, typer.Option(
         "--allow-incomplete", help="Export a run that did not succeed or whose audit is "
         "unverified; the report says why at its top.")] = False,
+    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Export even if the artifact leaves part of the final state out; the report says what at its top.")] = False,  # noqa: E501
     artifacts: ArtifactsOpt = None,
     ca_bundle: CaBundleOpt = None,
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
@@ -397,7 +398,7 @@ def export_cmd(
         sys.stdout.write(plan_json_of(run_dir, include or ()))
         return
     result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
-                        force=force, allow_incomplete=allow_incomplete,
+                        force=force, allow_incomplete=allow_incomplete, allow_missing=allow_missing,
                         apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only,
                         archive=archive, bundle=bundle)
     _print_export(result, run_dir, json_out)

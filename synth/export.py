@@ -21,6 +21,7 @@ from synth import __version__, publish
 from synth.atomic import dumps_json
 from synth.base_images import base_manifest
 from synth.config import Settings
+from synth.distill import final_state
 from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.build_lock import complete_lock, local_build_requires, lock_manifest
 from synth.distill.load import LoadedRun, load_run
@@ -97,6 +98,16 @@ def _copy_includes(run: LoadedRun, includes: Sequence[str], dest: Path) -> None:
                 raise ExportError(f"--include {path}: give an absolute path in the container.")
             c.copy_out(path, dest / "include" / path.lstrip("/").rsplit("/", 1)[0]
                        if "/" in path.strip("/") else dest / "include")
+
+
+def _original(run: LoadedRun) -> Callable[[Path], None]:
+    """Fills a folder with the repository as the session got it."""
+    def fill(dest: Path) -> None:
+        if run.repo and run.repo.path:
+            _copy_tree(Path(run.repo.path), dest)
+        elif run.repo and run.repo.url:
+            _clone(run.repo.url, run.repo.commit, dest)
+    return fill
 
 
 def _download_hashes(run: LoadedRun) -> dict[str, str]:
@@ -234,6 +245,8 @@ class ArtifactParts:
     #: With ``bundle``: every file the build needs goes to ``vendor/`` (synth.bundle).
     bundle: bool
     settings: Settings
+    #: ``source/`` (the final /workspace) and ``source.patch``, made beside the artifact.
+    staged: final_state.StagedSource
 
 
 def export_run(
@@ -246,6 +259,7 @@ def export_run(
     hash_downloads: bool = True,
     force: bool = False,
     allow_incomplete: bool = False,
+    allow_missing: bool = False,
     apt_snapshot: str | None = None,
     apt_snapshot_only: bool = False,
     archive: bool = False,
@@ -268,12 +282,15 @@ def export_run(
     plan, report = distill(run, include=include,
                            download_hashes=_download_hashes(run) if hash_downloads else None)
     report = dataclasses.replace(report, incomplete=tuple(problems))
+    # Before locking: the live image's final state can add pins (legacy egg-info installs).
+    plan, report, staged = final_state.prepare(run, plan, report, dest.parent, _original(run),
+                                               ask=hash_downloads, allow_missing=allow_missing)
     locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, locker,
                       _source_dir(run, plan))
     parts = ArtifactParts(
         run=run, plan=plan, report=report, locks=locks, apt=apt, archive=archive,
         epoch=publish.source_date_epoch(run) if archive else 0, bundle=bundle,
-        settings=settings)
+        settings=settings, staged=staged)
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
         tmp = Path(tmp_str) / "artifact"
@@ -339,7 +356,7 @@ def assemble_artifact(
                             reader=reader_facts(parts.run.info.task_file), bundle=summary)
     for name, text in files.items():  # plan.json among them
         (tmp / name).write_text(text, encoding="utf-8")
-    warnings += copy_run_inputs(tmp, parts.run, parts.plan)
+    warnings += copy_run_inputs(tmp, parts)
     if parts.archive:
         (tmp / publish.SBOM).write_text(publish.sbom_json(parts.plan, parts.locks, parts.epoch),
                                         encoding="utf-8")
@@ -360,9 +377,10 @@ def make_bundle(tmp: Path, parts: ArtifactParts) -> dict[str, object]:
                               parts.run.info.live_image, tmp)
 
 
-def copy_run_inputs(tmp: Path, run: LoadedRun, plan: BuildPlan) -> list[str]:
-    """The task's probes, the agent's claims, the source and ``--include`` paths; returns
-    warnings."""
+def copy_run_inputs(tmp: Path, parts: ArtifactParts) -> list[str]:
+    """The task's probes, the agent's claims, the source (with ``source.patch``), the
+    ``--include`` paths and the carried files; returns warnings."""
+    run, plan = parts.run, parts.plan
     warnings = []
     # The task's probes travel with the artifact: verify needs them.
     if run.info.task_file and is_file(run.info.task_file):
@@ -371,11 +389,9 @@ def copy_run_inputs(tmp: Path, run: LoadedRun, plan: BuildPlan) -> list[str]:
         warnings.append("task file not found: the artifact carries no task.toml probes")
     if run.claims_present:
         shutil.copyfile(RunDir(run.run_dir).file(CLAIMS), tmp / CLAIMS.rel)
-    if plan.source.kind == "path" and run.repo and run.repo.path:
-        _copy_tree(Path(run.repo.path), tmp / "source")
-    elif plan.source.kind == "url" and run.repo and run.repo.url:
-        _clone(run.repo.url, run.repo.commit, tmp / "source")
+    parts.staged.move_into(tmp)
     _copy_includes(run, plan.includes, tmp)
+    final_state.copy_carried(run, plan, tmp)
     return warnings
 
 
@@ -404,7 +420,10 @@ def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
         "probes": "task.toml" if (tmp / "task.toml").is_file() else None,
         "claims": "claims.json" if run.claims_present else None,
         "source": {"kind": plan.source.kind, "dir": "source", "dest": plan.source.dest,
-                   "url": plan.source.url, "commit": plan.source.commit},
+                   "url": plan.source.url, "commit": plan.source.commit,
+                   **final_state.source_manifest(plan)},
+        "carried": [c.path for c in plan.carried],
+        "missing": list(plan.missing),
         "inputs": dict(sorted(run.input_hashes.items())),
         "files": {p.relative_to(tmp).as_posix(): sha256_file(p)
                   for p in _all_files(tmp) if p.is_file()},

@@ -523,11 +523,49 @@ class SourcePlan:
     dest: str
     url: str | None = None
     commit: str | None = None
+    #: Set by the export (synth.distill.final_state): source/ differs from the commit (or
+    #: the original copy); the diff's file name; "M\tpath" lines; added paths left out.
+    dirty: bool | None = None
+    patch: str | None = None
+    changed: tuple[str, ...] = ()
+    not_carried: tuple[str, ...] = ()
+    #: source/ is the final /workspace (read from the live image), not the host copy.
+    from_final: bool = False
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> SourcePlan:
+        dirty = d.get("dirty")
         return cls(kind=str(d["kind"]), dest=str(d["dest"]), url=_opt_str(d.get("url")),
-                   commit=_opt_str(d.get("commit")))
+                   commit=_opt_str(d.get("commit")),
+                   dirty=None if dirty is None else bool(dirty),
+                   patch=_opt_str(d.get("patch")), changed=_strs(d.get("changed", ())),
+                   not_carried=_strs(d.get("not_carried", ())),
+                   from_final=bool(d.get("from_final")))
+
+
+#: Where an artifact keeps the files it carries (``carried/<absolute path>``).
+CARRIED_DIR = "carried"
+
+
+@dataclass(frozen=True)
+class CarriedFile:
+    """A file of an installed distribution the agent modified, put back after the lock."""
+
+    path: str  # absolute, in the image
+    sha256: str
+    distribution: str
+    #: Of a distribution a native step builds: put back after the native steps.
+    after_builds: bool = False
+
+    @property
+    def artifact_path(self) -> str:
+        return f"{CARRIED_DIR}{self.path}"
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> CarriedFile:
+        return cls(path=str(d["path"]), sha256=str(d["sha256"]),
+                   distribution=str(d["distribution"]),
+                   after_builds=bool(d.get("after_builds")))
 
 
 @dataclass(frozen=True)
@@ -553,6 +591,10 @@ class BuildPlan:
     uses_wheelhouse: bool = False
     #: glibc of the final state (libc6), for the lock's platform tag.
     glibc: str | None = None
+    #: Files of installed distributions the agent modified, put back after the lock, and
+    #: what the artifact does not reproduce (``--allow-missing``): synth.distill.final_state.
+    carried: tuple[CarriedFile, ...] = ()
+    missing: tuple[str, ...] = ()
 
     @property
     def regenerate_command(self) -> str:
@@ -573,7 +615,9 @@ class BuildPlan:
             native=tuple(NativeStep.from_json(s) for s in d["native"]),
             env=_pairs(d["env"]), includes=_strs(d["includes"]), python=str(d["python"]),
             claims=bool(d.get("claims")), uses_wheelhouse=bool(d.get("uses_wheelhouse")),
-            glibc=_opt_str(d.get("glibc")))
+            glibc=_opt_str(d.get("glibc")),
+            carried=tuple(CarriedFile.from_json(c) for c in d.get("carried", ())),
+            missing=_strs(d.get("missing", ())))
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import synth
 from synth.atomic import dumps_json
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_source import AptSources, apt_sources
+from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
 from synth.distill.load import repo_name
 from synth.distill.lock import Lock, render_lock
 from synth.model import EXPORT_REPORT_FORMAT, PLAN_FILE, BuildPlan, DistillReport, plan_document
@@ -245,6 +246,12 @@ def report_json(plan: BuildPlan, report: DistillReport,
         "incomplete": list(report.incomplete),
         "risks": list(report.risks),
         "unaudited": list(report.unaudited),
+        "missing": list(plan.missing),
+        "carried": [{"path": c.path, "sha256": c.sha256, "distribution": c.distribution,
+                     "after_builds": c.after_builds} for c in plan.carried],
+        "source": {"commit": plan.source.commit, "dirty": plan.source.dirty,
+                   "patch": plan.source.patch, "changed": list(plan.source.changed),
+                   "not_carried": list(plan.source.not_carried)},
     }
     if bundle is not None:
         doc["bundle"] = bundle
@@ -281,6 +288,12 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock],
     if bundled:
         files.append(("vendor/", "every .deb, wheel, sdist and downloaded file the build "
                       "needs, hash-checked (export --bundle): it builds with no network"))
+    if plan.source.patch:
+        files.append((plan.source.patch, "the agent's edits to the research code, as a diff "
+                      "from the repository's commit"))
+    if plan.carried:
+        files.append(("carried/", "files of installed distributions the agent modified"))
+        files.append(("carried*.sha256", "their sha256, checked after they are put back"))
     return sorted(files)
 
 
@@ -309,6 +322,7 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
         PLAN_FILE: plan_json(plan, report),
         "apt.lock": render_apt_lock(plan),
     }
+    files.update(carried_files(plan))
     if plan.apt.debs:
         files["apt-fetch.sh"] = env.get_template("apt-fetch.sh.j2").render(ctx)
     for lk in locks:
@@ -324,6 +338,18 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
     installer = next((lk for lk in locks if lk.installer), None)
     if installer is not None:
         files["installer.lock"] = render_installer_lock(installer, plan)
+    return files
+
+
+def carried_files(plan: BuildPlan) -> dict[str, str]:
+    """``carried.sha256`` (put back after the lock) and ``carried-after-builds.sha256``."""
+    files = {}
+    early = [c for c in plan.carried if not c.after_builds]
+    late = [c for c in plan.carried if c.after_builds]
+    if early:
+        files[CARRIED_SUMS] = carried_sums(early)
+    if late:
+        files[CARRIED_LATE_SUMS] = carried_sums(late)
     return files
 
 

@@ -61,7 +61,9 @@ class SimpleCommand:
 
     @property
     def failed(self) -> bool:
-        return self.exit is not None and self.exit != 0
+        # 141 is SIGPIPE: a pipeline member whose reader stopped early (``cmd | head``).
+        return self.exit is not None and self.exit != 0 and not (self.masked and
+                                                                  self.exit == 141)
 
     @property
     def ran(self) -> bool:

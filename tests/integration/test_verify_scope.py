@@ -1,6 +1,6 @@
 """Verdicts on tasks/optional-extras (real engine): optional imports do not fail a working
-setup, an import that raises is named with its file:line, a file patched in site-packages is
-named with its distribution.
+setup, an import that raises is named with its file:line, and the export carries what
+patched.sh changed (a file in site-packages, a source edit) so the rebuilt image fails alike.
 
 The good.sh verification (with its one rebuild) is the shared ``verified`` fixture's, the
 same one test_verify_tasks uses; patched.sh is verified once with its rebuild (a ~20 s
@@ -90,22 +90,36 @@ def test_an_import_that_raises_is_named(verified: Callable[..., Any]) -> None:
     assert outcome.exit_code == 1
 
 
-def test_a_file_patched_in_site_packages_is_named(verified: Callable[..., Any]) -> None:
-    """The export does not carry the agent's `sed -i` in site-packages: the rebuilt image
-    imports what the live one cannot, and fidelity names the patched file and fails."""
+def test_the_export_carries_what_the_agent_changed(verified: Callable[..., Any]) -> None:
+    """patched.sh's `sed -i` in site-packages is carried (hash-checked after the lock), its
+    source edit is in source/ and source.patch, its no-op ninja build is dropped: the rebuilt
+    image fails the import check exactly as the live one, and fidelity finds no difference."""
     outcome = verified(TASK, "patched.sh")
     doc = outcome.document
-    assert levels(doc, "rebuilt")["C0i"]["status"] == "pass"
+    assert levels(doc, "rebuilt")["C0i"]["status"] == "fail"
+    assert levels(doc, "rebuilt")["C0i"]["reason"] == levels(doc, "live")["C0i"]["reason"]
     fp = doc["fingerprint"]
-    assert [(c["key"], c["b"]) for c in fp["patched"]] == [("attrs: attrs/__init__.py",
-                                                            "as RECORD")]
-    assert any(line.startswith("patched: patched attrs: attrs/__init__.py")
-               for line in fp["unexplained"]), fp["unexplained"]
-    fid = doc["fidelity"]
-    assert fid["reaches_live_level"] is False and fid["gaps"] == []
-    assert outcome.exit_code == 1 and doc["passed"] is False
-    md = (outcome.out_dir / "verify.md").read_text()
-    assert "DIFFERS patched: patched attrs: attrs/__init__.py" in md
-    assert "FAILED: the rebuilt image differs from the live one (differs: patched: " in md
-    record = json.loads((Path(doc["build"]["artifact_dir"]) / "verification.json").read_text())
-    assert record["passed"] is False and record["fidelity"] is False
+    assert fp["patched"] == [] and fp["unexplained"] == [], fp
+    assert doc["fidelity"]["reaches_live_level"] is True
+    assert outcome.exit_code == 1  # the environment is broken, live and rebuilt alike
+    art = Path(doc["build"]["artifact_dir"])
+    attrs = "/opt/venv/lib/python3.11/site-packages/attrs/__init__.py"
+    carried = (art / "carried" / attrs.lstrip("/")).read_text()
+    assert carried.startswith('raise RuntimeError("attrs was patched by the agent")')
+    manifest = json.loads((art / "manifest.json").read_text())
+    assert manifest["carried"] == [attrs] and manifest["missing"] == []
+    src = manifest["source"]
+    assert (src["dirty"], src["patch"], src["changed"], src["from_final_workspace"]) == (
+        True, "source.patch", ["M\trequirements-serve.txt"], True)
+    assert (art / "source" / "requirements-serve.txt").read_text().startswith(
+        "# flask pinned by the agent\n")
+    assert "+# flask pinned by the agent\n" in (art / "source.patch").read_text()
+    dockerfile = (art / "Dockerfile").read_text()
+    assert f'COPY ["carried{attrs}", "{attrs}"]' in dockerfile
+    assert "sha256sum -c /tmp/synth/carried.sha256" in dockerfile
+    assert "ninja" not in dockerfile.split("requirements.lock", 1)[1]
+    report = json.loads((art / "export-report.json").read_text())
+    ninja = [c for c in report["commands"] if c["command"] == "/opt/venv/bin/ninja"]
+    assert [(c["decision"], c["reason"]) for c in ninja] == [
+        ("dropped", "built nothing: no file under /workspace/native changed in the final "
+         "state")]

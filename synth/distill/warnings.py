@@ -1,0 +1,112 @@
+"""Warnings about the final state that a lock reproduces faithfully but a reader must know
+(pure): the task's main framework replaced by a later install, packages that went into a
+second interpreter, ``pip check`` conflicts, and files two locked distributions both
+install (the winner then depends on install order).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from synth.distill.load import LoadedRun
+from synth.distill.shell import simple_commands
+from synth.distill.steps import PipInstall
+
+#: The frameworks a task is built around: a later install replacing one is always worth a
+#: line (a CPU torch silently swapped for a CUDA build, say).
+FRAMEWORKS = frozenset({"torch", "tensorflow", "tensorflow-cpu", "jax", "jaxlib",
+                        "paddlepaddle", "mxnet"})
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _split(spec: str) -> tuple[str, str]:
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(.*)", spec)
+    return (_norm(m.group(1)), m.group(2).split(";")[0].strip()) if m else (_norm(spec), "")
+
+
+def requirement_name(spec: str) -> str:
+    """The normalised distribution name of a requirement specifier."""
+    return _split(spec)[0]
+
+
+def _cpu_source(step: PipInstall, spec: str) -> bool:
+    where = (step.index_url or "", *step.extra_index_urls, *step.find_links, spec)
+    return any(re.search(r"(?:/|\+)cpu\b", w) for w in where)
+
+
+def _mismatch(spec: str, final: str, cpu: bool) -> bool:
+    try:
+        version = Version(final)
+    except InvalidVersion:
+        return False
+    if cpu and "cpu" not in (version.local or ""):
+        return True
+    try:
+        return bool(spec) and not SpecifierSet(spec).contains(version, prereleases=True)
+    except InvalidSpecifier:
+        return False
+
+
+def framework_replaced(run: LoadedRun, final: Mapping[str, str]) -> list[str]:
+    """A framework the agent named in an install whose final version is not what it named
+    (another version, or a non-CPU build where it asked for a CPU one)."""
+    from synth.distill.extractors import classify
+
+    last: dict[str, tuple[str, str, bool]] = {}
+    for cmd in simple_commands(run.records):
+        if not (cmd.ran and not cmd.failed and cmd.parsed):
+            continue
+        _x, step = classify(cmd)
+        if not isinstance(step, PipInstall):
+            continue
+        for req in step.requirements:
+            name, spec = _split(req)
+            if name in FRAMEWORKS:
+                last[name] = (cmd.ref, req, _cpu_source(step, spec))
+    finals = {_norm(k): v for k, v in final.items()}
+    out = []
+    for name, (ref, req, cpu) in sorted(last.items()):
+        now = finals.get(name)
+        if now is not None and _mismatch(_split(req)[1], now, cpu):
+            out.append(f"a later install replaced the task's main framework: audit {ref} "
+                       f"installed `{req}`{' (a CPU build)' if cpu else ''}, the final state "
+                       f"has {name} {now}")
+    return out
+
+
+def second_interpreters(envs: Sequence[tuple[str, int]]) -> list[str]:
+    """``envs``: (interpreter, pins) in the plan's order, the primary first."""
+    if len(envs) < 2:
+        return []
+    primary = envs[0][0]
+    return [f"packages went into a second interpreter: {python} ({pins} pinned) besides the "
+            f"primary {primary}; code run with {primary} does not see them"
+            for python, pins in envs[1:]]
+
+
+def pip_check(lines: Iterable[str]) -> list[str]:
+    return [f"pip check reports a conflict in the locked set: {line}" for line in lines]
+
+
+def overlaps(owners: Mapping[str, Sequence[str]], locked: Iterable[str]) -> list[str]:
+    """Files that two or more locked distributions install, grouped by the distributions."""
+    pinned = {_norm(n) for n in locked}
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for path, names in sorted(owners.items()):
+        names = sorted({n for n in names if _norm(n) in pinned})
+        if len(names) > 1:
+            groups.setdefault(tuple(names), []).append(path)
+    out = []
+    for names, paths in sorted(groups.items()):
+        shown = ", ".join(p.rsplit("/site-packages/", 1)[-1] for p in paths[:3])
+        out.append(f"{' and '.join(names)} install the same {len(paths)} file(s) ({shown}"
+                   f"{', …' if len(paths) > 3 else ''}): which one wins depends on install "
+                   "order")
+    return out
