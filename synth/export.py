@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synth import __version__, publish
+from synth import __version__, atomic, publish, source_digest
 from synth.atomic import dumps_json
 from synth.base_images import base_manifest
 from synth.config import Settings
@@ -43,6 +43,8 @@ from synth.store import (
 )
 
 FORMATS = ("Dockerfile",)
+#: Beside a run's own ``export/``: the :func:`synth.source_digest` of the synth that wrote it.
+EXPORT_STAMP = "export.source-digest"
 #: Never copied with the source: bytecode and tool caches differ between machines. A git
 #: checkout's ``.git`` is kept: the session's /workspace had it, and research code asks git
 #: for its commit (``git rev-parse HEAD``) at import.
@@ -298,6 +300,8 @@ def export_run(
         # Checked again right before the swap: the folder may have changed meanwhile.
         check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
         swap_into_place(tmp, dest, Path(tmp_str) / "old")
+    if out_dir is None:  # which synth made the run's own export (verify reuses it)
+        atomic.write_text(run_dir / EXPORT_STAMP, source_digest() + "\n")
     result = ExportResult(artifact_dir=dest, plan=plan, warnings=warnings, bundle=summary)
     return write_archive(result, parts) if archive else result
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from synth import __version__
+from synth import __version__, source_digest
 from synth.config import Settings
 from synth.errors import BuildError, SynthError, UsageError, VerifyError
 from synth.store import ArtifactDir, RunDir, is_file
@@ -101,6 +101,8 @@ def reusable_export(run_dir: Path, bundle: bool = False) -> tuple[Path | None, s
     if manifest.synth_version != __version__:
         return None, (f"the earlier export was made by synth {manifest.synth_version}, "
                       f"this is {__version__}")
+    if _stamp(run_dir) != source_digest():
+        return None, "the earlier export was made by a different build of synth"
     if dict(manifest.inputs) != run.input_hashes():
         return None, "the run's files changed since the earlier export"
     if manifest.raw.get("incomplete"):
@@ -115,6 +117,15 @@ def reusable_export(run_dir: Path, bundle: bool = False) -> tuple[Path | None, s
     if changed:
         return None, f"the run's {changed} changed since the earlier export"
     return export_dir, "its manifest matches the run: same synth version and run files"
+
+
+def _stamp(run_dir: Path) -> str | None:
+    from synth.export import EXPORT_STAMP
+
+    try:
+        return (run_dir / EXPORT_STAMP).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _changed_copies(run: RunDir, files: Mapping[str, str]) -> str | None:

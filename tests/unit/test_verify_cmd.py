@@ -244,6 +244,10 @@ def _exported_run(tmp_path: Path) -> Path:
     (art / "manifest.json").write_text(json.dumps(manifest(
         files=files, python="/opt/venv/bin/python", synth_version=__version__,
         inputs=RunDir(run_dir).input_hashes(), incomplete=[])))
+    from synth import source_digest
+    from synth.export import EXPORT_STAMP
+
+    (run_dir / EXPORT_STAMP).write_text(source_digest() + "\n")
     return run_dir
 
 
@@ -262,6 +266,7 @@ def test_an_identical_export_is_reused_not_redone(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("change", "why"), [
     ("version", "made by synth 0.0.1"),
+    ("build", "made by a different build of synth"),
     ("run", "the run's files changed"),
     ("artifact", "the earlier export was modified (Dockerfile: modified)"),
     ("claims", "the run's claims.json changed"),
@@ -288,6 +293,8 @@ def test_an_export_that_differs_is_not_reused(tmp_path: Path, change: str, why: 
         (run_dir / "claims.json").write_text('{"python_path": "/usr/bin/python3"}')
     elif change == "none":
         (art / "manifest.json").unlink()
+    elif change == "build":  # same version string, other code: a development checkout
+        (run_dir / "export.source-digest").write_text("0" * 64 + "\n")
     found, said = reusable_export(run_dir)
     assert found is None
     assert why in said
