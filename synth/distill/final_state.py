@@ -158,6 +158,8 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
             "same, but a diff from the host copy also holds those changes")})))
     sp = source_patch(original, source,
                       edited=bool(edits.modified or edits.added or edits.deleted))
+    if sp.note:
+        report = dataclasses.replace(report, warnings=tuple(sorted({*report.warnings, sp.note})))
     patch = None
     if sp.patch:
         patch = work / PATCH_NAME

@@ -23,6 +23,7 @@ so it is deterministic; ``git apply source.patch`` on a checkout of the commit g
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -68,6 +69,8 @@ class SourcePatch:
     patch: bytes
     #: Paths the patch changes, ``M``/``A``/``D`` + tab + path, sorted.
     files: tuple[str, ...]
+    #: Why the patch is not against the commit although ``source/`` is a git checkout.
+    note: str | None = None
 
 
 def skipped(rel: str) -> bool:
@@ -276,7 +279,17 @@ def source_patch(original: Path | None, source: Path, *, edited: bool = True) ->
     """The patch from the repository's commit (or its original copy) to ``source/``;
     ``edited`` False says ``source/`` is the original copy (no diff to make without git)."""
     if (source / ".git").is_dir():
-        return git_patch(source)
+        try:
+            return git_patch(source)
+        except ExportError as exc:
+            # A checkout git cannot diff (objects missing from a partial clone or snapshot):
+            # the patch is taken against the original copy instead, and the report says so.
+            if original is None:
+                raise
+            fallback = tree_patch(original, source)
+            return dataclasses.replace(fallback, note=(
+                f"git could not diff source/ against its commit ({exc.message.splitlines()[-1]}); "
+                f"{PATCH_NAME} is against the repository as the session got it"))
     if original is not None and edited:
         return tree_patch(original, source)
     return SourcePatch(commit=None, dirty=False, patch=b"", files=())

@@ -357,3 +357,32 @@ def test_a_symlink_in_the_workspace_never_leads_writes_outside_source(tmp_path: 
     assert (outside / "keep.txt").read_text() == "keep\n"
     assert (src / "pkg").is_symlink() and (src / "evil").is_symlink()
     assert "evil/keep.txt: below a symlink (not followed)" in edits.not_carried
+
+
+def test_a_checkout_git_cannot_diff_is_patched_against_the_original_copy(
+        tmp_path: Path) -> None:
+    # A snapshot or partial clone whose commit names blobs it does not hold (seen on a
+    # fetched real repository): source.patch is made against the copy, and the report says so.
+    import shutil
+    import subprocess
+
+    from synth.distill.source_patch import source_patch
+
+    repo = tmp_path / "original"
+    repo.mkdir()
+    (repo / "a.txt").write_text("a\n")
+    (repo / "big.bin").write_bytes(b"\0big\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    blob = subprocess.run([*git, "rev-parse", "HEAD:big.bin"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    (repo / "big.bin").unlink()  # the snapshot lists the large file but does not hold it
+    source = tmp_path / "source"
+    shutil.copytree(repo, source, symlinks=True)
+    (source / "a.txt").write_text("b\n")
+    sp = source_patch(repo, source)
+    assert sp.note and "git could not diff" in sp.note
+    assert sp.files == ("M\ta.txt",) and b"-a\n+b\n" in sp.patch
