@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from synth.fingerprint import Fingerprint, compare_fingerprints
+from synth.model import Difference
 
 #: The JSON format of ``synth diff --json``; bumped on any incompatible change.
 DIFF_FORMAT = 1
@@ -86,19 +87,8 @@ class Side:
         return {"kind": self.kind, "label": self.label, "identity": dict(self.identity)}
 
 
-@dataclass(frozen=True)
-class Item:
-    """One difference. ``a``/``b``: the value on each side, None where absent there."""
-
-    kind: ItemKind
-    key: str
-    a: str | None
-    b: str | None
-    detail: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "key": self.key, "a": self.a, "b": self.b,
-                "detail": self.detail}
+#: One difference (the shared :class:`synth.model.Difference`).
+Item = Difference
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from synth import model
 from synth.engine.base import ContainerSpec, Runtime
 from synth.errors import VerifyError
 
@@ -262,19 +263,8 @@ def fingerprint_image(
 
 
 # ---------------------------------------------------------------------------- comparing
-@dataclass(frozen=True)
-class Change:
-    """One thing that differs: ``a`` and ``b`` are the two sides' values (None: absent)."""
-
-    kind: str
-    key: str
-    a: str | None
-    b: str | None
-    detail: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "key": self.key, "a": self.a, "b": self.b,
-                "detail": self.detail}
+#: One difference (the shared :class:`synth.model.Difference`).
+Change = model.Difference
 
 
 @dataclass(frozen=True)

@@ -656,3 +656,21 @@ def read_plan_document(doc: Mapping[str, Any], where: str) -> tuple[BuildPlan, D
     check_plan_format(doc, where)
     return (BuildPlan.from_json(doc["plan"], f"{where}: plan"),
             DistillReport.from_json(doc["report"], f"{where}: report"))
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One thing that differs between two sides (``synth diff``, fingerprints): ``kind`` is
+    added, removed or changed (or a fingerprint's category); ``a``/``b`` the two sides'
+    values, None where absent there."""
+
+    kind: str
+    key: str
+    a: str | None
+    b: str | None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "key": self.key, "a": self.a, "b": self.b,
+                "detail": self.detail}
+

@@ -14,7 +14,7 @@ from typing import Any
 from synth import __version__, source_digest
 from synth.config import Settings
 from synth.errors import BuildError, SynthError, UsageError, VerifyError
-from synth.store import ArtifactDir, RunDir, is_file
+from synth.store import ArtifactDir, RunDir, is_file, sha256_file
 from synth.verify_outcome import ArtifactCheck, BuildInfo, ExportUse
 
 Say = Callable[[str], None]
@@ -22,10 +22,6 @@ Say = Callable[[str], None]
 #: Written into the artifact folder after verify; not part of the export, so the manifest
 #: check and the rebuilt tag leave it out.
 VERIFICATION_FILE = "verification.json"
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _artifact_files(artifact_dir: Path) -> dict[str, str]:
@@ -131,9 +127,9 @@ def _stamp(run_dir: Path) -> str | None:
 def _changed_copies(run: RunDir, files: Mapping[str, str]) -> str | None:
     """The copied file (task.toml, claims.json) whose source differs from the export's copy."""
     task_file = run.run_record().task_file
-    task_now = _sha256(Path(task_file)) if task_file and is_file(task_file) else None
+    task_now = sha256_file(Path(task_file)) if task_file and is_file(task_file) else None
     claims = run.path / "claims.json"
-    claims_now = _sha256(claims) if claims.is_file() else None
+    claims_now = sha256_file(claims) if claims.is_file() else None
     for name, now in (("task.toml", task_now), ("claims.json", claims_now)):
         if files.get(name) != now:
             return name
