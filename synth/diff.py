@@ -289,16 +289,20 @@ def compare_fingerprint_sections(a: Side, b: Side) -> list[Section]:
         ]
     cmp = compare_fingerprints(a.fingerprint, b.fingerprint)
     native = [Item(_item_kind(c.kind), c.key, c.a, c.b, c.detail) for c in cmp.native]
-    files = [Item("changed", c.key, c.a, c.b,
-                  c.detail if c.kind == "content" else "launcher scripts differ")
-             for c in cmp.content]
+    files = [Item("changed", c.key, c.a, c.b, c.detail)
+             for c in cmp.content if c.kind == "content"]
+    # Launcher scripts are written by the installer at install time (pip and uv write
+    # different ones): named in the note, not counted as a difference of the files.
+    scripts = sorted(f"{c.key} ({c.a} -> {c.b})" for c in cmp.content if c.kind == "scripts")
+    note = (f"launcher scripts differ, written by another installer, not counted: "
+            f"{', '.join(scripts)}" if scripts else None)
     files += [Item(_item_kind(c.kind), c.key, c.a, c.b, "not owned by any distribution")
               for c in cmp.unowned]
     files += [Item("changed", c.key, c.a, c.b, c.detail) for c in cmp.patched]
     files += [Item(_item_kind(c.kind), f"{a.fingerprint.workdir}/{c.key}", c.a, c.b,
                    "working directory file") for c in cmp.workspace]
     return [_section("native_files", t_native, native),
-            _section("python_files", t_files, files)]
+            _section("python_files", t_files, files, note=note)]
 
 
 def _item_kind(kind: str) -> ItemKind:
