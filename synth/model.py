@@ -83,6 +83,11 @@ class RunRecord:
             error=_opt_str(doc.get("error")), raw=doc,
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """The document it was read from: ``raw`` is kept whole, and the typed fields are
+        derived from it (the session writes run.json, not this method)."""
+        return dict(self.raw)
+
 
 #: The keys of a ``command`` record of ``audit.jsonl`` by its source (docs/formats.md);
 #: ``incomplete`` and ``pipeline`` are written only when true.
@@ -212,6 +217,13 @@ class Distribution:
             location=str(obj.get("location") or ""),
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """The fields kept (not ``display_name``); see :meth:`PythonState.to_json`."""
+        return {"name": self.name, "version": self.version, "installer": self.installer,
+                "requested": self.requested,
+                "direct_url": dict(self.direct_url) if self.direct_url is not None else None,
+                "location": self.location}
+
     @property
     def url(self) -> str | None:
         return str(self.direct_url["url"]) if self.direct_url and "url" in self.direct_url else None
@@ -247,6 +259,13 @@ class Interpreter:
             distributions=tuple(sorted(dists, key=lambda d: d.name)),
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """The fields kept (not ``realpath``, ``sys_path``, ``error``…)."""
+        return {"path": self.path, "kind": self.kind, "version": self.version,
+                "prefix": self.prefix, "base_prefix": self.base_prefix,
+                "created_by_agent": self.created_by_agent,
+                "distributions": [d.to_json() for d in self.distributions]}
+
 
 @dataclass(frozen=True)
 class PythonState:
@@ -262,6 +281,13 @@ class PythonState:
             interpreters=tuple(Interpreter.from_json(i) for i in doc["interpreters"]),
             primary=_opt_str(doc.get("primary")), errors=tuple(doc.get("errors") or ()),
         )
+
+    def to_json(self) -> dict[str, Any]:
+        """``state/python.json`` as far as this class keeps it: an interpreter's probe
+        details beyond its fields (``realpath``, ``sys_path``…) are not kept."""
+        return {"format": PYTHON_STATE_FORMAT,
+                "interpreters": [i.to_json() for i in self.interpreters],
+                "primary": self.primary, "errors": list(self.errors)}
 
     def primary_interpreter(self) -> Interpreter | None:
         return next((i for i in self.interpreters if i.path == self.primary), None)
@@ -285,6 +311,11 @@ class DebRecord:
         return cls(name=name, version=str(d["version"]), arch=str(d.get("arch") or ""),
                    sha256=str(d["sha256"]), size=int(d["size"]), mirror=str(d["mirror"]),
                    filename=str(d["filename"]))
+
+    def to_json(self) -> dict[str, Any]:
+        """A ``debs`` record of ``state/apt.json`` (the name is its key there)."""
+        return {"version": self.version, "arch": self.arch, "sha256": self.sha256,
+                "size": self.size, "mirror": self.mirror, "filename": self.filename}
 
 
 @dataclass(frozen=True)
@@ -316,6 +347,17 @@ class AptState:
             debs_captured="debs" in doc,
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """``state/apt.json`` as far as this class keeps it (not ``debs_missing``)."""
+        doc: dict[str, Any] = {
+            "format": APT_STATE_FORMAT, "base": dict(self.base), "final": dict(self.final),
+            "added": dict(self.added),
+            "changed": {k: list(v) for k, v in self.changed.items()},
+            "removed": dict(self.removed), "manual": list(self.manual)}
+        if self.debs_captured:
+            doc["debs"] = {n: d.to_json() for n, d in self.debs.items()}
+        return doc
+
 
 @dataclass(frozen=True)
 class Provenance:
@@ -338,11 +380,26 @@ class Provenance:
             setuid=tuple(str(p) for p in doc["setuid"]),
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """``state/provenance.json`` as far as this class keeps it (not ``setuid_known``)."""
+        return {"format": PROVENANCE_STATE_FORMAT, "file_times": dict(self.file_times),
+                "apt_times": dict(self.apt_times),
+                "dist_times": {i: dict(d) for i, d in self.dist_times.items()},
+                "setuid": list(self.setuid)}
+
 
 @dataclass(frozen=True)
 class PathChange:
     kind: str
     path: str
+    #: Why a ``noise`` item is noise (synth.noise); None for a real change.
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        doc = {"kind": self.kind, "path": self.path}
+        if self.reason is not None:
+            doc["reason"] = self.reason
+        return doc
 
 
 @dataclass(frozen=True)
@@ -355,9 +412,15 @@ class DiffState:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> DiffState:
         def changes(key: str) -> tuple[PathChange, ...]:
-            return tuple(PathChange(str(c["kind"]), str(c["path"])) for c in doc[key])
+            return tuple(PathChange(str(c["kind"]), str(c["path"]), _opt_str(c.get("reason")))
+                         for c in doc[key])
 
         return cls(changes=changes("changes"), noise=changes("noise"))
+
+    def to_json(self) -> dict[str, Any]:
+        """``state/diff.json``, every field."""
+        return {"format": DIFF_STATE_FORMAT, "changes": [c.to_json() for c in self.changes],
+                "noise": [c.to_json() for c in self.noise]}
 
 
 @dataclass(frozen=True)
@@ -371,6 +434,11 @@ class EnvState:
     def from_json(cls, doc: Mapping[str, Any]) -> EnvState:
         return cls(persisted={str(k): str(v) for k, v in doc["persisted"].items()},
                    sources={str(k): str(v) for k, v in doc["sources"].items()})
+
+    def to_json(self) -> dict[str, Any]:
+        """``state/env.json``, every field."""
+        return {"format": ENV_STATE_FORMAT, "persisted": dict(self.persisted),
+                "sources": dict(self.sources)}
 
 
 @dataclass(frozen=True)
@@ -396,6 +464,11 @@ class Manifest:
             base_ref=_opt_str(base.get("ref")), files=dict(doc["files"]),
             inputs=dict(doc.get("inputs") or {}), claims=_opt_str(doc.get("claims")), raw=doc,
         )
+
+    def to_json(self) -> dict[str, Any]:
+        """The document it was read from: ``raw`` is kept whole, and the typed fields are
+        derived from it (the export writes manifest.json, not this method)."""
+        return dict(self.raw)
 
 
 # --- the build plan and the distill report (plan.json) --------------------------------------

@@ -1,0 +1,84 @@
+"""to_json/from_json of the run and artifact files (synth.model).
+
+``Cls.from_json(x.to_json()) == x`` for each class, and ``to_json(from_json(doc))`` gives
+back a real document (the golden export's, or a generated run directory's) as far as the
+class keeps it: RunRecord and Manifest keep the whole document (``raw``); the state classes
+drop what nothing reads (``debs_missing``, ``setuid_known``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth import model
+from synth.schemas import validate
+from tests.distill_runs import deb, dist, make_run_dir, system_python, venv
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
+
+
+def load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    url = {"url": "file:///workspace", "dir_info": {"editable": True}}
+    return make_run_dir(
+        tmp_path, [{"command": "pip install -e ."}],
+        apt_added={"git": "1:2.39.5-0+deb12u2", "curl": "7.88.1-10+deb12u12"},
+        apt_manual=["git"], apt_debs={"git": deb("git", "1:2.39.5-0+deb12u2")},
+        python=[system_python(), venv(dists=[dist("demo", "0.1", requested=True,
+                                                  direct_url=url), dist("six", "1.16.0")])],
+        diff=[("A", "/opt/venv"), ("C", "/root/.bashrc")], env={"HF_HOME": "/data/hf"})
+
+
+#: file under the run dir -> (class, schema name, keys of the file the class does not keep)
+STATES: dict[str, tuple[Any, str, set[str]]] = {
+    "run.json": (model.RunRecord, "run", set()),
+    "state/python.json": (model.PythonState, "python-state", set()),
+    "state/apt.json": (model.AptState, "apt-state", {"debs_missing"}),
+    "state/env.json": (model.EnvState, "env-state", set()),
+    "state/provenance.json": (model.Provenance, "provenance-state", {"setuid_known"}),
+    "state/diff.json": (model.DiffState, "diff-state", set()),
+}
+
+
+@pytest.mark.parametrize("rel", sorted(STATES))
+def test_run_files_round_trip(run_dir: Path, rel: str) -> None:
+    cls, schema, dropped = STATES[rel]
+    doc = load(run_dir / rel)
+    assert validate(doc, schema) == []
+    obj = cls.from_json(doc)
+    out = obj.to_json()
+    assert cls.from_json(out) == obj
+    assert validate(out, schema) == []
+    want = {k: v for k, v in doc.items() if k not in dropped}
+    assert out == want
+
+
+def test_apt_state_without_debs_round_trips(tmp_path: Path) -> None:
+    doc = load(make_run_dir(tmp_path, apt_added={"git": "1"}) / "state" / "apt.json")
+    state = model.AptState.from_json(doc)
+    assert not state.debs_captured and "debs" not in state.to_json()
+    assert model.AptState.from_json(state.to_json()) == state
+
+
+def test_python_state_keeps_the_distributions(run_dir: Path) -> None:
+    state = model.PythonState.from_json(load(run_dir / "state" / "python.json"))
+    primary = state.primary_interpreter()
+    assert primary is not None and [d.name for d in primary.distributions] == ["demo", "six"]
+    assert primary.distributions[0].editable
+
+
+def test_manifest_round_trips() -> None:
+    doc = load(GOLDEN / "manifest.json")
+    assert validate(doc, "manifest") == []
+    manifest = model.Manifest.from_json(doc)
+    assert manifest.to_json() == doc  # raw is kept whole
+    assert model.Manifest.from_json(manifest.to_json()) == manifest
+    assert manifest.files["Dockerfile"] == doc["files"]["Dockerfile"]
