@@ -7,6 +7,27 @@ from __future__ import annotations
 
 import re
 
+#: Start-up files whose exported variables persist into later shells, in the order shells
+#: read them: the session reads them at the run's start and end (state/env.json), and
+#: distillation treats a redirect into one of them (or any file of /etc/profile.d/) as
+#: persisting a variable.
+ENV_FILES: tuple[str, ...] = (
+    "/etc/environment",
+    "/etc/profile",
+    "/etc/profile.d/*.sh",
+    "/etc/bash.bashrc",
+    "/root/.profile",
+    "/root/.bash_profile",
+    "/root/.bashrc",
+)
+ENV_DIR = "/etc/profile.d/"
+
+
+def is_env_file(path: str) -> bool:
+    """Whether writing ``path`` (absolute, normalised) persists variables into later shells."""
+    return path in ENV_FILES or path.startswith(ENV_DIR)
+
+
 #: (path prefix, reason) — a change at or below the prefix is noise. Order: first match.
 NOISE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("/synth", "synth's own mounts and claims file"),

@@ -15,9 +15,10 @@
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
+
+from packaging.utils import canonicalize_name
 
 from synth.model import CarriedFile
 
@@ -29,8 +30,8 @@ CARRIED_LATE_SUMS = "carried-after-builds.sha256"
 
 
 def norm_name(name: str) -> str:
-    """PEP 503 normalised distribution name."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    """PEP 503 normalised distribution name (packaging's ``canonicalize_name``)."""
+    return str(canonicalize_name(name))
 
 
 _norm = norm_name

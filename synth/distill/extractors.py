@@ -37,12 +37,10 @@ from synth.distill.steps import (
     Unclassified,
     VenvCreate,
 )
+from synth.noise import is_env_file
 
 _PY = re.compile(r"^python(\d(\.\d+)?)?$")
 _PIP = re.compile(r"^pip(\d(\.\d+)?)?$")
-#: Start-up files whose ``export`` lines persist into later shells.
-RC_FILES = ("/etc/environment", "/etc/bash.bashrc", "/root/.bashrc", "/root/.profile",
-            "/root/.bash_profile")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -463,7 +461,7 @@ def extract_env(cmd: SimpleCommand) -> Step | None:
     if prog in ("echo", "printf") and _writes_files(cmd):
         for op, target in cmd.redirects:
             path = _abs(cmd, target)
-            if op in (">", ">>") and (path in RC_FILES or path.startswith("/etc/profile.d/")):
+            if op in (">", ">>") and is_env_file(path):
                 body = " ".join(a for a in args if not a.startswith("-"))
                 pairs = []
                 for line in body.replace("\\n", "\n").splitlines():

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from synth.distill.load import LoadedRun
@@ -23,7 +24,7 @@ FRAMEWORKS = frozenset({"torch", "tensorflow", "tensorflow-cpu", "jax", "jaxlib"
 
 
 def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return str(canonicalize_name(name))
 
 
 def _split(spec: str) -> tuple[str, str]:

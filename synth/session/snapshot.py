@@ -26,7 +26,7 @@ from synth.model import (
     PROVENANCE_STATE_FORMAT,
     PYTHON_STATE_FORMAT,
 )
-from synth.noise import noise_reason
+from synth.noise import ENV_FILES, noise_reason
 
 # ------------------------------------------------------------------ docker diff
 
@@ -164,16 +164,6 @@ def deb_records(container: Container, pins: Mapping[str, str]) -> dict[str, Any]
 
 # ---------------------------------------------------------------- environment
 
-#: Files whose exported variables persist into later shells, in the order shells read them.
-ENV_FILES = (
-    "/etc/environment",
-    "/etc/profile",
-    "/etc/profile.d/*.sh",
-    "/etc/bash.bashrc",
-    "/root/.profile",
-    "/root/.bash_profile",
-    "/root/.bashrc",
-)
 _ENV_SCRIPT = (
     "for f in " + " ".join(ENV_FILES) + '; do [ -f "$f" ] || continue; '
     'printf "\\0\\0FILE %s\\0\\0" "$f"; cat "$f"; done'

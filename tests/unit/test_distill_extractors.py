@@ -139,6 +139,25 @@ def test_env() -> None:
     assert s == EnvPersist(file="/root/.bashrc", assignments=(("MAX_JOBS", "4"),))
 
 
+
+@pytest.mark.parametrize("path", ["/etc/profile", "/etc/profile.d/cuda.sh", "/etc/environment",
+                                  "/etc/bash.bashrc", "/root/.profile", "/root/.bash_profile"])
+def test_env_persisted_in_a_startup_file(path: str) -> None:
+    assert step(f"echo 'export A=1' >> {path}") == EnvPersist(file=path,
+                                                               assignments=(("A", "1"),))
+
+
+def test_env_files_are_one_list() -> None:
+    """The files the session reads (state/env.json) are the files a redirect persists into."""
+    from synth.noise import ENV_FILES, is_env_file
+    from synth.session import snapshot
+
+    assert "/etc/profile" in ENV_FILES
+    assert all(is_env_file(f.replace("*", "x")) for f in ENV_FILES)
+    assert all(f in snapshot._ENV_SCRIPT for f in ENV_FILES)
+    assert not is_env_file("/etc/profile.bak") and not is_env_file("/root/.bashrc.d")
+    assert not isinstance(step("echo 'export A=1' >> /tmp/notes"), EnvPersist)
+
 def test_downloads() -> None:
     assert step("wget -O /data/w.ckpt https://h/w.ckpt") == Download(
         tool="wget", url="https://h/w.ckpt", dest="/data/w.ckpt")
@@ -179,3 +198,12 @@ def test_program_runs() -> None:
     assert step("/opt/venv/bin/python train.py --steps 5") == ProgramRun(program="python train.py")
     assert step("python -m pytest -q") == ProgramRun(program="python -m pytest")
     assert isinstance(step("python setup.py develop"), NativeBuild)
+
+
+@pytest.mark.parametrize(("name", "want"), [
+    ("Foo_Bar.baz", "foo-bar-baz"), ("a--b__c", "a-b-c"), ("Zope.Interface", "zope-interface"),
+    ("torch", "torch")])
+def test_distribution_names_are_pep503(name: str, want: str) -> None:
+    from synth.distill.carried import norm_name
+
+    assert norm_name(name) == want
