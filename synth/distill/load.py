@@ -94,11 +94,12 @@ def repo_name(ref: str) -> str:
 
 
 def repo_digest(ref: str, repo_digests: Sequence[Any]) -> str | None:
-    """The ``sha256:…`` a registry gave the base ``ref`` (RepoDigests), if any."""
-    digests = [str(d) for d in repo_digests if "@sha256:" in str(d)]
-    same = [d for d in digests if repo_name(d) == repo_name(ref)]
-    chosen = same or sorted(digests)
-    return chosen[0].split("@", 1)[1] if chosen else None
+    """The ``sha256:…`` a registry gave the base ``ref`` (RepoDigests), if any. Only a
+    digest of ``ref``'s own repository counts: the Dockerfile renders ``FROM <ref's
+    repository>@<digest>``, which another repository's digest would not resolve."""
+    same = sorted(str(d) for d in repo_digests
+                  if "@sha256:" in str(d) and repo_name(str(d)) == repo_name(ref))
+    return same[0].split("@", 1)[1] if same else None
 
 
 def _load_repo(task_file: str | None) -> RepoRef | None:

@@ -40,7 +40,8 @@ def test_repo_name_and_digest() -> None:
     assert repo_name("debian@sha256:" + "a" * 64) == "debian"
     digests = ["other/x@sha256:" + "b" * 64, "localhost:5000/lab/py@sha256:" + "c" * 64]
     assert repo_digest("localhost:5000/lab/py:3.11", digests) == "sha256:" + "c" * 64
-    assert repo_digest("elsewhere:1", digests) == "sha256:" + "c" * 64  # sorted first
+    # another repository's digest would render an unresolvable FROM elsewhere@sha256:…
+    assert repo_digest("elsewhere:1", digests) is None
     assert repo_digest("x", []) is None
 
 
