@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from synth.errors import InputFileError
@@ -710,7 +710,13 @@ class DistillReport:
     risks: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": PLAN_FORMAT, **asdict(self)}
+        # asdict() deep-copies each of a long log's outcomes; they are flat: built directly.
+        doc: dict[str, Any] = {"format": PLAN_FORMAT,
+                               "outcomes": [dict(vars(o)) for o in self.outcomes]}
+        for f in fields(self):
+            if f.name != "outcomes":
+                doc[f.name] = list(getattr(self, f.name))
+        return doc
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], where: str = "report") -> DistillReport:

@@ -23,6 +23,10 @@ FRAMEWORKS = frozenset({"torch", "tensorflow", "tensorflow-cpu", "jax", "jaxlib"
                         "paddlepaddle", "mxnet"})
 
 
+#: Words every pip/uv/conda install command line contains one of.
+_INSTALLER_WORDS = ("pip", "uv", "conda", "mamba", "install")
+
+
 def _norm(name: str) -> str:
     return str(canonicalize_name(name))
 
@@ -61,7 +65,10 @@ def framework_replaced(run: LoadedRun, final: Mapping[str, str]) -> list[str]:
     from synth.distill.extractors import classify
 
     last: dict[str, tuple[str, str, bool]] = {}
-    for cmd in simple_commands(run.records):
+    # Only a record that names an installer can hold a pip install (a cheap filter first:
+    # on a long audit log, splitting every record again costs seconds).
+    installs = [r for r in run.records if any(w in r.command for w in _INSTALLER_WORDS)]
+    for cmd in simple_commands(installs):
         if not (cmd.ran and not cmd.failed and cmd.parsed):
             continue
         _x, step = classify(cmd)
