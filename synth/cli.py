@@ -134,7 +134,7 @@ def gc(
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Remove containers and images synth left behind for this artifacts folder."""
+    """Remove containers, images and build cache synth left behind for this artifacts folder."""
     from synth.engine.docker import DockerEngine
 
     scope = None if all_folders else str(Settings.load(artifacts_dir=artifacts)
