@@ -63,19 +63,6 @@ class LiveFacts:
     errors: tuple[str, ...] = ()
 
 
-def _workspace_tar(c: Container, dest: Path) -> Path | None:
-    import docker.errors
-
-    try:
-        chunks, _ = c.raw.get_archive(WORKDIR)
-    except docker.errors.NotFound:
-        return None
-    with dest.open("wb") as fh:
-        for chunk in chunks:
-            fh.write(chunk)
-    return dest
-
-
 def _pip_check(c: Container, python: str) -> tuple[tuple[str, ...], bool]:
     res = c.exec([python, "-m", "pip", "check"], env={"PIP_DISABLE_PIP_VERSION_CHECK": "1"},
                  timeout=300)
@@ -94,7 +81,7 @@ def _ask(c: Container, python: str, tmp: Path) -> tuple[LiveFacts, list[str]]:
     from synth.fingerprint import fingerprint
 
     errors: list[str] = []
-    tar = _workspace_tar(c, tmp / "workspace.tar")
+    tar = tmp / "workspace.tar" if c.save_archive(WORKDIR, tmp / "workspace.tar") else None
     dpkg = c.sh(DPKG_LISTS, timeout=300)
     paths = frozenset(p for p in dpkg.stdout.splitlines() if p.startswith("/"))
     fp = None

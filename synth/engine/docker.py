@@ -377,6 +377,21 @@ class Container:
             raise EngineError(f"Reading {src} from {self.description} failed: "
                               f"{_short(exc)}") from exc
 
+    def save_archive(self, src: str, dest: Path) -> bool:
+        """Stream ``src`` of the container as a tar into the file ``dest`` (never whole in
+        memory); False when the container has no ``src``."""
+        try:
+            chunks, _ = self.raw.get_archive(src)
+            with dest.open("wb") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
+        except docker.errors.NotFound:
+            return False
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"Reading {src} from {self.description} failed: "
+                              f"{_short(exc)}") from exc
+        return True
+
     def put_bytes(self, data: bytes, dest: str, mode: int = 0o644) -> None:
         """Write one file in the container from memory."""
         directory, _, name = dest.rpartition("/")

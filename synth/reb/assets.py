@@ -110,20 +110,6 @@ class PreparedAssets:
                 "installed": [f"{d}/{p.name.removesuffix('.tar')}" for d, p in self.archives]}
 
 
-def _save(c: Container, path: str, dest: Path) -> bool:
-    """Stream ``path`` of the container as a tar to ``dest``; False when there is none."""
-    import docker
-
-    try:
-        chunks, _ = c.raw.get_archive(path)
-    except docker.errors.NotFound:
-        return False
-    with dest.open("wb") as fh:
-        for chunk in chunks:
-            fh.write(chunk)
-    return True
-
-
 @contextmanager
 def prepare_assets(engine: DockerEngine, image: str, plan: AssetsPlan) -> Iterator[PreparedAssets]:
     """Run the step in a container from ``image``; the result lives while the context does."""
@@ -136,7 +122,7 @@ def prepare_assets(engine: DockerEngine, image: str, plan: AssetsPlan) -> Iterat
         for i, rel in enumerate(OUTPUTS):
             parent, _, name = f"{plan.workdir}/{rel}".rpartition("/")
             dest = Path(tmp) / f"{i}-{name}.tar"
-            if _save(c, f"{parent}/{name}", dest):
+            if c.save_archive(f"{parent}/{name}", dest):
                 archives.append((parent, dest))
         tail = "\n".join((res.stdout + res.stderr).splitlines()[-40:])
         yield PreparedAssets(res.exit_code, time.monotonic() - start, tail, tuple(archives))
