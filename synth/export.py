@@ -26,7 +26,13 @@ from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.build_lock import complete_lock, local_build_requires, lock_manifest
 from synth.distill.load import LoadedRun, load_run
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
-from synth.distill.plan import BuildPlan, PythonEnvPlan, distill, download_candidates
+from synth.distill.plan import (
+    BuildPlan,
+    PythonEnvPlan,
+    distill,
+    download_candidates,
+    gc_paused,
+)
 from synth.errors import ExportError, InputFileError, NotFoundError
 from synth.model import MANIFEST_FORMAT, DistillReport
 from synth.render import reader_facts, render_artifact
@@ -251,6 +257,7 @@ class ArtifactParts:
     staged: final_state.StagedSource
 
 
+@gc_paused()
 def export_run(
     run_dir: Path,
     settings: Settings,

@@ -31,11 +31,6 @@ from synth.fingerprint import Fingerprint
 from synth.model import CarriedFile, DistillReport
 
 
-def _primary_final(run: LoadedRun) -> dict[str, str]:
-    interp = next((i for i in run.interpreters if i.path == run.primary), None)
-    return {d.name: d.version for d in interp.distributions} if interp else {}
-
-
 def _named_by_pip(run: LoadedRun) -> set[str]:
     """Distribution names that a successful audited pip/uv install named as requirements."""
     from synth.distill.extractors import classify
@@ -77,11 +72,10 @@ def lock_legacy(run: LoadedRun, plan: BuildPlan, report: DistillReport,
             dataclasses.replace(report, warnings=tuple(sorted(set(kept)))))
 
 
-def _checks(run: LoadedRun, plan: BuildPlan, facts: LiveFacts) -> tuple[
+def _checks(plan: BuildPlan, facts: LiveFacts) -> tuple[
         list[str], tuple[CarriedFile, ...], list[str]]:
     """(warnings, carried, missing) from the live facts."""
     warnings = warn.second_interpreters([(e.python, len(e.pins)) for e in plan.envs])
-    warnings += warn.framework_replaced(run, _primary_final(run))
     warnings += warn.pip_check(facts.pip_check)
     pins = dict(plan.envs[0].pins) if plan.envs else {}
     warnings += warn.overlaps(facts.overlaps, pins)
@@ -106,7 +100,7 @@ def complete_plan(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts:
     final state unreproduced unless ``allow_missing``."""
     if facts.fingerprint is not None:
         plan, report = lock_legacy(run, plan, report, facts.fingerprint)
-    warnings, carried, missing = _checks(run, plan, facts)
+    warnings, carried, missing = _checks(plan, facts)
     if missing and not allow_missing:
         raise ExportError(
             f"The artifact would not reproduce {len(missing)} thing(s) of the final state: "

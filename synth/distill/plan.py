@@ -33,7 +33,8 @@ from synth.distill.provenance import risks, unaudited_changes
 from synth.distill.report import add_notes, unexplained
 from synth.distill.shell import simple_commands
 from synth.distill.source import source_plan
-from synth.distill.steps import Download
+from synth.distill.steps import Download, PipInstall
+from synth.distill.warnings import framework_replaced
 from synth.model import (
     AptPlan,
     BuildPlan,
@@ -56,7 +57,7 @@ def download_candidates(run: LoadedRun) -> tuple[str, ...]:
     (taken from the live image by the exporter) lets the artifact replay them pinned."""
     present = {c.path for c in run.changes if c.kind in ("A", "C")}
     out = set()
-    with _gc_paused():
+    with gc_paused():
         for c in simple_commands(run.records):
             match classify(c):
                 case (_x, Download(tool="wget" | "curl", dest=str(dest))) if (
@@ -68,8 +69,10 @@ def download_candidates(run: LoadedRun) -> tuple[str, ...]:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for a while (reference counting still frees).
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a while (reference counting still frees); also
+    a decorator (``@gc_paused()``), as export uses it around loading, distilling and
+    rendering.
 
     Distilling makes a few small acyclic objects per audited command, hundreds of
     thousands on a long log; the collector's repeated passes over all of them cost more
@@ -91,7 +94,7 @@ def distill(run: LoadedRun, *, include: Sequence[str] = (),
     ``download_hashes`` maps files that downloads wrote (:func:`download_candidates`) to
     their sha256 in the final state; those downloads are replayed and checked.
     """
-    with _gc_paused():
+    with gc_paused():
         return _distill(run, include, dict(download_hashes or {}))
 
 
@@ -114,6 +117,8 @@ def _distill(run: LoadedRun, include: Sequence[str],
     apt = apt_plan(run)
     add_notes(run, envs_in, native.explained, apt, notes)
     source = source_plan(run, notes)
+    notes.warnings += framework_replaced(
+        ((c.ref, s) for c, _x, s in ok if isinstance(s, PipInstall)), _primary_final(run))
     plan = BuildPlan(
         task=run.info.task_name, run_id=run.info.run_id, base_ref=run.info.base_ref,
         base_id=run.info.base_id, base_digest=run.info.base_digest, apt=apt,
@@ -129,6 +134,11 @@ def _distill(run: LoadedRun, include: Sequence[str],
         warnings=tuple(sorted(set(notes.warnings))),
         unaudited=unaudited_changes(run), risks=risks(run))
     return plan, report
+
+
+def _primary_final(run: LoadedRun) -> dict[str, str]:
+    interp = next((i for i in run.interpreters if i.path == run.primary), None)
+    return {d.name: d.version for d in interp.distributions} if interp else {}
 
 
 def _uses_wheelhouse(run: LoadedRun, env_plans: Sequence[PythonEnvPlan]) -> bool:

@@ -13,18 +13,12 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from synth.distill.load import LoadedRun
-from synth.distill.shell import simple_commands
 from synth.distill.steps import PipInstall
 
 #: The frameworks a task is built around: a later install replacing one is always worth a
 #: line (a CPU torch silently swapped for a CUDA build, say).
 FRAMEWORKS = frozenset({"torch", "tensorflow", "tensorflow-cpu", "jax", "jaxlib",
                         "paddlepaddle", "mxnet"})
-
-
-#: Words every pip/uv/conda install command line contains one of.
-_INSTALLER_WORDS = ("pip", "uv", "conda", "mamba", "install")
 
 
 def _norm(name: str) -> str:
@@ -59,25 +53,17 @@ def _mismatch(spec: str, final: str, cpu: bool) -> bool:
         return False
 
 
-def framework_replaced(run: LoadedRun, final: Mapping[str, str]) -> list[str]:
+def framework_replaced(installs: Iterable[tuple[str, PipInstall]],
+                       final: Mapping[str, str]) -> list[str]:
     """A framework the agent named in an install whose final version is not what it named
-    (another version, or a non-CPU build where it asked for a CPU one)."""
-    from synth.distill.extractors import classify
-
+    (another version, or a non-CPU build where it asked for a CPU one). ``installs``: the
+    successful pip/uv installs in audit order, as (audit ref, step)."""
     last: dict[str, tuple[str, str, bool]] = {}
-    # Only a record that names an installer can hold a pip install (a cheap filter first:
-    # on a long audit log, splitting every record again costs seconds).
-    installs = [r for r in run.records if any(w in r.command for w in _INSTALLER_WORDS)]
-    for cmd in simple_commands(installs):
-        if not (cmd.ran and not cmd.failed and cmd.parsed):
-            continue
-        _x, step = classify(cmd)
-        if not isinstance(step, PipInstall):
-            continue
+    for ref, step in installs:
         for req in step.requirements:
             name, spec = _split(req)
             if name in FRAMEWORKS:
-                last[name] = (cmd.ref, req, _cpu_source(step, spec))
+                last[name] = (ref, req, _cpu_source(step, spec))
     finals = {_norm(k): v for k, v in final.items()}
     out = []
     for name, (ref, req, cpu) in sorted(last.items()):

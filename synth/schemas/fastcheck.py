@@ -25,6 +25,9 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+_ABSENT = object()
+
+
 class Unsupported(Exception):
     """The schema uses a keyword this checker does not implement."""
 
@@ -94,6 +97,7 @@ class _Compiler:
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
         self.refs: dict[str, Check] = {}
+        self.compiling: set[str] = set()
 
     def compile(self, schema: Any) -> Check:
         if schema is True:
@@ -111,11 +115,15 @@ class _Compiler:
             raise Unsupported(f"$ref {ref}")
         if ref not in self.refs:
             self.refs[ref] = lambda _v: False  # a placeholder while compiling (recursion)
+            self.compiling.add(ref)
             target: Any = self.root
             for part in ref[2:].split("/"):
                 target = target[part]
             real = self.compile(target)
             self.refs[ref] = real
+            self.compiling.discard(ref)
+        if ref not in self.compiling:
+            return self.refs[ref]
         # Looked up at call time: a recursive schema's placeholder is replaced by then.
         return lambda v: self.refs[ref](v)  # noqa: PLW0108
 
@@ -169,7 +177,8 @@ class _Compiler:
         raise Unsupported("not (other than of a string const)")
 
     def _kw_required(self, value: list[str], _s: Mapping[str, Any]) -> Check:
-        return lambda v: not isinstance(v, dict) or all(k in v for k in value)
+        names = frozenset(value)
+        return lambda v: type(v) is not dict or v.keys() >= names
 
     def _kw_properties(self, value: Mapping[str, Any], _s: Mapping[str, Any]) -> Check:
         # Most properties only name their types: checked inline, without a call each.
@@ -194,7 +203,9 @@ class _Compiler:
     def _kw_additionalProperties(self, value: Any, s: Mapping[str, Any]) -> Check:
         if "patternProperties" in s:
             raise Unsupported("additionalProperties with patternProperties")
-        known = set(s.get("properties") or ())
+        known = frozenset(s.get("properties") or ())
+        if value is False:
+            return lambda v: type(v) is not dict or v.keys() <= known
         extra = self.compile(value)
         return lambda v: not isinstance(v, dict) or all(
             extra(x) for k, x in v.items() if k not in known)
@@ -208,7 +219,39 @@ class _Compiler:
         return lambda v: not isinstance(v, list) or all(item(x) for x in v)
 
     def _kw_allOf(self, value: list[Any], _s: Mapping[str, Any]) -> Check:
-        return _all_of(tuple(self.compile(s) for s in value))
+        return self._dispatch(value) or _all_of(tuple(self.compile(s) for s in value))
+
+    def _dispatch(self, value: list[Any]) -> Check | None:
+        """``allOf`` of ``if``/``then`` pairs whose conditions only test string constants
+        of a few keys (an audit record's ``type`` and ``source``): which ``then``s apply
+        depends only on those keys' values, so the list is looked up, not re-derived."""
+        if not all(isinstance(s, Mapping) and set(s) == {"if", "then"} for s in value):
+            return None
+        conds = [_string_condition(s["if"]) for s in value]
+        if not all(conds):
+            return None
+        keys = tuple(sorted({k for s in value for k in (*(s["if"].get("properties") or ()),
+                                                          *(s["if"].get("required") or ()))}))
+        pairs = [(c, self.compile(s["then"])) for c, s in zip(conds, value, strict=True)]
+        seen: dict[tuple[Any, ...], tuple[Check, ...]] = {}
+
+        def check(v: Any) -> bool:
+            if type(v) is not dict:
+                return True
+            key = tuple(x if type(x := v.get(k, _ABSENT)) is str else type(x) for k in keys)
+            thens = seen.get(key)
+            if thens is None:
+                # Conditions see only the discriminators: a stand-in with just those.
+                probe = {k: v[k] for k in keys if k in v}
+                thens = tuple(t for c, t in pairs if c(probe))  # type: ignore[misc]
+                if len(seen) < 256:
+                    seen[key] = thens
+            for t in thens:  # noqa: SIM110
+                if not t(v):
+                    return False
+            return True
+
+        return check
 
     def _kw_anyOf(self, value: list[Any], _s: Mapping[str, Any]) -> Check:
         parts = [self.compile(s) for s in value]

@@ -1,0 +1,85 @@
+"""``atomic.dumps_json`` writes exactly what ``json.dumps(indent=2, sort_keys=True,
+ensure_ascii=False)`` writes, on every shape it takes its C-encoder shortcuts for (flat
+containers, lists of flat records) and on the ones it does not."""
+
+from __future__ import annotations
+
+import json
+import random
+from enum import IntEnum, StrEnum
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth.atomic import dumps_json
+
+REPO = Path(__file__).resolve().parents[2]
+
+_SCALARS: tuple[Any, ...] = (
+    None, True, False, 0, -5, 10**20, 1.5, -0.0, 1e-9, float("nan"), float("inf"),
+    float("-inf"), "", "x", "é☃", 'a"b\\c', "line\nbreak\ttab\x00\x1f", "\u2028\ud7ff",
+    # What the record shortcut re-indents at: a record's end, its separator, its start.
+    "}", "{", "},\n  {", '"},\n    {"', "]",
+)
+
+
+def _standard(doc: Any) -> str:
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _doc(rnd: random.Random, depth: int = 0) -> Any:
+    roll = rnd.random()
+    if depth > 4 or roll < 0.35:
+        return rnd.choice(_SCALARS)
+    if roll < 0.55:  # a list of flat records, the export report's shape
+        return [{rnd.choice("abcé\n"): rnd.choice(_SCALARS) for _ in range(rnd.randrange(1, 5))}
+                for _ in range(rnd.randrange(1, 5))]
+    if roll < 0.8:
+        return {rnd.choice(["a", "b", "é", "z", "\n", "", "}"]) + str(rnd.randrange(5)):
+                _doc(rnd, depth + 1) for _ in range(rnd.randrange(5))}
+    items = [_doc(rnd, depth + 1) for _ in range(rnd.randrange(5))]
+    return items if rnd.random() < 0.8 else tuple(items)
+
+
+def test_random_documents_match_the_standard_encoder() -> None:
+    rnd = random.Random(7)
+    for _ in range(4000):
+        doc = _doc(rnd)
+        assert dumps_json(doc) == _standard(doc), doc
+
+
+class _Colour(StrEnum):
+    RED = "red"
+
+
+class _Level(IntEnum):
+    HIGH = 3
+
+
+@pytest.mark.parametrize("doc", [
+    {}, [], {"a": {}}, {"a": []}, [{}], [{"a": 1}, {}], [{"a": [1]}],  # empty / nested
+    {"k": {1: "int key", 2: {"x": [1]}}},  # non-string keys take the standard path
+    {"b": 1, "a": {"d": [1, 2], "c": None}},
+    [[1, 2], [3, [4, 5]]],
+    {"e": _Colour.RED, "n": _Level.HIGH}, [{"e": _Colour.RED}],  # subclasses of str / int
+    "just a string", 3, None,
+])
+def test_edge_shapes_match_the_standard_encoder(doc: Any) -> None:
+    assert dumps_json(doc) == _standard(doc)
+
+
+def test_unserialisable_objects_are_refused_as_the_standard_encoder_refuses() -> None:
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        dumps_json({"a": [{"b": object()}]})
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        dumps_json({"a": {"b": object()}})
+
+
+def test_every_golden_and_schema_file_round_trips_byte_for_byte() -> None:
+    files = sorted([*REPO.glob("tests/golden/**/*.json"), *REPO.glob("synth/schemas/*.json")])
+    assert files
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        doc = json.loads(text)
+        assert dumps_json(doc) == _standard(doc), path
