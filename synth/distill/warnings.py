@@ -56,22 +56,34 @@ def _mismatch(spec: str, final: str, cpu: bool) -> bool:
 def framework_replaced(installs: Iterable[tuple[str, PipInstall]],
                        final: Mapping[str, str]) -> list[str]:
     """A framework the agent named in an install whose final version is not what it named
-    (another version, or a non-CPU build where it asked for a CPU one). ``installs``: the
-    successful pip/uv installs in audit order, as (audit ref, step)."""
+    (another version, or a non-CPU build where it asked for a CPU one): in the last install
+    that named it (something else replaced it silently), or else in the first (a later
+    install that named it replaced what the agent set up, and checked, first).
+    ``installs``: the successful pip/uv installs in audit order, as (audit ref, step)."""
+    first: dict[str, tuple[str, str, bool]] = {}
     last: dict[str, tuple[str, str, bool]] = {}
     for ref, step in installs:
         for req in step.requirements:
             name, spec = _split(req)
             if name in FRAMEWORKS:
                 last[name] = (ref, req, _cpu_source(step, spec))
+                first.setdefault(name, last[name])
     finals = {_norm(k): v for k, v in final.items()}
     out = []
     for name, (ref, req, cpu) in sorted(last.items()):
         now = finals.get(name)
-        if now is not None and _mismatch(_split(req)[1], now, cpu):
+        if now is None:
+            continue
+        if _mismatch(_split(req)[1], now, cpu):
             out.append(f"a later install replaced the task's main framework: audit {ref} "
                        f"installed `{req}`{' (a CPU build)' if cpu else ''}, the final state "
                        f"has {name} {now}")
+            continue
+        ref0, req0, cpu0 = first[name]
+        if _mismatch(_split(req0)[1], now, cpu0):
+            out.append(f"a later install replaced the task's main framework: audit {ref0} "
+                       f"installed `{req0}`{' (a CPU build)' if cpu0 else ''}, audit {ref} "
+                       f"installed `{req}`; the final state has {name} {now}")
     return out
 
 

@@ -234,6 +234,35 @@ def test_a_replaced_framework_is_named(tmp_path: Path, line: str, final: str,
         assert got[0].startswith("a later install replaced the task's main framework: audit ")
 
 
+PIP = "/opt/venv/bin/pip install "
+
+
+@pytest.mark.parametrize(("lines", "final", "expect"), [
+    # Installed and checked first, replaced by a later install naming it: the report says
+    # both installs and the final version (tasks/mixed-frameworks/agents/replaced.sh).
+    ([cmd(PIP + '"jax[cpu]==0.7.1"'), cmd(PIP + '"jax[cpu]==0.7.0"')], "0.7.0",
+     "a later install replaced the task's main framework: audit 1.0 installed "
+     "`jax[cpu]==0.7.1`, audit 2.0 installed `jax[cpu]==0.7.0`; the final state has jax "
+     "0.7.0"),
+    ([cmd(PIP + "--find-links /synth/wheelhouse torch==2.13.0+cpu"),
+      cmd(PIP + "torch==2.13.0")], "2.13.0",
+     "a later install replaced the task's main framework: audit 1.0 installed "
+     "`torch==2.13.0+cpu` (a CPU build), audit 2.0 installed `torch==2.13.0`; the final "
+     "state has torch 2.13.0"),
+    # Put back as first installed, an unpinned first install, a first install that failed.
+    ([cmd(PIP + "jax==0.7.1"), cmd(PIP + "jax==0.7.0"), cmd(PIP + "jax==0.7.1")], "0.7.1",
+     None),
+    ([cmd(PIP + "jax"), cmd(PIP + "jax==0.7.0")], "0.7.0", None),
+    ([cmd(PIP + "jax==0.10.2", exit=1), cmd(PIP + "jax==0.7.1")], "0.7.1", None),
+])
+def test_a_framework_replaced_by_a_later_named_install(
+        tmp_path: Path, lines: list[dict[str, Any]], final: str, expect: str | None) -> None:
+    run = load_run(make_run_dir(tmp_path, lines, python=[venv(dists=[
+        dist("torch", final), dist("jax", final)])]))
+    got = [w for w in distill(run)[1].warnings if w.startswith("a later install replaced")]
+    assert got == ([expect] if expect else [])
+
+
 def test_missing_distributions_fail_the_export_unless_allowed(tmp_path: Path) -> None:
     run = load_run(make_run_dir(tmp_path, [cmd("/opt/venv/bin/pip install numpy==1.26.4")],
                                 python=[venv(dists=[dist("numpy", "1.26.4")])]))

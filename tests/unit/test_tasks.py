@@ -17,6 +17,10 @@ from synth.transcript import split_statements
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 TASK_DIRS = discover_tasks(TASKS_DIR)
 TRANSCRIPTS = ("good.sh", "sloppy.sh", "liar.sh")
+#: (task, transcript): the three every task has, and the ones some add (a failure of their
+#: own: optional-extras/patched.sh, mixed-frameworks/replaced.sh, …).
+ALL_TRANSCRIPTS = sorted({(d, n) for d in TASK_DIRS for n in TRANSCRIPTS}
+                         | {(d, p.name) for d in TASK_DIRS for p in (d / "agents").glob("*.sh")})
 #: The failure causes every corpus must carry (issue: bundled research tasks).
 REQUIRED = {"numpy-ext", "torch-op", "undeclared-dep", "mixed-frameworks", "conda-only"}
 CLAIM_FIELDS = {"python_path", "python_version", "torch_version", "cuda_available",
@@ -58,8 +62,8 @@ def test_readme_names_the_trap(task_dir: Path) -> None:
     assert "build outputs" in readme.lower() or "builds nothing" in readme.lower()
 
 
-@pytest.mark.parametrize("task_dir", TASK_DIRS, ids=lambda d: d.name)
-@pytest.mark.parametrize("name", TRANSCRIPTS)
+@pytest.mark.parametrize(("task_dir", "name"), ALL_TRANSCRIPTS,
+                         ids=[f"{d.name}/{n}" for d, n in ALL_TRANSCRIPTS])
 def test_transcript_is_valid_bash(task_dir: Path, name: str) -> None:
     script = task_dir / "agents" / name
     assert script.is_file()
@@ -74,8 +78,8 @@ def test_transcript_is_valid_bash(task_dir: Path, name: str) -> None:
     assert not any("agents/" in s for s in statements)
 
 
-@pytest.mark.parametrize("task_dir", TASK_DIRS, ids=lambda d: d.name)
-@pytest.mark.parametrize("name", TRANSCRIPTS)
+@pytest.mark.parametrize(("task_dir", "name"), ALL_TRANSCRIPTS,
+                         ids=[f"{d.name}/{n}" for d, n in ALL_TRANSCRIPTS])
 def test_claims_files_match_what_the_transcript_writes(task_dir: Path, name: str) -> None:
     script = task_dir / "agents" / name
     claims = written_claims(script)
