@@ -290,13 +290,14 @@ def compare_fingerprint_sections(a: Side, b: Side) -> list[Section]:
     cmp = compare_fingerprints(a.fingerprint, b.fingerprint)
     native = [Item(_item_kind(c.kind), c.key, c.a, c.b, c.detail) for c in cmp.native]
     files = [Item("changed", c.key, c.a, c.b, c.detail)
-             for c in cmp.content if c.kind == "content"]
+             for c in cmp.content if c.kind in ("content", "metadata")]
     # Launcher scripts are written by the installer at install time (pip and uv write
     # different ones): named in the note, not counted as a difference of the files.
     scripts = sorted(f"{c.key} ({c.a} -> {c.b})" for c in cmp.content if c.kind == "scripts")
     note = (f"launcher scripts differ, written by another installer, not counted: "
             f"{', '.join(scripts)}" if scripts else None)
-    files += [Item(_item_kind(c.kind), c.key, c.a, c.b, "not owned by any distribution")
+    files += [Item(_item_kind(c.kind), c.key, c.a, c.b,
+                   "; ".join(filter(None, ["not owned by any distribution", c.detail])))
               for c in cmp.unowned]
     files += [Item("changed", c.key, c.a, c.b, c.detail) for c in cmp.patched]
     files += [Item(_item_kind(c.kind), f"{a.fingerprint.workdir}/{c.key}", c.a, c.b,

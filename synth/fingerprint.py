@@ -3,7 +3,8 @@
 Image IDs never repeat between builds, so "is the rebuilt image the live one?" is answered
 by content: the probe ``verify/probes/fingerprint.py`` runs under the target's own Python
 (in a container or on a host) and reports the interpreter, glibc, every distribution with a
-digest of its files, unowned site files, native ``.so`` files and dpkg packages.
+digest of its files, unowned site files, native ``.so`` files and dpkg packages, with the
+Debian package owning each distribution and file (``dpkg -S``).
 :func:`compare_fingerprints` is pure and says exactly what differs.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,30 @@ class DistributionPrint:
     modified: Mapping[str, str] = field(default_factory=dict)
     #: Files RECORD lists that are gone.
     missing_paths: tuple[str, ...] = ()
+    #: sha256 over the files outside the metadata folder (the installed code), and how
+    #: many; None from a probe that did not record it.
+    module_digest: str | None = None
+    module_files: int | None = None
+    #: The Debian package that owns the metadata folder (``dpkg -S``); then ``modified``
+    #: holds the files whose md5 differs from that package's ``md5sums`` (no RECORD).
+    dpkg: str | None = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> DistributionPrint:
+        """One entry of the probe's ``distributions``."""
+        return cls(
+            name=d["name"], version=d.get("version"), installer=d.get("installer"),
+            direct_url=d.get("direct_url"), direct_url_kind=d.get("direct_url_kind"),
+            editable=bool(d.get("editable")), location=d["location"],
+            files=int(d.get("files", 0)), digest=d["digest"],
+            scripts_digest=d.get("scripts_digest"),
+            shadowed=bool(d.get("shadowed")), requested=bool(d.get("requested")),
+            metadata_dir=str(d.get("metadata_dir", "")), files_from=d.get("files_from"),
+            modified={str(m["path"]): str(m["sha256"]) for m in d.get("modified") or []},
+            missing_paths=tuple(d.get("missing_paths") or ()),
+            module_digest=d.get("module_digest"), module_files=d.get("module_files"),
+            dpkg=d.get("dpkg"),
+        )
 
     @property
     def source(self) -> str:
@@ -81,6 +106,8 @@ class NativeFile:
     #: sha256 of what the loader maps (allocated ELF sections, build-id note aside): equal
     #: for two builds that differ only in debug info. None when not parsable as ELF.
     code_sha256: str | None = None
+    #: The Debian package that owns the file (``dpkg -S``), if any.
+    dpkg: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +117,8 @@ class SiteFile:
     site: str
     path: str
     sha256: str
+    #: The Debian package that owns the file (``dpkg -S``), if any.
+    dpkg: str | None = None
 
 
 @dataclass(frozen=True)
@@ -141,32 +170,19 @@ class Fingerprint:
                 executable=str(py["executable"]),
                 glibc=data.get("glibc"),
                 machine=str((data.get("platform") or {}).get("machine", "")),
-                distributions=tuple(
-                    DistributionPrint(
-                        name=d["name"], version=d.get("version"), installer=d.get("installer"),
-                        direct_url=d.get("direct_url"), direct_url_kind=d.get("direct_url_kind"),
-                        editable=bool(d.get("editable")), location=d["location"],
-                        files=int(d.get("files", 0)), digest=d["digest"],
-                        scripts_digest=d.get("scripts_digest"),
-                        shadowed=bool(d.get("shadowed")), requested=bool(d.get("requested")),
-                        metadata_dir=str(d.get("metadata_dir", "")),
-                        files_from=d.get("files_from"),
-                        modified={str(m["path"]): str(m["sha256"])
-                                  for m in d.get("modified") or []},
-                        missing_paths=tuple(d.get("missing_paths") or ()),
-                    )
-                    for d in data["distributions"]
-                ),
+                distributions=tuple(map(DistributionPrint.from_json, data["distributions"])),
                 native=tuple(
                     NativeFile(
                         path=n["path"], sha256=n.get("sha256"), size=n.get("size"),
                         owner=n.get("owner"), where=n.get("where", "site"),
                         symlink=n.get("symlink"), code_sha256=n.get("code_sha256"),
+                        dpkg=n.get("dpkg"),
                     )
                     for n in data["native"]
                 ),
                 unowned=tuple(
-                    SiteFile(site=u["site"], path=u["path"], sha256=u["sha256"])
+                    SiteFile(site=u["site"], path=u["path"], sha256=u["sha256"],
+                             dpkg=u.get("dpkg"))
                     for u in data.get("unowned", [])
                 ),
                 dpkg=dict(data["dpkg"]) if data.get("dpkg") is not None else None,
@@ -268,13 +284,34 @@ Change = model.Difference
 
 
 @dataclass(frozen=True)
+class DpkgOwner:
+    """The Debian package that owns a differing path or distribution, with its version in
+    each fingerprint (None: not installed there)."""
+
+    package: str
+    a: str | None
+    b: str | None
+
+    @property
+    def same_version(self) -> bool:
+        return self.a is not None and self.a == self.b
+
+    @property
+    def text(self) -> str:
+        if self.same_version:
+            return f"Debian package {self.package} {self.a} on both sides"
+        return f"Debian package {self.package} ({self.a or 'absent'} -> {self.b or 'absent'})"
+
+
+@dataclass(frozen=True)
 class FingerprintComparison:
     """What differs between two fingerprints, by kind; every tuple is sorted by key."""
 
     interpreter: tuple[Change, ...]
     #: Distributions added / removed / at another version (kind "added", "removed", "version").
     packages: tuple[Change, ...]
-    #: Same name and version, different files (kind "content") or scripts ("scripts").
+    #: Same name and version, different files (kind "content"), the same files outside the
+    #: metadata folder and a different metadata folder ("metadata"), or scripts ("scripts").
     content: tuple[Change, ...]
     #: Same name and version, installed from elsewhere (kind "source"); informational.
     sources: tuple[Change, ...]
@@ -291,6 +328,9 @@ class FingerprintComparison:
     workspace: tuple[Change, ...] = ()
     #: Environment variables the research code sees.
     environment: tuple[Change, ...] = ()
+    #: (section, key) -> the Debian package owning that difference's path or distribution
+    #: on every side where it is present (``dpkg -S``).
+    dpkg_owned: Mapping[tuple[str, str], DpkgOwner] = field(default_factory=dict)
 
     @property
     def packages_equal(self) -> bool:
@@ -299,7 +339,8 @@ class FingerprintComparison:
 
     @property
     def content_equal(self) -> bool:
-        """Same distributions, versions and file contents (launcher scripts aside)."""
+        """Same distributions, versions and installed code (launcher scripts and the
+        metadata folder's layout aside: kinds ``scripts`` and ``metadata``)."""
         return not self.packages and not any(c.kind == "content" for c in self.content)
 
     @property
@@ -382,12 +423,55 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
     unowned = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in unowned]
     dpkg = _mapping_changes(a.dpkg, b.dpkg) if a.dpkg is not None and b.dpkg is not None else []
     workspace, env = _workspace_and_environment(a, b)
+    by_path = {"packages": packages, "content": content, "patched": _patched(a, b),
+               "native": _native_changes(a, b), "unowned": unowned}
+    owned = _dpkg_owned(a, b, by_path)
+    sections = {name: tuple(_with_owner(name, c, owned) for c in changes)
+                for name, changes in by_path.items()}
     return FingerprintComparison(
-        interpreter=tuple(interp), packages=tuple(packages), content=tuple(content),
-        sources=tuple(sources), native=tuple(_native_changes(a, b)), unowned=tuple(unowned),
-        dpkg=tuple(dpkg), patched=tuple(_patched(a, b)), workspace=tuple(workspace),
-        environment=tuple(env),
+        interpreter=tuple(interp), sources=tuple(sources), dpkg=tuple(dpkg),
+        workspace=tuple(workspace), environment=tuple(env), dpkg_owned=owned, **sections,
     )
+
+
+def _with_owner(section: str, change: Change,
+                owned: Mapping[tuple[str, str], DpkgOwner]) -> Change:
+    """The change with its owning Debian package named in ``detail``."""
+    owner = owned.get((section, change.key))
+    if owner is None:
+        return change
+    return replace(change, detail="; ".join(filter(None, [change.detail, owner.text])))
+
+
+def _dpkg_owned(a: Fingerprint, b: Fingerprint, sections: Mapping[str, Iterable[Change]]
+                ) -> dict[tuple[str, str], DpkgOwner]:
+    """The Debian package owning each difference's distribution or path: the same package on
+    every side where it is present (a path apt owns on one side and something else wrote on
+    the other has no owner)."""
+    def maps(fp: Fingerprint) -> dict[str, dict[str, str | None]]:
+        return {"dist": {d.name: d.dpkg for d in fp.effective.values()},
+                "native": {n.path: n.dpkg for n in fp.native},
+                "unowned": {f"{u.site}/{u.path}": u.dpkg for u in fp.unowned}}
+
+    ma, mb = maps(a), maps(b)
+    out: dict[tuple[str, str], DpkgOwner] = {}
+    for section, changes in sections.items():
+        kind = section if section in ("native", "unowned") else "dist"
+        for c in changes:
+            key = c.key.split(": ", 1)[0] if section == "patched" else c.key
+            present = [m[kind][key] for m in (ma, mb) if key in m[kind]]
+            package = present[0] if present and len(set(present)) == 1 else None
+            if package:
+                out[(section, c.key)] = DpkgOwner(package, _dpkg_version(a, package),
+                                                  _dpkg_version(b, package))
+    return out
+
+
+def _dpkg_version(fp: Fingerprint, package: str) -> str | None:
+    """``package``'s version in ``fp`` (a ``name:arch`` list name matches ``name`` too)."""
+    if fp.dpkg is None:
+        return None
+    return fp.dpkg.get(package) or fp.dpkg.get(package.split(":", 1)[0])
 
 
 def _package_changes(a: Fingerprint,
@@ -409,16 +493,28 @@ def _package_changes(a: Fingerprint,
                 packages.append(Change("version", name, x.version, y.version,
                                        _source_detail(x, y)))
                 continue
-            if x.digest != y.digest:
-                content.append(Change("content", name, x.digest[:12], y.digest[:12],
-                                      f"{x.files} vs {y.files} files"))
-            elif x.scripts_digest != y.scripts_digest:
-                content.append(Change("scripts", name, x.installer, y.installer,
-                                      "launcher scripts differ"))
+            content += _content_changes(name, x, y)
             if x.source != y.source or x.installer != y.installer:
                 sources.append(Change("source", name, x.source, y.source,
                                       f"installer {x.installer} vs {y.installer}"))
     return packages, content, sources
+
+
+def _content_changes(name: str, x: DistributionPrint, y: DistributionPrint) -> list[Change]:
+    """Same name and version: ``content`` (the installed code differs), ``metadata`` (the
+    files outside the metadata folder are equal, the metadata folder is not: an egg-info
+    from ``setup.py install`` against a wheel's dist-info), ``scripts`` (launchers only)."""
+    if x.digest != y.digest and not (x.module_digest and x.module_digest == y.module_digest):
+        return [Change("content", name, x.digest[:12], y.digest[:12],
+                       f"{x.files} vs {y.files} files")]
+    out = []
+    if x.digest != y.digest:
+        out.append(Change("metadata", name, x.metadata_dir, y.metadata_dir,
+                          f"{x.module_files} module files equal; metadata from "
+                          f"{x.files_from} vs {y.files_from}"))
+    if x.scripts_digest != y.scripts_digest:
+        out.append(Change("scripts", name, x.installer, y.installer, "launcher scripts differ"))
+    return out
 
 
 def _native_changes(a: Fingerprint, b: Fingerprint) -> list[Change]:
@@ -472,10 +568,21 @@ def _patched(a: Fingerprint, b: Fingerprint) -> list[Change]:
             vb = "missing" if path in gone_y else y.modified.get(path)
             if va == vb:
                 continue
-            out.append(Change("patched", f"{name}: {path}", _short(va) or "as RECORD",
-                              _short(vb) or "as RECORD",
-                              "modified after install (sha256 differs from RECORD)"))
+            pristine = "as packaged" if _apt_checked(x) else "as RECORD"
+            out.append(Change("patched", f"{name}: {path}", _short(va) or pristine,
+                              _short(vb) or pristine, _patched_how(x)))
     return out
+
+
+def _apt_checked(d: DistributionPrint) -> bool:
+    """Whether ``d.modified`` was checked against a Debian package's md5sums (no RECORD)."""
+    return bool(d.dpkg) and d.files_from != "RECORD"
+
+
+def _patched_how(d: DistributionPrint) -> str:
+    if _apt_checked(d):
+        return f"modified after apt installed it (md5 differs from {d.dpkg}'s md5sums)"
+    return "modified after install (sha256 differs from RECORD)"
 
 
 def _source_detail(x: DistributionPrint, y: DistributionPrint) -> str:
@@ -501,14 +608,21 @@ _REGENERATED_WORKSPACE = ("build/*", "*/build/*", "*.egg-info/*", ".eggs/*")
 
 
 def explain(section: str, change: Change,
-            rebuilt_env: Mapping[str, str] | None = None) -> str | None:
+            rebuilt_env: Mapping[str, str] | None = None,
+            owner: DpkgOwner | None = None) -> str | None:
     """Why a live (a) / rebuilt (b) difference is expected, or None when it is not (a failed
-    check). ``rebuilt_env``: the rebuilt image's environment, for the venv rule.
+    check). ``rebuilt_env``: the rebuilt image's environment, for the venv rule; ``owner``:
+    the Debian package that owns the path or distribution, for the dpkg rule.
 
     Every rule here is documented line by line in docs/verify.md ("Explained differences").
     """
     import fnmatch
 
+    if owner is not None and not owner.same_version:
+        return (f"owned by the {owner.text}: apt's files, the package set is compared on "
+                "its own (dpkg section)")
+    if section == "content" and change.kind == "metadata":
+        return _explain_metadata(change)
     if section == "environment":
         return _explain_env(change, rebuilt_env or {})
     if section == "sources":
@@ -521,6 +635,17 @@ def explain(section: str, change: Change,
             fnmatch.fnmatchcase(change.key, p) for p in _REGENERATED_WORKSPACE):
         return "a build byproduct the rebuild regenerates"
     return None
+
+
+def _explain_metadata(change: Change) -> str | None:
+    """Equal module files under two metadata layouts: an ``.egg-info`` (pip's legacy
+    ``setup.py install``, or a Debian package) against a ``.dist-info`` (a wheel)."""
+    layouts = {Path(v).suffix for v in (change.a or "", change.b or "")}
+    if layouts != {".egg-info", ".dist-info"}:
+        return None
+    return ("the same module files; only the metadata layout differs: an .egg-info (pip's "
+            "legacy `setup.py install`, or a Debian package) against a .dist-info (installed "
+            "from a built wheel)")
 
 
 def _explain_env(change: Change, rebuilt_env: Mapping[str, str]) -> str | None:
@@ -559,5 +684,5 @@ class Difference:
 def differences(cmp: FingerprintComparison,
                 rebuilt_env: Mapping[str, str] | None = None) -> list[Difference]:
     """Every difference, each with its explanation or None (unexplained)."""
-    return [Difference(name, c, explain(name, c, rebuilt_env))
+    return [Difference(name, c, explain(name, c, rebuilt_env, cmp.dpkg_owned.get((name, c.key))))
             for name, changes in cmp.sections().items() for c in changes]

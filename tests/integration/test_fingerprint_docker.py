@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,3 +75,57 @@ def test_fingerprint_in_running_container(engine: Any, extra_image: str, tmp_pat
         left = c.sh("ls /tmp")
     assert fp.effective["tiny-extra"].source == "setup.py install"
     assert "synth-fingerprint" not in left.stdout  # the probe cleans up after itself
+
+
+@pytest.fixture(scope="module")
+def dpkg_images(engine: Any, base_image: str) -> Iterator[dict[str, str]]:
+    """The base with Debian's python3-wheel removed by dpkg (the package set differs), and the
+    base with a file of python3-wheel edited in place (same package version)."""
+    refs: dict[str, str] = {}
+    scripts = {
+        "removed": "dpkg --remove --force-depends python3-wheel",
+        "edited": "sed -i '1i # edited by the agent' "
+                  "/usr/lib/python3/dist-packages/wheel/__init__.py",
+    }
+    try:
+        for name, script in scripts.items():
+            with engine.container(ContainerSpec(image=base_image, network=False)) as c:
+                r = c.sh(script)
+                assert r.ok, r.output
+                refs[name] = f"synth-test/fingerprint-dpkg:{name}-{uuid.uuid4().hex[:8]}"
+                c.commit(refs[name], labels={"synth.temporary": "1"})
+        yield refs
+    finally:
+        for ref in refs.values():
+            engine.remove_image(ref)
+
+
+def test_paths_of_a_changed_debian_package_are_explained_by_it(
+        engine: Any, base_image: str, dpkg_images: dict[str, str]) -> None:
+    from synth.verify_cmd import compare_images
+
+    out = compare_images(engine, base_image, dpkg_images["removed"], "python3", "python3",
+                         "/workspace")
+    assert out.status == "compared", out.reason
+    diffs = {(d["section"], d["key"]): d for d in out.comparison["differences"]}
+    wheel = diffs[("packages", "wheel")]
+    assert wheel["kind"] == "removed"
+    assert re.search(r"Debian package python3-wheel \(\S+ -> absent\)", wheel["explained"] or "")
+    # The package set is compared on its own: the one unexplained line is the package.
+    assert list(out.unexplained) == ["dpkg: removed python3-wheel"], out.unexplained
+
+
+def test_edited_file_of_a_debian_package_is_named_not_explained(
+        engine: Any, base_image: str, dpkg_images: dict[str, str]) -> None:
+    from synth.verify_cmd import compare_images
+
+    out = compare_images(engine, dpkg_images["edited"], base_image, "python3", "python3",
+                         "/workspace")
+    assert out.status == "compared", out.reason
+    assert out.comparison["dpkg"] == []
+    lines = "\n".join(out.unexplained)
+    assert "content: content wheel" in lines
+    assert ("patched: patched wheel: wheel/__init__.py" in lines
+            and "md5 differs from python3-wheel's md5sums" in lines
+            and re.search(r"Debian package python3-wheel \S+ on both sides", lines)), lines
+    assert out.explained == ()

@@ -4,7 +4,9 @@ The rebuild installs the lock with a hash-pinned uv; what it builds from source 
 build requirements from the artifact's ``build-constraints.lock`` only. Proven by the
 fingerprint: every distribution's files (RECORD's list, installer bookkeeping aside) are
 equal live and rebuilt. ``good.sh`` shares the rebuild test_verify_tasks makes;
-``sdist.sh`` adds one rebuild (~1 min) with an sdist-only distribution (docopt).
+``sdist.sh`` adds one rebuild (~1 min) with an sdist-only distribution (docopt), ``legacy.sh``
+another with docopt installed by pip's legacy ``setup.py install`` (an egg-info live, a
+dist-info rebuilt: the same module files).
 """
 
 from __future__ import annotations
@@ -52,4 +54,26 @@ def test_sdist_builds_from_constraints_file_for_file(verified: Callable[..., Any
     assert _content(doc) == [], doc["fingerprint"]["summary"]
     assert doc["fingerprint"]["packages_equal"] is True
     assert doc["fingerprint"]["unexplained"] == [], doc["fingerprint"]["unexplained"]
+    assert outcome.exit_code == 0
+
+
+def test_legacy_egg_info_install_is_the_same_code(verified: Callable[..., Any]) -> None:
+    """pip 23.0 without `wheel` installs docopt through `setup.py install` (an egg-info);
+    the rebuild installs it from a built wheel (a dist-info): the module files are equal,
+    the metadata layout is named and explained, and fidelity holds."""
+    outcome = verified(TASK, "legacy.sh")
+    doc = outcome.document
+    fp = doc["fingerprint"]
+    assert fp["status"] == "compared", fp
+    assert fp["packages_equal"] is True, fp["summary"]
+    assert _content(doc) == [], fp["summary"]  # docopt.py equal, file for file
+    metadata = [c for c in fp["content"] if c["kind"] == "metadata"]
+    assert [(c["key"], c["a"], c["b"]) for c in metadata] == [
+        ("docopt", "docopt-0.6.2.egg-info", "docopt-0.6.2.dist-info")], fp["summary"]
+    assert "installed-files.txt vs RECORD" in metadata[0]["detail"]
+    explained = {(d["section"], d["key"]): d["explained"] for d in fp["differences"]}
+    assert "metadata layout differs" in (explained[("content", "docopt")] or "")
+    assert fp["unexplained"] == [], fp["unexplained"]
+    assert doc["fidelity"]["reaches_live_level"] is True, doc["fidelity"]
+    assert doc["fidelity"]["failures"] == [], doc["fidelity"]
     assert outcome.exit_code == 0

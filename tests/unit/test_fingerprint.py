@@ -49,10 +49,11 @@ def make_dist(
     (meta / "RECORD").write_text("".join(f"{r},,\n" for r in rows))
 
 
-def run_probe(site: Path, workdir: Path) -> dict[str, Any]:
+def run_probe(site: Path, workdir: Path, admindir: Path | None = None) -> dict[str, Any]:
     # -S: no site module, so the synthetic site dir on PYTHONPATH is the only one.
+    dpkg = ["--dpkg-admindir", str(admindir)] if admindir else []
     proc = subprocess.run(
-        [sys.executable, "-S", str(PROBE_PATH), "--workdir", str(workdir)],
+        [sys.executable, "-S", str(PROBE_PATH), "--workdir", str(workdir), *dpkg],
         env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
         capture_output=True, text=True, check=True,
     )
@@ -426,3 +427,160 @@ def test_workspace_native_files_are_compared_by_the_native_section_only(
     assert [(c.kind, c.key) for c in cmp.workspace] == [("changed", "train.py")]
     assert [c.key.rsplit("/", 1)[1] for c in cmp.native] == [
         "_ops.cpython-311-x86_64-linux-gnu.so"]
+
+
+# ----------------------------------------------------------- metadata layouts, dpkg
+def make_legacy_egg(site: Path, name: str, version: str, files: dict[str, bytes]) -> None:
+    """What pip 23.0's legacy ``setup.py install`` leaves: an .egg-info with PKG-INFO,
+    SOURCES.txt, top_level.txt and installed-files.txt (paths relative to the egg-info)."""
+    egg = site / f"{name}-{version}.egg-info"
+    egg.mkdir(parents=True)
+    (egg / "PKG-INFO").write_text(f"Metadata-Version: 1.1\nName: {name}\nVersion: {version}\n")
+    (egg / "SOURCES.txt").write_text("setup.py\n")
+    (egg / "top_level.txt").write_text(f"{name}\n")
+    for rel, data in files.items():
+        (site / rel).write_bytes(data)
+    (egg / "installed-files.txt").write_text("".join(
+        f"../{rel}\n" for rel in files) + "PKG-INFO\nSOURCES.txt\ntop_level.txt\n")
+
+
+def test_legacy_egg_info_and_wheel_install_same_module_files(tmp_path: Path) -> None:
+    from synth.fingerprint import differences
+
+    live_site, rebuilt_site, work = (tmp_path / "live" / "site-packages",
+                                     tmp_path / "rebuilt" / "site-packages", tmp_path / "w")
+    work.mkdir()
+    code = {"docopt.py": b"def docopt(): pass\n"}
+    make_legacy_egg(live_site, "docopt", "0.6.2", code)
+    make_dist(rebuilt_site, "docopt", "0.6.2", code, installer="uv")
+    live = Fingerprint.from_json(run_probe(live_site, work))
+    rebuilt = Fingerprint.from_json(run_probe(rebuilt_site, work))
+    assert live.effective["docopt"].source == "setup.py install"
+    assert live.effective["docopt"].module_files == rebuilt.effective["docopt"].module_files == 1
+    assert live.effective["docopt"].digest != rebuilt.effective["docopt"].digest
+    cmp = compare_fingerprints(live, rebuilt)
+    assert cmp.content_equal and cmp.packages_equal
+    assert [(c.kind, c.a, c.b) for c in cmp.content] == [
+        ("metadata", "docopt-0.6.2.egg-info", "docopt-0.6.2.dist-info")]
+    found = {d.section: d for d in differences(cmp)}
+    assert "metadata layout differs" in (found["content"].explained or "")
+    assert found["sources"].explained  # setup.py install -> index
+    # (PYTHONPATH names the two synthetic site dirs, a difference of this test only.)
+    assert [d.section for d in differences(cmp) if d.explained is None] == ["environment"]
+
+    # A real difference in the module files is still a content difference, unexplained.
+    (rebuilt_site / "docopt.py").write_bytes(b"def docopt(): return 1\n")
+    cmp = compare_fingerprints(live, Fingerprint.from_json(run_probe(rebuilt_site, work)))
+    assert [c.kind for c in cmp.content] == ["content"]
+    assert not cmp.content_equal
+    assert [d.section for d in differences(cmp) if d.explained is None] == [
+        "content", "environment"]
+
+
+def test_metadata_difference_in_one_layout_is_not_explained() -> None:
+    from synth.fingerprint import Change, explain
+
+    assert explain("content", Change("metadata", "x", "x-1.egg-info", "x-1.dist-info"))
+    assert explain("content", Change("metadata", "x", "x-1.dist-info", "x-1.dist-info")) is None
+    assert explain("content", Change("content", "x", "ab", "cd")) is None
+
+
+def make_dpkg(admindir: Path, package: str, paths: list[Path], md5: dict[Path, str]) -> None:
+    info = admindir / "info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / f"{package}.list").write_text("".join(f"{p}\n" for p in paths))
+    (info / f"{package}.md5sums").write_text("".join(
+        f"{digest}  {str(p).lstrip('/')}\n" for p, digest in md5.items()))
+
+
+def test_probe_names_the_debian_package_owning_each_path(tmp_path: Path) -> None:
+    import hashlib
+
+    site, work, admin = tmp_path / "dist-packages", tmp_path / "w", tmp_path / "dpkg"
+    work.mkdir()
+    egg = site / "yaml_ish-6.0.egg-info"
+    egg.mkdir(parents=True)
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: yaml_ish\nVersion: 6.0\n")
+    (egg / "top_level.txt").write_text("yaml_ish\n")
+    (site / "yaml_ish").mkdir()
+    init, so = site / "yaml_ish/__init__.py", site / "yaml_ish/_c.cpython-311-x86_64-linux-gnu.so"
+    init.write_bytes(b"x = 1\n")
+    so.write_bytes(b"\x7fELF yaml")
+    (site / "zz-yaml-ish.pth").write_text("\n")
+    owned = [site, egg, egg / "PKG-INFO", egg / "top_level.txt", site / "yaml_ish", init, so,
+             site / "zz-yaml-ish.pth"]
+    make_dpkg(admin, "python3-yaml-ish", owned,
+              {p: hashlib.md5(p.read_bytes()).hexdigest() for p in (init, so)})
+    data = run_probe(site, work, admin)
+    dist = next(d for d in data["distributions"] if d["name"] == "yaml-ish")
+    assert dist["dpkg"] == "python3-yaml-ish" and dist["modified"] == []
+    assert {n["path"]: n.get("dpkg") for n in data["native"]} == {str(so): "python3-yaml-ish"}
+    assert [(u["path"], u.get("dpkg")) for u in data["unowned"]] == [
+        ("zz-yaml-ish.pth", "python3-yaml-ish")]
+    # An edit after apt installed it: named against the package's md5sums.
+    init.write_bytes(b"x = 2  # edited\n")
+    dist = next(d for d in run_probe(site, work, admin)["distributions"]
+                if d["name"] == "yaml-ish")
+    assert [m["path"] for m in dist["modified"]] == ["yaml_ish/__init__.py"]
+
+
+def _deb_fp(version: str | None, digest: str, so_sha: str, modified: dict[str, str] | None = None,
+            pth: str = "p1") -> Fingerprint:
+    site = "/usr/lib/python3/dist-packages"
+    dists = [dist("pyyaml", "6.0", digest, location=site, installer=None, dpkg="python3-yaml",
+                  metadata_dir="PyYAML-6.0.egg-info", files_from="top_level.txt",
+                  modified=[{"path": p, "sha256": v} for p, v in (modified or {}).items()])]
+    native = [{"path": f"{site}/_yaml.so", "sha256": so_sha, "owner": "pyyaml",
+               "dpkg": "python3-yaml"}]
+    data = fp_json(dists, native, dpkg={"python3": "3.11.2-1", **(
+        {"python3-yaml": version} if version else {})})
+    data["unowned"] = [{"site": site, "path": "yaml.pth", "sha256": pth, "dpkg": "python3-yaml"}]
+    return Fingerprint.from_json(data)
+
+
+def test_debian_package_difference_explains_its_paths() -> None:
+    from synth.fingerprint import differences
+
+    live = _deb_fp("6.0-3", "d1", "s1", pth="p1")
+    rebuilt = _deb_fp("6.0-3+b1", "d2", "s2", pth="p2")
+    diffs = differences(compare_fingerprints(live, rebuilt))
+    by = {(d.section, d.change.key): d for d in diffs}
+    for key in (("content", "pyyaml"), ("native", "/usr/lib/python3/dist-packages/_yaml.so"),
+                ("unowned", "/usr/lib/python3/dist-packages/yaml.pth")):
+        assert "Debian package python3-yaml (6.0-3 -> 6.0-3+b1)" in (by[key].explained or ""), key
+    # The package set difference itself is what fails: named once, in the dpkg section.
+    assert [(d.section, d.change.key) for d in diffs if d.explained is None] == [
+        ("dpkg", "python3-yaml")]
+    # Gone from the rebuilt image: its distribution and files are explained by the package.
+    gone = Fingerprint.from_json({**fp_json(dpkg={"python3": "3.11.2-1"})})
+    diffs = differences(compare_fingerprints(live, gone))
+    assert {d.section for d in diffs if d.explained is None} == {"dpkg"}
+    assert {(d.section, d.change.kind) for d in diffs if d.explained} >= {
+        ("packages", "removed"), ("native", "removed"), ("unowned", "removed")}
+
+
+def test_edit_of_a_debian_file_at_the_same_version_is_unexplained() -> None:
+    from synth.fingerprint import differences
+
+    live = _deb_fp("6.0-3", "d1", "s1", modified={"yaml/__init__.py": "ab" * 32})
+    rebuilt = _deb_fp("6.0-3", "d2", "s1")
+    cmp = compare_fingerprints(live, rebuilt)
+    unexplained = [d for d in differences(cmp) if d.explained is None]
+    assert {(d.section, d.change.key) for d in unexplained} == {
+        ("content", "pyyaml"), ("patched", "pyyaml: yaml/__init__.py")}
+    patched = next(d for d in unexplained if d.section == "patched")
+    assert patched.change.b == "as packaged"
+    assert "md5 differs from python3-yaml's md5sums" in patched.line
+    assert "Debian package python3-yaml 6.0-3 on both sides" in patched.line
+
+
+def test_path_owned_on_one_side_only_is_not_explained_by_dpkg() -> None:
+    from synth.fingerprint import differences
+
+    live = _deb_fp("6.0-3", "d1", "s1")
+    data = fp_json([dist("pyyaml", "6.0", "d9", location="/usr/lib/python3/dist-packages")],
+                   dpkg={"python3": "3.11.2-1"})
+    pip_over = Fingerprint.from_json(data)  # pip's pyyaml where apt's was, apt's gone
+    diffs = {(d.section, d.change.key): d for d in differences(compare_fingerprints(
+        live, pip_over))}
+    assert diffs[("content", "pyyaml")].explained is None

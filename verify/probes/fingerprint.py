@@ -12,14 +12,19 @@ host. Image IDs never repeat between builds, so two environments are compared by
 - files in the site directories no distribution owns, each with its sha256;
 - every native shared object (``*.so``, ``*.so.N``) in the site directories and under the
   repository's working directory, each with its sha256 and owning distribution;
-- the Debian packages (dpkg), where dpkg exists;
+- the Debian packages (dpkg), where dpkg exists, and which of them owns each reported path
+  (``dpkg`` on a distribution, a native file, an unowned file: read once from the package
+  lists ``/var/lib/dpkg/info/*.list``); a Debian package's Python files whose md5 no longer
+  matches the package's ``md5sums`` are its distribution's ``modified`` files;
+- per distribution, a second digest over its files outside its metadata folder
+  (``module_digest``: the code it installs, whatever metadata layout the installer wrote);
 - per distribution, every file whose content no longer matches the sha256 its RECORD lists
   (``modified``: patched after install, e.g. ``sed -i`` in site-packages) or that is gone
   (``missing_paths``);
 - the working directory's tree (``workspace``): every file's sha256 (``.git`` included,
   ``__pycache__``/``*.pyc`` left out), and the environment variables the research code sees.
 
-Usage: python fingerprint.py [--workdir /workspace]
+Usage: python fingerprint.py [--workdir /workspace] [--dpkg-admindir /var/lib/dpkg]
 Prints the JSON object on stdout; exits 0 unless the probe itself breaks.
 """
 
@@ -38,6 +43,8 @@ import time
 
 FORMAT = 1
 BUF = 1 << 20
+#: dpkg's database (``dpkg --admindir``).
+DPKG_ADMINDIR = "/var/lib/dpkg"
 # Files every installer writes differently (or not at all): not part of the content.
 # uv_build.json: uv's record of the settings it built an sdist with; uv_cache.json: its
 # record of a local file's (find-links, path) cache key. pip writes neither.
@@ -395,10 +402,13 @@ class _Seen:
         self.owners = {}  # absolute path -> canonical name of the first distribution listing it
         self.hashes = {}  # absolute path -> digest, so a file is hashed once
         self.code_hashes = {}  # absolute path -> ELF code digest (native files)
+        self.dpkg_owners = {}  # absolute path -> the Debian package listing it
+        self.dpkg_admindir = DPKG_ADMINDIR
 
 
 def _dist_files(site, meta_dir, rels, cname, seen):
-    """(files inside the site dir with digests, files outside it with digests, missing)."""
+    """(files inside the site dir with digests, files outside it with digests, missing).
+    ``inside`` holds the metadata folder's files too (see :func:`module_pairs`)."""
     inside = []
     outside = []
     missing = 0
@@ -432,6 +442,11 @@ def _dist_files(site, meta_dir, rels, cname, seen):
     return inside, outside, missing
 
 
+def module_pairs(inside, entry):
+    """The (path, digest) pairs outside the metadata folder ``entry``: the installed code."""
+    return [(rel, digest) for rel, digest in inside if not rel.startswith(entry + "/")]
+
+
 def _read_distribution(site, entry, seen, errors):
     """One distribution's record, from its metadata folder ``entry`` in ``site``; None for
     a flat .egg-info file (distutils: a name only) or metadata without a name."""
@@ -453,8 +468,12 @@ def _read_distribution(site, entry, seen, errors):
     inside, outside, missing = _dist_files(site, meta_dir, rels or [], cname, seen)
     kind, url, editable = direct_url_info(meta_dir)
     modified, missing_paths = record_check(site, meta_dir, seen.hashes)
+    package = seen.dpkg_owners.get(meta_dir)
+    if package and files_from != "RECORD":
+        modified = dpkg_check(site, inside, package, seen)
     installer = read_text(os.path.join(meta_dir, "INSTALLER"))
     return {
+        "dpkg": package,
         "name": cname,
         "version": fields.get("version"),
         "installer": installer.strip() if installer else None,
@@ -470,14 +489,18 @@ def _read_distribution(site, entry, seen, errors):
         "modified": modified,
         "missing_paths": missing_paths,
         "digest": digest_pairs(inside),
+        "module_digest": digest_pairs(module_pairs(inside, entry)),
+        "module_files": len(module_pairs(inside, entry)),
         "scripts": sorted(p for p, _ in outside),
         "scripts_digest": digest_pairs(outside) if outside else None,
     }
 
 
-def scan_distributions(sites, errors):
+def scan_distributions(sites, errors, dpkg_owners=None, admindir=None):
     dists = []
     seen = _Seen()
+    seen.dpkg_owners = dpkg_owners or {}
+    seen.dpkg_admindir = admindir or DPKG_ADMINDIR
     seen_names = set()
     for site in sites:
         try:
@@ -494,10 +517,10 @@ def scan_distributions(sites, errors):
             dist["shadowed"] = dist["name"] in seen_names
             seen_names.add(dist["name"])
             dists.append(dist)
-    return dists, seen.owned, seen.owners, seen.hashes, seen.code_hashes
+    return dists, seen
 
 
-def scan_unowned(sites, owned, hashes):
+def scan_unowned(sites, owned, hashes, dpkg_owners):
     out = []
     for site in sites:
         for root, dirs, files in os.walk(site):
@@ -511,12 +534,15 @@ def scan_unowned(sites, owned, hashes):
                     hashes[path] = file_digest(path)
                 if hashes[path] is None:
                     continue
-                out.append({"site": site, "path": os.path.relpath(path, site).replace(os.sep, "/"),
-                            "sha256": hashes[path]})
+                entry = {"site": site, "path": os.path.relpath(path, site).replace(os.sep, "/"),
+                         "sha256": hashes[path]}
+                if path in dpkg_owners:
+                    entry["dpkg"] = dpkg_owners[path]
+                out.append(entry)
     return out
 
 
-def scan_native(roots, where, owners, hashes, code_hashes, skip_dirs=()):
+def scan_native(roots, where, seen, skip_dirs=()):
     out = []
     for base in roots:
         if not os.path.isdir(base):
@@ -527,12 +553,15 @@ def scan_native(roots, where, owners, hashes, code_hashes, skip_dirs=()):
                 if not is_native(f):
                     continue
                 path = os.path.join(root, f)
+                hashes = seen.hashes
                 if path not in hashes:
                     hashes[path] = file_digest(path)
                 digest = hashes[path]
                 if digest is None:
                     continue
-                entry = {"path": path, "where": where, "owner": owners.get(path)}
+                entry = {"path": path, "where": where, "owner": seen.owners.get(path)}
+                if path in seen.dpkg_owners:
+                    entry["dpkg"] = seen.dpkg_owners[path]
                 if digest.startswith("symlink:"):
                     entry["symlink"] = digest[len("symlink:"):]
                     entry["sha256"] = None
@@ -540,11 +569,64 @@ def scan_native(roots, where, owners, hashes, code_hashes, skip_dirs=()):
                 else:
                     entry["sha256"] = digest
                     entry["size"] = os.path.getsize(path)
-                    if path not in code_hashes:
-                        code_hashes[path] = elf_code_digest(path)
-                    entry["code_sha256"] = code_hashes[path]
+                    if path not in seen.code_hashes:
+                        seen.code_hashes[path] = elf_code_digest(path)
+                    entry["code_sha256"] = seen.code_hashes[path]
                 out.append(entry)
     return out
+
+
+def dpkg_owners(admindir, roots):
+    """{absolute path: Debian package} for every path a package's file list
+    (``<admindir>/info/<package>.list``, what ``dpkg -S`` reads) places at or under one of
+    ``roots``; {} where there is no dpkg database. Read once: one pass over the lists."""
+    info = os.path.join(admindir, "info")
+    try:
+        names = sorted(os.listdir(info))
+    except OSError:
+        return {}
+    prefixes = set()
+    for root in roots:
+        for variant in (os.path.abspath(root), os.path.realpath(root)):
+            prefixes.add(variant.rstrip("/") + "/")
+    prefixes = tuple(sorted(prefixes))
+    owners = {}
+    for fname in names:
+        if not fname.endswith(".list"):
+            continue
+        package = fname[:-len(".list")]
+        for line in (read_text(os.path.join(info, fname)) or "").splitlines():
+            if line.startswith(prefixes) or line + "/" in prefixes:
+                owners.setdefault(line, package)
+    return owners
+
+
+def dpkg_check(site, inside, package, seen):
+    """A Debian package's files (``inside``: (path relative to ``site``, digest)) whose md5
+    differs from the package's ``md5sums``: edited after apt installed them. Sorted."""
+    text = read_text(os.path.join(seen.dpkg_admindir, "info", package + ".md5sums")) or ""
+    sums = {}
+    for line in text.splitlines():
+        md5, _, rel = line.partition("  ")
+        if rel:
+            sums["/" + rel.strip()] = md5.strip()
+    modified = []
+    for rel, _digest in sorted(inside):
+        path = os.path.join(site, rel)
+        want = sums.get(path)
+        if want is None or os.path.islink(path):
+            continue
+        h = hashlib.md5()
+        try:
+            with open(path, "rb") as fh:
+                for chunk in iter(lambda: fh.read(BUF), b""):
+                    h.update(chunk)
+        except OSError:
+            continue
+        if h.hexdigest() != want:
+            modified.append({"path": rel, "dpkg_md5": want, "sha256": seen.hashes.get(path)
+                             or sha256_file(path)})
+    return modified
 
 
 def dpkg_packages(errors):
@@ -575,28 +657,27 @@ def dpkg_packages(errors):
 
 
 def main(argv):
-    workdir = "/workspace"
+    opts = {"--workdir": "/workspace", "--dpkg-admindir": DPKG_ADMINDIR}
     args = list(argv)
     while args:
         arg = args.pop(0)
-        if arg == "--workdir" and args:
-            workdir = args.pop(0)
-        elif arg.startswith("--workdir="):
-            workdir = arg.split("=", 1)[1]
+        key, eq, value = arg.partition("=")
+        if key in opts and (eq or args):
+            opts[key] = value if eq else args.pop(0)
         else:
-            sys.stderr.write("usage: fingerprint.py [--workdir DIR]\n")
+            sys.stderr.write("usage: fingerprint.py [--workdir DIR] [--dpkg-admindir DIR]\n")
             return 2
+    workdir = opts["--workdir"]
     started = time.time()
     errors = []
     sites = site_dirs()
-    dists, owned, owners, hashes, code_hashes = scan_distributions(sites, errors)
-    unowned = scan_unowned(sites, owned, hashes)
-    native = scan_native(sites, "site", owners, hashes, code_hashes,
-                         skip_dirs=("__pycache__",))
+    owners = dpkg_owners(opts["--dpkg-admindir"], sites)
+    dists, seen = scan_distributions(sites, errors, owners, opts["--dpkg-admindir"])
+    unowned = scan_unowned(sites, seen.owned, seen.hashes, owners)
+    native = scan_native(sites, "site", seen, skip_dirs=("__pycache__",))
     if os.path.isdir(workdir) and not any(
             os.path.realpath(workdir) == os.path.realpath(s) for s in sites):
-        native += scan_native([workdir], "workdir", owners, hashes, code_hashes,
-                              skip_dirs=(".git", "__pycache__"))
+        native += scan_native([workdir], "workdir", seen, skip_dirs=(".git", "__pycache__"))
     dists.sort(key=lambda d: (d["name"], d["shadowed"], d["location"]))
     tree, cut = workspace_tree(workdir)
     result = {
