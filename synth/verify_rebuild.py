@@ -148,6 +148,8 @@ def artifact_for_run(run_dir: Path, settings: Settings, say: Say,
         return ExportUse(existing, True, why)
     say(f"Exporting {run_dir}{' with --bundle' if bundle else ''} ({why})")
     result = export_run(run_dir, settings, bundle=bundle)
+    for warning in result.warnings:  # as `synth export` says them: verify made this export
+        say(f"warning: {warning}")
     return ExportUse(Path(result.artifact_dir), False, why)
 
 
