@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from synth import atomic
+from synth import atomic, model
 from synth.config import Settings
 from synth.errors import (
     GpuRuntimeUnavailableError,
@@ -39,7 +39,7 @@ from synth.errors import (
     UsageError,
     VerifyError,
 )
-from synth.store import ArtifactDir, RunDir, is_file, read_claims
+from synth.store import ArtifactDir, RunDir, is_file
 from synth.task import Task, load_task
 from synth.verify_outcome import (
     ArtifactCheck,
@@ -62,7 +62,8 @@ from synth.verify_rebuild import (
     rebuilt_tag,
 )
 from synth.verify_view import print_table, render_markdown, verification_record
-from verify.claims import BadClaims, Claims
+from verify.claims import BadClaims
+from verify.claims import Claims as PyramidClaims
 from verify.result import LEVELS, Level, Report, fidelity, parse_level
 from verify.runner import PyramidSpec, run_pyramid
 from verify.runtime import (
@@ -93,9 +94,14 @@ class Target:
     path: Path
     task: Task | None
     #: The agent's claims (None: it wrote none; :class:`BadClaims`: why they cannot be used).
-    claims: Claims
+    claims: model.Claims | BadClaims | None
     run: RunRecord | None = None
     manifest: Manifest | None = None
+
+    @property
+    def pyramid_claims(self) -> PyramidClaims:
+        """The claims as C5 takes them: the document as the agent wrote it."""
+        return self.claims.to_json() if isinstance(self.claims, model.Claims) else self.claims
 
     @property
     def claims_file(self) -> Path | None:
@@ -139,10 +145,10 @@ def pyramid_task(task: Task) -> PyramidTask:
     )
 
 
-def _claims(path: Path) -> Claims:
-    """The claims at ``path``, None when there are none, or why they are bad."""
+def _claims(folder: RunDir | ArtifactDir) -> model.Claims | BadClaims | None:
+    """The folder's claims, None when there are none, or why they are bad."""
     try:
-        return read_claims(path)
+        return folder.claims()
     except InputFileError as exc:
         return BadClaims(exc.message)
 
@@ -151,9 +157,9 @@ def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) ->
     path = Path(ref) if ref else None
     if path is not None and os.path.lexists(path / "manifest.json"):
         path = path.resolve()
-        manifest = ArtifactDir(path).manifest()
+        artifact = ArtifactDir(path)
         task = load_task_copy(path / "task.toml") if (path / "task.toml").is_file() else None
-        return Target("artifact", path, task, _claims(path / "claims.json"), manifest=manifest)
+        return Target("artifact", path, task, _claims(artifact), manifest=artifact.manifest())
     if runtime == "host" and path is not None and (
         (path / "task.toml").is_file() or path.name == "task.toml"
     ):
@@ -172,10 +178,11 @@ def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) ->
             except NotFoundError:
                 pass
         raise
-    run = RunDir(run_dir).run_record()
+    run_files = RunDir(run_dir)
+    run = run_files.run_record()
     task_file = run.task_file
     task = load_task_copy(Path(task_file)) if task_file and is_file(task_file) else None
-    return Target("run", run_dir, task, _claims(run_dir / "claims.json"), run=run)
+    return Target("run", run_dir, task, _claims(run_files), run=run)
 
 
 def _host_repo(target: Target) -> Path | None:
@@ -519,7 +526,7 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
     out_dir = (opts.out_dir or default_out_dir(target, settings, opts.runtime)).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     base = PyramidSpec(python="", task=pyramid_task(target.task) if target.task else None,
-                       claims=target.claims, levels=opts.levels, scanner=opts.scanner,
+                       claims=target.pyramid_claims, levels=opts.levels, scanner=opts.scanner,
                        repo_dir=_host_repo(target))
     if opts.runtime == "host":
         outcome = VerifyOutcome(opts, target.info, out_dir,

@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 
 from synth.errors import UsageError
+from synth.model import Claims
 from synth.reb import session as reb_session
 from synth.reb.assets import CACHE_MOUNT, SCRIPTS_MOUNT, plan_assets
 from synth.reb.profile import profile_errors, task_profile
 from synth.reb.results import read_results
-from synth.reb.scoring import apply_scoring, c0_from_pyright, score, score_c0, score_c5
+from synth.reb.scoring import apply_scoring, c0_from_pyright, score, score_c0
+from synth.reb.scoring import score_c5 as _score_c5
 
 REPORT = {"python_path": "/opt/venv/bin/python", "python_version": "3.11.2",
           "torch_version": None, "cuda_available": False, "gpu_count": 0,
@@ -106,6 +108,11 @@ def _report(checks: dict[str, Any], c2: str = "skipped", c4: str = "not_applicab
 
 SEEN = {"python_path": True, "python_version": "3.11.2", "torch_version": None,
         "gpu_count": None}
+
+
+def score_c5(claims: dict[str, Any] | str | None, report: dict[str, Any]) -> dict[str, Any]:
+    """REB's C5 of a claims document, typed as the store types it."""
+    return _score_c5(Claims.from_json(claims) if isinstance(claims, dict) else claims, report)
 
 
 def _counts(result: dict[str, Any]) -> tuple[str, int, int, int]:
