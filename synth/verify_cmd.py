@@ -83,7 +83,7 @@ Say = Callable[[str], None]
 
 #: Re-exported for callers of the command (cli.py's ``demo`` and ``verify``).
 __all__ = ["Say", "VerifyOptions", "VerifyOutcome", "check_choices", "parse_levels",
-           "parse_require", "print_table", "resolve_target", "verify"]
+           "parse_require", "parse_scoring", "print_table", "resolve_target", "verify"]
 
 
 @dataclass(frozen=True)
@@ -493,25 +493,26 @@ def _check_options(opts: VerifyOptions) -> None:
     if opts.assets_offline and opts.assets_cache is None:
         raise UsageError("--assets-offline needs --assets-cache DIR.",
                          hint="Give the folder REB's benchmark_assets/cache was saved to.")
+    for name in opts.scoring:
+        if name not in SCORINGS:
+            raise UsageError(f"Unknown scoring {name!r}.",
+                             hint=f"Known: {', '.join(sorted(SCORINGS))}.")
 
 
-#: Scorings beside synth's own, by name -> "module:function" (imported only when asked for).
-#: The function gets the outcome and returns a section that verify.json carries under the
-#: scoring's name (e.g. ``"reb": "synth.reb.scoring:score"`` for ResearchEnvBench's).
-SCORINGS: dict[str, str] = {}
+#: Scorings beside synth's own, by name -> "module:function" (imported only when asked for,
+#: ``--scoring NAME``). The function gets the outcome and the progress printer, and returns
+#: the section verify.json carries as ``scores.<name>``.
+SCORINGS: dict[str, str] = {"reb": "synth.reb.scoring:score_verification"}
+Scorer = Callable[[VerifyOutcome, Say], Mapping[str, Any]]
 
 
-def _score(outcome: VerifyOutcome) -> VerifyOutcome:
+def _score(outcome: VerifyOutcome, say: Say) -> VerifyOutcome:
     """The outcome with a section per scoring asked for in ``options.scoring``."""
     scores: dict[str, Mapping[str, Any]] = {}
     for name in outcome.options.scoring:
-        if name not in SCORINGS:
-            raise UsageError(f"Unknown scoring {name!r}.",
-                             hint=f"Known: {', '.join(sorted(SCORINGS)) or 'none'}.")
         module, _, func = SCORINGS[name].partition(":")
-        scorer: Callable[[VerifyOutcome], Mapping[str, Any]] = getattr(
-            importlib.import_module(module), func)
-        scores[name] = scorer(outcome)
+        scorer: Scorer = getattr(importlib.import_module(module), func)
+        scores[name] = scorer(outcome, say)
     return replace(outcome, scores=scores) if scores else outcome
 
 
@@ -533,7 +534,7 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
                                 {"host": _verify_host(opts, base, target.task, say)}, "host")
     else:
         outcome = _verify_docker(opts, settings, target, base, out_dir, say)
-    outcome = _score(outcome)
+    outcome = _score(outcome, say)
     _write(outcome)
     return outcome
 
@@ -547,14 +548,23 @@ def _write(outcome: VerifyOutcome) -> None:
                           verification_record(doc))
 
 
-def check_choices(*, runtime: str, scanner: str, progress: str, scoring: str) -> None:
+def check_choices(*, runtime: str, scanner: str, progress: str) -> None:
     """The verify command's options that take one of a few words."""
-    from synth.reb.scoring import SCORINGS as REB_SCORINGS
-
     if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
         raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
-    if progress not in ("steps", "plain", "quiet") or scoring not in REB_SCORINGS:
-        raise UsageError("--progress is steps, plain or quiet; --scoring is synth or reb.")
+    if progress not in ("steps", "plain", "quiet"):
+        raise UsageError("--progress is steps, plain or quiet.")
+
+
+def parse_scoring(text: str) -> tuple[str, ...]:
+    """``--scoring``: ``synth`` (synth's verdicts only) or a name of :data:`SCORINGS`, whose
+    section verify.json then carries beside them."""
+    if text == "synth":
+        return ()
+    if text not in SCORINGS:
+        raise UsageError(f"--scoring {text!r}: expected one of "
+                         f"{', '.join(('synth', *sorted(SCORINGS)))}.")
+    return (text,)
 
 
 def parse_levels(text: str | None) -> frozenset[Level]:

@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synth import atomic
 from synth.errors import InputFileError
@@ -30,7 +30,10 @@ from synth.model import Claims
 from synth.reb.results import write_job
 from synth.store import ArtifactDir, RunDir, is_file
 
-SCORINGS = ("synth", "reb")
+if TYPE_CHECKING:
+    from synth.verify_cmd import Say
+    from synth.verify_outcome import VerifyOutcome
+
 _MISSING_IMPORT = re.compile(r'Import "([^."]+)')
 
 
@@ -315,25 +318,19 @@ def score(doc: Mapping[str, Any], out_dir: Path, *, run_pyright: bool = True
     return result
 
 
-def apply_scoring(scoring: str, doc: dict[str, Any], out_dir: Path,
-                  say: Any = None) -> None:
-    """The verify command's one call: nothing for ``synth``; for ``reb``, :func:`score`,
-    its summary added to ``doc["reb"]`` (``--json``) and said on the terminal."""
-    from synth.errors import UsageError
-
-    if scoring not in SCORINGS:
-        raise UsageError(f"--scoring {scoring!r}: expected one of {', '.join(SCORINGS)}.")
-    if scoring == "synth":
-        return
-    result = doc["reb"] = score(doc, out_dir)
-    if say is not None:
-        c0, c5 = result["C0"], result["C5"]
-        say(f"REB scoring: C0 {c0['reb']} (synth {c0['synth']})"
-            + (f", missing {c0['missing_package_ratio']}" if c0["missing_package_ratio"] else "")
-            + (f": {c0['reason']}" if c0["reason"] else ""))
-        say(f"REB scoring: C5 {c5['reb']} (synth {c5['synth']}): path {c5['path']}, "
-            f"version {c5['version']}, capability {c5['capability']}; "
-            f"REB files in {result['job_dir']}")
+def score_verification(outcome: VerifyOutcome, say: Say) -> dict[str, Any]:
+    """``synth verify --scoring reb`` (``reb`` in :data:`synth.verify_cmd.SCORINGS`):
+    :func:`score` on the outcome's document, REB's files under ``<out>/reb/``, the two
+    summary lines said; the summary is what verify.json carries as ``scores.reb``."""
+    result = score(outcome.document, outcome.out_dir)
+    c0, c5 = result["C0"], result["C5"]
+    say(f"REB scoring: C0 {c0['reb']} (synth {c0['synth']})"
+        + (f", missing {c0['missing_package_ratio']}" if c0["missing_package_ratio"] else "")
+        + (f": {c0['reason']}" if c0["reason"] else ""))
+    say(f"REB scoring: C5 {c5['reb']} (synth {c5['synth']}): path {c5['path']}, "
+        f"version {c5['version']}, capability {c5['capability']}; "
+        f"REB files in {result['job_dir']}")
+    return result
 
 
 def bench_job(doc: Mapping[str, Any], task_dir: Path, record: Mapping[str, Any],
