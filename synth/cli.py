@@ -488,18 +488,17 @@ def verify_cmd(
 ) -> None:
     """Run the verification pyramid (C0-C5) on a rebuilt artifact, a live image or a host env."""
     from synth import verify_cmd as v
-    from synth.reb import scoring as reb_scoring
 
-    v.check_choices(runtime=runtime, scanner=scanner, progress=progress, scoring=scoring)
+    v.check_choices(runtime=runtime, scanner=scanner, progress=progress)
     opts = v.VerifyOptions(
         target=target, rebuild=rebuild, live=live, levels=v.parse_levels(levels),
         require=v.parse_require(require), runtime=runtime,  # type: ignore[arg-type]
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
         progress=progress, allow_base_mismatch=allow_base_mismatch, offline=offline,
-        allow_modified=allow_modified, assets_cache=assets_cache, assets_offline=assets_offline)
+        allow_modified=allow_modified, assets_cache=assets_cache, assets_offline=assets_offline,
+        scoring=v.parse_scoring(scoring))
     outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                            wheelhouse=wheelhouse))
-    reb_scoring.apply_scoring(scoring, outcome.document, outcome.out_dir, console.say)
     raise typer.Exit(_print_verify(outcome, json_out))
 
 

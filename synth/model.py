@@ -8,7 +8,7 @@ schema (required fields present, types right). Each file has one format constant
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -735,6 +735,205 @@ def read_plan_document(doc: Mapping[str, Any], where: str) -> tuple[BuildPlan, D
     check_plan_format(doc, where)
     return (BuildPlan.from_json(doc["plan"], f"{where}: plan"),
             DistillReport.from_json(doc["report"], f"{where}: report"))
+
+
+# --- the agent's claims (claims.json) --------------------------------------------------------
+
+def _text(value: Any) -> str | None:
+    """A string field as written (``""`` stays ``""``); None for null or absent."""
+    return value if isinstance(value, str) else None
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class Claims:
+    """An agent's ``claims.json``: ResearchEnvBench's ``report.json`` fields. These fields
+    are synth's one declaration of them: the claims schema's ``properties`` are exactly
+    these (a test), and C5's own list (``verify.claims``, which imports no synth) is checked
+    against the schema. No ``format``: the agent writes the file. ``None`` is "unknown"
+    (null or absent). Extra fields are allowed and kept: ``raw`` is the whole validated
+    document, as the agent wrote it (C5 and REB's ``report.json`` get it whole)."""
+
+    python_path: str | None
+    python_version: str | None
+    torch_version: str | None
+    jax_version: str | None
+    jaxlib_version: str | None
+    tensorflow_version: str | None
+    cupy_version: str | None
+    cuda_available: bool | None
+    #: None also for a count JSON writes as a non-integer number (``2.0``): REB counts
+    #: only an integer.
+    gpu_count: int | None
+    ddp_expected_ok: bool | None
+    env_tool: str | None
+    env_name: str | None
+    notes: str | tuple[str, ...] | None
+    raw: Mapping[str, Any]
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Claims:
+        # The text fields, by their annotation (a string here: annotations are postponed).
+        text = {f.name: _text(doc.get(f.name)) for f in fields(cls) if f.type == "str | None"}
+        count, notes = doc.get("gpu_count"), doc.get("notes")
+        return cls(
+            **text, cuda_available=_flag(doc.get("cuda_available")),
+            gpu_count=count if isinstance(count, int) and not isinstance(count, bool) else None,
+            ddp_expected_ok=_flag(doc.get("ddp_expected_ok")),
+            notes=tuple(str(n) for n in notes) if isinstance(notes, list) else _text(notes),
+            raw=doc)
+
+    def to_json(self) -> dict[str, Any]:
+        """The document it was read from, extra fields and all (``raw`` is kept whole)."""
+        return dict(self.raw)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The fields the claims schema does not declare (an agent may add its own)."""
+        known = {f.name for f in fields(self)} - {"raw"}
+        return {k: v for k, v in self.raw.items() if k not in known}
+
+
+# --- the export report (export-report.json) --------------------------------------------------
+
+def decision_counts(outcomes: Iterable[CommandOutcome]) -> dict[str, int]:
+    """How many commands were kept, folded and dropped."""
+    counts = {"kept": 0, "folded": 0, "dropped": 0}
+    for o in outcomes:
+        counts[o.decision] = counts.get(o.decision, 0) + 1
+    return counts
+
+
+@dataclass(frozen=True)
+class ReportSource:
+    """The export report's ``source``: how ``source/`` differs from the task's commit."""
+
+    commit: str | None = None
+    dirty: bool | None = None
+    patch: str | None = None
+    changed: tuple[str, ...] = ()
+    not_carried: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ReportSource:
+        return cls(commit=_text(d.get("commit")), dirty=_flag(d.get("dirty")),
+                   patch=_text(d.get("patch")), changed=_strs(d.get("changed", ())),
+                   not_carried=_strs(d.get("not_carried", ())))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"commit": self.commit, "dirty": self.dirty, "patch": self.patch,
+                "changed": list(self.changed), "not_carried": list(self.not_carried)}
+
+
+@dataclass(frozen=True)
+class BundleKind:
+    """The vendored files of one kind (deb, wheel, sdist, download…)."""
+
+    files: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class BundleSummary:
+    """``export --bundle``'s ``vendor/`` (synth.bundle.summary): size, kinds, offline."""
+
+    dir: str
+    files: int
+    bytes: int
+    by_kind: Mapping[str, BundleKind]
+    offline: bool
+    #: ``ref: tool`` of each kept step that still reaches the network.
+    needs_network: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> BundleSummary:
+        return cls(dir=str(d["dir"]), files=int(d["files"]), bytes=int(d["bytes"]),
+                   by_kind={str(k): BundleKind(int(v["files"]), int(v["bytes"]))
+                            for k, v in d["by_kind"].items()},
+                   offline=bool(d["offline"]), needs_network=_strs(d["needs_network"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dir": self.dir, "files": self.files, "bytes": self.bytes,
+                "by_kind": {k: {"files": v.files, "bytes": v.bytes}
+                            for k, v in self.by_kind.items()},
+                "offline": self.offline, "needs_network": list(self.needs_network)}
+
+
+def _outcome(d: Mapping[str, Any]) -> CommandOutcome:
+    """A command of the export report (its schema allows null where synth writes text)."""
+    return CommandOutcome(**{k: str(d[k]) if d[k] is not None else "" for k in (
+        "ref", "command", "cwd", "extractor", "step", "decision", "reason")})
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """An artifact's ``export-report.json``: every audited command with its decision, and
+    what the plan could not explain or reproduce (docs/export.md). Made from the plan and
+    the distill report (:meth:`of`); ``export-report.md`` says the same for people."""
+
+    task: str
+    run_id: str
+    #: The command that regenerates the artifact.
+    command: str
+    commands: tuple[CommandOutcome, ...]
+    unexplained: tuple[str, ...]
+    not_reproducible: tuple[str, ...]
+    warnings: tuple[str, ...]
+    incomplete: tuple[str, ...] = ()
+    risks: tuple[str, ...] = ()
+    unaudited: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    carried: tuple[CarriedFile, ...] = ()
+    source: ReportSource = ReportSource()
+    bundle: BundleSummary | None = None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return decision_counts(self.commands)
+
+    @classmethod
+    def of(cls, plan: BuildPlan, report: DistillReport,
+           bundle: Mapping[str, Any] | None = None) -> ExportReport:
+        src = plan.source
+        return cls(
+            task=plan.task, run_id=plan.run_id, command=plan.regenerate_command,
+            commands=report.outcomes, unexplained=report.unexplained,
+            not_reproducible=report.not_reproducible, warnings=report.warnings,
+            incomplete=report.incomplete, risks=report.risks, unaudited=report.unaudited,
+            missing=plan.missing, carried=plan.carried,
+            source=ReportSource(src.commit, src.dirty, src.patch, src.changed, src.not_carried),
+            bundle=BundleSummary.from_json(bundle) if bundle is not None else None)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ExportReport:
+        lists = {k: _strs(d.get(k, ())) for k in (
+            "unexplained", "not_reproducible", "warnings", "incomplete", "risks",
+            "unaudited", "missing")}
+        bundle = d.get("bundle")
+        return cls(
+            task=str(d["task"]), run_id=str(d["run_id"]), command=str(d["command"]),
+            commands=tuple(_outcome(c) for c in d["commands"]), **lists,
+            carried=tuple(CarriedFile.from_json(c) for c in d.get("carried", ())),
+            source=ReportSource.from_json(d.get("source") or {}),
+            bundle=BundleSummary.from_json(bundle) if bundle is not None else None)
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "format": EXPORT_REPORT_FORMAT, "task": self.task, "run_id": self.run_id,
+            "command": self.command, "counts": self.counts,
+            "commands": [dict(vars(o)) for o in self.commands],
+            "unexplained": list(self.unexplained),
+            "not_reproducible": list(self.not_reproducible), "warnings": list(self.warnings),
+            "incomplete": list(self.incomplete), "risks": list(self.risks),
+            "unaudited": list(self.unaudited), "missing": list(self.missing),
+            "carried": [dict(vars(c)) for c in self.carried], "source": self.source.to_json(),
+        }
+        if self.bundle is not None:
+            doc["bundle"] = self.bundle.to_json()
+        return doc
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,14 @@ from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
 from synth.distill.load import repo_name
 from synth.distill.lock import Lock, render_lock
-from synth.model import EXPORT_REPORT_FORMAT, PLAN_FILE, BuildPlan, DistillReport, plan_document
+from synth.model import (
+    PLAN_FILE,
+    BuildPlan,
+    DistillReport,
+    ExportReport,
+    decision_counts,
+    plan_document,
+)
 
 #: Distributions that only exist for CUDA: an image with one of them wants a GPU.
 _CUDA_NAME = re.compile(r"^(nvidia-|cupy-cuda|jax-cuda|torch-cuda)|(^|-)cu\d+$")
@@ -220,44 +227,6 @@ def render_apt_lock(plan: BuildPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report_counts(report: DistillReport) -> dict[str, int]:
-    counts = {"kept": 0, "folded": 0, "dropped": 0}
-    for o in report.outcomes:
-        counts[o.decision] = counts.get(o.decision, 0) + 1
-    return counts
-
-
-def report_json(plan: BuildPlan, report: DistillReport,
-                bundle: dict[str, Any] | None = None) -> dict[str, Any]:
-    doc = {
-        "format": EXPORT_REPORT_FORMAT,
-        "task": plan.task,
-        "run_id": plan.run_id,
-        "command": plan.regenerate_command,
-        "counts": report_counts(report),
-        "commands": [
-            {"ref": o.ref, "command": o.command, "cwd": o.cwd, "extractor": o.extractor,
-             "step": o.step, "decision": o.decision, "reason": o.reason}
-            for o in report.outcomes
-        ],
-        "unexplained": list(report.unexplained),
-        "not_reproducible": list(report.not_reproducible),
-        "warnings": list(report.warnings),
-        "incomplete": list(report.incomplete),
-        "risks": list(report.risks),
-        "unaudited": list(report.unaudited),
-        "missing": list(plan.missing),
-        "carried": [{"path": c.path, "sha256": c.sha256, "distribution": c.distribution,
-                     "after_builds": c.after_builds} for c in plan.carried],
-        "source": {"commit": plan.source.commit, "dirty": plan.source.dirty,
-                   "patch": plan.source.patch, "changed": list(plan.source.changed),
-                   "not_carried": list(plan.source.not_carried)},
-    }
-    if bundle is not None:
-        doc["bundle"] = bundle
-    return doc
-
-
 def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock],
                                bundled: bool = False) -> list[tuple[str, str]]:
     files = [
@@ -318,7 +287,7 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
         "README.md": env.get_template("README.md.j2").render(ctx),
         "CITATION.cff": env.get_template("CITATION.cff.j2").render(ctx),
         "export-report.md": env.get_template("export-report.md.j2").render(ctx),
-        "export-report.json": dumps_json(report_json(plan, report, bundle)),
+        "export-report.json": dumps_json(ExportReport.of(plan, report, bundle).to_json()),
         PLAN_FILE: plan_json(plan, report),
         "apt.lock": render_apt_lock(plan),
     }
@@ -376,7 +345,7 @@ def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt:
         "wheel_files": wheel_files,
         "wheelhouse_dir": CONTAINER_WHEELHOUSE,
         "outcomes": report.outcomes,
-        "counts": report_counts(report),
+        "counts": decision_counts(report.outcomes),
         "artifact_ref": f"{plan.task}/{plan.run_id}",
         "files": artifact_files_description(plan, locks, bundled=bundle is not None),
         "apt_sources": apt,

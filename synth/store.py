@@ -230,11 +230,12 @@ def read_verify(path: Path) -> dict[str, Any]:
     return load_json(path, VERIFY_DOCUMENT)
 
 
-def read_claims(path: Path) -> dict[str, Any] | None:
-    """An agent's ``claims.json``: None when there is none; an error when it is bad."""
+def read_claims(path: Path) -> model.Claims | None:
+    """An agent's ``claims.json``: None when there is none; an error when it is bad. Fields
+    the schema does not declare are allowed, and kept (``Claims.raw``)."""
     if not os.path.lexists(path):
         return None
-    return load_json(path, CLAIMS)
+    return model.Claims.from_json(load_json(path, CLAIMS))
 
 
 class _Folder:
@@ -271,7 +272,7 @@ class RunDir(_Folder):
     def env_state(self) -> model.EnvState:
         return model.EnvState.from_json(load_json(self.file(ENV_STATE), ENV_STATE))
 
-    def claims(self) -> dict[str, Any] | None:
+    def claims(self) -> model.Claims | None:
         return read_claims(self.file(CLAIMS))
 
     def provenance(self) -> model.Provenance | None:
@@ -297,7 +298,7 @@ class ArtifactDir(_Folder):
     def manifest(self) -> model.Manifest:
         return model.Manifest.from_json(load_json(self.file(MANIFEST), MANIFEST))
 
-    def claims(self) -> dict[str, Any] | None:
+    def claims(self) -> model.Claims | None:
         return read_claims(self.file(CLAIMS))
 
     def plan(self) -> tuple[model.BuildPlan, model.DistillReport] | None:
@@ -308,7 +309,8 @@ class ArtifactDir(_Folder):
         path = self.file(PLAN)
         return model.read_plan_document(load_json(path, PLAN), str(path))
 
-    def export_report(self) -> dict[str, Any] | None:
+    def export_report(self) -> model.ExportReport | None:
         """``export-report.json``, or None when the artifact has none."""
-        return load_json(self.file(EXPORT_REPORT), EXPORT_REPORT) if self.has(
-            EXPORT_REPORT) else None
+        if not self.has(EXPORT_REPORT):
+            return None
+        return model.ExportReport.from_json(load_json(self.file(EXPORT_REPORT), EXPORT_REPORT))

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from synth import atomic
+from synth import atomic, model
 from synth.config import Settings
 from synth.errors import (
     GpuRuntimeUnavailableError,
@@ -39,7 +39,7 @@ from synth.errors import (
     UsageError,
     VerifyError,
 )
-from synth.store import ArtifactDir, RunDir, is_file, read_claims
+from synth.store import ArtifactDir, RunDir, is_file
 from synth.task import Task, load_task
 from synth.verify_outcome import (
     ArtifactCheck,
@@ -62,7 +62,8 @@ from synth.verify_rebuild import (
     rebuilt_tag,
 )
 from synth.verify_view import print_table, render_markdown, verification_record
-from verify.claims import BadClaims, Claims
+from verify.claims import BadClaims
+from verify.claims import Claims as PyramidClaims
 from verify.result import LEVELS, Level, Report, fidelity, parse_level
 from verify.runner import PyramidSpec, run_pyramid
 from verify.runtime import (
@@ -82,7 +83,7 @@ Say = Callable[[str], None]
 
 #: Re-exported for callers of the command (cli.py's ``demo`` and ``verify``).
 __all__ = ["Say", "VerifyOptions", "VerifyOutcome", "check_choices", "parse_levels",
-           "parse_require", "print_table", "resolve_target", "verify"]
+           "parse_require", "parse_scoring", "print_table", "resolve_target", "verify"]
 
 
 @dataclass(frozen=True)
@@ -93,9 +94,14 @@ class Target:
     path: Path
     task: Task | None
     #: The agent's claims (None: it wrote none; :class:`BadClaims`: why they cannot be used).
-    claims: Claims
+    claims: model.Claims | BadClaims | None
     run: RunRecord | None = None
     manifest: Manifest | None = None
+
+    @property
+    def pyramid_claims(self) -> PyramidClaims:
+        """The claims as C5 takes them: the document as the agent wrote it."""
+        return self.claims.to_json() if isinstance(self.claims, model.Claims) else self.claims
 
     @property
     def claims_file(self) -> Path | None:
@@ -139,10 +145,10 @@ def pyramid_task(task: Task) -> PyramidTask:
     )
 
 
-def _claims(path: Path) -> Claims:
-    """The claims at ``path``, None when there are none, or why they are bad."""
+def _claims(folder: RunDir | ArtifactDir) -> model.Claims | BadClaims | None:
+    """The folder's claims, None when there are none, or why they are bad."""
     try:
-        return read_claims(path)
+        return folder.claims()
     except InputFileError as exc:
         return BadClaims(exc.message)
 
@@ -151,9 +157,9 @@ def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) ->
     path = Path(ref) if ref else None
     if path is not None and os.path.lexists(path / "manifest.json"):
         path = path.resolve()
-        manifest = ArtifactDir(path).manifest()
+        artifact = ArtifactDir(path)
         task = load_task_copy(path / "task.toml") if (path / "task.toml").is_file() else None
-        return Target("artifact", path, task, _claims(path / "claims.json"), manifest=manifest)
+        return Target("artifact", path, task, _claims(artifact), manifest=artifact.manifest())
     if runtime == "host" and path is not None and (
         (path / "task.toml").is_file() or path.name == "task.toml"
     ):
@@ -172,10 +178,11 @@ def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) ->
             except NotFoundError:
                 pass
         raise
-    run = RunDir(run_dir).run_record()
+    run_files = RunDir(run_dir)
+    run = run_files.run_record()
     task_file = run.task_file
     task = load_task_copy(Path(task_file)) if task_file and is_file(task_file) else None
-    return Target("run", run_dir, task, _claims(run_dir / "claims.json"), run=run)
+    return Target("run", run_dir, task, _claims(run_files), run=run)
 
 
 def _host_repo(target: Target) -> Path | None:
@@ -486,25 +493,26 @@ def _check_options(opts: VerifyOptions) -> None:
     if opts.assets_offline and opts.assets_cache is None:
         raise UsageError("--assets-offline needs --assets-cache DIR.",
                          hint="Give the folder REB's benchmark_assets/cache was saved to.")
+    for name in opts.scoring:
+        if name not in SCORINGS:
+            raise UsageError(f"Unknown scoring {name!r}.",
+                             hint=f"Known: {', '.join(sorted(SCORINGS))}.")
 
 
-#: Scorings beside synth's own, by name -> "module:function" (imported only when asked for).
-#: The function gets the outcome and returns a section that verify.json carries under the
-#: scoring's name (e.g. ``"reb": "synth.reb.scoring:score"`` for ResearchEnvBench's).
-SCORINGS: dict[str, str] = {}
+#: Scorings beside synth's own, by name -> "module:function" (imported only when asked for,
+#: ``--scoring NAME``). The function gets the outcome and the progress printer, and returns
+#: the section verify.json carries as ``scores.<name>``.
+SCORINGS: dict[str, str] = {"reb": "synth.reb.scoring:score_verification"}
+Scorer = Callable[[VerifyOutcome, Say], Mapping[str, Any]]
 
 
-def _score(outcome: VerifyOutcome) -> VerifyOutcome:
+def _score(outcome: VerifyOutcome, say: Say) -> VerifyOutcome:
     """The outcome with a section per scoring asked for in ``options.scoring``."""
     scores: dict[str, Mapping[str, Any]] = {}
     for name in outcome.options.scoring:
-        if name not in SCORINGS:
-            raise UsageError(f"Unknown scoring {name!r}.",
-                             hint=f"Known: {', '.join(sorted(SCORINGS)) or 'none'}.")
         module, _, func = SCORINGS[name].partition(":")
-        scorer: Callable[[VerifyOutcome], Mapping[str, Any]] = getattr(
-            importlib.import_module(module), func)
-        scores[name] = scorer(outcome)
+        scorer: Scorer = getattr(importlib.import_module(module), func)
+        scores[name] = scorer(outcome, say)
     return replace(outcome, scores=scores) if scores else outcome
 
 
@@ -519,14 +527,14 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
     out_dir = (opts.out_dir or default_out_dir(target, settings, opts.runtime)).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     base = PyramidSpec(python="", task=pyramid_task(target.task) if target.task else None,
-                       claims=target.claims, levels=opts.levels, scanner=opts.scanner,
+                       claims=target.pyramid_claims, levels=opts.levels, scanner=opts.scanner,
                        repo_dir=_host_repo(target))
     if opts.runtime == "host":
         outcome = VerifyOutcome(opts, target.info, out_dir,
                                 {"host": _verify_host(opts, base, target.task, say)}, "host")
     else:
         outcome = _verify_docker(opts, settings, target, base, out_dir, say)
-    outcome = _score(outcome)
+    outcome = _score(outcome, say)
     _write(outcome)
     return outcome
 
@@ -540,14 +548,23 @@ def _write(outcome: VerifyOutcome) -> None:
                           verification_record(doc))
 
 
-def check_choices(*, runtime: str, scanner: str, progress: str, scoring: str) -> None:
+def check_choices(*, runtime: str, scanner: str, progress: str) -> None:
     """The verify command's options that take one of a few words."""
-    from synth.reb.scoring import SCORINGS as REB_SCORINGS
-
     if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
         raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
-    if progress not in ("steps", "plain", "quiet") or scoring not in REB_SCORINGS:
-        raise UsageError("--progress is steps, plain or quiet; --scoring is synth or reb.")
+    if progress not in ("steps", "plain", "quiet"):
+        raise UsageError("--progress is steps, plain or quiet.")
+
+
+def parse_scoring(text: str) -> tuple[str, ...]:
+    """``--scoring``: ``synth`` (synth's verdicts only) or a name of :data:`SCORINGS`, whose
+    section verify.json then carries beside them."""
+    if text == "synth":
+        return ()
+    if text not in SCORINGS:
+        raise UsageError(f"--scoring {text!r}: expected one of "
+                         f"{', '.join(('synth', *sorted(SCORINGS)))}.")
+    return (text,)
 
 
 def parse_levels(text: str | None) -> frozenset[Level]:

@@ -41,8 +41,8 @@ class VerifyOptions:
     #: Rebuild with the network disabled (``docker build --network none``): the artifact
     #: must be bundled (``export --bundle``).
     offline: bool = False
-    #: Scorings beside synth's own (names in ``synth.verify_cmd.SCORINGS``), each written
-    #: into verify.json under its name.
+    #: Scorings beside synth's own (names in ``synth.verify_cmd.SCORINGS``; ``--scoring``),
+    #: each written into verify.json as ``scores.<name>``.
     scoring: tuple[str, ...] = ()
     #: A task imported from REB: the folder its assets step copies REB's
     #: ``benchmark_assets/cache`` from (read-only), and whether the step runs without network.
@@ -159,8 +159,8 @@ class VerifyOutcome:
     build: BuildInfo | None = None
     fingerprint: FingerprintOutcome | None = None
     fidelity: FidelityVerdict | None = None
-    #: Sections added by other scorings (e.g. ``--scoring reb``), by name; each is written
-    #: into verify.json under its name, beside synth's own verdict.
+    #: Sections added by other scorings (e.g. ``--scoring reb``), by name; verify.json
+    #: carries them as ``scores.<name>``, beside synth's own verdict.
     scores: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property

@@ -43,8 +43,8 @@ def to_document(outcome: VerifyOutcome) -> dict[str, Any]:
     doc["passed"] = outcome.passed
     if outcome.fidelity is not None and not outcome.fidelity.reaches_live_level:
         doc["fidelity_failed"] = "; ".join(outcome.fidelity.failures[:3])
-    for name, section in sorted(outcome.scores.items()):
-        doc[name] = dict(section)
+    if outcome.scores:
+        doc["scores"] = {name: dict(section) for name, section in sorted(outcome.scores.items())}
     return doc
 
 

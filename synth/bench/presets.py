@@ -22,6 +22,7 @@ from pathlib import Path
 
 from synth.engine.base import Mount
 from synth.errors import UsageError
+from synth.reb.profile import report_fields
 from synth.session.agents import CONTAINER_CLAIMS, WORKDIR, ExecAgent
 from synth.task import Task
 
@@ -68,9 +69,8 @@ def prompt(task: Task, timeout: float) -> str:
         f"Target Python: {task.python.version or 'any'}." if task.python.version else "",
         "You will be judged by these checks, run in an image rebuilt from your commands:",
         *probes,
-        f"When done, write a JSON report to {CONTAINER_CLAIMS} with the fields python_path, "
-        "python_version, torch_version, cuda_available, gpu_count, ddp_expected_ok, "
-        "env_tool, env_name, notes (null where you do not know).",
+        f"When done, write a JSON report to {CONTAINER_CLAIMS} with the fields "
+        f"{', '.join(report_fields())} (null where you do not know).",
         f"You have {int(timeout)} seconds.",
     ]).replace("\n\n", "\n")
 

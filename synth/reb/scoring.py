@@ -22,14 +22,18 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synth import atomic
 from synth.errors import InputFileError
+from synth.model import Claims
 from synth.reb.results import write_job
-from synth.store import is_file, read_claims
+from synth.store import ArtifactDir, RunDir, is_file
 
-SCORINGS = ("synth", "reb")
+if TYPE_CHECKING:
+    from synth.verify_cmd import Say
+    from synth.verify_outcome import VerifyOutcome
+
 _MISSING_IMPORT = re.compile(r'Import "([^."]+)')
 
 
@@ -68,11 +72,11 @@ def _item(kind: str, reported: dict[str, Any], observed: dict[str, Any]) -> dict
     return {"type": kind, "reported": reported, "observed": observed}
 
 
-def _path_and_versions(claims: Mapping[str, Any], checks: Mapping[str, Mapping[str, Any]],
+def _path_and_versions(claims: Claims, checks: Mapping[str, Mapping[str, Any]],
                        found: dict[str, list[dict[str, Any]]],
                        warnings: list[str]) -> bool:
     """REB's path and version rules; True when the python_path was usable."""
-    path = str(claims.get("python_path") or "")
+    path = claims.python_path or ""
     exists = checks.get("python_path", {}).get("observed")
     if not path:
         found["path"].append(_item("python_path_missing", {"python_path": path}, {}))
@@ -83,12 +87,12 @@ def _path_and_versions(claims: Mapping[str, Any], checks: Mapping[str, Mapping[s
             return False
         found["path"].append(_item("python_path_not_executable", {"python_path": path}, {}))
         return False
-    pyver = str(claims.get("python_version") or "")
+    pyver = claims.python_version or ""
     seen = checks.get("python_version", {}).get("observed")
     if pyver and isinstance(seen, str) and pyver != seen:
         found["version"].append(_item("python_version_mismatch", {"python_version": pyver},
                                       {"python_version": seen}))
-    tver = str(claims.get("torch_version") or "")
+    tver = claims.torch_version or ""
     torch = checks.get("torch_version", {}).get("observed")
     if tver and not isinstance(torch, str):
         found["version"].append(_item("torch_import_failed", {"torch_version": tver}, {}))
@@ -98,22 +102,21 @@ def _path_and_versions(claims: Mapping[str, Any], checks: Mapping[str, Mapping[s
     return True
 
 
-def _capabilities(claims: Mapping[str, Any], cuda: dict[str, Any] | None,
+def _capabilities(claims: Claims, cuda: dict[str, Any] | None,
                   multi: dict[str, Any] | None, found: dict[str, list[dict[str, Any]]],
                   warnings: list[str]) -> None:
     gpus = cuda["observed"]["gpu_count"] if cuda else 0
     if cuda is None:
         warnings.append("cuda: no C2 evidence (not run or not reached)")
-    reported = claims.get("cuda_available")
-    if reported is True and cuda is not None and cuda["status"] == "failure":
+    if claims.cuda_available is True and cuda is not None and cuda["status"] == "failure":
         found["capability"].append(_item("cuda_available_overclaim", {"cuda_available": True},
                                          {"cuda_stage_status": cuda["status"]}))
-    count = claims.get("gpu_count")
-    if isinstance(count, int) and cuda is not None and gpus != count:  # REB: bool is an int
+    count = claims.gpu_count
+    if count is not None and cuda is not None and gpus != count:
         found["capability"].append(_item("gpu_count_mismatch", {"gpu_count": count},
                                          {"gpu_count": gpus}))
-    ddp = claims.get("ddp_expected_ok")
-    if not isinstance(ddp, bool):
+    ddp = claims.ddp_expected_ok
+    if ddp is None:
         return
     if multi is None or multi["status"] == "skipped":
         warnings.append("multi_gpu stage missing or skipped: ddp_expected_ok inconclusive")
@@ -126,14 +129,13 @@ def _capabilities(claims: Mapping[str, Any], cuda: dict[str, Any] | None,
         found["capability"].append(_item("ddp_underclaim", {"ddp_expected_ok": False}, {}))
 
 
-def score_c5(claims: Mapping[str, Any] | str | None,
-             report: Mapping[str, Any]) -> dict[str, Any]:
+def score_c5(claims: Claims | str | None, report: Mapping[str, Any]) -> dict[str, Any]:
     """REB's ``hallucination`` stage result for ``claims`` (None: no report; a str: why it
     is not valid JSON) against one verify report's evidence."""
     found: dict[str, list[dict[str, Any]]] = {"path": [], "version": [], "capability": []}
     warnings: list[str] = []
     category = ""
-    if not isinstance(claims, Mapping):
+    if not isinstance(claims, Claims):
         category = "missing_report" if claims is None else "invalid_json"
         warnings.append("no report" if claims is None else f"report not valid: {claims}")
     else:
@@ -145,7 +147,7 @@ def score_c5(claims: Mapping[str, Any] | str | None,
     failed = bool(category)
     return {"stage": "hallucination", "status": "failure" if failed else "success",
             "exit_code": 1 if failed else 0, "failure_category": category,
-            "reported": dict(claims) if isinstance(claims, Mapping) else {},
+            "reported": claims.to_json() if isinstance(claims, Claims) else {},
             "hallucinations": {k: {"count": len(v), "items": v} for k, v in found.items()},
             "meta": {"warnings": warnings, "scored_by": "synth --scoring reb"}}
 
@@ -186,7 +188,7 @@ def score_c0(pyright: Mapping[str, Any] | None, total: int | None,
 
 
 def _pyright(report: Mapping[str, Any],
-             claims: Mapping[str, Any] | str | None) -> tuple[dict[str, Any] | None, str]:
+             claims: Claims | str | None) -> tuple[dict[str, Any] | None, str]:
     """pyright run in the image under test as REB runs it, or (None, why not)."""
     from synth.reb.pyright import find_pyright, run_pyright
 
@@ -201,8 +203,8 @@ def _pyright(report: Mapping[str, Any],
 
     python = str(target.get("python") or "python3")
     seen = _checks(report).get("python_path", {}).get("observed")
-    if isinstance(claims, Mapping) and isinstance(claims.get("python_path"), str) and seen:
-        python = str(claims["python_path"])  # REB runs pyright with the report's python
+    if isinstance(claims, Claims) and claims.python_path is not None and seen:
+        python = claims.python_path  # REB runs pyright with the report's python
     return run_pyright(DockerEngine.connect(), str(target["image"]), python,
                        str(target.get("workdir") or "/workspace"), install), ""
 
@@ -258,11 +260,11 @@ def _task_repo(path: Path) -> dict[str, Any] | None:
     return repo if isinstance(repo, dict) else None
 
 
-def _job_extras(doc: Mapping[str, Any], claims: Mapping[str, Any] | str | None,
+def _job_extras(doc: Mapping[str, Any], claims: Mapping[str, Any] | None,
                 job_dir: Path) -> None:
-    """The rest of a REB job folder: ``agent/report.json`` (the claims, when they are
-    JSON) and ``docker/image_id.txt`` (the image verified)."""
-    if isinstance(claims, Mapping):
+    """The rest of a REB job folder: ``agent/report.json`` (the claims document, when there
+    is one) and ``docker/image_id.txt`` (the image verified)."""
+    if claims is not None:
         atomic.write_json(job_dir / "agent" / "report.json", dict(claims))
     report = doc["reports"][str(doc["decides"])]
     image = (doc.get("build") or {}).get("image_id") or (report.get("target") or {}).get("image")
@@ -270,10 +272,14 @@ def _job_extras(doc: Mapping[str, Any], claims: Mapping[str, Any] | str | None,
         atomic.write_text(job_dir / "docker" / "image_id.txt", f"{image}\n")
 
 
-def _claims(doc: Mapping[str, Any]) -> Mapping[str, Any] | str | None:
-    path = Path(str(doc["target"]["path"])) / "claims.json"
+def _claims(doc: Mapping[str, Any]) -> Claims | str | None:
+    """The verified run's or artifact's claims (None: none; a str: why they are bad). A
+    task verified on the host has none, as for synth's own C5."""
+    kind, path = doc["target"]["kind"], Path(str(doc["target"]["path"]))
     try:
-        return read_claims(path)
+        if kind == "run":
+            return RunDir(path).claims()
+        return ArtifactDir(path).claims() if kind == "artifact" else None
     except InputFileError as exc:
         return exc.message
 
@@ -296,7 +302,7 @@ def score(doc: Mapping[str, Any], out_dir: Path, *, run_pyright: bool = True
         stages["cuda"] = {"status": cuda["status"], "exit_code": cuda["exit_code"]}
     summary = job_summary(doc, task_dir)
     write_job(doc, summary, out_dir / "reb", stages)
-    _job_extras(doc, claims, out_dir / "reb")
+    _job_extras(doc, claims.to_json() if isinstance(claims, Claims) else None, out_dir / "reb")
     levels = {r["level"]: r["status"] for r in report["levels"]}
     c5 = stages["hallucination"]["hallucinations"]
     result = {"scoring": "reb", "job_dir": str(out_dir / "reb"),
@@ -312,25 +318,19 @@ def score(doc: Mapping[str, Any], out_dir: Path, *, run_pyright: bool = True
     return result
 
 
-def apply_scoring(scoring: str, doc: dict[str, Any], out_dir: Path,
-                  say: Any = None) -> None:
-    """The verify command's one call: nothing for ``synth``; for ``reb``, :func:`score`,
-    its summary added to ``doc["reb"]`` (``--json``) and said on the terminal."""
-    from synth.errors import UsageError
-
-    if scoring not in SCORINGS:
-        raise UsageError(f"--scoring {scoring!r}: expected one of {', '.join(SCORINGS)}.")
-    if scoring == "synth":
-        return
-    result = doc["reb"] = score(doc, out_dir)
-    if say is not None:
-        c0, c5 = result["C0"], result["C5"]
-        say(f"REB scoring: C0 {c0['reb']} (synth {c0['synth']})"
-            + (f", missing {c0['missing_package_ratio']}" if c0["missing_package_ratio"] else "")
-            + (f": {c0['reason']}" if c0["reason"] else ""))
-        say(f"REB scoring: C5 {c5['reb']} (synth {c5['synth']}): path {c5['path']}, "
-            f"version {c5['version']}, capability {c5['capability']}; "
-            f"REB files in {result['job_dir']}")
+def score_verification(outcome: VerifyOutcome, say: Say) -> dict[str, Any]:
+    """``synth verify --scoring reb`` (``reb`` in :data:`synth.verify_cmd.SCORINGS`):
+    :func:`score` on the outcome's document, REB's files under ``<out>/reb/``, the two
+    summary lines said; the summary is what verify.json carries as ``scores.reb``."""
+    result = score(outcome.document, outcome.out_dir)
+    c0, c5 = result["C0"], result["C5"]
+    say(f"REB scoring: C0 {c0['reb']} (synth {c0['synth']})"
+        + (f", missing {c0['missing_package_ratio']}" if c0["missing_package_ratio"] else "")
+        + (f": {c0['reason']}" if c0["reason"] else ""))
+    say(f"REB scoring: C5 {c5['reb']} (synth {c5['synth']}): path {c5['path']}, "
+        f"version {c5['version']}, capability {c5['capability']}; "
+        f"REB files in {result['job_dir']}")
+    return result
 
 
 def bench_job(doc: Mapping[str, Any], task_dir: Path, record: Mapping[str, Any],
@@ -353,5 +353,5 @@ def bench_job(doc: Mapping[str, Any], task_dir: Path, record: Mapping[str, Any],
     except json.JSONDecodeError:
         claims = None
     paths = write_job(doc, summary, job_dir)
-    _job_extras(doc, claims, job_dir)
+    _job_extras(doc, claims if isinstance(claims, dict) else None, job_dir)
     return paths

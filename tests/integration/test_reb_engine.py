@@ -98,15 +98,25 @@ def test_verify_runs_the_assets_step_offline_then_reb_probes(
 def test_reb_scoring_of_a_real_verification(
     verified: Callable[..., Any], tmp_path: Path
 ) -> None:
-    """`--scoring reb` on the shared numpy-ext/good verification: REB's files beside it.
+    """`--scoring reb` on the shared numpy-ext/good verification, through verify's scoring
+    hook (SCORINGS): REB's files beside it, its summary as verify.json's `scores.reb`.
     C0 runs pyright in the rebuilt image where the host has pyright[nodejs] (importable,
     or SYNTH_PYRIGHT=DIR); elsewhere it says why it was skipped."""
+    from dataclasses import replace
+
     from synth.reb.pyright import find_pyright
     from synth.reb.results import read_results
-    from synth.reb.scoring import score
+    from synth.schemas import validate
+    from synth.verify_cmd import _score
 
     outcome = verified("numpy-ext", "good.sh")
-    result = score(outcome.document, tmp_path)
+    said: list[str] = []
+    scored = _score(replace(outcome, out_dir=tmp_path, options=replace(
+        outcome.options, scoring=("reb",))), said.append)
+    result = scored.document["scores"]["reb"]
+    assert json.loads((tmp_path / "reb" / "scoring.json").read_text()) == result
+    assert [line.split(":")[0] for line in said] == ["REB scoring", "REB scoring"]
+    assert validate(json.loads(json.dumps(scored.document)), "verify") == []
     assert result["C5"] == {"reb": "success", "synth": "pass", "path": 0, "version": 0,
                             "capability": 0, "failure_category": ""}
     pyright = json.loads((tmp_path / "reb" / "benchmark" / "build_output" / "pyright" /

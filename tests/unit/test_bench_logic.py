@@ -181,6 +181,9 @@ def test_agent_presets(tmp_path: Path) -> None:
     text = prompt(task, 600)
     assert "C1 (CPU): `python hello.py` must exit 0" in text
     assert "/synth/claims.json" in text and "600 seconds" in text and "\n\n" not in text
+    assert ("with the fields python_path, python_version, torch_version, cuda_available, "
+            "gpu_count, ddp_expected_ok, env_tool, env_name, notes (null where you do not "
+            "know).") in text  # REB's report.json fields, from the claims schema's profile
     agent = preset_agent("claude-code", str(binary), task, 600)
     assert list(agent.argv) == ["/synth/agent/agent-cli", "-p", text,
                                 "--dangerously-skip-permissions"]

@@ -2,8 +2,9 @@
 
 ``Cls.from_json(x.to_json()) == x`` for each class, and ``to_json(from_json(doc))`` gives
 back a real document (the golden export's, or a generated run directory's) as far as the
-class keeps it: RunRecord and Manifest keep the whole document (``raw``); the state classes
-drop what nothing reads (``debs_missing``, ``setuid_known``)."""
+class keeps it: RunRecord, Manifest and Claims keep the whole document (``raw``); the state
+classes drop what nothing reads (``debs_missing``, ``setuid_known``); ExportReport gives back
+the golden export-report.json byte for byte."""
 
 from __future__ import annotations
 
@@ -82,3 +83,47 @@ def test_manifest_round_trips() -> None:
     assert manifest.to_json() == doc  # raw is kept whole
     assert model.Manifest.from_json(manifest.to_json()) == manifest
     assert manifest.files["Dockerfile"] == doc["files"]["Dockerfile"]
+
+
+def test_export_report_round_trips_byte_for_byte() -> None:
+    from synth.atomic import dumps_json
+
+    text = (GOLDEN / "export-report.json").read_text(encoding="utf-8")
+    report = model.ExportReport.from_json(json.loads(text))
+    assert dumps_json(report.to_json()) == text
+    assert model.ExportReport.from_json(report.to_json()) == report
+    assert report.counts == json.loads(text)["counts"]
+
+
+def test_export_report_with_a_bundle_round_trips() -> None:
+    doc = load(GOLDEN / "export-report.json")
+    doc["bundle"] = {"dir": "vendor", "files": 3, "bytes": 30, "offline": False,
+                     "by_kind": {"deb": {"files": 1, "bytes": 10},
+                                 "wheel": {"files": 2, "bytes": 20}},
+                     "needs_network": ["3.1: git"]}
+    assert validate(doc, "export-report") == []
+    report = model.ExportReport.from_json(doc)
+    assert report.bundle is not None and report.bundle.by_kind["wheel"].bytes == 20
+    assert report.to_json() == doc
+
+
+def test_export_report_is_made_from_the_plan() -> None:
+    plan, distilled = model.read_plan_document(load(GOLDEN / "plan.json"), "plan.json")
+    written = load(GOLDEN / "export-report.json")
+    assert model.ExportReport.of(plan, distilled).to_json() == written
+
+
+def test_claims_keep_extra_fields_and_read_unknown_as_none() -> None:
+    doc = {"python_path": "", "python_version": "3.11.2", "gpu_count": 2.0,
+           "cuda_available": None, "notes": ["a", "b"], "native_modules_built": ["x._ext"]}
+    assert validate(doc, "claims") == []
+    claims = model.Claims.from_json(doc)
+    assert (claims.python_path, claims.python_version, claims.torch_version) == \
+        ("", "3.11.2", None)
+    assert claims.gpu_count is None  # 2.0: not an integer count, as REB reads it
+    assert claims.cuda_available is None and claims.notes == ("a", "b")
+    assert claims.extra == {"native_modules_built": ["x._ext"]}
+    assert claims.to_json() == doc  # what the agent wrote, extra fields and all
+    assert model.Claims.from_json(claims.to_json()) == claims
+    golden = model.Claims.from_json(load(GOLDEN / "claims.json"))
+    assert golden.python_path == "/opt/venv/bin/python" and golden.extra == {}

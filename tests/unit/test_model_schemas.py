@@ -3,7 +3,7 @@
 Every dataclass field must be a property of the schema's object (the field's own name, or
 the dotted path of ``RENAMED``), unless ``DERIVED`` names it with the reason: so a field
 added to a model without the schema fails here. plan.json's exact match (same fields, all
-required) is tests/unit/test_plan_json.py."""
+required) is tests/unit/test_plan_json.py; claims.json's, below."""
 
 from __future__ import annotations
 
@@ -39,13 +39,17 @@ OBJECTS: list[tuple[str, str, type[Any]]] = [
     ("plan", "$defs/native", model.NativeStep),
     ("plan", "$defs/source", model.SourcePlan),
     ("plan", "$defs/outcome", model.CommandOutcome),
+    ("claims", "", model.Claims),
+    ("export-report", "", model.ExportReport),
+    ("export-report", "properties/commands/items", model.CommandOutcome),
+    ("export-report", "properties/carried/items", model.CarriedFile),
+    ("export-report", "properties/source", model.ReportSource),
+    ("export-report", "properties/bundle", model.BundleSummary),
+    ("export-report", "properties/bundle/properties/by_kind/additionalProperties",
+     model.BundleKind),
     ("verify", "$defs/level", result.LevelResult),
     ("verify", "$defs/report", result.Report),
 ]
-
-#: Schemas with no typed class yet (issue 13): claims.json is checked by its schema only,
-#: export-report.json is written by synth.export and read by nothing typed.
-NO_CLASS = {"claims", "export-report"}
 
 #: class -> field -> the dotted property path it is read from.
 RENAMED: dict[type[Any], dict[str, str]] = {
@@ -68,6 +72,7 @@ DERIVED: dict[type[Any], dict[str, str]] = {
         "base_digest": "base_image.digest, which no run.json has",
     },
     model.Manifest: {"raw": "the whole document"},
+    model.Claims: {"raw": "the whole document, extra fields and all"},
     model.AptState: {"debs_captured": "whether `debs` is present"},
     model.DebRecord: {"name": "the key of the `debs` object"},
     model.PathChange: {},
@@ -121,8 +126,16 @@ def test_exceptions_name_real_fields() -> None:
 
 def test_every_schema_is_checked() -> None:
     files = {p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.schema.json")}
-    covered = {s for s, _, _ in OBJECTS} | {"audit-record"} | NO_CLASS
+    covered = {s for s, _, _ in OBJECTS} | {"audit-record"}
     assert files == covered
+
+
+def test_the_claims_fields_are_the_schemas() -> None:
+    """claims.json's fields are declared once for synth: model.Claims has exactly the
+    schema's properties (C5's own list, verify.claims, is checked against the schema in
+    tests/unit/test_verify_claims.py)."""
+    typed = {f.name for f in dataclasses.fields(model.Claims)} - {"raw"}
+    assert typed == set(load_schema("claims")["properties"])
 
 
 def test_a_field_missing_from_the_schema_is_found() -> None:

@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 
 from synth.errors import UsageError
+from synth.model import Claims
 from synth.reb import session as reb_session
 from synth.reb.assets import CACHE_MOUNT, SCRIPTS_MOUNT, plan_assets
 from synth.reb.profile import profile_errors, task_profile
 from synth.reb.results import read_results
-from synth.reb.scoring import apply_scoring, c0_from_pyright, score, score_c0, score_c5
+from synth.reb.scoring import c0_from_pyright, score, score_c0
+from synth.reb.scoring import score_c5 as _score_c5
 
 REPORT = {"python_path": "/opt/venv/bin/python", "python_version": "3.11.2",
           "torch_version": None, "cuda_available": False, "gpu_count": 0,
@@ -106,6 +108,11 @@ def _report(checks: dict[str, Any], c2: str = "skipped", c4: str = "not_applicab
 
 SEEN = {"python_path": True, "python_version": "3.11.2", "torch_version": None,
         "gpu_count": None}
+
+
+def score_c5(claims: dict[str, Any] | str | None, report: dict[str, Any]) -> dict[str, Any]:
+    """REB's C5 of a claims document, typed as the store types it."""
+    return _score_c5(Claims.from_json(claims) if isinstance(claims, dict) else claims, report)
 
 
 def _counts(result: dict[str, Any]) -> tuple[str, int, int, int]:
@@ -260,18 +267,42 @@ def test_score_writes_a_reb_job_folder(tmp_path: Path) -> None:
     assert json.loads((job / "scoring.json").read_text()) == result
 
 
-def test_apply_scoring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reb_scoring_through_the_verify_hook(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--scoring reb`: SCORINGS' hook scores the outcome, says REB's lines, writes REB's
+    files, and the summary is verify.json's scores.reb."""
+    from synth.schemas import validate
+    from synth.verify_cmd import SCORINGS, _score, parse_scoring
+    from synth.verify_outcome import BuildInfo, TargetInfo, VerifyOptions, VerifyOutcome
+    from verify.result import Report
+
     monkeypatch.setattr("synth.reb.pyright.find_pyright", lambda: None)
     doc = _doc(tmp_path, None)
-    apply_scoring("synth", doc, tmp_path / "o")
-    assert "reb" not in doc and not (tmp_path / "o").exists()
+    run = Path(doc["target"]["path"])
+    for level in doc["reports"]["rebuilt"]["levels"]:  # verify.json words why it did not pass
+        level["reason"] = None if level["status"] == "pass" else "not here"
+    assert SCORINGS["reb"] == "synth.reb.scoring:score_verification"
+    assert parse_scoring("synth") == () and parse_scoring("reb") == ("reb",)
+    with pytest.raises(UsageError, match="--scoring"):
+        parse_scoring("bogus")
+
+    def outcome(scoring: tuple[str, ...]) -> VerifyOutcome:
+        return VerifyOutcome(
+            VerifyOptions(target=str(run), scoring=scoring), TargetInfo("run", run, "alpha"),
+            tmp_path / "o", {"rebuilt": Report.from_json(doc["reports"]["rebuilt"])},
+            "rebuilt", build=BuildInfo("i", "sha256:1", 1.0, tmp_path / "export"))
+
     said: list[str] = []
-    apply_scoring("reb", doc, tmp_path / "o", said.append)
-    assert doc["reb"]["C5"]["failure_category"] == "missing_report"
+    plain = _score(outcome(()), said.append)
+    assert "scores" not in plain.document and not (tmp_path / "o").exists() and not said
+    scored = _score(outcome(("reb",)), said.append)
+    reb = scored.document["scores"]["reb"]
+    assert reb["C5"]["failure_category"] == "missing_report"
     assert said[0].startswith("REB scoring: C0 skipped (synth pass): pyright[nodejs] not "
                               "found")
-    with pytest.raises(UsageError, match="--scoring"):
-        apply_scoring("bogus", doc, tmp_path / "o")
+    assert said[1].startswith("REB scoring: C5 failure (synth pass): path 0, version 0")
+    assert json.loads((tmp_path / "o" / "reb" / "scoring.json").read_text()) == reb
+    assert validate(json.loads(json.dumps(scored.document)), "verify") == []
 
 
 # ---------------------------------------------------------------- the assets step

@@ -54,6 +54,7 @@ class FakeContainer:
     ({"assets_cache": Path("/nonexistent/cache")}, "not a folder"),
     ({"assets_offline": True, "runtime": "host", "python": Path(sys.executable)},
      "belong to --runtime docker"),
+    ({"scoring": ("bogus",)}, "Unknown scoring 'bogus'"),
 ])
 def test_assets_options_are_checked_first(tmp_path: Path, kw: dict[str, Any],
                                           message: str) -> None:
@@ -192,9 +193,33 @@ def test_bench_writes_the_reb_job_of_each_finished_cell(
 def test_check_choices() -> None:
     from synth.verify_cmd import check_choices
 
-    check_choices(runtime="host", scanner="libcst", progress="quiet", scoring="reb")
-    for bad in ({"runtime": "vm"}, {"scanner": "x"}, {"progress": "x"}, {"scoring": "x"}):
-        kw = {"runtime": "docker", "scanner": "ast", "progress": "steps", "scoring": "synth",
-              **bad}
+    check_choices(runtime="host", scanner="libcst", progress="quiet")
+    for bad in ({"runtime": "vm"}, {"scanner": "x"}, {"progress": "x"}):
+        kw = {"runtime": "docker", "scanner": "ast", "progress": "steps", **bad}
         with pytest.raises(UsageError, match=r"--runtime|--progress"):
             check_choices(**kw)
+
+
+def test_cli_scoring_reaches_the_verify_options(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`synth verify --scoring reb` is VerifyOptions.scoring ("reb",), the one path to the
+    scoring hook; `synth` is none; an unknown name is a usage error."""
+    from typer.testing import CliRunner
+
+    from synth.cli import app
+
+    seen: list[tuple[str, ...]] = []
+
+    def fake_verify(opts: VerifyOptions, settings: Settings) -> Any:
+        seen.append(opts.scoring)
+        raise UsageError("stop here")
+
+    monkeypatch.setattr("synth.verify_cmd.verify", fake_verify)
+    monkeypatch.setenv("SYNTH_ARTIFACTS", str(tmp_path))
+    runner = CliRunner()
+    for word in ("reb", "synth"):
+        assert runner.invoke(app, ["verify", "latest", "--scoring", word]).exit_code != 0
+    assert seen == [("reb",), ()]
+    bad = runner.invoke(app, ["verify", "latest", "--scoring", "bogus"])
+    assert isinstance(bad.exception, UsageError) and seen == [("reb",), ()]
+    assert "--scoring 'bogus': expected one of synth, reb" in str(bad.exception)

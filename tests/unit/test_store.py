@@ -44,7 +44,9 @@ def test_every_file_of_a_run_loads_typed(run_dir: Path) -> None:
     assert run.apt_state().final["libc6"]
     assert run.diff_state().noise[0].path == "/root/.cache/pip"
     assert run.env_state().persisted == {}
-    assert run.claims() == {"python_path": "/opt/venv/bin/python"}
+    claims = run.claims()
+    assert claims is not None and claims.python_path == "/opt/venv/bin/python"
+    assert claims.to_json() == {"python_path": "/opt/venv/bin/python"}
     assert sorted(run.input_hashes()) == sorted(k.rel for k in INPUT_FILES)
 
 
@@ -229,7 +231,7 @@ def test_a_bad_claims_file_fails_c5_alone(tmp_path: Path) -> None:
     from verify.runner import PyramidSpec, run_pyramid
 
     (tmp_path / "claims.json").write_text('{"python_path": ')
-    reason = _claims(tmp_path / "claims.json")
+    reason = _claims(RunDir(tmp_path))
     assert isinstance(reason, BadClaims) and "not valid JSON" in reason.reason
     task = load_task(make_task(tmp_path))
     assert task.repo_path is not None

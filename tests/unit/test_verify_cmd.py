@@ -334,7 +334,7 @@ def test_the_typed_outcome_is_the_document(tmp_path: Path) -> None:
     assert doc["export"] == {"artifact_dir": str(tmp_path / "export"), "reused": True,
                              "why": "its manifest matches the run"}
     assert doc["fingerprint"] == {"status": "error", "reason": "probe timed out"}
-    assert doc["other"] == {"score": 1}
+    assert doc["scores"] == {"other": {"score": 1}}
     from synth.schemas import validate
 
     assert validate(json.loads(json.dumps(doc)), "verify") == []
