@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from itertools import chain
 from json.encoder import (  # type: ignore[attr-defined]
     c_make_encoder,
@@ -113,7 +115,40 @@ def _flat_records(items: list[Any] | tuple[Any, ...]) -> bool:
             and set(map(type, chain.from_iterable(map(dict.values, items)))) <= _SCALAR_TYPES)
 
 
+#: Within :func:`shared_records`: id of a list of records -> (the list, level, its text).
+_shared: dict[int, tuple[Any, int, str]] | None = None
+
+
+@contextlib.contextmanager
+def shared_records() -> Iterator[None]:
+    """Within it, a list of flat records that :func:`dumps_json` meets again (the same
+    object, in another document or at another depth) is encoded once and re-indented: an
+    artifact's ``plan.json`` and ``export-report.json`` hold the same command outcomes.
+    The lists must not change inside the block."""
+    global _shared
+    saved, _shared = _shared, {}
+    try:
+        yield
+    finally:
+        _shared = saved
+
+
 def _records(enc: Any, items: list[Any] | tuple[Any, ...], level: int) -> str:
+    if _shared is not None:
+        seen = _shared.get(id(items))
+        if seen is not None and seen[0] is items:
+            # Every line after the first is indented by at least the old depth.
+            was, text = seen[1], seen[2]
+            if level >= was:
+                return text.replace("\n", "\n" + "  " * (level - was))
+            return text.replace("\n" + "  " * (was - level), "\n")
+        text = _encode_records(enc, items, level)
+        _shared[id(items)] = (items, level, text)
+        return text
+    return _encode_records(enc, items, level)
+
+
+def _encode_records(enc: Any, items: list[Any] | tuple[Any, ...], level: int) -> str:
     """A list of flat records in one C-encoder call: its item separator (a newline and the
     records' inner indent) also lands between the records, as ``}<sep>{``, which nothing
     inside a record can contain (a newline in a string is written ``\\n``); those are

@@ -140,25 +140,31 @@ class AuditRecord:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> AuditRecord:
-        text = obj.get("command")
+        get = obj.get
+        text = get("command")
         if not isinstance(text, str):
-            text = shlex.join(str(a) for a in obj.get("argv") or ())
-        start, end = obj.get("start"), obj.get("end")
-        return cls(
+            text = shlex.join(str(a) for a in get("argv") or ())
+        cwd, start, end = get("cwd"), get("start"), get("end")
+        pipestatus, argv = get("pipestatus"), get("argv")
+        # Made once per line of long audit logs: every field is set here, straight into the
+        # instance (a frozen dataclass's __init__ costs as much again; test_model_json
+        # checks the result equals the one __init__ makes).
+        record = object.__new__(cls)
+        record.__dict__.update(
             seq=int(obj["seq"]), source=str(obj["source"]), command=text,
-            cwd=str(obj.get("cwd") or "/"), cwd_known=bool(obj.get("cwd")),
-            exit=_opt_int(obj.get("exit")),
-            parent_seq=_opt_int(obj.get("parent_seq")),
-            pipestatus=tuple(p for p in obj.get("pipestatus") or () if isinstance(p, int)),
+            cwd=str(cwd or "/"), cwd_known=bool(cwd), exit=_opt_int(get("exit")),
+            parent_seq=_opt_int(get("parent_seq")),
+            pipestatus=tuple(p for p in pipestatus if isinstance(p, int)) if pipestatus else (),
             start=float(start) if start is not None else None,
             end=float(end) if end is not None else None,
-            depth=int(obj.get("depth") or 0), phase=_opt_str(obj.get("phase")),
-            session=str(obj.get("session") or ""), pid=_opt_int(obj.get("pid")),
-            ppid=_opt_int(obj.get("ppid")), cwd_end=_opt_str(obj.get("cwd_end")),
-            argv=tuple(str(a) for a in obj.get("argv") or ()), path=_opt_str(obj.get("path")),
-            timed_out=bool(obj.get("timed_out")), incomplete=bool(obj.get("incomplete")),
-            pipeline=bool(obj.get("pipeline")),
+            depth=int(get("depth") or 0), phase=_opt_str(get("phase")),
+            session=str(get("session") or ""), pid=_opt_int(get("pid")),
+            ppid=_opt_int(get("ppid")), cwd_end=_opt_str(get("cwd_end")),
+            argv=tuple(map(str, argv)) if argv else (), path=_opt_str(get("path")),
+            timed_out=bool(get("timed_out")), incomplete=bool(get("incomplete")),
+            pipeline=bool(get("pipeline")),
         )
+        return record
 
     def to_json(self) -> dict[str, Any]:
         """The record as ``audit.jsonl`` holds it: the keys of its source only."""

@@ -127,3 +127,24 @@ def test_claims_keep_extra_fields_and_read_unknown_as_none() -> None:
     assert model.Claims.from_json(claims.to_json()) == claims
     golden = model.Claims.from_json(load(GOLDEN / "claims.json"))
     assert golden.python_path == "/opt/venv/bin/python" and golden.extra == {}
+
+
+@pytest.mark.parametrize("doc", [
+    {"type": "command", "source": "bash-c", "session": "s", "seq": 3, "pid": 10, "ppid": 1,
+     "command": "make -j2", "cwd": "/workspace", "cwd_end": "/tmp", "start": 1.5, "end": 2,
+     "exit": 2, "pipestatus": [0, 2], "depth": 1, "parent_seq": 2, "incomplete": True},
+    {"type": "command", "source": "synth", "session": "s", "seq": 1, "command": None,
+     "argv": ["pip", "freeze", 3], "cwd": None, "start": None, "end": None, "exit": None,
+     "timed_out": True, "phase": "synth"},
+    {"type": "command", "source": "exec-trace", "session": "s", "seq": 9.0, "pid": 4,
+     "path": "/usr/bin/gcc", "argv": ["gcc", "-c"], "command": "gcc -c", "cwd": "/",
+     "start": 0, "end": 1, "exit": 0, "pipestatus": None, "pipeline": True},
+])
+def test_an_audit_record_read_fast_equals_the_one_init_makes(doc: dict[str, Any]) -> None:
+    import dataclasses
+
+    got = model.AuditRecord.from_json(doc)
+    made = model.AuditRecord(**{f.name: getattr(got, f.name)
+                                for f in dataclasses.fields(model.AuditRecord)})
+    assert got == made and vars(got) == vars(made)
+    assert type(got.seq) is int and got.command and isinstance(got.argv, tuple)
