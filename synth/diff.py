@@ -289,8 +289,8 @@ def compare_fingerprint_sections(a: Side, b: Side) -> list[Section]:
         ]
     cmp = compare_fingerprints(a.fingerprint, b.fingerprint)
     native = [Item(_item_kind(c.kind), c.key, c.a, c.b, c.detail) for c in cmp.native]
-    files = [Item("changed", c.key, c.a, c.b, c.detail)
-             for c in cmp.content if c.kind in ("content", "metadata")]
+    files = [item for c in cmp.content if c.kind in ("content", "metadata")
+             for item in _content_items(c)]
     # Launcher scripts are written by the installer at install time (pip and uv write
     # different ones): named in the note, not counted as a difference of the files.
     scripts = sorted(f"{c.key} ({c.a} -> {c.b})" for c in cmp.content if c.kind == "scripts")
@@ -304,6 +304,15 @@ def compare_fingerprint_sections(a: Side, b: Side) -> list[Section]:
                    "working directory file") for c in cmp.workspace]
     return [_section("native_files", t_native, native),
             _section("python_files", t_files, files, note=note)]
+
+
+def _content_items(c: Difference) -> list[Item]:
+    """A distribution whose files differ at the same version: one item per differing file
+    (``<distribution>: <path in site dir>``) where the files were listed, else one item."""
+    if not c.files:
+        return [Item("changed", c.key, c.a, c.b, c.detail)]
+    return [Item(_item_kind(f.kind), f"{c.key}: {f.key}", f.a, f.b,
+                 f"same version, other content ({c.a} -> {c.b})") for f in c.files]
 
 
 def _item_kind(kind: str) -> ItemKind:

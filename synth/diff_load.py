@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +64,8 @@ def diff_command(opts: DiffOptions) -> int:
     try:
         settings = Settings.load(artifacts_dir=opts.artifacts_dir)
         loader = SideLoader(settings, python=opts.python, fingerprint=opts.fingerprint)
-        result = diff_sides(_load_checked(loader, opts.a), _load_checked(loader, opts.b))
+        result = diff_sides(*loader.name_content_files(_load_checked(loader, opts.a),
+                                                       _load_checked(loader, opts.b)))
     except SynthError as exc:
         console.print_error(code=DIFF_ERROR_EXIT, kind=type(exc).__name__,
                             message=exc.message, hint=exc.hint)
@@ -202,6 +203,16 @@ class SideLoader:
         from synth.fingerprint import fingerprint_image
 
         return fingerprint_image(engine, ref, python)
+
+    def name_content_files(self, a: Side, b: Side) -> tuple[Side, Side]:
+        """Where both sides carry an image's fingerprint: each distribution whose files
+        differ at the same version gets its files listed on both sides (named in the diff)."""
+        if a.fingerprint is None or b.fingerprint is None or self.engine() is None:
+            return a, b
+        from synth.fingerprint import name_content_files
+
+        fa, fb = name_content_files(self.engine(), a.fingerprint, b.fingerprint)
+        return replace(a, fingerprint=fa), replace(b, fingerprint=fb)
 
 
 # ----------------------------------------------------------------------------- helpers

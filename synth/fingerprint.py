@@ -5,7 +5,10 @@ by content: the probe ``verify/probes/fingerprint.py`` runs under the target's o
 (in a container or on a host) and reports the interpreter, glibc, every distribution with a
 digest of its files, unowned site files, native ``.so`` files and dpkg packages, with the
 Debian package owning each distribution and file (``dpkg -S``).
-:func:`compare_fingerprints` is pure and says exactly what differs.
+:func:`compare_fingerprints` is pure and says exactly what differs. The fingerprint keeps one
+digest per distribution; where two images' digests of a distribution differ at the same
+version, :func:`name_content_files` asks each image's probe once more (``--files``) for just
+those distributions' files, and the comparison names each file that differs.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from synth import model
 from synth.engine.base import ContainerSpec, Runtime
-from synth.errors import VerifyError
+from synth.errors import SynthError, VerifyError
 
 if TYPE_CHECKING:  # only the type: importing the pure comparison never loads docker-py
     from synth.engine.docker import DockerEngine
@@ -144,6 +147,14 @@ class Fingerprint:
     workspace_truncated: bool = False
     #: Environment variables the research code sees (volatile ones left out); None: unknown.
     environment: Mapping[str, str] | None = None
+    #: Per-file digests of some distributions (canonical name -> path relative to its site
+    #: dir -> digest), asked for after a comparison (:func:`name_content_files`); the
+    #: comparison then names the files of a ``content`` change.
+    dist_files: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: Why distributions asked for are absent from ``dist_files``; None: none were refused.
+    dist_files_error: str | None = None
+    #: (image, interpreter) the fingerprint was taken from, where it was an image.
+    origin: tuple[str, str] | None = field(default=None, compare=False)
     #: The probe's JSON as printed, for reports and ``--json``.
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -238,15 +249,26 @@ def distribution_source(
 # ----------------------------------------------------------------------------- probing
 def fingerprint(runtime: Runtime, python: str, workdir: str = "/workspace") -> Fingerprint:
     """Run the fingerprint probe under ``python`` in ``runtime`` and parse what it printed."""
+    return Fingerprint.from_json(_run_probe(runtime, python, ["--workdir", workdir]))
+
+
+def list_dist_files(runtime: Runtime, python: str,
+                    names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The probe's ``--files`` answer: for each named distribution (canonical names) that
+    imports resolve to, ``location``, ``metadata_dir``, ``digest`` and ``files`` (path
+    relative to the site dir -> the digest it contributes to the distribution's digest)."""
+    data = _run_probe(runtime, python, ["--files", ",".join(sorted(names))])
+    return {str(k): dict(v) for k, v in dict(data.get("files") or {}).items()}
+
+
+def _run_probe(runtime: Runtime, python: str, args: list[str]) -> dict[str, Any]:
     if not PROBE_PATH.is_file():
         raise VerifyError(f"The fingerprint probe {PROBE_PATH} is missing from this install.")
     tmp = f"/tmp/synth-fingerprint-{uuid.uuid4().hex[:12]}"
     runtime.copy_in(PROBE_PATH, tmp)
     try:
-        result = runtime.exec(
-            [python, f"{tmp}/{PROBE_PATH.name}", "--workdir", workdir],
-            timeout=PROBE_TIMEOUT_S,
-        )
+        result = runtime.exec([python, f"{tmp}/{PROBE_PATH.name}", *args],
+                              timeout=PROBE_TIMEOUT_S)
     finally:
         runtime.exec(["rm", "-rf", tmp])
     if result.timed_out:
@@ -266,16 +288,55 @@ def fingerprint(runtime: Runtime, python: str, workdir: str = "/workspace") -> F
             f"The fingerprint probe printed no JSON in {runtime.description}: "
             f"{result.stdout[:300]!r}"
         ) from exc
-    return Fingerprint.from_json(data)
+    if not isinstance(data, dict):
+        raise VerifyError(f"The fingerprint probe printed {type(data).__name__}, not an object.")
+    return data
+
+
+def _probe_spec(image_ref: str) -> ContainerSpec:
+    return ContainerSpec(image=image_ref, network=False, labels={"synth.kind": "fingerprint"})
 
 
 def fingerprint_image(
     engine: DockerEngine, image_ref: str, python: str, workdir: str = "/workspace"
 ) -> Fingerprint:
     """Fingerprint an image in a throwaway container with the network off."""
-    spec = ContainerSpec(image=image_ref, network=False, labels={"synth.kind": "fingerprint"})
-    with engine.container(spec) as container:
-        return fingerprint(container, python, workdir)
+    with engine.container(_probe_spec(image_ref)) as container:
+        return replace(fingerprint(container, python, workdir), origin=(image_ref, python))
+
+
+def name_content_files(engine: DockerEngine, a: Fingerprint,
+                       b: Fingerprint) -> tuple[Fingerprint, Fingerprint]:
+    """``a`` and ``b`` with the per-file digests of every distribution whose content
+    differs between them (one more probe call per image), so that
+    :func:`compare_fingerprints` names the files that differ. A side that is not an image,
+    or whose probe fails, is returned with ``dist_files_error`` saying why."""
+    names = sorted(c.key for c in compare_fingerprints(a, b).content if c.kind == "content")
+    if not names:
+        return a, b
+    return _with_dist_files(engine, a, names), _with_dist_files(engine, b, names)
+
+
+def _with_dist_files(engine: DockerEngine, fp: Fingerprint, names: list[str]) -> Fingerprint:
+    """``fp`` with ``names``' files; only those whose listed files give the digest the
+    fingerprint recorded (the same files seen twice), the others named in the error."""
+    if fp.origin is None:
+        return replace(fp, dist_files_error="not an image: its files cannot be listed")
+    image, python = fp.origin
+    try:
+        with engine.container(_probe_spec(image)) as container:
+            listed = list_dist_files(container, python, names)
+    except SynthError as exc:
+        return replace(fp, dist_files_error=f"listing the files in {image} failed: "
+                       f"{exc.message}")
+    effective = fp.effective
+    files = {n: {str(p): str(d) for p, d in dict(v.get("files") or {}).items()}
+             for n, v in listed.items()
+             if n in effective and v.get("digest") == effective[n].digest}
+    unlisted = [n for n in names if n not in files]
+    return replace(fp, dist_files=files, dist_files_error=(
+        f"{', '.join(unlisted)}: the files listed in {image} do not give the fingerprint's "
+        "digest" if unlisted else None))
 
 
 # ---------------------------------------------------------------------------- comparing
@@ -310,7 +371,8 @@ class FingerprintComparison:
     interpreter: tuple[Change, ...]
     #: Distributions added / removed / at another version (kind "added", "removed", "version").
     packages: tuple[Change, ...]
-    #: Same name and version, different files (kind "content"), the same files outside the
+    #: Same name and version, different files (kind "content", with ``files``: each file
+    #: that differs, where both sides listed them), the same files outside the
     #: metadata folder and a different metadata folder ("metadata"), or scripts ("scripts").
     content: tuple[Change, ...]
     #: Same name and version, installed from elsewhere (kind "source"); informational.
@@ -416,6 +478,7 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
         ("machine", a.machine, b.machine),
     ) if va != vb]
     packages, content, sources = _package_changes(a, b)
+    content = [_name_files(c, a, b) if c.kind == "content" else c for c in content]
     unowned = _mapping_changes(
         {f"{u.site}/{u.path}": u.sha256 for u in a.unowned},
         {f"{u.site}/{u.path}": u.sha256 for u in b.unowned},
@@ -515,6 +578,46 @@ def _content_changes(name: str, x: DistributionPrint, y: DistributionPrint) -> l
     if x.scripts_digest != y.scripts_digest:
         out.append(Change("scripts", name, x.installer, y.installer, "launcher scripts differ"))
     return out
+
+
+def _name_files(change: Change, a: Fingerprint, b: Fingerprint) -> Change:
+    """A ``content`` change with the files that differ, where both sides listed them
+    (:func:`name_content_files`); else with why they are not named, where that is known."""
+    fa, fb = a.dist_files.get(change.key), b.dist_files.get(change.key)
+    if fa is None or fb is None:
+        why = "; ".join(e for e in (a.dist_files_error, b.dist_files_error) if e)
+        return replace(change, detail=f"{change.detail}; files not named: {why}") if why \
+            else change
+    files = content_file_changes(fa, fb)
+    return replace(change, files=files, detail=f"{change.detail}; {files_text(files)}")
+
+
+def content_file_changes(a: Mapping[str, str], b: Mapping[str, str]) -> tuple[Change, ...]:
+    """The files (path relative to the site dir -> digest) that differ between two listings
+    of one distribution: added / removed / changed, by path, with short digests."""
+    return tuple(Change(c.kind, c.key, _short_file(c.a), _short_file(c.b))
+                 for c in _mapping_changes(a, b))
+
+
+def files_text(files: Iterable[Change], limit: int = model.FILES_NAMED) -> str:
+    """``2 files differ: changed a.py, b.so; added c.py`` (the first ``limit`` by path,
+    grouped by kind, then how many more)."""
+    files = list(files)
+    if not files:
+        return "no file differs"
+    shown = files[:limit]
+    groups = [f"{kind} " + ", ".join(f.key for f in shown if f.kind == kind)
+              for kind in ("changed", "added", "removed") if any(f.kind == kind for f in shown)]
+    more = f" (and {len(files) - limit} more)" if len(files) > limit else ""
+    return (f"{len(files)} file{'s' if len(files) != 1 else ''} "
+            f"differ{'' if len(files) != 1 else 's'}: " + "; ".join(groups) + more)
+
+
+def _short_file(value: str | None) -> str | None:
+    """A file's digest, short: a native file's is its loaded code's (``code:…``)."""
+    if value is not None and value.startswith("elf-code:"):
+        return "code:" + value[len("elf-code:"):][:12]
+    return _short(value)
 
 
 def _native_changes(a: Fingerprint, b: Fingerprint) -> list[Change]:

@@ -953,8 +953,19 @@ class Difference:
     a: str | None
     b: str | None
     detail: str = ""
+    #: A difference made of files (a distribution's content at the same version): each file
+    #: that differs, by path; the JSON carries the first :data:`FILES_NAMED` and the count.
+    files: tuple[Difference, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "key": self.key, "a": self.a, "b": self.b,
-                "detail": self.detail}
+        out: dict[str, Any] = {"kind": self.kind, "key": self.key, "a": self.a, "b": self.b,
+                               "detail": self.detail}
+        if self.files:
+            out["files"] = [f.to_json() for f in self.files[:FILES_NAMED]]
+            out["files_differing"] = len(self.files)
+        return out
+
+
+#: How many differing files of one difference verify.json and the summary lines name.
+FILES_NAMED = 20
 

@@ -301,12 +301,18 @@ def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say:
 # ------------------------------------------------------------------------ fidelity
 def compare_images(engine: DockerEngine, live: str, rebuilt: str, python_live: str,
                    python_rebuilt: str, workdir: str) -> FingerprintOutcome:
-    """The live and rebuilt images' fingerprints, compared."""
-    from synth.fingerprint import compare_fingerprints, differences, fingerprint_image
+    """The live and rebuilt images' fingerprints, compared; each distribution whose files
+    differ at the same version has the differing files named."""
+    from synth.fingerprint import (
+        compare_fingerprints,
+        differences,
+        fingerprint_image,
+        name_content_files,
+    )
 
     try:
-        a = fingerprint_image(engine, live, python_live, workdir)
-        b = fingerprint_image(engine, rebuilt, python_rebuilt, workdir)
+        a, b = name_content_files(engine, fingerprint_image(engine, live, python_live, workdir),
+                                  fingerprint_image(engine, rebuilt, python_rebuilt, workdir))
     except SynthError as exc:
         return FingerprintOutcome("error", exc.message)
     cmp = compare_fingerprints(a, b)

@@ -125,7 +125,76 @@ def test_edited_file_of_a_debian_package_is_named_not_explained(
     assert out.comparison["dpkg"] == []
     lines = "\n".join(out.unexplained)
     assert "content: content wheel" in lines
+    assert "1 file differs: changed wheel/__init__.py" in lines, lines
     assert ("patched: patched wheel: wheel/__init__.py" in lines
             and "md5 differs from python3-wheel's md5sums" in lines
             and re.search(r"Debian package python3-wheel \S+ on both sides", lines)), lines
     assert out.explained == ()
+
+
+SAME_SETUP = """\
+from setuptools import setup
+setup(name="tiny_same", version="1.0.0", packages=["tiny_same"])
+"""
+
+
+@pytest.fixture(scope="module")
+def same_version_images(engine: Any, base_image: str, tmp_path_factory: pytest.TempPathFactory
+                        ) -> Iterator[tuple[str, str]]:
+    """Two images, each with a wheel of tiny_same 1.0.0 built here and installed in a venv:
+    the second's module has other content and one more file."""
+    refs: list[str] = []
+    try:
+        for i, extra in enumerate(({}, {"extra.py": "X = 1\n"})):
+            src = tmp_path_factory.mktemp(f"same{i}") / "tiny"
+            (src / "tiny_same").mkdir(parents=True)
+            (src / "tiny_same" / "__init__.py").write_text(f"VALUE = {i}\n")
+            for name, text in extra.items():
+                (src / "tiny_same" / name).write_text(text)
+            (src / "setup.py").write_text(SAME_SETUP)
+            with engine.container(ContainerSpec(image=base_image, network=False)) as c:
+                c.copy_in(src, "/tmp")
+                # The wheel is built by the system Python (Debian's python3-wheel).
+                r = c.sh("python3 -m venv /opt/venv && cd /tmp/tiny && python3 setup.py -q "
+                         "bdist_wheel -d /tmp/wheels && /opt/venv/bin/pip install -q "
+                         "--no-index /tmp/wheels/*.whl && rm -rf /tmp/tiny /tmp/wheels")
+                assert r.ok, r.output
+                refs.append(f"synth-test/fingerprint-same:{i}-{uuid.uuid4().hex[:8]}")
+                c.commit(refs[-1], labels={"synth.temporary": "1"})
+        yield refs[0], refs[1]
+    finally:
+        for ref in refs:
+            engine.remove_image(ref)
+
+
+def test_content_difference_at_the_same_version_is_named_file_by_file(
+        engine: Any, same_version_images: tuple[str, str],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """verify's comparison and ``synth diff`` name the files of a distribution whose
+    content differs between two images at the same name and version."""
+    import json
+
+    from synth.diff_load import DiffOptions, diff_command
+    from synth.verify_cmd import compare_images
+
+    live, rebuilt = same_version_images
+    venv = "/opt/venv/bin/python"
+    out = compare_images(engine, live, rebuilt, venv, venv, "/workspace")
+    assert out.status == "compared", out.reason
+    (content,) = out.comparison["content"]
+    assert (content["kind"], content["key"]) == ("content", "tiny-same")
+    assert [(f["kind"], f["key"]) for f in content["files"]] == [
+        ("changed", "tiny_same/__init__.py"), ("added", "tiny_same/extra.py")]
+    assert content["files_differing"] == 2
+    (line,) = [x for x in out.unexplained if x.startswith("content:")]
+    assert ("2 files differ: changed tiny_same/__init__.py; added tiny_same/extra.py"
+            in line), line
+
+    code = diff_command(DiffOptions(a=f"image:{live}", b=f"image:{rebuilt}", json=True,
+                                    python=venv))
+    data = json.loads(capsys.readouterr().out)["result"]
+    assert code == 1
+    files = next(s for s in data["sections"] if s["name"] == "python_files")
+    assert [(i["kind"], i["key"]) for i in files["items"]] == [
+        ("changed", "tiny-same: tiny_same/__init__.py"),
+        ("added", "tiny-same: tiny_same/extra.py")]

@@ -624,3 +624,35 @@ def test_patched_and_workspace_files_are_named_in_python_files(tmp_path: Path) -
         ("removed", "/workspace/.git/HEAD", "f" * 12, None),
         ("changed", "/workspace/train.py", "1" * 12, "2" * 12),
     ]
+
+
+def test_a_distributions_differing_files_are_items_of_python_files(tmp_path: Path) -> None:
+    """Same numpy version, other content: where both sides listed numpy's files, each
+    differing file is its own item; where they did not, the distribution is one item."""
+    from dataclasses import replace
+
+    from synth.diff import diff_sides, render_markdown
+
+    engine = FakeEngine({
+        "live:1": {"Id": "sha256:1", "Size": 1000, "Config": {"Env": None, "Labels": {}}},
+        "rebuilt:1": {"Id": "sha256:2", "Size": 1000, "Config": {"Env": None, "Labels": {}}},
+    })
+    live, rebuilt = image_print("2.1.0", "a" * 64), image_print("2.1.0", "a" * 64)
+    rebuilt["distributions"][0]["digest"] = "e" * 64
+    ld = FakeFingerprintLoader(Settings.load(artifacts_dir=tmp_path), engine,
+                               {"live:1": live, "rebuilt:1": rebuilt})
+    a, b = ld.load("image:live:1"), ld.load("image:rebuilt:1")
+    assert items(diff_sides(a, b), "python_files") == [
+        ("changed", "numpy", "d" * 12, "e" * 12)]
+    assert a.fingerprint is not None and b.fingerprint is not None
+    a = replace(a, fingerprint=replace(a.fingerprint, dist_files={
+        "numpy": {"numpy/__init__.py": "1" * 64, "numpy/old.py": "3" * 64}}))
+    b = replace(b, fingerprint=replace(b.fingerprint, dist_files={
+        "numpy": {"numpy/__init__.py": "2" * 64}}))
+    result = diff_sides(a, b)
+    assert items(result, "python_files") == [
+        ("changed", "numpy: numpy/__init__.py", "1" * 12, "2" * 12),
+        ("removed", "numpy: numpy/old.py", "3" * 12, None)]
+    assert result.section("python_files").items[0].detail == (
+        f"same version, other content ({'d' * 12} -> {'e' * 12})")
+    assert "numpy: numpy/old.py" in render_markdown(result)

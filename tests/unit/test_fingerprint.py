@@ -15,6 +15,7 @@ from synth.engine.host import HostRuntime
 from synth.errors import VerifyError
 from synth.fingerprint import (
     PROBE_PATH,
+    Change,
     Fingerprint,
     compare_fingerprints,
     distribution_source,
@@ -373,6 +374,12 @@ def test_probe_runs_under_python38(env_dirs: tuple[Path, Path]) -> None:
     data = json.loads(proc.stdout)
     assert data["python"]["version"].startswith("3.8.")
     assert {d["name"] for d in data["distributions"]} == {"numpy", "fastops", "old-pkg"}
+    files = subprocess.run(
+        [python, "-S", str(PROBE_PATH), "--files", "numpy"],
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, check=True,
+    )
+    assert "numpy/__init__.py" in json.loads(files.stdout)["files"]["numpy"]["files"]
 
 
 def test_native_debug_only_difference_is_named() -> None:
@@ -584,3 +591,138 @@ def test_path_owned_on_one_side_only_is_not_explained_by_dpkg() -> None:
     diffs = {(d.section, d.change.key): d for d in differences(compare_fingerprints(
         live, pip_over))}
     assert diffs[("content", "pyyaml")].explained is None
+
+
+# ------------------------------------------------------- content differences, file by file
+def run_files_probe(site: Path, names: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-S", str(PROBE_PATH), "--files", names],
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, check=True,
+    )
+    data: dict[str, Any] = json.loads(proc.stdout)["files"]
+    return data
+
+
+def test_files_probe_names_the_files_that_make_two_digests_differ(tmp_path: Path) -> None:
+    """Two installs of docopt 0.6.2 with other module content: the probe's ``--files``
+    listing decomposes each side's digest, and the comparison names the differing files."""
+    from dataclasses import replace
+
+    work = tmp_path / "workspace"
+    work.mkdir()
+    sides = []
+    for side, files in (("live", {"docopt.py": b"x = 1\n", "docopt_old.py": b""}),
+                        ("rebuilt", {"docopt.py": b"x = 2\n", "docopt_new.py": b""})):
+        site = tmp_path / side / "site-packages"
+        make_dist(site, "docopt", "0.6.2", {**files, "same.py": b"same\n"})
+        make_dist(site, "other", "1.0", {"other.py": b""})
+        fp = Fingerprint.from_json(run_probe(site, work))
+        listed = run_files_probe(site, "docopt,absent")
+        assert set(listed) == {"docopt"}  # other: not asked for; absent: not installed
+        assert listed["docopt"]["digest"] == fp.effective["docopt"].digest
+        assert listed["docopt"]["metadata_dir"] == "docopt-0.6.2.dist-info"
+        sides.append(replace(fp, dist_files={"docopt": listed["docopt"]["files"]}))
+    cmp = compare_fingerprints(*sides)
+    (change,) = cmp.content
+    assert (change.kind, change.key) == ("content", "docopt")
+    assert [(f.kind, f.key) for f in change.files] == [
+        ("changed", "docopt.py"), ("added", "docopt_new.py"), ("removed", "docopt_old.py")]
+    assert change.detail == ("4 vs 4 files; 3 files differ: changed docopt.py; added "
+                             "docopt_new.py; removed docopt_old.py")
+    j = change.to_json()
+    assert j["files_differing"] == 3
+    assert j["files"][0]["key"] == "docopt.py" and len(j["files"][0]["a"]) == 12
+    assert "changed docopt.py" in cmp.summary()[0]
+
+
+def test_file_names_are_capped_with_a_count() -> None:
+    from synth.fingerprint import content_file_changes, files_text
+    from synth.model import FILES_NAMED
+
+    a = {f"pkg/m{i:02}.py": "a" * 64 for i in range(25)}
+    b = {**dict.fromkeys(a, "b" * 64), "pkg/new.py": "c" * 64}
+    files = content_file_changes(a, b)
+    assert len(files) == 26
+    text = files_text(files)
+    assert text.startswith("26 files differ: changed pkg/m00.py, ")
+    assert "pkg/m19.py" in text and "pkg/m20.py" not in text and text.endswith("(and 6 more)")
+    change = Change("content", "pkg", "d1", "d2", files=files)
+    assert len(change.to_json()["files"]) == FILES_NAMED == 20
+    assert files_text(content_file_changes({"x.so": "elf-code:" + "e" * 64}, {})) == (
+        "1 file differs: removed x.so")
+    assert content_file_changes({"x.so": "elf-code:" + "e" * 64}, {})[0].a == "code:" + "e" * 12
+    assert "files" not in Change("content", "pkg", "d1", "d2").to_json()
+
+
+def test_unlisted_files_say_why() -> None:
+    from dataclasses import replace
+
+    a = Fingerprint.from_json(fp_json([dist("docopt", "0.6.2", "d1")]))
+    b = replace(Fingerprint.from_json(fp_json([dist("docopt", "0.6.2", "d2")])),
+                dist_files_error="not an image: its files cannot be listed")
+    (change,) = compare_fingerprints(a, b).content
+    assert change.files == ()
+    assert change.detail == ("3 vs 3 files; files not named: not an image: its files cannot "
+                             "be listed")
+    (change,) = compare_fingerprints(a, replace(b, dist_files_error=None)).content
+    assert change.detail == "3 vs 3 files"
+
+
+class _ListingRuntime:
+    """A container whose probe answers ``--files`` with a canned listing."""
+
+    description = "container fake"
+
+    def __init__(self, listing: dict[str, Any]) -> None:
+        self.listing = listing
+        self.argv: list[list[str]] = []
+
+    def copy_in(self, src: Path, dest: str) -> None:
+        pass
+
+    def exec(self, argv: list[str], timeout: float | None = None) -> Any:
+        from synth.engine.base import ExecResult
+
+        self.argv.append(argv)
+        return ExecResult(tuple(argv), 0, json.dumps({"format": 1, "files": self.listing}), "")
+
+
+class _ListingEngine:
+    def __init__(self, listings: dict[str, dict[str, Any]]) -> None:
+        self.runtimes = {ref: _ListingRuntime(v) for ref, v in listings.items()}
+
+    def container(self, spec: Any) -> Any:
+        from contextlib import nullcontext
+
+        return nullcontext(self.runtimes[spec.image])
+
+
+def test_name_content_files_asks_each_image_once_and_checks_the_digest() -> None:
+    from dataclasses import replace
+
+    from synth.fingerprint import name_content_files
+
+    def image(ref: str, digest: str) -> Fingerprint:
+        return replace(Fingerprint.from_json(fp_json([dist("docopt", "0.6.2", digest),
+                                                      dist("same", "1.0")])),
+                       origin=(ref, "/opt/venv/bin/python"))
+
+    engine = _ListingEngine({
+        "live": {"docopt": {"digest": "d1", "files": {"docopt.py": "1" * 64}}},
+        # A listing whose files do not give the fingerprint's digest is not used.
+        "rebuilt": {"docopt": {"digest": "other", "files": {"docopt.py": "2" * 64}}},
+    })
+    a, b = name_content_files(engine, image("live", "d1"), image("rebuilt", "d2"))  # type: ignore[arg-type]
+    assert engine.runtimes["live"].argv[0][-2:] == ["--files", "docopt"]
+    assert len(engine.runtimes["rebuilt"].argv) == 2  # the probe, then removing its copy
+    assert a.dist_files == {"docopt": {"docopt.py": "1" * 64}} and a.dist_files_error is None
+    assert b.dist_files == {}
+    assert b.dist_files_error == ("docopt: the files listed in rebuilt do not give the "
+                                  "fingerprint's digest")
+    (change,) = compare_fingerprints(a, b).content
+    assert change.files == () and "files not named: docopt: the files listed" in change.detail
+    # Equal contents: nothing asked.
+    same = image("live", "d1")
+    assert name_content_files(engine, same, same) == (same, same)  # type: ignore[arg-type]
+    assert len(engine.runtimes["live"].argv) == 2

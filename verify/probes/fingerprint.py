@@ -26,6 +26,11 @@ host. Image IDs never repeat between builds, so two environments are compared by
 
 Usage: python fingerprint.py [--workdir /workspace] [--dpkg-admindir /var/lib/dpkg]
 Prints the JSON object on stdout; exits 0 unless the probe itself breaks.
+
+``--files NAME[,NAME...]`` prints instead, for just those distributions, every file with
+the digest it contributes to the distribution's ``digest``: the fingerprint stays small,
+and a comparison that finds two ``digest``s differ asks each side once more to name the
+files that differ.
 """
 
 import base64
@@ -447,23 +452,61 @@ def module_pairs(inside, entry):
     return [(rel, digest) for rel, digest in inside if not rel.startswith(entry + "/")]
 
 
+def meta_fields_of(meta_dir):
+    """Name and Version of the distribution whose metadata folder is ``meta_dir``."""
+    return meta_fields(read_text(os.path.join(meta_dir, "METADATA")) or read_text(
+        os.path.join(meta_dir, "PKG-INFO")) or "")
+
+
+def file_list(site, meta_dir):
+    """(paths the distribution installed, relative to ``site``; where the list came from)."""
+    rels, files_from = record_paths(meta_dir)
+    if rels is None:
+        rels = top_level_paths(site, meta_dir)
+        files_from = "top_level.txt" if rels is not None else None
+    return rels, files_from
+
+
+def list_files(sites, names):
+    """``--files``: the named distributions' files, each with the digest it contributes to
+    the distribution's ``digest`` (the same pairs, so two sides' lists name exactly the
+    files that make two digests differ). Only the distribution imports resolve to (the
+    first in ``sites`` order, as the full scan's unshadowed one):
+    {name: {"location", "metadata_dir", "digest", "files": {relative path: digest}}}."""
+    wanted = set(canonical(n) for n in names)
+    seen = _Seen()
+    out = {}
+    for site in sites:
+        try:
+            entries = sorted(os.listdir(site))
+        except OSError:
+            continue
+        for entry in entries:
+            meta_dir = os.path.join(site, entry)
+            if not entry.endswith(META_SUFFIXES) or not os.path.isdir(meta_dir):
+                continue
+            cname = canonical(meta_fields_of(meta_dir).get("name") or "")
+            if cname not in wanted or cname in out:
+                continue
+            rels, _from = file_list(site, meta_dir)
+            inside, _outside, _missing = _dist_files(site, meta_dir, rels or [], cname, seen)
+            out[cname] = {"location": site, "metadata_dir": entry,
+                          "digest": digest_pairs(inside), "files": dict(inside)}
+    return out
+
+
 def _read_distribution(site, entry, seen, errors):
     """One distribution's record, from its metadata folder ``entry`` in ``site``; None for
     a flat .egg-info file (distutils: a name only) or metadata without a name."""
     meta_dir = os.path.join(site, entry)
     if not os.path.isdir(meta_dir):
         return None
-    meta = read_text(os.path.join(meta_dir, "METADATA")) or read_text(
-        os.path.join(meta_dir, "PKG-INFO")) or ""
-    fields = meta_fields(meta)
+    fields = meta_fields_of(meta_dir)
     name = fields.get("name")
     if not name:
         errors.append("no Name in %s" % meta_dir)
         return None
-    rels, files_from = record_paths(meta_dir)
-    if rels is None:
-        rels = top_level_paths(site, meta_dir)
-        files_from = "top_level.txt" if rels is not None else None
+    rels, files_from = file_list(site, meta_dir)
     cname = canonical(name)
     inside, outside, missing = _dist_files(site, meta_dir, rels or [], cname, seen)
     kind, url, editable = direct_url_info(meta_dir)
@@ -656,8 +699,11 @@ def dpkg_packages(errors):
     return packages
 
 
+USAGE = "usage: fingerprint.py [--workdir DIR] [--dpkg-admindir DIR] [--files NAME,...]\n"
+
+
 def main(argv):
-    opts = {"--workdir": "/workspace", "--dpkg-admindir": DPKG_ADMINDIR}
+    opts = {"--workdir": "/workspace", "--dpkg-admindir": DPKG_ADMINDIR, "--files": None}
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -665,8 +711,13 @@ def main(argv):
         if key in opts and (eq or args):
             opts[key] = value if eq else args.pop(0)
         else:
-            sys.stderr.write("usage: fingerprint.py [--workdir DIR] [--dpkg-admindir DIR]\n")
+            sys.stderr.write(USAGE)
             return 2
+    if opts["--files"] is not None:
+        names = [n for n in opts["--files"].split(",") if n]
+        result = {"format": FORMAT, "files": list_files(site_dirs(), names)}
+        sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        return 0
     workdir = opts["--workdir"]
     started = time.time()
     errors = []
