@@ -1,5 +1,7 @@
-"""A ``synth verify`` outcome with every section of ``verify.json`` filled, for the tests of
-the document (tests/golden/verify/verify.json is its document, as synth writes it)."""
+"""verify.json for tests: :func:`full_outcome`, a ``synth verify`` outcome with every
+section filled (tests/golden/verify/verify.json is its document, as the writer made it
+before ``VerifyDocument``), and :func:`full_verify`, a schema-valid document around the
+parts a test cares about."""
 
 from __future__ import annotations
 
