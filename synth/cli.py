@@ -509,7 +509,7 @@ def _print_verify(outcome: VerifyOutcome, json_out: bool) -> int:
     if json_out:
         console.print_json({**outcome.document, "out_dir": str(outcome.out_dir)})
     else:
-        print_table(outcome.document)
+        print_table(outcome.verify_document)
         console.out.print(f"report: {outcome.out_dir / 'verify.md'}", markup=False)
     return outcome.exit_code
 

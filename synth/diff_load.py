@@ -34,8 +34,7 @@ from synth.diff import (
 )
 from synth.errors import EngineUnavailableError, NotFoundError, SynthError, UsageError
 from synth.fingerprint import Fingerprint, distribution_source
-from synth.model import PLAN_FILE, BuildPlan, Manifest, NativeStep
-from synth.model import VERIFY_FORMAT as KNOWN_VERIFY_FORMAT
+from synth.model import PLAN_FILE, BuildPlan, Manifest, NativeStep, VerifyDocument
 from synth.store import MANIFEST, ArtifactDir, RunDir, is_dir, read_verify
 
 #: Exit status of ``synth diff`` when it cannot compare (like diff(1)).
@@ -43,7 +42,7 @@ DIFF_ERROR_EXIT = 2
 if TYPE_CHECKING:
     from synth.distill.load import LoadedRun
 
-__all__ = ["KNOWN_VERIFY_FORMAT", "DiffOptions", "SideLoader", "diff_command"]
+__all__ = ["DiffOptions", "SideLoader", "diff_command"]
 
 
 @dataclass(frozen=True)
@@ -250,20 +249,12 @@ def _with_wheelhouse(d: PyDist, wheels: set[tuple[str, str]]) -> PyDist:
     return d
 
 
-def pyramid_from_verify(data: Mapping[str, Any], where: Path) -> dict[str, dict[str, str]]:
-    """target name -> level -> "status[: reason]", from a verify.json (read by the store)
-    through verify's own :class:`~verify.result.Report`; a report is named by its target's
-    kind, else by its key."""
-    from verify.result import Report
-
-    fmt = data.get("format")
-    if isinstance(fmt, int) and fmt > KNOWN_VERIFY_FORMAT:
-        raise UsageError(f"{where}: verify format {fmt} is newer than this synth knows "
-                         f"({KNOWN_VERIFY_FORMAT}).", hint="Upgrade synth.")
+def pyramid_from_verify(doc: VerifyDocument) -> dict[str, dict[str, str]]:
+    """target name -> level -> "status[: reason]", from a verify.json (read, its format
+    checked, by the store); a report is named by its target's kind, else by its key."""
     out: dict[str, dict[str, str]] = {}
-    reports = data.get("reports") or {}
-    for key in sorted(reports):
-        report = Report.from_json(reports[key])
+    for key in sorted(doc.reports):
+        report = doc.reports[key]
         name = str(report.target.get("kind") or key)
         while name in out:
             name += "'"
@@ -282,7 +273,7 @@ def _verify_json(directory: Path) -> Path | None:
 
 def _load_pyramid(directory: Path) -> dict[str, dict[str, str]] | None:
     path = _verify_json(directory)
-    return pyramid_from_verify(read_verify(path), path) if path else None
+    return pyramid_from_verify(read_verify(path)) if path else None
 
 
 def _against(dists: Mapping[str, PyDist]) -> tuple[tuple[str, str], ...]:
@@ -493,9 +484,9 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
 def _rebuilt_image(directory: Path) -> str | None:
     """The rebuilt image verify recorded for this artifact, if any."""
     path = _verify_json(directory)
-    reports = (read_verify(path) if path else {}).get("reports") or {}
-    images = [str(r["target"]["image"]) for _k, r in sorted(reports.items())
-              if r["target"].get("kind") == "rebuilt" and r["target"].get("image")]
+    reports = read_verify(path).reports if path else {}
+    images = [str(r.target["image"]) for _k, r in sorted(reports.items())
+              if r.target.get("kind") == "rebuilt" and r.target.get("image")]
     return images[0] if images else None
 
 

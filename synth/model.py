@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from synth.errors import InputFileError
+from verify.result import Report
 
 #: The newest format of each file this synth reads and writes.
 RUN_FORMAT = 1
@@ -28,7 +29,7 @@ EXPORT_REPORT_FORMAT = 1
 PLAN_FORMAT = 1
 #: Its name in an artifact: diff and verify read it, never the rendered Dockerfile.
 PLAN_FILE = "plan.json"
-#: verify.json (verify.result.VERIFY_FORMAT writes it; verify/ does not import synth).
+#: verify.json: :class:`VerifyDocument` writes it, the store refuses a newer one.
 VERIFY_FORMAT = 1
 
 
@@ -969,3 +970,223 @@ class Difference:
 #: How many differing files of one difference verify.json and the summary lines name.
 FILES_NAMED = 20
 
+
+
+# --- the verify document (verify.json) -------------------------------------------------------
+
+def _number(value: Any) -> float | None:
+    """A number as read (an integer stays one, so it is written back the same)."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _opt_bool(value: Any) -> bool | None:
+    return bool(value) if value is not None else None
+
+
+def _some(**values: Any) -> dict[str, Any]:
+    """The values that are not None (a key an older verify.json lacks stays absent)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class VerifyTarget:
+    """What ``synth verify`` was given: a run, an artifact or a task, and where it is."""
+
+    kind: str
+    path: str
+    task: str | None
+    #: The artifact rebuilt (``verify RUN --rebuild`` exports one).
+    artifact_dir: str | None = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> VerifyTarget:
+        return cls(kind=str(d["kind"]), path=str(d["path"]), task=_text(d.get("task")),
+                   artifact_dir=_text(d.get("artifact_dir")))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "task": self.task,
+                **_some(artifact_dir=self.artifact_dir)}
+
+
+@dataclass(frozen=True)
+class VerifyBuild:
+    """The rebuild from scratch (``build``); None fields are absent from the file."""
+
+    image: str
+    image_id: str | None
+    seconds: float | None = None
+    log: str | None = None
+    no_cache: bool | None = None
+    offline: bool | None = None
+    artifact_dir: str | None = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> VerifyBuild:
+        return cls(image=str(d["image"]), image_id=_text(d.get("image_id")),
+                   seconds=_number(d.get("seconds")), log=_text(d.get("log")),
+                   no_cache=_opt_bool(d.get("no_cache")), offline=_opt_bool(d.get("offline")),
+                   artifact_dir=_text(d.get("artifact_dir")))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"image": self.image, "image_id": self.image_id, **_some(
+            seconds=self.seconds, log=self.log, no_cache=self.no_cache, offline=self.offline,
+            artifact_dir=self.artifact_dir)}
+
+
+@dataclass(frozen=True)
+class VerifyFidelity:
+    """Does the rebuilt image do all the live one does (``fidelity``)? ``gaps``: each level
+    where it does worse (``level``, ``live``, ``rebuilt``)."""
+
+    live_highest: str | None
+    rebuilt_highest: str | None
+    reaches_live_level: bool
+    gaps: tuple[Mapping[str, Any], ...]
+    #: The fingerprint comparison's status as fidelity judged it.
+    fingerprint: str | None = None
+    failures: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> VerifyFidelity:
+        failures = d.get("failures")
+        return cls(live_highest=_text(d.get("live_highest")),
+                   rebuilt_highest=_text(d.get("rebuilt_highest")),
+                   reaches_live_level=bool(d["reaches_live_level"]),
+                   gaps=tuple(dict(g) for g in d.get("gaps") or ()),
+                   fingerprint=_text(d.get("fingerprint")),
+                   failures=_strs(failures) if failures is not None else None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"live_highest": self.live_highest, "rebuilt_highest": self.rebuilt_highest,
+                "reaches_live_level": self.reaches_live_level,
+                "gaps": [dict(g) for g in self.gaps], **_some(
+                    fingerprint=self.fingerprint,
+                    failures=list(self.failures) if self.failures is not None else None)}
+
+
+@dataclass(frozen=True)
+class VerifyFingerprint:
+    """Live vs rebuilt fingerprints (``fingerprint``): the summary readers use, typed;
+    ``raw`` is the whole section (the comparison's free-form JSON is kept as written)."""
+
+    status: str
+    reason: str | None
+    #: Whether the two fingerprints are equal; None unless ``status`` is ``compared``.
+    equal: bool | None
+    unexplained: tuple[str, ...]
+    explained: tuple[str, ...]
+    raw: Mapping[str, Any]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> VerifyFingerprint:
+        compared = d.get("status") == "compared"
+        return cls(status=str(d["status"]), reason=_text(d.get("reason")),
+                   equal=_flag(d.get("equal")) if compared else None,
+                   unexplained=_strs(d.get("unexplained") or ()),
+                   explained=_strs(d.get("explained") or ()), raw=d)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.raw)
+
+
+@dataclass(frozen=True)
+class VerifyExport:
+    """The artifact ``verify RUN --rebuild`` rebuilt (``export``): exported, or reused."""
+
+    artifact_dir: str
+    reused: bool
+    why: str
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> VerifyExport:
+        return cls(artifact_dir=str(d["artifact_dir"]), reused=bool(d["reused"]),
+                   why=str(d["why"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"artifact_dir": self.artifact_dir, "reused": self.reused, "why": self.why}
+
+
+@dataclass(frozen=True)
+class VerifyArtifactCheck:
+    """The artifact's files against its manifest, before the rebuild (``artifact_check``)."""
+
+    files: int | None
+    problems: tuple[str, ...]
+    allow_modified: bool
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> VerifyArtifactCheck:
+        return cls(files=_opt_int(d.get("files")), problems=_strs(d["problems"]),
+                   allow_modified=bool(d["allow_modified"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {**_some(files=self.files), "problems": list(self.problems),
+                "allow_modified": self.allow_modified}
+
+
+def _optional(cls: Any, value: Any) -> Any:
+    return cls.from_json(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class VerifyDocument:
+    """``verify.json``: what one ``synth verify`` found (docs/verify.md). The writer
+    (:mod:`synth.verify_view`) makes one from the typed outcome and writes its ``to_json``;
+    readers get one from :func:`synth.store.read_verify`. ``reports`` are verify's own
+    :class:`~verify.result.Report` by key (rebuilt, live, host); ``scores`` the sections
+    of other scorings (``scores.<name>``), kept as written."""
+
+    synth_version: str
+    target: VerifyTarget
+    require: str
+    levels_selected: tuple[str, ...]
+    build: VerifyBuild | None
+    fidelity: VerifyFidelity | None
+    fingerprint: VerifyFingerprint | None
+    reports: Mapping[str, Report]
+    #: The report whose levels decide the verdict.
+    decides: str
+    passed: bool
+    export: VerifyExport | None = None
+    artifact_check: VerifyArtifactCheck | None = None
+    #: Why fidelity failed the verdict (its first failures), when it did.
+    fidelity_failed: str | None = None
+    scores: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def deciding(self) -> Report:
+        """The report that decided the verdict."""
+        return self.reports[self.decides]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> VerifyDocument:
+        return cls(
+            synth_version=str(d["synth_version"]), target=VerifyTarget.from_json(d["target"]),
+            require=str(d["require"]), levels_selected=_strs(d["levels_selected"]),
+            build=_optional(VerifyBuild, d.get("build")),
+            fidelity=_optional(VerifyFidelity, d.get("fidelity")),
+            fingerprint=_optional(VerifyFingerprint, d.get("fingerprint")),
+            reports={str(k): Report.from_json(r) for k, r in d["reports"].items()},
+            decides=str(d["decides"]), passed=bool(d["passed"]),
+            export=_optional(VerifyExport, d.get("export")),
+            artifact_check=_optional(VerifyArtifactCheck, d.get("artifact_check")),
+            fidelity_failed=_text(d.get("fidelity_failed")),
+            scores={str(k): dict(v) for k, v in (d.get("scores") or {}).items()})
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "format": VERIFY_FORMAT, "synth_version": self.synth_version,
+            "target": self.target.to_json(), "require": self.require,
+            "levels_selected": list(self.levels_selected),
+            "build": self.build.to_json() if self.build else None,
+            "fidelity": self.fidelity.to_json() if self.fidelity else None,
+            "fingerprint": self.fingerprint.to_json() if self.fingerprint else None,
+            "reports": {k: r.to_json() for k, r in self.reports.items()},
+            "decides": self.decides, "passed": self.passed,
+        }
+        optional = _some(export=self.export, artifact_check=self.artifact_check)
+        doc.update({k: v.to_json() for k, v in optional.items()})
+        doc.update(_some(fidelity_failed=self.fidelity_failed))
+        if self.scores:
+            doc["scores"] = {k: dict(v) for k, v in sorted(self.scores.items())}
+        return doc

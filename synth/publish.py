@@ -99,10 +99,9 @@ def _verification(run: LoadedRun) -> dict[str, Any] | None:
 
     try:
         doc = read_verify(run.run_dir / "verify" / VERIFY_DOCUMENT.rel)
-        decides = doc["decides"]
-        return {"decides": decides, "passed": bool(doc["passed"]),
-                "highest": doc["reports"][decides].get("highest")}
-    except (SynthError, KeyError, TypeError, AttributeError):
+        return {"decides": doc.decides, "passed": doc.passed,
+                "highest": doc.deciding.highest}
+    except (SynthError, KeyError):  # KeyError: `decides` names no report
         return None
 
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from synth.config import Settings
 from synth.errors import InputFileError, SynthError
+from synth.model import VerifyDocument
 from synth.session.rundir import effective_status, read_run
-from synth.store import VERIFY_DOCUMENT, parse_json, read_text
+from synth.store import VERIFY_DOCUMENT, read_verify
 
 #: A size lookup: image ref -> bytes, or None where the engine does not know it.
 SizeOf = Callable[[str], int | None]
@@ -39,36 +40,30 @@ def agent_label(agent: Mapping[str, Any] | None) -> str:
     return kind
 
 
-def latest_verify(run_dir: Path) -> dict[str, Any] | None:
-    """The run's verify.json (`synth verify RUN` writes it to <run>/verify/), if readable."""
+def latest_verify(run_dir: Path) -> VerifyDocument | None:
+    """The run's verify.json (`synth verify RUN` writes it to <run>/verify/), if there is
+    one the store reads (a refused one is not shown: `synth diff` says why)."""
     path = run_dir / "verify" / VERIFY_DOCUMENT.rel
-    # Read through the store (size cap, no links, UTF-8, JSON); a report of an older
-    # synth need not match today's schema to be shown.
     try:
-        doc = parse_json(read_text(path, VERIFY_DOCUMENT), str(path))
+        return read_verify(path)
     except InputFileError:
         return None
-    return doc if isinstance(doc, dict) and isinstance(doc.get("reports"), dict) else None
 
 
-def verify_levels(doc: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+def verify_levels(doc: VerifyDocument) -> tuple[str, dict[str, str]]:
     """(report name, level -> status) of the report that decided the verdict."""
-    key = str(doc.get("decides") or next(iter(doc["reports"]), ""))
-    report = doc["reports"].get(key) or {}
-    levels = {str(r.get("level")): str(r.get("status")) for r in report.get("levels") or []
-              if isinstance(r, Mapping)}
-    return key, levels
+    report = doc.reports.get(doc.decides)
+    return doc.decides, {r.level: r.status for r in report.levels} if report else {}
 
 
-def claims_status(run: Mapping[str, Any], verify_doc: Mapping[str, Any] | None) -> str:
+def claims_status(run: Mapping[str, Any], verify_doc: VerifyDocument | None) -> str:
     """`valid`/`absent`… as recorded, or `3 false` once C5 found false claims."""
     recorded = str((run.get("claims") or {}).get("status") or "-")
     if verify_doc is None:
         return recorded
-    key, _ = verify_levels(verify_doc)
-    report = verify_doc["reports"].get(key) or {}
-    c5 = next((r for r in report.get("levels") or [] if r.get("level") == "C5"), None)
-    metrics = (c5 or {}).get("metrics") or {}
+    report = verify_doc.reports.get(verify_doc.decides)
+    c5 = report.get("C5") if report is not None else None
+    metrics = c5.metrics if c5 is not None else {}
     if "hallucinations" not in metrics:
         return recorded
     false = int(metrics["hallucinations"])
@@ -96,9 +91,9 @@ def view(run_dir: Path, size_of: SizeOf | None = None) -> dict[str, Any]:
     }
     if doc is not None:
         key, levels = verify_levels(doc)
-        row["verify"] = {"report": key, "passed": doc.get("passed"), "levels": levels}
+        row["verify"] = {"report": key, "passed": doc.passed, "levels": levels}
     refs = {"live": (run.get("live_image") or {}).get("ref"),
-            "rebuilt": ((doc or {}).get("build") or {}).get("image")}
+            "rebuilt": doc.build.image if doc is not None and doc.build else None}
     if size_of is not None:
         for name, ref in refs.items():
             if ref and (size := size_of(str(ref))) is not None:

@@ -10,7 +10,8 @@ See docs/formats.md ("Reading the files").
 
 ``RunDir(path).run_record()``, ``.audit()``, ``.apt_state()``, ``.python_state()``,
 ``.diff_state()``, ``.env_state()``, ``.claims()``; ``ArtifactDir(path).manifest()``,
-``.claims()``, ``.export_report()``; :func:`read_verify` for a ``verify.json``.
+``.claims()``, ``.export_report()``; :func:`read_verify` for a ``verify.json``
+(:func:`parse_verify` for its text).
 """
 
 from __future__ import annotations
@@ -225,9 +226,19 @@ def read_audit(path: Path) -> model.AuditLog:
     return model.AuditLog(header=header, records=tuple(records))
 
 
-def read_verify(path: Path) -> dict[str, Any]:
+def read_verify(path: Path) -> model.VerifyDocument:
     """A ``verify.json`` (schema ``verify``), validated."""
-    return load_json(path, VERIFY_DOCUMENT)
+    return model.VerifyDocument.from_json(load_json(path, VERIFY_DOCUMENT))
+
+
+def parse_verify(text: str, where: str) -> model.VerifyDocument:
+    """A ``verify.json``'s text that came some other way (a bench worker sends it back),
+    checked as :func:`read_verify` checks the file; ``where`` names it in errors."""
+    if len(text.encode("utf-8", "surrogatepass")) > VERIFY_DOCUMENT.max_bytes:
+        raise _fail(where, f"over the {VERIFY_DOCUMENT.max_bytes}-byte limit of a "
+                    f"{VERIFY_DOCUMENT.rel} file")
+    doc = check_document(parse_json(text, where), VERIFY_DOCUMENT, where)
+    return model.VerifyDocument.from_json(doc)
 
 
 def read_claims(path: Path) -> model.Claims | None:

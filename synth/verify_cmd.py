@@ -39,7 +39,7 @@ from synth.errors import (
     UsageError,
     VerifyError,
 )
-from synth.store import ArtifactDir, RunDir, is_file
+from synth.store import VERIFY_DOCUMENT, ArtifactDir, RunDir, is_file
 from synth.task import Task, load_task
 from synth.verify_outcome import (
     ArtifactCheck,
@@ -546,8 +546,8 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
 
 
 def _write(outcome: VerifyOutcome) -> None:
-    doc = outcome.document
-    atomic.write_json(outcome.out_dir / "verify.json", doc)
+    doc = outcome.verify_document
+    atomic.write_json(outcome.out_dir / VERIFY_DOCUMENT.rel, doc.to_json())
     atomic.write_text(outcome.out_dir / "verify.md", render_markdown(doc))
     if outcome.build is not None:
         atomic.write_json(outcome.build.artifact_dir / VERIFICATION_FILE,

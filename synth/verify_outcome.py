@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from synth.model import VerifyDocument
 from verify.c0_scan import DEFAULT_SCANNER, Scanner
 from verify.result import LEVELS, Level, Report
 
@@ -179,8 +180,13 @@ class VerifyOutcome:
         return 0 if self.passed else 1
 
     @cached_property
-    def document(self) -> dict[str, Any]:
-        """``verify.json`` (docs/verify.md)."""
+    def verify_document(self) -> VerifyDocument:
+        """``verify.json``, typed (docs/verify.md)."""
         from synth.verify_view import to_document
 
         return to_document(self)
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """``verify.json``'s JSON, as written."""
+        return self.verify_document.to_json()

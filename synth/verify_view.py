@@ -2,8 +2,9 @@
 markdown report (:func:`render_markdown`), the terminal table (:func:`print_table`) and the
 ``verification.json`` record left in a rebuilt artifact (:func:`verification_record`).
 
-The renderers read the JSON document, never the typed outcome, so a ``verify.json`` read
-back from disk renders the same way.
+The renderers read the document (:class:`synth.model.VerifyDocument`), never the outcome,
+so a ``verify.json`` read back from disk (:func:`synth.store.read_verify`) renders the same
+way.
 """
 
 from __future__ import annotations
@@ -16,91 +17,95 @@ from datetime import UTC, datetime
 from typing import Any
 
 from synth import __version__
+from synth.model import (
+    VerifyArtifactCheck,
+    VerifyBuild,
+    VerifyDocument,
+    VerifyExport,
+    VerifyFidelity,
+    VerifyFingerprint,
+    VerifyTarget,
+)
 from synth.verify_outcome import VerifyOutcome
-from verify.result import LEVEL_TITLES, LEVELS, VERIFY_FORMAT
+from verify.result import LEVEL_TITLES, LEVELS, LevelResult, passed_levels
 
 
-def to_document(outcome: VerifyOutcome) -> dict[str, Any]:
+def to_document(outcome: VerifyOutcome) -> VerifyDocument:
     """``verify.json`` for ``outcome`` (docs/verify.md, synth/schemas/verify.schema.json)."""
-    target: dict[str, Any] = {"kind": outcome.target.kind, "path": str(outcome.target.path),
-                              "task": outcome.target.name}
-    if outcome.build is not None:
-        target["artifact_dir"] = str(outcome.build.artifact_dir)
-    doc: dict[str, Any] = {
-        "format": VERIFY_FORMAT, "synth_version": __version__, "target": target,
-        "require": outcome.options.require,
-        "levels_selected": sorted(outcome.options.levels),
-        "build": outcome.build.to_json() if outcome.build else None,
-        "fidelity": outcome.fidelity.to_json() if outcome.fidelity else None,
-        "fingerprint": outcome.fingerprint.to_json() if outcome.fingerprint else None,
-    }
-    if outcome.export is not None:
-        doc["export"] = outcome.export.to_json()
-    if outcome.artifact_check is not None:
-        doc["artifact_check"] = outcome.artifact_check.to_json()
-    doc["reports"] = {k: r.to_json() for k, r in outcome.reports.items()}
-    doc["decides"] = outcome.decides
-    doc["passed"] = outcome.passed
-    if outcome.fidelity is not None and not outcome.fidelity.reaches_live_level:
-        doc["fidelity_failed"] = "; ".join(outcome.fidelity.failures[:3])
-    if outcome.scores:
-        doc["scores"] = {name: dict(section) for name, section in sorted(outcome.scores.items())}
-    return doc
+    art = outcome.build.artifact_dir if outcome.build is not None else None
+    target = VerifyTarget(outcome.target.kind, str(outcome.target.path), outcome.target.name,
+                          str(art) if art is not None else None)
+    fid = outcome.fidelity
+    return VerifyDocument(
+        synth_version=__version__, target=target, require=outcome.options.require,
+        levels_selected=tuple(sorted(outcome.options.levels)),
+        build=_part(VerifyBuild, outcome.build), fidelity=_part(VerifyFidelity, fid),
+        fingerprint=_part(VerifyFingerprint, outcome.fingerprint),
+        reports={str(k): r for k, r in outcome.reports.items()}, decides=outcome.decides,
+        passed=outcome.passed,
+        export=_part(VerifyExport, outcome.export),
+        artifact_check=_part(VerifyArtifactCheck, outcome.artifact_check),
+        fidelity_failed=("; ".join(fid.failures[:3]) if fid is not None
+                         and not fid.reaches_live_level else None),
+        scores={name: dict(section) for name, section in outcome.scores.items()})
+
+
+def _part(cls: Any, value: Any) -> Any:
+    """A section of the document, made through its model class from the outcome's JSON."""
+    return cls.from_json(value.to_json()) if value is not None else None
 
 
 _MARK = {"pass": "pass", "fail": "FAIL", "skipped": "skipped", "not_applicable": "n/a",
          "not_reached": "not reached"}
 
 
-def cell(r: Mapping[str, Any] | None) -> str:
+def cell(r: LevelResult | None) -> str:
     if r is None:
         return ""
-    text = _MARK.get(str(r.get("status")), str(r.get("status")))
-    return f"{text}: {r['reason']}" if r.get("reason") else text
+    text = _MARK.get(r.status, r.status)
+    return f"{text}: {r.reason}" if r.reason else text
 
 
-def _levels(doc: Mapping[str, Any], key: str) -> dict[str, Mapping[str, Any]]:
-    report = doc["reports"].get(key) or {}
-    return {r["level"]: r for r in report.get("levels", [])}
+def _levels(doc: VerifyDocument, key: str) -> dict[str, LevelResult]:
+    report = doc.reports.get(key)
+    return {r.level: r for r in report.levels} if report is not None else {}
 
 
-def report_columns(doc: Mapping[str, Any]) -> list[str]:
-    return [k for k in ("rebuilt", "live", "host") if k in doc["reports"]]
+def report_columns(doc: VerifyDocument) -> list[str]:
+    return [k for k in ("rebuilt", "live", "host") if k in doc.reports]
 
 
-def extra_lines(doc: Mapping[str, Any]) -> list[str]:
+def extra_lines(doc: VerifyDocument) -> list[str]:
     """What a reader needs besides the table: missing modules, claims, fidelity, fingerprint."""
     lines: list[str] = []
     for key in report_columns(doc):
         levels = _levels(doc, key)
-        lines += _c0_lines(key, levels.get("C0") or {})
-        lines += _c0i_lines(key, levels.get("C0i") or {})
-        lines += _c5_lines(key, levels.get("C5") or {})
+        lines += _c0_lines(key, levels.get("C0"))
+        lines += _c0i_lines(key, levels.get("C0i"))
+        lines += _c5_lines(key, levels.get("C5"))
     lines += _fidelity_lines(doc)
-    check = doc.get("artifact_check") or {}
-    if check.get("problems"):
+    if doc.artifact_check is not None and doc.artifact_check.problems:
         lines.append("artifact: MODIFIED since export, rebuilt anyway (--allow-modified): "
-                     + "; ".join(check["problems"][:10]))
-    export = doc.get("export")
-    if export:
-        lines.append(("reused the existing export " if export["reused"] else "exported ")
-                     + f"{export['artifact_dir']} ({export['why']})")
-    build = doc.get("build")
-    if build:
-        lines.append(f"rebuilt {build['image']} in {build['seconds']}s (no cache); "
-                     f"log {build['log']}")
+                     + "; ".join(doc.artifact_check.problems[:10]))
+    export = doc.export
+    if export is not None:
+        lines.append(("reused the existing export " if export.reused else "exported ")
+                     + f"{export.artifact_dir} ({export.why})")
+    build = doc.build
+    if build is not None:
+        lines.append(f"rebuilt {build.image} in {build.seconds}s (no cache); log {build.log}")
     return lines
 
 
-def _c5_lines(key: str, c5: Mapping[str, Any]) -> list[str]:
-    if c5.get("status") not in ("pass", "fail", "skipped") or not c5.get("metrics"):
+def _c5_lines(key: str, c5: LevelResult | None) -> list[str]:
+    if c5 is None or c5.status not in ("pass", "fail", "skipped") or not c5.metrics:
         return []
-    cm = c5["metrics"]
+    cm = c5.metrics
     lines = [f"{key} C5: {cm['hallucinations']} false claim(s) — path "
              f"{cm['path_hallucinations']}, version {cm['version_hallucinations']}, "
              f"capability {cm['capability_hallucinations']}; {cm['unverifiable']} "
              f"unverifiable, {cm['unknown']} unknown"]
-    details = c5.get("details") or {}
+    details = c5.details
     for check in details.get("checks", []):
         if check["verdict"] in ("hallucination", "unverifiable"):
             lines.append(f"  {check['verdict']}: {check['field']} = "
@@ -114,37 +119,37 @@ def _c5_lines(key: str, c5: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _fidelity_lines(doc: Mapping[str, Any]) -> list[str]:
+def _fidelity_lines(doc: VerifyDocument) -> list[str]:
     lines: list[str] = []
-    fid = doc.get("fidelity")
-    if fid:
+    fid = doc.fidelity
+    if fid is not None:
         verdict = ("reaches the live image's level and agrees with it" if
-                   fid["reaches_live_level"] else "does NOT match the live image")
+                   fid.reaches_live_level else "does NOT match the live image")
         lines.append(f"fidelity: the rebuilt image {verdict} (highest level passed: live "
-                     f"{fid['live_highest'] or 'none passed'}, rebuilt "
-                     f"{fid['rebuilt_highest'] or 'none passed'})")
-        for gap in fid["gaps"]:
+                     f"{fid.live_highest or 'none passed'}, rebuilt "
+                     f"{fid.rebuilt_highest or 'none passed'})")
+        for gap in fid.gaps:
             lines.append(f"  gap {gap['level']}: live {gap['live']}; rebuilt {gap['rebuilt']}")
-    fp = doc.get("fingerprint")
-    if fp:
-        if fp.get("status") == "compared":
-            unexplained = fp.get("unexplained", [])
+    fp = doc.fingerprint
+    if fp is not None:
+        if fp.status == "compared":
+            unexplained, raw = fp.unexplained, fp.raw
             lines.append(
                 f"fingerprint (live vs rebuilt): {len(unexplained)} unexplained "
-                f"difference(s), {len(fp.get('explained', []))} explained; packages "
-                f"{'equal' if fp['packages_equal'] else 'DIFFER'}, native .so "
-                f"{'equal' if fp['native_equal'] else 'DIFFER'}, contents "
-                f"{'equal' if fp['content_equal'] else 'differ'}")
+                f"difference(s), {len(fp.explained)} explained; packages "
+                f"{'equal' if raw['packages_equal'] else 'DIFFER'}, native .so "
+                f"{'equal' if raw['native_equal'] else 'DIFFER'}, contents "
+                f"{'equal' if raw['content_equal'] else 'differ'}")
             lines.extend(f"  DIFFERS {line}" for line in unexplained[:40])
             if len(unexplained) > 40:
                 lines.append(f"  … and {len(unexplained) - 40} more in verify.json")
         else:
-            lines.append(f"fingerprint: {fp.get('status')}: {fp.get('reason')}")
+            lines.append(f"fingerprint: {fp.status}: {fp.reason}")
     return lines
 
 
-def _c0_lines(key: str, c0: Mapping[str, Any]) -> list[str]:
-    m = c0.get("metrics") or {}
+def _c0_lines(key: str, c0: LevelResult | None) -> list[str]:
+    m = c0.metrics if c0 is not None else {}
     classes = m.get("classes") or {}
     apart = ", ".join(f"{v.get('missing', 0)} {k.replace('_', ' ')}" for k, v in
                       classes.items() if k != "required" and v.get("missing"))
@@ -158,7 +163,7 @@ def _c0_lines(key: str, c0: Mapping[str, Any]) -> list[str]:
         f"(ratio {m.get('researchenvbench_missing_ratio', 0)}); {m.get('files_in_scope', 0)}"
         f"/{m.get('files', 0)} files in scope, scanned with {m.get('scanner')}"
         + (f"; not failing: {apart} missing" if apart else "")]
-    details = c0.get("details") or {}
+    details = c0.details if c0 is not None else {}
     for miss in details.get("missing", []):
         lines.append(f"  missing {miss['module']} -> {_hint(miss)} "
                      f"(at {', '.join(miss['locations'][:3])})")
@@ -175,52 +180,49 @@ def _hint(miss: Mapping[str, Any]) -> str:
     return f"install {miss['distribution']} ({source})"
 
 
-def _c0i_lines(key: str, c0i: Mapping[str, Any]) -> list[str]:
-    m = c0i.get("metrics") or {}
-    if not m:
+def _c0i_lines(key: str, c0i: LevelResult | None) -> list[str]:
+    m = c0i.metrics if c0i is not None else {}
+    if c0i is None or not m:
         return []
     opt = m.get("optional_failed", 0)
     lines = [f"{key} C0i: {m.get('ok', 0)}/{m.get('modules', 0)} modules import"
              + (f"; {opt} fail only for lack of an optional extra" if opt else "")]
-    for r in (c0i.get("details") or {}).get("failed", [])[:10]:
+    for r in c0i.details.get("failed", [])[:10]:
         where = f" at {r['where']}" if r.get("where") else ""
         lines.append(f"  {r['module']}: {r.get('error_class')}: "
                      f"{str(r.get('message'))[:160]}{where}")
-    for r in (c0i.get("details") or {}).get("optional_failed", [])[:10]:
+    for r in c0i.details.get("optional_failed", [])[:10]:
         lines.append(f"  optional ({r.get('optional')}, not failing): {r['module']}: "
                      f"{r.get('error_class')}: {str(r.get('message'))[:160]}")
-    pip = (c0i.get("details") or {}).get("pip_check") or {}
+    pip = c0i.details.get("pip_check") or {}
     if pip.get("ran") and pip.get("exit_code"):
         first = (pip.get("output") or "").strip().splitlines()[:3]
         lines.append(f"  pip check (a finding, not a verdict): {'; '.join(first)}")
     return lines
 
 
-def verdict_line(doc: Mapping[str, Any]) -> str:
+def verdict_line(doc: VerifyDocument) -> str:
     """The last line: the verdict on --require, and every level that passed on its own."""
-    key = doc["decides"]
-    report = doc["reports"][key]
-    passed = report.get("passed_levels") or [
-        r["level"] for r in report.get("levels", []) if r.get("status") == "pass"]
-    failed = [r["level"] for r in report.get("levels", []) if r.get("status") == "fail"
-              and LEVELS.index(r["level"]) <= LEVELS.index(doc["require"])]
-    word = "PASSED" if doc["passed"] else "FAILED"
-    head = (f"{word}: the {key} target passes every applicable level up to {doc['require']}"
+    key, report, require = doc.decides, doc.deciding, doc.require
+    passed = passed_levels(report.levels)
+    failed = [r.level for r in report.levels if r.status == "fail"
+              and LEVELS.index(r.level) <= LEVELS.index(require)]
+    word = "PASSED" if doc.passed else "FAILED"
+    head = (f"{word}: the {key} target passes every applicable level up to {require}"
             if not failed else
-            f"{word}: the {key} target fails {', '.join(failed)} (required up to "
-            f"{doc['require']})")
-    if not failed and doc.get("fidelity_failed"):
-        head = f"FAILED: the rebuilt image differs from the live one ({doc['fidelity_failed']})"
-    return head + (f" (levels passed: {', '.join(passed)}; highest {report.get('highest')})"
+            f"{word}: the {key} target fails {', '.join(failed)} (required up to {require})")
+    if not failed and doc.fidelity_failed:
+        head = f"FAILED: the rebuilt image differs from the live one ({doc.fidelity_failed})"
+    return head + (f" (levels passed: {', '.join(passed)}; highest {report.highest})"
                    if passed else " (no level passed)")
 
 
-def render_markdown(doc: Mapping[str, Any]) -> str:
+def render_markdown(doc: VerifyDocument) -> str:
     cols = report_columns(doc)
-    out = [f"# synth verify — {doc['target']['task']}", "",
-           f"Target: {doc['target']['kind']} `{doc['target']['path']}`", ""]
+    out = [f"# synth verify — {doc.target.task}", "",
+           f"Target: {doc.target.kind} `{doc.target.path}`", ""]
     for key in cols:
-        t = doc["reports"][key]["target"]
+        t = doc.reports[key].target
         where = t.get("image") or t.get("runtime")
         out.append(f"- **{key}**: `{where}`, python `{t.get('python')}`")
     out += ["", "| level | what | " + " | ".join(cols) + " |",
@@ -235,14 +237,14 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
-def print_table(doc: Mapping[str, Any]) -> None:
+def print_table(doc: VerifyDocument) -> None:
     from rich.markup import escape
     from rich.table import Table
 
     from synth import console
 
     cols = report_columns(doc)
-    table = Table(title=f"synth verify: {escape(str(doc['target']['task']))}",
+    table = Table(title=f"synth verify: {escape(str(doc.target.task))}",
                   show_lines=False)
     table.add_column("level")
     table.add_column("what")
@@ -254,20 +256,20 @@ def print_table(doc: Mapping[str, Any]) -> None:
         row = [level, LEVEL_TITLES[level]]
         for key in cols:
             r = _levels(doc, key).get(level)
-            color = colors.get(str(r.get("status")) if r else "", "")
+            color = colors.get(r.status if r else "", "")
             text = escape(cell(r))
             row.append(f"[{color}]{text}[/]" if color else text)
         table.add_row(*row)
     console.out.print(table)
     for line in extra_lines(doc):
         console.out.print(line, markup=False, highlight=False)
-    style = "bold green" if doc["passed"] else "bold red"
+    style = "bold green" if doc.passed else "bold red"
     console.out.print(f"[{style}]{escape(verdict_line(doc))}[/]")
 
 
-def verification_record(doc: Mapping[str, Any]) -> dict[str, Any]:
+def verification_record(doc: VerifyDocument) -> dict[str, Any]:
     """What verify leaves in the artifact folder: levels, verdict, date and the machine."""
-    rebuilt = doc["reports"].get("rebuilt") or {}
+    rebuilt = doc.reports.get("rebuilt")
     return {
         "format": 1,
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -275,14 +277,14 @@ def verification_record(doc: Mapping[str, Any]) -> dict[str, Any]:
         "docker_version": _docker_version(),
         "architecture": platform.machine(),
         "gpu_driver": _gpu_driver(),
-        "require": doc["require"],
-        "passed": doc["passed"],
+        "require": doc.require,
+        "passed": doc.passed,
         "verdict": verdict_line(doc),
-        "image": (doc.get("build") or {}).get("image"),
-        "levels": {r["level"]: r["status"] for r in rebuilt.get("levels", [])},
-        "highest": rebuilt.get("highest"),
-        "fidelity": (doc.get("fidelity") or {}).get("reaches_live_level"),
-        "allow_modified": bool((doc.get("artifact_check") or {}).get("problems")),
+        "image": doc.build.image if doc.build else None,
+        "levels": {r.level: r.status for r in rebuilt.levels} if rebuilt else {},
+        "highest": rebuilt.highest if rebuilt else None,
+        "fidelity": doc.fidelity.reaches_live_level if doc.fidelity else None,
+        "allow_modified": bool(doc.artifact_check and doc.artifact_check.problems),
     }
 
 

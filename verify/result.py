@@ -14,9 +14,6 @@ LADDER: tuple[Level, ...] = ("C0", "C0i", "C1", "C2", "C3", "C4")
 Status = Literal["pass", "fail", "skipped", "not_applicable", "not_reached"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 
-#: verify.json's format version; readers refuse newer ones.
-VERIFY_FORMAT = 1
-
 LEVEL_TITLES: dict[Level, str] = {
     "C0": "static imports",
     "C0i": "imports run",

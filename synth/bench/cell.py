@@ -20,6 +20,7 @@ from synth.bench.matrix import Cell
 from synth.bench.results import RECORD_FORMAT
 from synth.config import Settings
 from synth.errors import SynthError
+from synth.model import VerifyDocument
 
 #: The cell's reports copied into the results folder (name -> path under the work folder).
 REPORT_FILES = ("run.json", "claims.json", "verify.json", "verify.md", "export-report.md")
@@ -48,24 +49,17 @@ def _image_size(engine: Any, ref: str | None) -> int | None:
         return None
 
 
-def _levels(report: dict[str, Any] | None) -> dict[str, str]:
-    return {r["level"]: r["status"] for r in (report or {}).get("levels", [])}
-
-
-def verify_summary(doc: dict[str, Any]) -> dict[str, Any]:
+def verify_summary(doc: VerifyDocument) -> dict[str, Any]:
     """What a bench keeps of a ``verify.json``: statuses per level, highest levels,
     fidelity and whether the fingerprints are equal."""
-    reports = doc.get("reports") or {}
-    fid = doc.get("fidelity")
-    fp = doc.get("fingerprint") or {}
+    fid, fp = doc.fidelity, doc.fingerprint
     return {
-        "passed": bool(doc.get("passed")), "decides": doc.get("decides"),
-        "require": doc.get("require"),
-        "levels": {k: _levels(r) for k, r in reports.items()},
-        "highest": {k: r.get("highest") for k, r in reports.items()},
-        "reaches_live_level": fid["reaches_live_level"] if fid else None,
-        "gaps": [g["level"] for g in fid["gaps"]] if fid else [],
-        "fingerprint_equal": fp.get("equal") if fp.get("status") == "compared" else None,
+        "passed": doc.passed, "decides": doc.decides, "require": doc.require,
+        "levels": {k: {r.level: r.status for r in rep.levels} for k, rep in doc.reports.items()},
+        "highest": {k: rep.highest for k, rep in doc.reports.items()},
+        "reaches_live_level": fid.reaches_live_level if fid else None,
+        "gaps": [g["level"] for g in fid.gaps] if fid else [],
+        "fingerprint_equal": fp.equal if fp else None,
         "error": None,
     }
 
@@ -118,13 +112,12 @@ def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
         return
     finally:
         times["verify_total"] = round(time.monotonic() - t0, 2)
-    doc = outcome.document
+    doc = outcome.verify_document
     rec["verify"] = verify_summary(doc)
-    build = doc.get("build") or {}
-    times["build"] = build.get("seconds")
-    times["verify"] = round(times["verify_total"] - (build.get("seconds") or 0.0), 2)
-    rec["images"]["rebuilt"] = {"ref": build.get("image"),
-                                "size": _image_size(engine, build.get("image"))}
+    seconds, image = (doc.build.seconds, doc.build.image) if doc.build else (None, None)
+    times["build"] = seconds
+    times["verify"] = round(times["verify_total"] - (seconds or 0.0), 2)
+    rec["images"]["rebuilt"] = {"ref": image, "size": _image_size(engine, image)}
 
 
 def new_record(cell: Cell, executor: str, timeout: float) -> dict[str, Any]:

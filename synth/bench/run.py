@@ -7,7 +7,6 @@ killed) is first recorded as crashed with that reason, then runs again.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from synth.config import Settings
 from synth.errors import UsageError
 from synth.reb.results import write_results
 from synth.reb.scoring import bench_job
+from synth.store import parse_verify
 
 Say = Callable[[str], None]
 
@@ -113,7 +113,8 @@ def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
         files = rec.pop("files", None) or {}
         folder.write_files(rec["cell"], files)
         if "verify.json" in files:  # REB's per-stage results beside synth's own
-            doc = json.loads(files["verify.json"])
+            doc = parse_verify(files["verify.json"],
+                               str(folder.cell_dir(rec["cell"]) / "verify.json"))
             write_results(doc, rec["task"], folder.cell_dir(rec["cell"]))
             bench_job(doc, Path(by_id[rec["cell"]].task_dir), rec, files.get("claims.json"),
                       folder.cell_dir(rec["cell"]) / "reb")

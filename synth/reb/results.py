@@ -20,33 +20,32 @@ from typing import Any
 
 from synth import atomic
 from synth.errors import UsageError
+from synth.model import VerifyDocument
+from verify.result import Level, LevelResult
 
 #: REB stage -> synth level.
-STAGES = {"pyright": "C0", "cpu": "C1", "cuda": "C2", "single_gpu": "C3",
+STAGES: dict[str, Level] = {"pyright": "C0", "cpu": "C1", "cuda": "C2", "single_gpu": "C3",
           "multi_gpu": "C4", "hallucination": "C5"}
 _STATUS = {"pass": "success", "fail": "failure", "not_reached": "failure",
            "skipped": "skipped", "not_applicable": "skipped"}
 
 
-def stage_results(doc: Mapping[str, Any], repo_id: str,
+def stage_results(doc: VerifyDocument, repo_id: str,
                   overrides: Mapping[str, Mapping[str, Any]] | None = None,
                   ) -> dict[str, dict[str, Any]]:
     """REB stage -> its results.json; ``overrides`` (stage -> fields) win over synth's."""
     from synth.reb.scoring import cuda_stage
 
-    key = str(doc["decides"])
-    report = doc["reports"][key]
-    levels = {r["level"]: r for r in report["levels"]}
+    key, report = doc.decides, doc.deciding
     out = {}
     for stage, level in STAGES.items():
-        r = levels.get(level) or {"status": "skipped", "reason": "not run", "metrics": {}}
+        r = report.get(level) or LevelResult(level, "skipped", "not run")
         out[stage] = {
             "repo_id": repo_id, "stage": stage, "synth_level": level,
-            "status": _STATUS.get(str(r["status"]), "failure"),
-            "exit_code": 1 if _STATUS.get(str(r["status"])) in (None, "failure") else 0,
-            "synth_status": r["status"], "reason": r.get("reason"),
-            "metrics": r.get("metrics") or {}, "target": key,
-            "image": (report.get("target") or {}).get("image"),
+            "status": _STATUS.get(r.status, "failure"),
+            "exit_code": 1 if _STATUS.get(r.status) in (None, "failure") else 0,
+            "synth_status": r.status, "reason": r.reason, "metrics": dict(r.metrics),
+            "target": key, "image": report.target.get("image"),
         }
     cuda = cuda_stage(report)
     if cuda is not None:
@@ -59,7 +58,7 @@ def stage_results(doc: Mapping[str, Any], repo_id: str,
     return out
 
 
-def write_results(doc: Mapping[str, Any], repo_id: str, out_dir: Path,
+def write_results(doc: VerifyDocument, repo_id: str, out_dir: Path,
                   overrides: Mapping[str, Mapping[str, Any]] | None = None) -> list[Path]:
     """``out_dir/build_output/<stage>/results.json`` for every REB stage."""
     paths = []
@@ -70,7 +69,7 @@ def write_results(doc: Mapping[str, Any], repo_id: str, out_dir: Path,
     return paths
 
 
-def write_job(doc: Mapping[str, Any], summary: Mapping[str, Any], job_dir: Path,
+def write_job(doc: VerifyDocument, summary: Mapping[str, Any], job_dir: Path,
               overrides: Mapping[str, Mapping[str, Any]] | None = None) -> list[Path]:
     """One REB job folder: ``job_dir/job_summary.json`` (``repo_url``, ``commit_sha``,
     ``run_id``, ``job_id``, ``baseline``, ``hardware_bucket``, ``script_id``) and the stage

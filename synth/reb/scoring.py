@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from synth import atomic
 from synth.errors import InputFileError
-from synth.model import Claims
+from synth.model import Claims, VerifyDocument
 from synth.reb.results import write_job
 from synth.store import ArtifactDir, RunDir, is_file
+from verify.result import Level, Report
 
 if TYPE_CHECKING:
     from synth.verify_cmd import Say
@@ -37,16 +38,18 @@ if TYPE_CHECKING:
 _MISSING_IMPORT = re.compile(r'Import "([^."]+)')
 
 
-def _checks(report: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    c5 = next((r for r in report["levels"] if r["level"] == "C5"), None) or {}
-    return {str(c["field"]): c for c in (c5.get("details") or {}).get("checks") or []}
+def _checks(report: Report) -> dict[str, Mapping[str, Any]]:
+    c5 = report.get("C5")
+    details = c5.details if c5 is not None else {}
+    return {str(c["field"]): c for c in details.get("checks") or []}
 
 
-def _status(report: Mapping[str, Any], level: str) -> str | None:
-    return next((str(r["status"]) for r in report["levels"] if r["level"] == level), None)
+def _status(report: Report, level: Level) -> str | None:
+    r = report.get(level)
+    return r.status if r is not None else None
 
 
-def cuda_stage(report: Mapping[str, Any]) -> dict[str, Any] | None:
+def cuda_stage(report: Report) -> dict[str, Any] | None:
     """What REB's CUDA stage would record: success only where C2 passed; None (no
     evidence) where C2 was not run or not reached."""
     status = _status(report, "C2")
@@ -59,7 +62,7 @@ def cuda_stage(report: Mapping[str, Any]) -> dict[str, Any] | None:
             "observed": {"cuda_available": ok, "gpu_count": gpus if ok else 0}}
 
 
-def multi_gpu_stage(report: Mapping[str, Any]) -> dict[str, Any] | None:
+def multi_gpu_stage(report: Report) -> dict[str, Any] | None:
     status = _status(report, "C4")
     if status is None:
         return None
@@ -129,7 +132,7 @@ def _capabilities(claims: Claims, cuda: dict[str, Any] | None,
         found["capability"].append(_item("ddp_underclaim", {"ddp_expected_ok": False}, {}))
 
 
-def score_c5(claims: Claims | str | None, report: Mapping[str, Any]) -> dict[str, Any]:
+def score_c5(claims: Claims | str | None, report: Report) -> dict[str, Any]:
     """REB's ``hallucination`` stage result for ``claims`` (None: no report; a str: why it
     is not valid JSON) against one verify report's evidence."""
     found: dict[str, list[dict[str, Any]]] = {"path": [], "version": [], "capability": []}
@@ -187,12 +190,12 @@ def score_c0(pyright: Mapping[str, Any] | None, total: int | None,
                               own if isinstance(own, int) else None), "reb_total": total}
 
 
-def _pyright(report: Mapping[str, Any],
+def _pyright(report: Report,
              claims: Claims | str | None) -> tuple[dict[str, Any] | None, str]:
     """pyright run in the image under test as REB runs it, or (None, why not)."""
     from synth.reb.pyright import find_pyright, run_pyright
 
-    target = report.get("target") or {}
+    target = report.target
     install = find_pyright()
     if install is None:
         return None, ("pyright[nodejs] not found (pip install 'pyright[nodejs]', or "
@@ -217,23 +220,22 @@ def _json_file(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _task_dir(doc: Mapping[str, Any]) -> Path | None:
+def _task_dir(doc: VerifyDocument) -> Path | None:
     """The task folder behind a verify target (a run's task file; a host task itself)."""
-    target = doc["target"]
-    path = Path(str(target["path"]))
-    if target["kind"] == "task":
+    path = Path(doc.target.path)
+    if doc.target.kind == "task":
         return path
-    if target["kind"] == "run":
+    if doc.target.kind == "run":
         run = _json_file(path / "run.json") or {}
         task_file = (run.get("task") or {}).get("task_file")
         return Path(str(task_file)).parent if task_file else None
     return None  # an artifact carries its task file, not the task folder's reb/
 
 
-def job_summary(doc: Mapping[str, Any], task_dir: Path | None) -> dict[str, Any]:
+def job_summary(doc: VerifyDocument, task_dir: Path | None) -> dict[str, Any]:
     """REB's ``job_summary.json`` fields for this verification."""
-    target = doc["target"]
-    path = Path(str(target["path"]))
+    target = doc.target
+    path = Path(target.path)
     entry = _json_file(task_dir / "reb" / "manifest-entry.json") if task_dir else None
     run = _json_file(path / "run.json") or {}
     source = (_json_file(path / "manifest.json") or {}).get("source") or {}
@@ -242,10 +244,10 @@ def job_summary(doc: Mapping[str, Any], task_dir: Path | None) -> dict[str, Any]
     url = (entry or {}).get("repo_url") or source.get("url") or ""
     agent = run.get("agent") or {}
     return {"run_id": str(run.get("run_id") or path.name), "job_id": path.name,
-            "repo_id": (entry or {}).get("repo_id") or target.get("task") or path.name,
+            "repo_id": (entry or {}).get("repo_id") or target.task or path.name,
             "repo_url": url, "commit_sha": (entry or {}).get("commit_sha")
             or source.get("commit") or "",
-            "baseline": f"synth-{agent.get('kind') or target['kind']}",
+            "baseline": f"synth-{agent.get('kind') or target.kind}",
             "hardware_bucket": (entry or {}).get("hardware_bucket") or "",
             "script_id": "", "scored_by": "synth verify --scoring reb"}
 
@@ -260,22 +262,21 @@ def _task_repo(path: Path) -> dict[str, Any] | None:
     return repo if isinstance(repo, dict) else None
 
 
-def _job_extras(doc: Mapping[str, Any], claims: Mapping[str, Any] | None,
+def _job_extras(doc: VerifyDocument, claims: Mapping[str, Any] | None,
                 job_dir: Path) -> None:
     """The rest of a REB job folder: ``agent/report.json`` (the claims document, when there
     is one) and ``docker/image_id.txt`` (the image verified)."""
     if claims is not None:
         atomic.write_json(job_dir / "agent" / "report.json", dict(claims))
-    report = doc["reports"][str(doc["decides"])]
-    image = (doc.get("build") or {}).get("image_id") or (report.get("target") or {}).get("image")
+    image = (doc.build.image_id if doc.build else None) or doc.deciding.target.get("image")
     if image:
         atomic.write_text(job_dir / "docker" / "image_id.txt", f"{image}\n")
 
 
-def _claims(doc: Mapping[str, Any]) -> Claims | str | None:
+def _claims(doc: VerifyDocument) -> Claims | str | None:
     """The verified run's or artifact's claims (None: none; a str: why they are bad). A
     task verified on the host has none, as for synth's own C5."""
-    kind, path = doc["target"]["kind"], Path(str(doc["target"]["path"]))
+    kind, path = doc.target.kind, Path(doc.target.path)
     try:
         if kind == "run":
             return RunDir(path).claims()
@@ -284,7 +285,7 @@ def _claims(doc: Mapping[str, Any]) -> Claims | str | None:
         return exc.message
 
 
-def score(doc: Mapping[str, Any], out_dir: Path, *, run_pyright: bool = True
+def score(doc: VerifyDocument, out_dir: Path, *, run_pyright: bool = True
           ) -> dict[str, Any]:
     """Score the deciding report as REB does; write ``out_dir/reb/`` (a REB job folder and
     ``scoring.json``); the summary, synth's own verdicts beside REB's. ``run_pyright``
@@ -292,7 +293,7 @@ def score(doc: Mapping[str, Any], out_dir: Path, *, run_pyright: bool = True
     task_dir = _task_dir(doc)
     total_doc = _json_file(task_dir / "reb" / "c0_total.json") if task_dir else None
     total = (total_doc or {}).get("total")
-    report = doc["reports"][str(doc["decides"])]
+    report = doc.deciding
     claims = _claims(doc)
     pyright, why = _pyright(report, claims) if run_pyright else (None, "not asked")
     stages = {"hallucination": score_c5(claims, report),
@@ -303,7 +304,7 @@ def score(doc: Mapping[str, Any], out_dir: Path, *, run_pyright: bool = True
     summary = job_summary(doc, task_dir)
     write_job(doc, summary, out_dir / "reb", stages)
     _job_extras(doc, claims.to_json() if isinstance(claims, Claims) else None, out_dir / "reb")
-    levels = {r["level"]: r["status"] for r in report["levels"]}
+    levels = {r.level: r.status for r in report.levels}
     c5 = stages["hallucination"]["hallucinations"]
     result = {"scoring": "reb", "job_dir": str(out_dir / "reb"),
               "C0": {"reb": stages["pyright"]["status"], "synth": levels.get("C0"),
@@ -322,7 +323,7 @@ def score_verification(outcome: VerifyOutcome, say: Say) -> dict[str, Any]:
     """``synth verify --scoring reb`` (``reb`` in :data:`synth.verify_cmd.SCORINGS`):
     :func:`score` on the outcome's document, REB's files under ``<out>/reb/``, the two
     summary lines said; the summary is what verify.json carries as ``scores.reb``."""
-    result = score(outcome.document, outcome.out_dir)
+    result = score(outcome.verify_document, outcome.out_dir)
     c0, c5 = result["C0"], result["C5"]
     say(f"REB scoring: C0 {c0['reb']} (synth {c0['synth']})"
         + (f", missing {c0['missing_package_ratio']}" if c0["missing_package_ratio"] else "")
@@ -333,7 +334,7 @@ def score_verification(outcome: VerifyOutcome, say: Say) -> dict[str, Any]:
     return result
 
 
-def bench_job(doc: Mapping[str, Any], task_dir: Path, record: Mapping[str, Any],
+def bench_job(doc: VerifyDocument, task_dir: Path, record: Mapping[str, Any],
               claims_text: str | None, job_dir: Path) -> list[Path]:
     """``synth bench``: a cell of a task imported from REB as one REB job folder
     (``job_summary.json``, ``benchmark/build_output/``, ``agent/report.json``,

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from synth import __version__, errors
+from synth.model import VerifyDocument
+from tests.verify_outcomes import full_verify
 
 SYNTH = [sys.executable, "-m", "synth"]
 REPO = Path(__file__).resolve().parents[2]
@@ -157,10 +159,10 @@ def test_verify_table_prints_reasons_literally(capsys: pytest.CaptureFixture[str
     from synth.verify_cmd import print_table
 
     reason = "RUN [ -f x ] && echo [/] :x: [bold]"
-    doc = {"target": {"task": "t[/]"}, "decides": "host", "passed": False, "require": "C1",
-           "reports": {"host": {"highest": None, "levels": [
+    doc = {"target": {"kind": "task", "path": "/t", "task": "t[/]"}, "decides": "host",
+           "passed": False, "require": "C1", "reports": {"host": {"highest": None, "levels": [
                {"level": "C1", "status": "fail", "reason": reason}]}}}
-    print_table(doc)
+    print_table(VerifyDocument.from_json(full_verify(doc)))
     out = " ".join(capsys.readouterr().out.split())
     assert "t[/]" in out
     assert "[/] :x: [bold]" in out

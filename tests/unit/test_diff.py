@@ -23,7 +23,6 @@ from synth.diff_load import (
     diff_command,
     parse_apt_lock,
     parse_requirements_lock,
-    pyramid_from_verify,
 )
 from synth.errors import EngineUnavailableError, InputFileError
 from synth.model import (
@@ -35,6 +34,7 @@ from synth.model import (
     SourcePlan,
     plan_document,
 )
+from tests.verify_outcomes import full_verify
 
 SECTION_ORDER = ["pyramid", "interpreter", "python", "native_builds", "native_files",
                  "python_files", "apt", "env", "dockerfile", "image_size"]
@@ -121,20 +121,6 @@ def make_run(
     if verify is not None:
         dump("verify.json", full_verify(verify))
     return run_dir
-
-
-def full_verify(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A schema-valid verify.json around the parts a test cares about."""
-    reports = {
-        key: {"highest": None, **report,
-              "levels": [{"details": {}, "metrics": {}, "seconds": 0.0,
-                          "reason": None if lv["status"] == "pass" else "", **lv}
-                         for lv in report["levels"]]}
-        for key, report in doc["reports"].items()}
-    return {"build": None, "decides": next(iter(reports)), "fidelity": None,
-            "fingerprint": None, "levels_selected": [], "passed": True, "require": "C1",
-            "synth_version": "0.1.0", "target": {"kind": "run", "path": "/x"},
-            **doc, "reports": reports}
 
 
 def plan_json(env: Sequence[tuple[str, str]], native: Sequence[NativeStep] = ()) -> str:
@@ -289,11 +275,15 @@ def test_pyramid_from_verify_json(tmp_path: Path) -> None:
     assert "B" in (only_a.section("pyramid").note or "")
 
 
-def test_pyramid_refuses_newer_format() -> None:
-    from synth.errors import UsageError
+def test_pyramid_refuses_newer_format(tmp_path: Path) -> None:
+    """A verify.json of a newer synth is refused by the store, with its clear error."""
+    from synth.errors import InputFileError
 
-    with pytest.raises(UsageError, match="newer"):
-        pyramid_from_verify({"format": 99}, Path("verify.json"))
+    report = {"target": {"kind": "live"}, "levels": [{"level": "C1", "status": "pass"}]}
+    run = make_run(tmp_path, "20261129-101500-aaaaaa",
+                   verify={"format": 99, "reports": {"live": report}})
+    with pytest.raises(InputFileError, match="format 99 is newer"):
+        loader(tmp_path).load(str(run))
 
 
 def test_wheelhouse_source(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@
 back a real document (the golden export's, or a generated run directory's) as far as the
 class keeps it: RunRecord, Manifest and Claims keep the whole document (``raw``); the state
 classes drop what nothing reads (``debs_missing``, ``setuid_known``); ExportReport gives back
-the golden export-report.json byte for byte."""
+the golden export-report.json byte for byte, and VerifyDocument the golden verify.json (which
+``synth verify`` writes through it)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ import pytest
 from synth import model
 from synth.schemas import validate
 from tests.distill_runs import deb, dist, make_run_dir, system_python, venv
+from tests.verify_outcomes import GOLDEN_VERSION, full_outcome, full_verify
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
+VERIFY_GOLDEN = GOLDEN.parent / "verify" / "verify.json"
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -148,3 +151,59 @@ def test_an_audit_record_read_fast_equals_the_one_init_makes(doc: dict[str, Any]
                                 for f in dataclasses.fields(model.AuditRecord)})
     assert got == made and vars(got) == vars(made)
     assert type(got.seq) is int and got.command and isinstance(got.argv, tuple)
+
+
+def test_verify_json_is_written_through_the_document_byte_for_byte() -> None:
+    """verify's writer makes verify.json through VerifyDocument; its bytes are the golden
+    file's (every section filled), and reading them back gives them again."""
+    from synth import __version__
+    from synth.atomic import dumps_json
+
+    text = VERIFY_GOLDEN.read_text(encoding="utf-8")
+    written = full_outcome().document
+    assert written["synth_version"] == __version__
+    assert dumps_json({**written, "synth_version": GOLDEN_VERSION}) == text
+    assert validate(json.loads(text), "verify") == []
+    doc = model.VerifyDocument.from_json(json.loads(text))
+    assert dumps_json(doc.to_json()) == text
+    assert model.VerifyDocument.from_json(doc.to_json()) == doc
+
+
+def test_verify_document_types_what_readers_use() -> None:
+    doc = model.VerifyDocument.from_json(load(VERIFY_GOLDEN))
+    assert (doc.decides, doc.passed, doc.require) == ("rebuilt", False, "C1")
+    assert doc.target == model.VerifyTarget("run", "/artifacts/runs/demo/r1", "demo",
+                                            "/artifacts/exports/demo")
+    assert sorted(doc.reports) == ["live", "rebuilt"] and doc.deciding is doc.reports["rebuilt"]
+    c1 = doc.deciding.get("C1")
+    assert c1 is not None and c1.summary == "fail: exit 1"
+    assert doc.build is not None and (doc.build.image, doc.build.seconds) == \
+        ("synth-rebuilt/demo:1", 12.5)
+    assert doc.fidelity is not None and not doc.fidelity.reaches_live_level
+    assert [g["level"] for g in doc.fidelity.gaps] == ["C1"]
+    assert doc.fidelity_failed == "gap C1; 1 unexplained difference"
+    fp = doc.fingerprint
+    assert fp is not None and (fp.status, fp.equal, fp.unexplained) == \
+        ("compared", False, ("files: changed /v/x.py",))
+    assert fp.raw["differences"][0]["key"] == "/v/x.py"  # the free-form comparison, kept
+    assert doc.export == model.VerifyExport("/artifacts/exports/demo", False,
+                                            "no export of this run yet")
+    assert doc.artifact_check == model.VerifyArtifactCheck(1, ("Dockerfile: modified",), True)
+    assert doc.scores == {"other": {"score": 1}}
+
+
+def test_a_minimal_verify_document_round_trips() -> None:
+    """Only the required fields (a host verification, nothing rebuilt): nothing is added."""
+    level = {"level": "C1", "status": "pass", "reason": None, "metrics": {}, "details": {},
+             "seconds": 0.5}
+    doc = full_verify({"target": {"kind": "task", "path": "/t", "task": None}, "reports": {
+        "host": {"target": {"kind": "host"}, "levels": [level], "highest": "C1",
+                 "passed_levels": ["C1"]}}})
+    assert validate(doc, "verify") == []
+    typed = model.VerifyDocument.from_json(doc)
+    assert typed.to_json() == doc
+    assert typed.build is None and typed.fingerprint is None and typed.export is None
+    error = {**doc, "fingerprint": {"status": "error", "reason": "probe timed out"}}
+    fp = model.VerifyDocument.from_json(error).fingerprint
+    assert fp is not None and (fp.equal, fp.reason) == (None, "probe timed out")
+    assert model.VerifyDocument.from_json(error).to_json() == error

@@ -47,6 +47,13 @@ OBJECTS: list[tuple[str, str, type[Any]]] = [
     ("export-report", "properties/bundle", model.BundleSummary),
     ("export-report", "properties/bundle/properties/by_kind/additionalProperties",
      model.BundleKind),
+    ("verify", "", model.VerifyDocument),
+    ("verify", "properties/target", model.VerifyTarget),
+    ("verify", "properties/build", model.VerifyBuild),
+    ("verify", "properties/fidelity", model.VerifyFidelity),
+    ("verify", "properties/fingerprint", model.VerifyFingerprint),
+    ("verify", "properties/export", model.VerifyExport),
+    ("verify", "properties/artifact_check", model.VerifyArtifactCheck),
     ("verify", "$defs/level", result.LevelResult),
     ("verify", "$defs/report", result.Report),
 ]
@@ -77,6 +84,7 @@ DERIVED: dict[type[Any], dict[str, str]] = {
     model.DebRecord: {"name": "the key of the `debs` object"},
     model.PathChange: {},
     model.AuditRecord: {"cwd_known": "whether `cwd` is non-null"},
+    model.VerifyFingerprint: {"raw": "the whole section (the comparison's free-form JSON)"},
 }
 
 

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from synth.errors import TaskError, UsageError
+from synth.model import VerifyDocument
 from synth.reb.importer import import_reb, read_manifest
 from synth.reb.results import read_results, write_results
 from synth.task import load_task
+from tests.verify_outcomes import full_verify
 
 SYNTH = [sys.executable, "-m", "synth"]
 
@@ -131,13 +133,13 @@ def _level(level: str, status: str, reason: str | None = None) -> dict[str, Any]
 
 
 def test_reb_results_written_and_aggregated(tmp_path: Path) -> None:
-    doc = {"decides": "rebuilt", "reports": {"rebuilt": {
-        "target": {"image": "synth-rebuilt/x:1"},
+    doc = full_verify({"decides": "rebuilt", "reports": {"rebuilt": {
+        "target": {"kind": "rebuilt", "image": "synth-rebuilt/x:1"},
         "levels": [_level("C0", "pass"), _level("C1", "fail", "exit 1"),
                    _level("C2", "not_applicable", "no GPU code"),
                    _level("C3", "not_reached", "C1 failed"),
-                   _level("C4", "skipped", "no GPU runtime"), _level("C5", "pass")]}}}
-    paths = write_results(doc, "acme-beta", tmp_path)
+                   _level("C4", "skipped", "no GPU runtime"), _level("C5", "pass")]}}})
+    paths = write_results(VerifyDocument.from_json(doc), "acme-beta", tmp_path)
     assert sorted(p.parent.name for p in paths) == \
         ["cpu", "cuda", "hallucination", "multi_gpu", "pyright", "single_gpu"]
     table = read_results(tmp_path)

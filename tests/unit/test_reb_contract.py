@@ -12,13 +12,16 @@ from typing import Any
 import pytest
 
 from synth.errors import UsageError
-from synth.model import Claims
+from synth.model import Claims, VerifyDocument
 from synth.reb import session as reb_session
 from synth.reb.assets import CACHE_MOUNT, SCRIPTS_MOUNT, plan_assets
 from synth.reb.profile import profile_errors, task_profile
 from synth.reb.results import read_results
 from synth.reb.scoring import c0_from_pyright, score, score_c0
 from synth.reb.scoring import score_c5 as _score_c5
+from synth.schemas import validate
+from tests.verify_outcomes import full_verify
+from verify.result import Report
 
 REPORT = {"python_path": "/opt/venv/bin/python", "python_version": "3.11.2",
           "torch_version": None, "cuda_available": False, "gpu_count": 0,
@@ -94,7 +97,8 @@ def test_report_path_is_a_second_name_of_the_claims_file() -> None:
 
 # ---------------------------------------------------------------- C5
 def _lv(level: str, status: str, **details: Any) -> dict[str, Any]:
-    return {"level": level, "status": status, "reason": None, "metrics": {},
+    return {"level": level, "status": status,
+            "reason": None if status == "pass" else "not here", "metrics": {},
             "details": details, "seconds": 0.0}
 
 
@@ -111,8 +115,9 @@ SEEN = {"python_path": True, "python_version": "3.11.2", "torch_version": None,
 
 
 def score_c5(claims: dict[str, Any] | str | None, report: dict[str, Any]) -> dict[str, Any]:
-    """REB's C5 of a claims document, typed as the store types it."""
-    return _score_c5(Claims.from_json(claims) if isinstance(claims, dict) else claims, report)
+    """REB's C5 of a claims document against a report, typed as the store types them."""
+    return _score_c5(Claims.from_json(claims) if isinstance(claims, dict) else claims,
+                     Report.from_json(report))
 
 
 def _counts(result: dict[str, Any]) -> tuple[str, int, int, int]:
@@ -223,6 +228,7 @@ def test_find_pyright(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- score + files
 def _doc(tmp_path: Path, claims: dict[str, Any] | None) -> dict[str, Any]:
+    """A schema-valid verify.json of a run of a REB task (the task and run made here)."""
     run = tmp_path / "run"
     task = _reb_task(tmp_path / "task")
     (task / "task.toml").write_text("")
@@ -236,14 +242,15 @@ def _doc(tmp_path: Path, claims: dict[str, Any] | None) -> dict[str, Any]:
         "task": {"name": "alpha", "task_file": str(task / "task.toml")}}))
     if claims is not None:
         (run / "claims.json").write_text(json.dumps(claims))
-    return {"decides": "rebuilt", "target": {"kind": "run", "path": str(run), "task": "alpha"},
-            "build": {"image": "i", "image_id": "sha256:1"},
-            "reports": {"rebuilt": _report(SEEN)}}
+    return full_verify({
+        "decides": "rebuilt", "target": {"kind": "run", "path": str(run), "task": "alpha"},
+        "build": {"image": "i", "image_id": "sha256:1"}, "reports": {"rebuilt": _report(SEEN)}})
 
 
 def test_score_writes_a_reb_job_folder(tmp_path: Path) -> None:
     doc = _doc(tmp_path, {**REPORT, "python_version": "3.11"})
-    result = score(doc, tmp_path / "out", run_pyright=False)
+    assert validate(doc, "verify") == []
+    result = score(VerifyDocument.from_json(doc), tmp_path / "out", run_pyright=False)
     job = tmp_path / "out" / "reb"
     assert result["C5"] == {"reb": "failure", "synth": "pass", "path": 0, "version": 1,
                             "capability": 0, "failure_category": "version_hallucination"}
@@ -271,10 +278,8 @@ def test_reb_scoring_through_the_verify_hook(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """`--scoring reb`: SCORINGS' hook scores the outcome, says REB's lines, writes REB's
     files, and the summary is verify.json's scores.reb."""
-    from synth.schemas import validate
     from synth.verify_cmd import SCORINGS, _score, parse_scoring
     from synth.verify_outcome import BuildInfo, TargetInfo, VerifyOptions, VerifyOutcome
-    from verify.result import Report
 
     monkeypatch.setattr("synth.reb.pyright.find_pyright", lambda: None)
     doc = _doc(tmp_path, None)

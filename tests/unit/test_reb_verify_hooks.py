@@ -16,6 +16,7 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import UsageError
+from synth.model import VerifyDocument
 from synth.reb.probes import (
     clear_stage_results,
     probe_mounts,
@@ -136,7 +137,8 @@ def test_bench_cell_of_a_reb_task_is_a_reb_job(tmp_path: Path) -> None:
     task = tmp_path / "task"
     rec = {"cell": "alpha--good--r1", "agent": "good", "run": {"run_id": "20260101-x"}}
     job = tmp_path / "cell" / "reb"
-    paths = bench_job(doc, task, rec, json.dumps({"python_path": "/p"}), job)
+    typed = VerifyDocument.from_json(doc)
+    paths = bench_job(typed, task, rec, json.dumps({"python_path": "/p"}), job)
     assert job / "job_summary.json" in paths
     summary = json.loads((job / "job_summary.json").read_text())
     assert (summary["job_id"], summary["run_id"], summary["baseline"], summary["repo_url"]) == \
@@ -144,7 +146,7 @@ def test_bench_cell_of_a_reb_task_is_a_reb_job(tmp_path: Path) -> None:
     assert read_results(job / "benchmark")["cpu"]["status"] == "success"
     assert json.loads((job / "agent" / "report.json").read_text()) == {"python_path": "/p"}
     assert (job / "docker" / "image_id.txt").read_text() == "sha256:1\n"
-    assert bench_job(doc, tmp_path / "run", rec, "not json", tmp_path / "other") == []
+    assert bench_job(typed, tmp_path / "run", rec, "not json", tmp_path / "other") == []
     assert not (tmp_path / "other").exists()
 
 
@@ -172,7 +174,8 @@ def test_bench_writes_the_reb_job_of_each_finished_cell(
         for cell in cells:
             on_start(cell)
             rec = new_record(cell, "local", 60)
-            rec.update(ended=rec["started"] + 1, verify=verify_summary(doc),
+            rec.update(ended=rec["started"] + 1,
+                       verify=verify_summary(VerifyDocument.from_json(doc)),
                        run={"run_id": "r9"}, times={"total": 1.0},
                        files={"verify.json": json.dumps(doc), "claims.json": "{}"})
             on_done(rec)

@@ -12,6 +12,7 @@ from pathlib import Path
 from distill_runs import make_run_dir
 
 from synth import runs_view
+from tests.verify_outcomes import full_verify
 
 DEAD = {"DOCKER_HOST": "unix:///tmp/synth-no-daemon.sock"}
 
@@ -27,10 +28,10 @@ def write_verify(run_dir: Path, c5_false: int) -> None:
     levels.append({"level": "C5", "status": "fail" if c5_false else "pass",
                    "metrics": {"hallucinations": c5_false}})
     (run_dir / "verify").mkdir()
-    (run_dir / "verify" / "verify.json").write_text(json.dumps({
+    (run_dir / "verify" / "verify.json").write_text(json.dumps(full_verify({
         "format": 1, "decides": "rebuilt", "passed": True, "require": "C1",
-        "reports": {"rebuilt": {"levels": levels}},
-        "build": {"image": "synth-rebuilt/demo:abc"}}))
+        "reports": {"rebuilt": {"target": {"kind": "rebuilt"}, "levels": levels}},
+        "build": {"image": "synth-rebuilt/demo:abc", "image_id": None}})))
 
 
 def make_runs(tmp_path: Path) -> tuple[Path, Path, Path]:

@@ -312,3 +312,36 @@ def test_model_classes_read_every_schema_shaped_document() -> None:
     for name, doc in [("run", RUN), ("apt-state", APT), ("python-state", PYTHON),
                       ("diff-state", DIFF), ("env-state", ENV), ("manifest", manifest)]:
         assert validate(doc, name) == [], name
+
+
+def test_verify_json_reads_typed_and_its_text_is_checked_alike(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_verify gives a VerifyDocument; a verify.json's text that came another way (a
+    bench worker sends it back) is checked as the file is: format, schema, size."""
+    import dataclasses
+
+    import synth.store
+    from synth.model import VERIFY_FORMAT
+    from synth.store import VERIFY_DOCUMENT, parse_verify, read_verify
+
+    text = (Path(__file__).resolve().parents[1] / "golden" / "verify" / "verify.json"
+            ).read_text(encoding="utf-8")
+    path = tmp_path / "verify.json"
+    path.write_text(text)
+    doc = read_verify(path)
+    assert doc == parse_verify(text, "cell/verify.json")
+    c1 = doc.deciding.get("C1")
+    assert c1 is not None and c1.status == "fail"
+    newer = json.dumps({**json.loads(text), "format": VERIFY_FORMAT + 1})
+    with pytest.raises(InputFileError, match=rf"cell/verify\.json: format {VERIFY_FORMAT + 1} "
+                       "is newer than this synth reads"):
+        parse_verify(newer, "cell/verify.json")
+    path.write_text(newer)
+    with pytest.raises(InputFileError, match="is newer than this synth reads"):
+        read_verify(path)
+    with pytest.raises(InputFileError, match=r"not a valid verify\.json: \$\.passed"):
+        parse_verify(json.dumps({**json.loads(text), "passed": "yes"}), "cell/verify.json")
+    monkeypatch.setattr(synth.store, "VERIFY_DOCUMENT",
+                        dataclasses.replace(VERIFY_DOCUMENT, max_bytes=100))
+    with pytest.raises(InputFileError, match="over the 100-byte limit"):
+        parse_verify(text, "cell/verify.json")

@@ -13,9 +13,11 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import UsageError
+from synth.model import VerifyDocument
 from synth.verify_cmd import VerifyOptions, parse_levels, resolve_target, verify
 from synth.verify_view import render_markdown
 from tests.distill_runs import manifest
+from tests.verify_outcomes import full_verify
 
 SYNTH = [sys.executable, "-m", "synth"]
 
@@ -120,7 +122,7 @@ def test_markdown_side_by_side_with_gap() -> None:
                      "reaches_live_level": False,
                      "gaps": [{"level": "C0", "live": "pass", "rebuilt": "fail: …"}]},
     }
-    md = render_markdown(doc)
+    md = render_markdown(VerifyDocument.from_json(full_verify(doc)))
     assert "| C0 | static imports | FAIL: 1/3 imports unresolved: yaml (pyyaml) | pass |" in md
     assert "| C1 | runs on CPU | pass | pass |" in md  # levels are independent
     assert "missing yaml -> install pyyaml (mapping) (at a.py:1)" in md
@@ -219,7 +221,7 @@ def test_verification_record() -> None:
            "reports": {"rebuilt": {"highest": "C1", "passed_levels": ["C0", "C1"], "levels": [
                {"level": "C0", "status": "pass"}, {"level": "C1", "status": "pass"}]}},
            "fidelity": {"reaches_live_level": True}}
-    rec = verification_record(doc)
+    rec = verification_record(VerifyDocument.from_json(full_verify(doc)))
     assert rec["levels"] == {"C0": "pass", "C1": "pass"}
     assert rec["passed"] is True and rec["fidelity"] is True
     assert rec["gpu_driver"]  # a version, or "none"
@@ -338,6 +340,6 @@ def test_the_typed_outcome_is_the_document(tmp_path: Path) -> None:
     from synth.schemas import validate
 
     assert validate(json.loads(json.dumps(doc)), "verify") == []
-    lines = extra_lines(doc)
+    lines = extra_lines(outcome.verify_document)
     assert '  not checked: notes, "we ird\\u001b"' in lines
     assert any(line.startswith("reused the existing export") for line in lines)
