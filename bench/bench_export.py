@@ -63,13 +63,33 @@ def _fake_locker(env: PythonEnvPlan, _target: LockTarget) -> Lock:
         for n, v in env.pins), locker="fake")
 
 
-def bench_export(sizes: list[int]) -> list[tuple[int, float, float, float, int]]:
+def _audit(size: int, shape: str) -> list[dict[str, object]]:
+    """``size`` audit records: ``bash-c`` lines as an exec agent's log has them, or
+    (``replay``) a replayed session's: a ``synth`` record and a ``bash-c`` record per
+    statement, and a hook record per simple command — ``size`` records in all."""
+    if shape == "exec":
+        return [cmd(_LINES[i % len(_LINES)].format(n=i), exit=1 if i % 13 == 0 else 0)
+                for i in range(size)]
+    out: list[dict[str, object]] = []
+    count, i = 0, 0
+    while count < size:
+        line = _LINES[i % len(_LINES)].format(n=i)
+        code = 1 if i % 13 == 0 else 0
+        simple = [part.strip() for part in line.replace("&&", "|").split("|")]
+        out.append(cmd(line, exit=code, replayed=True,
+                       hooks=[(part, code) for part in simple]))
+        count += 2 + len(simple)
+        i += 1
+    return out
+
+
+def bench_export(sizes: list[int], shape: str = "exec"
+                 ) -> list[tuple[int, float, float, float, int]]:
     rows = []
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp_s:
             tmp = Path(tmp_s)
-            audit = [cmd(_LINES[i % len(_LINES)].format(n=i), exit=1 if i % 13 == 0 else 0)
-                     for i in range(size)]
+            audit = _audit(size, shape)
             py = [system_python(), venv(dists=[
                 dist("numpy", "2.3.5"), dist("pip", "23.0.1"),
                 dist("fastops", "0.1.0", direct_url={"url": "file:///workspace",
@@ -140,14 +160,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=("export", "lock"))
     ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--shape", choices=("exec", "replay"), default="exec",
+                    help="bash-c lines only (default), or a replayed session's records")
     args = ap.parse_args()
     if args.only in (None, "export"):
-        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, "
+              f"{args.shape} log")
         print("| audit records | load + distill alone (s) | whole export, fake lock (s) "
               "| whole export, CPU (s) | simple commands |")
         print("|---:|---:|---:|---:|---:|")
         for size, t_plan, t_export, cpu, n in bench_export(
-                [int(s) for s in args.sizes.split(",")]):
+                [int(s) for s in args.sizes.split(",")], args.shape):
             print(f"| {size:,} | {t_plan:.2f} | {t_export:.2f} | {cpu:.2f} | {n:,} |")
     if args.only in (None, "lock"):
         print()

@@ -41,9 +41,13 @@ def system_python(dists: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
 
 
 def cmd(command: str, *, exit: int = 0, cwd: str = "/workspace",
-        hooks: Sequence[tuple[str, int]] | None = None) -> dict[str, Any]:
-    """An audited ``bash -c`` line; ``hooks`` gives per-simple-command exit statuses."""
-    return {"command": command, "exit": exit, "cwd": cwd, "hooks": hooks}
+        hooks: Sequence[tuple[str, int]] | None = None, replayed: bool = False
+        ) -> dict[str, Any]:
+    """An audited ``bash -c`` line; ``hooks`` gives per-simple-command exit statuses;
+    ``replayed``: synth ran it (the replay agent), so a ``synth`` record of the statement
+    comes first, as a replayed session's log has it."""
+    return {"command": command, "exit": exit, "cwd": cwd, "hooks": hooks,
+            "replayed": replayed}
 
 
 def deb(name: str, version: str, arch: str = "amd64") -> dict[str, Any]:
@@ -105,6 +109,15 @@ def make_run_dir(
     seq = 0
     t = 1764410100.0
     for rec in audit:
+        if rec.get("replayed"):
+            seq += 1
+            lines.append(json.dumps({
+                "type": "command", "source": "synth", "session": run_id, "seq": seq,
+                "command": rec["command"], "argv": ["bash", "-c", rec["command"]],
+                "cwd": rec.get("cwd", "/workspace"), "start": t - 0.1, "end": t + 1.1,
+                "exit": rec.get("exit", 0), "pipestatus": None, "timed_out": False,
+                "phase": "agent",
+            }))
         seq += 1
         top = seq
         lines.append(json.dumps({

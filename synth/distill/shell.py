@@ -334,16 +334,20 @@ def _skipped(records: Sequence[AuditRecord]) -> set[int]:
     command. Hook records of a skipped record go with it.
     """
     skip: set[int] = set()
-    bash_c = [r for r in records if r.source == "bash-c"]
+    # By seq: a replayed log has a synth and a bash-c record per statement, a few seqs
+    # apart; comparing every pair would be quadratic in the log's length.
+    bash_c = {r.seq: r for r in records if r.source == "bash-c"}
     for r in records:
         if r.source == "synth":
             if r.phase not in (None, "agent"):
                 skip.add(r.seq)
                 continue
-            for b in bash_c:
-                same_time = (r.start is None or b.start is None or r.end is None
-                             or r.start - 1 <= b.start <= r.end + 1)
-                if b.command == r.command and same_time and abs(b.seq - r.seq) <= 3:
+            for seq in range(r.seq - 3, r.seq + 4):
+                b = bash_c.get(seq)
+                if b is None or b.command != r.command:
+                    continue
+                if (r.start is None or b.start is None or r.end is None
+                        or r.start - 1 <= b.start <= r.end + 1):
                     skip.add(r.seq)
                     break
         elif r.source == "bash-c" and r.depth > 0:
