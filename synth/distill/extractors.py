@@ -103,18 +103,32 @@ def _writes_files(cmd: SimpleCommand) -> bool:
 
 @dataclass(frozen=True)
 class Extractor:
-    """One entry of the registry: a name (shown in reports) and its recogniser."""
+    """One entry of the registry: a name (shown in reports), its recogniser, and the
+    programs (basenames, after ``sudo``/``env`` wrappers) it can claim at all: it returns
+    None for every other program, so :func:`classify` does not ask it (a test checks the
+    declarations against the recognisers)."""
 
     name: str
     extract: Callable[[SimpleCommand], Step | None]
+    programs: frozenset[str] = frozenset()
+    #: Also ``python``, ``python3``, ``python3.11``…; ``pip``, ``pip3``, ``pip3.11``….
+    python: bool = False
+    pip: bool = False
+
+    def may_claim(self, name: str) -> bool:
+        return (name in self.programs or (self.python and bool(_PY.match(name)))
+                or (self.pip and bool(_PIP.match(name))))
 
 
 # --- shell state --------------------------------------------------------------------------
 
+_SHELL_BUILTINS = frozenset({"cd", "pushd", "popd", "set", "unset", "deactivate", "shopt",
+                             "alias", "hash", "umask", "ulimit", "trap"})
+
+
 def extract_shell_state(cmd: SimpleCommand) -> Step | None:
     prog, args = _program(cmd)
-    if prog in ("cd", "pushd", "popd", "set", "unset", "deactivate", "shopt", "alias",
-                "hash", "umask", "ulimit", "trap"):
+    if prog in _SHELL_BUILTINS:
         return ShellState(builtin=prog)
     if prog in ("source", ".") and args and args[0].endswith("/bin/activate"):
         return ShellState(builtin="activate")
@@ -599,28 +613,43 @@ def extract_program_run(cmd: SimpleCommand) -> Step | None:
     return None
 
 
-#: The registry, in order; the first extractor that returns a step wins.
+_APT_PROGRAMS = frozenset({"apt-get", "apt", "aptitude", "apt-cache", "apt-config",
+                           "dpkg-query", "apt-mark", "dpkg", "add-apt-repository", "apt-key"})
+_RUNNERS = frozenset({"torchrun", "accelerate", "deepspeed", "pytest"})
+
+#: The registry, in order; the first extractor that returns a step wins. ``""`` is the
+#: program of a command that is only ``X=1`` assignments.
 EXTRACTORS: tuple[Extractor, ...] = (
-    Extractor("shell", extract_shell_state),
-    Extractor("apt", extract_apt),
-    Extractor("python-env", extract_venv),
-    Extractor("pip", extract_pip),
-    Extractor("conda", extract_conda),
-    Extractor("native", extract_native),
-    Extractor("env", extract_env),
-    Extractor("download", extract_download),
-    Extractor("read-only", extract_read_only),
-    Extractor("program-run", extract_program_run),
+    Extractor("shell", extract_shell_state, _SHELL_BUILTINS | {"source", ".", ""}),
+    Extractor("apt", extract_apt, _APT_PROGRAMS),
+    Extractor("python-env", extract_venv, frozenset({"virtualenv", "uv"}), python=True),
+    Extractor("pip", extract_pip, frozenset({"uv"}), python=True, pip=True),
+    Extractor("conda", extract_conda, frozenset({"conda", "mamba", "micromamba"})),
+    Extractor("native", extract_native, frozenset({*_BUILD_TOOLS, "configure"}),
+              python=True),
+    Extractor("env", extract_env, frozenset({"export", "echo", "printf"})),
+    Extractor("download", extract_download, frozenset({"wget", "curl", "git"})),
+    Extractor("read-only", extract_read_only, frozenset({*_READ_ONLY, "tee", "uv"}),
+              python=True, pip=True),
+    Extractor("program-run", extract_program_run, _RUNNERS, python=True),
 )
 
 
+@functools.lru_cache(maxsize=4096)
+def candidates(name: str) -> tuple[Extractor, ...]:
+    """The extractors that may claim a command of program ``name``, in registry order."""
+    return tuple(e for e in EXTRACTORS if e.may_claim(name))
+
+
 def classify(cmd: SimpleCommand) -> tuple[str, Step]:
-    """``(extractor name, step)`` for one simple command; ``unclassified`` when none fits."""
+    """``(extractor name, step)`` for one simple command; ``unclassified`` when none fits.
+    Only the extractors that may claim the command's program are asked (:func:`candidates`):
+    the answer is the registry's, in order, at a fraction of the calls."""
     if not cmd.parsed:
         return "unparsed", Unclassified(program=cmd.text.split(" ", 1)[0] if cmd.text else "")
-    for extractor in EXTRACTORS:
+    name = _base(_program(cmd)[0])
+    for extractor in candidates(name):
         step = extractor.extract(cmd)
         if step is not None:
             return extractor.name, step
-    prog, _ = _program(cmd)
-    return "unclassified", Unclassified(program=_base(prog))
+    return "unclassified", Unclassified(program=name)

@@ -207,3 +207,69 @@ def test_distribution_names_are_pep503(name: str, want: str) -> None:
     from synth.distill.carried import norm_name
 
     assert norm_name(name) == want
+
+
+def _classify_asking_every_extractor(cmd: SimpleCommand) -> tuple[str, Step]:
+    """The registry's definition: every extractor in order, the first step wins."""
+    from synth.distill.extractors import _base, _program
+
+    if not cmd.parsed:
+        return classify(cmd)
+    for extractor in EXTRACTORS:
+        found = extractor.extract(cmd)
+        if found is not None:
+            return extractor.name, found
+    return "unclassified", Unclassified(program=_base(_program(cmd)[0]))
+
+
+def _corpus() -> list[SimpleCommand]:
+    """Every simple command of the bundled transcripts, and generated ones: each program
+    any extractor knows (and some none does) under wrappers, paths and argument shapes."""
+    import random
+    from pathlib import Path
+
+    from synth.transcript import split_statements
+
+    tasks = Path(__file__).resolve().parents[2] / "tasks"
+    lines = [s for script in sorted(tasks.glob("*/agents/*.sh"))
+             for s in split_statements(script.read_text(encoding="utf-8"))]
+    programs = sorted({p for e in EXTRACTORS for p in e.programs if p} | {
+        "python", "python3", "python3.11", "pip", "pip3", "pip3.11", "rm", "mv", "node",
+        "bash", "sh", "pythonx", "pipx", "ipython", "py.test", "cmake3", "nvcc-12"})
+    shapes = ("", "install -y x", "-m pip install -e .", "-m venv /opt/v", "-m build",
+              "setup.py develop", "-c 'import x'", "--version", "-h", "list", "show x",
+              "pip install x", "venv .v", "clone https://e.org/r.git d", "status",
+              "-O /tmp/f https://e.org/f", "'export X=1' >> ~/.bashrc", "X=1", "a.py",
+              "-m module", "env create -f e.yml", "remove x", "-i x.deb", "update",
+              "uninstall -y x", "download x", "> /tmp/out", "-delete", "log.txt")
+    rng = random.Random(7)
+    for _ in range(3000):
+        prog = rng.choice(programs)
+        prog = rng.choice(("", "", "/usr/bin/", "./", "/opt/venv/bin/")) + prog
+        wrapper = rng.choice(("", "", "", "sudo ", "env X=1 ", "time ", "nohup "))
+        lines.append(f"{wrapper}{prog} {rng.choice(shapes)} {rng.choice(shapes)}".strip())
+    lines += ["X=1", "X=1 Y=2", "sudo", "env"]
+    out = []
+    for i, line in enumerate(lines):
+        out += parse_line(AuditRecord(seq=i + 1, source="bash-c", command=line,
+                                      cwd="/workspace", exit=0))
+    return out
+
+
+def test_classify_asks_only_the_extractors_that_may_claim_a_program() -> None:
+    corpus = _corpus()
+    assert len(corpus) > 3000
+    claimed = {classify(c)[0] for c in corpus}
+    assert claimed >= {e.name for e in EXTRACTORS} | {"unclassified"}
+    for cmd in corpus:
+        assert classify(cmd) == _classify_asking_every_extractor(cmd), cmd.text
+
+
+def test_an_extractor_claims_only_the_programs_it_declares() -> None:
+    from synth.distill.extractors import _base, _program
+
+    for cmd in _corpus():
+        name = _base(_program(cmd)[0])
+        for extractor in EXTRACTORS:
+            if not extractor.may_claim(name):
+                assert extractor.extract(cmd) is None, (extractor.name, cmd.text)
