@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from synth.errors import InputFileError
+from synth.frozen import cheap_init
 from verify.result import Report
 
 #: The newest format of each file this synth reads and writes.
@@ -499,6 +500,7 @@ def check_plan_format(doc: Mapping[str, Any], where: str) -> None:
             hint="Upgrade synth to read it.")
 
 
+@cheap_init
 @dataclass(frozen=True)
 class CommandOutcome:
     """One simple command of the audit log and what distillation did with it."""

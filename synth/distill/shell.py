@@ -22,10 +22,12 @@ import bashlex.errors
 
 from synth.distill.fastshell import FastCommand, fast_parse
 from synth.distill.load import AuditRecord
+from synth.frozen import cached, cheap_init
 
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
+@cheap_init
 @dataclass(frozen=True)
 class SimpleCommand:
     """One simple command as it ran: words after quote removal, in its shell context."""
@@ -54,9 +56,10 @@ class SimpleCommand:
     #: Index of this command within its audit record.
     index: int = 0
 
-    @property
+    @cached
     def ref(self) -> str:
-        """Stable identifier: audit seq and position, e.g. ``12.1``."""
+        """Stable identifier: audit seq and position, e.g. ``12.1`` (asked several times of
+        every command: kept in the instance, outside its fields)."""
         return f"{self.seq}.{self.index}"
 
     @property
@@ -287,7 +290,8 @@ def _parse_line(record: AuditRecord, *, fast: bool = True,
 
 def _with(c: SimpleCommand, **changes: Any) -> SimpleCommand:
     """``dataclasses.replace`` for a SimpleCommand, at a fraction of its cost."""
-    return SimpleCommand(**{**c.__dict__, **changes})
+    fields = {k: v for k, v in c.__dict__.items() if k != "ref"}  # ref: cached, derived
+    return SimpleCommand(**{**fields, **changes})
 
 
 def _with_exits(

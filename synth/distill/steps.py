@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
 
+from synth.frozen import cheap_init
+
 
 @dataclass(frozen=True)
 class StepBase:
@@ -17,18 +19,21 @@ class StepBase:
     kind: ClassVar[str] = "step"
 
 
+@cheap_init
 @dataclass(frozen=True)
 class AptInstall(StepBase):
     kind: ClassVar[str] = "apt-install"
     packages: tuple[str, ...]
 
 
+@cheap_init
 @dataclass(frozen=True)
 class AptRemove(StepBase):
     kind: ClassVar[str] = "apt-remove"
     packages: tuple[str, ...]
 
 
+@cheap_init
 @dataclass(frozen=True)
 class AptMaintenance(StepBase):
     """``apt-get update``, ``upgrade``, ``clean``, ``apt-mark``: folded into the apt layer."""
@@ -37,12 +42,14 @@ class AptMaintenance(StepBase):
     action: str
 
 
+@cheap_init
 @dataclass(frozen=True)
 class LocalDeb(StepBase):
     kind: ClassVar[str] = "dpkg-install"
     files: tuple[str, ...]
 
 
+@cheap_init
 @dataclass(frozen=True)
 class VenvCreate(StepBase):
     kind: ClassVar[str] = "venv-create"
@@ -53,6 +60,7 @@ class VenvCreate(StepBase):
     options: tuple[str, ...] = ()
 
 
+@cheap_init
 @dataclass(frozen=True)
 class PipInstall(StepBase):
     kind: ClassVar[str] = "pip-install"
@@ -78,6 +86,7 @@ class PipInstall(StepBase):
     break_system_packages: bool = False
 
 
+@cheap_init
 @dataclass(frozen=True)
 class PipUninstall(StepBase):
     kind: ClassVar[str] = "pip-uninstall"
@@ -86,6 +95,7 @@ class PipUninstall(StepBase):
     names: tuple[str, ...]
 
 
+@cheap_init
 @dataclass(frozen=True)
 class CondaAction(StepBase):
     """conda / mamba: not reproducible in a pip-locked image; reported with a pip mapping."""
@@ -98,6 +108,7 @@ class CondaAction(StepBase):
     env_name: str | None = None
 
 
+@cheap_init
 @dataclass(frozen=True)
 class NativeBuild(StepBase):
     """A compile step replayed as it ran: setup.py, cmake, make, ninja, nvcc, a compiler."""
@@ -108,6 +119,7 @@ class NativeBuild(StepBase):
     python: str | None = None
 
 
+@cheap_init
 @dataclass(frozen=True)
 class EnvExport(StepBase):
     """``export X=1`` in a shell: lives only in that shell (its later commands' build env)."""
@@ -116,6 +128,7 @@ class EnvExport(StepBase):
     names: tuple[str, ...]
 
 
+@cheap_init
 @dataclass(frozen=True)
 class EnvPersist(StepBase):
     """A variable written into a shell start-up file (``echo 'export X=1' >> ~/.bashrc``)."""
@@ -125,6 +138,7 @@ class EnvPersist(StepBase):
     assignments: tuple[tuple[str, str], ...]
 
 
+@cheap_init
 @dataclass(frozen=True)
 class Download(StepBase):
     kind: ClassVar[str] = "download"
@@ -133,6 +147,7 @@ class Download(StepBase):
     dest: str | None
 
 
+@cheap_init
 @dataclass(frozen=True)
 class GitClone(StepBase):
     kind: ClassVar[str] = "git-clone"
@@ -141,6 +156,7 @@ class GitClone(StepBase):
     ref: str | None = None
 
 
+@cheap_init
 @dataclass(frozen=True)
 class ShellState(StepBase):
     """``cd``, ``source …/activate``: folded into the commands that follow."""
@@ -149,12 +165,14 @@ class ShellState(StepBase):
     builtin: str
 
 
+@cheap_init
 @dataclass(frozen=True)
 class ReadOnly(StepBase):
     kind: ClassVar[str] = "read-only"
     program: str
 
 
+@cheap_init
 @dataclass(frozen=True)
 class ProgramRun(StepBase):
     """A Python script or launcher run (``python train.py``): a check, not a setup step."""
@@ -163,6 +181,7 @@ class ProgramRun(StepBase):
     program: str
 
 
+@cheap_init
 @dataclass(frozen=True)
 class Unclassified(StepBase):
     """A command no extractor recognises; reported, its effects show up as unexplained."""

@@ -1,0 +1,81 @@
+"""Frozen dataclasses that are made by the hundred thousand: the same class, a cheaper
+``__init__``.
+
+A frozen dataclass's generated ``__init__`` sets each field through ``object.__setattr__``
+(to get past the class's own frozen ``__setattr__``): about 4 µs for the 13 fields of a
+simple command, where filling the instance's ``__dict__`` in one call takes under 1 µs.
+On a 100,000-record audit log distill makes ~150,000 commands, steps and outcomes, so the
+difference is a good part of a second. :func:`cheap_init` swaps in such an ``__init__``,
+with the same signature and defaults; everything else (equality, hashing, ``repr``,
+``match``, ``dataclasses.replace``, the frozen ``__setattr__``) stays the dataclass's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, overload
+
+T = TypeVar("T")
+
+
+def cheap_init(cls: type[T]) -> type[T]:
+    """Give the frozen dataclass ``cls`` an ``__init__`` that writes its fields in one
+    ``__dict__.update``. Refused (TypeError) for what that cannot express: a class that is
+    not a frozen dataclass, uses ``__slots__`` or ``__post_init__``, or has a field with a
+    ``default_factory`` or ``init=False``."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen:
+        raise TypeError(f"{cls.__name__} is not a frozen dataclass")
+    if "__slots__" in cls.__dict__ or hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__}: __slots__ or __post_init__ is not supported")
+    names: list[str] = []
+    positional: list[str] = []
+    keyword: list[str] = []
+    defaults: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if not f.init or f.default_factory is not dataclasses.MISSING:
+            raise TypeError(f"{cls.__name__}.{f.name}: init=False or a default_factory")
+        param = f.name
+        if f.default is not dataclasses.MISSING:
+            defaults[f"_default_{f.name}"] = f.default
+            param += f"=_default_{f.name}"
+        (keyword if f.kw_only else positional).append(param)
+        names.append(f.name)
+    signature = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    body = ", ".join(f"{n}={n}" for n in names)
+    source = f"def __init__({signature}):\n    self.__dict__.update({body})\n"
+    namespace: dict[str, Any] = {}
+    exec(source, dict(defaults), namespace)  # the source is made of field names only
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__doc__ = cls.__init__.__doc__
+    cls.__init__ = init  # type: ignore[method-assign]
+    return cls
+
+
+
+class cached(Generic[T]):
+    """``functools.cached_property`` without its lock (Python 3.11 takes an RLock on every
+    first read): the value is computed once and kept in the instance's ``__dict__``, outside
+    the dataclass's fields, which then answers every later read directly. For derived
+    values of frozen dataclasses, asked of many instances."""
+
+    def __init__(self, func: Callable[[Any], T]) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, _owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, _cls: type | None = None) -> cached[T]: ...
+    @overload
+    def __get__(self, obj: object, _cls: type | None = None) -> T: ...
+
+    def __get__(self, obj: object | None, _cls: type | None = None) -> T | cached[T]:
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.func(obj)
+        return value
