@@ -21,7 +21,7 @@ _PARAM = rf"\$(?:{_NAME}|\{{{_NAME}\}})"
 #: One token: blanks, an operator, a redirection or a word. A word is a run of plain
 #: characters, single-quoted strings, simple double-quoted strings and parameters.
 _TOKEN = re.compile(
-    r"[ ]*(?:(?P<op>&&|\|\||[;|])"
+    r"(?P<blank>[ ]*)(?:(?P<op>&&|\|\||[;|])"
     r"|(?P<redir>2>&1(?![^ ;|&])|&>(?![>&|])|2>>|2>(?![>&|])|>>(?![>&|])|>(?![>&|])"
     r"|<(?![<>&|]))"
     r"|(?P<word>(?:[^\s'\"\\`$!|&;<>(){}]++"
@@ -83,24 +83,31 @@ def _unquote(raw: str) -> str:
 
 
 def _tokens(source: str) -> list[tuple[str, str, int, int]]:
-    """``(kind, text, start, end)`` of every token, blanks skipped; raises _Decline."""
+    """``(kind, text, start, end)`` of every token, blanks skipped; raises _Decline.
+
+    One ``findall`` gives every token's groups; positions are the running sum of their
+    lengths, which reaches the end of the line only if no character was skipped (a
+    character no token matches)."""
     out: list[tuple[str, str, int, int]] = []
     pos, n = 0, len(source)
-    for m in _TOKEN.finditer(source):
-        end = m.end()
-        if m.start() != pos or end == pos:
-            raise _Decline  # something no token matches lies between
-        kind = m.lastgroup or ""
-        start = m.start(kind)
-        text = source[start:end]
-        if kind == "word" and (text[0] == "#" or text in _RESERVED
-                               or (end < n and source[end] in "<>" and text.isdigit())
-                               or not _dequotable(text)):
+    for blank, op, redir, word in _TOKEN.findall(source):
+        start = pos + len(blank)
+        if op:
+            out.append(("op", op, start, start + len(op)))
+            pos = start + len(op)
+            continue
+        if redir:
+            out.append(("redir", redir, start, start + len(redir)))
+            pos = start + len(redir)
+            continue
+        end = pos = start + len(word)
+        if (word[0] == "#" or word in _RESERVED or (end < n and source[end] in "<>"
+                                                     and word.isdigit())
+                or not _dequotable(word)):
             raise _Decline
-        out.append((kind, text, start, end))
-        pos = end
-    if source[pos:].strip(" "):
-        raise _Decline
+        out.append(("word", word, start, end))
+    if pos != len(source.rstrip(" ")):
+        raise _Decline  # a character no token matches, or something after the last token
     return out
 
 

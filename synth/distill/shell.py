@@ -111,6 +111,11 @@ def _normalise(text: str) -> str:
     return re.sub(r"[\s'\"]+", "", text)
 
 
+#: The commands :meth:`_Walker._apply` changes the shell state for (and bare ``X=1``).
+_STATEFUL = frozenset({"cd", "export", "declare", "typeset", "unset", "source", ".",
+                       "deactivate", "conda", "mamba", "micromamba"})
+
+
 class _Walker:
     def __init__(self, source: str, record: AuditRecord, state: _ShellState,
                  exits: str | None = None) -> None:
@@ -118,6 +123,7 @@ class _Walker:
         self.record = record
         self.state = state
         self.out: list[SimpleCommand] = []
+        self.expands = "$" in source
         #: How exit statuses are set: None (not yet), ``line`` (from the whole line, no
         #: hook records: see :func:`_with_exits`) or ``own`` (the record is one command).
         self.exits = exits
@@ -195,20 +201,26 @@ class _Walker:
              flags: tuple[str, ...]) -> None:
         """One simple command from its words (after quote removal) in the current state."""
         st = self.state
+        exported = st.exported
         assignments: list[tuple[str, str]] = []
         for word in assignment_words:
             name, _, value = word.partition("=")
-            assignments.append((name, expand(value, st.exported)))
-        scope = {**st.exported, **dict(assignments)} if assignments else st.exported
+            assignments.append((name, expand(value, exported)))
+        if not self.expands:  # no ``$`` anywhere in the line: every word as written
+            argv = tuple(words)
+        else:
+            scope = {**exported, **dict(assignments)} if assignments else exported
+            argv = tuple([expand(w, scope) for w in words])
         cmd = SimpleCommand(
-            argv=tuple([expand(w, scope) for w in words]), assignments=tuple(assignments),
+            argv=argv, assignments=tuple(assignments),
             redirects=tuple(redirects), text=self.source[start:end], cwd=st.cwd,
-            env=tuple(sorted(st.exported.items())) if st.exported else (),
+            env=tuple(sorted(exported.items())) if exported else (),
             activated=st.activated, seq=self.record.seq, exit=self._exit(masked),
             flags=flags, masked=masked, index=len(self.out),
         )
         self.out.append(cmd)
-        self._apply(cmd)
+        if not argv or argv[0] in _STATEFUL:
+            self._apply(cmd)
 
     def _apply(self, cmd: SimpleCommand) -> None:
         """Update the shell state the way bash would after ``cmd``."""
