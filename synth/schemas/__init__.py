@@ -51,6 +51,12 @@ def _fast(name: str) -> Callable[[Any], bool] | None:
         return None
 
 
+def fast_check(name: str) -> Callable[[Any], bool] | None:
+    """The fast yes/no check of schema ``name`` (True: valid), or None where the schema is
+    outside its subset. A False is not an error: :func:`validate` then says."""
+    return _fast(name)
+
+
 def validate(doc: Any, name: str) -> list[str]:
     """Validate ``doc`` against schema ``name``: one message per error, ``$.path: message``.
 
