@@ -28,7 +28,9 @@ from synth.distill.load import LoadedRun, load_run
 from synth.distill.lock import Lock, LockTarget, lock_env, target_for
 from synth.distill.plan import (
     BuildPlan,
+    Classified,
     PythonEnvPlan,
+    classify_log,
     distill,
     download_candidates,
     gc_paused,
@@ -118,11 +120,11 @@ def _original(run: LoadedRun) -> Callable[[Path], None]:
     return fill
 
 
-def _download_hashes(run: LoadedRun) -> dict[str, str]:
+def _download_hashes(run: LoadedRun, classified: Sequence[Classified]) -> dict[str, str]:
     """sha256 of the files downloads left in the final state, from the live image.
 
     Without an engine or a live image the downloads are reported, not replayed."""
-    wanted = download_candidates(run)
+    wanted = download_candidates(run, classified)
     if not wanted or not run.info.live_image:
         return {}
     from synth.engine import ContainerSpec, DockerEngine
@@ -288,8 +290,10 @@ def export_run(
     check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
     run = load_run(run_dir)
     apt = apt_sources(apt_snapshot, _apt_timestamp(run), apt_snapshot_only)
-    plan, report = distill(run, include=include,
-                           download_hashes=_download_hashes(run) if hash_downloads else None)
+    classified = classify_log(run)
+    plan, report = distill(
+        run, include=include, classified=classified,
+        download_hashes=_download_hashes(run, classified) if hash_downloads else None)
     report = dataclasses.replace(report, incomplete=tuple(problems))
     # Before locking: the live image's final state can add pins (legacy egg-info installs).
     plan, report, staged = final_state.prepare(run, plan, report, dest.parent, _original(run),

@@ -46,25 +46,44 @@ from synth.model import (
 )
 
 __all__ = [
-    "DEFAULT_INDEX", "DEFAULT_PATH", "AptPlan", "BuildPlan", "CommandOutcome",
-    "DistillReport", "NativeStep", "PythonEnvPlan", "SourcePlan", "distill",
-    "download_candidates", "snapshot_timestamp",
+    "DEFAULT_INDEX",
+    "DEFAULT_PATH",
+    "AptPlan",
+    "BuildPlan",
+    "Classified",
+    "CommandOutcome",
+    "DistillReport",
+    "NativeStep",
+    "PythonEnvPlan",
+    "SourcePlan",
+    "classify_log",
+    "distill",
+    "download_candidates",
+    "snapshot_timestamp",
 ]
 
 
-def download_candidates(run: LoadedRun) -> tuple[str, ...]:
+def classify_log(run: LoadedRun) -> tuple[Classified, ...]:
+    """Every simple command of the run's audit log with its extractor and step: what
+    :func:`distill` starts from (made once, when the exporter also asks
+    :func:`download_candidates` before distilling)."""
+    with gc_paused():
+        return tuple([(c, *classify(c)) for c in simple_commands(run.records)])
+
+
+def download_candidates(run: LoadedRun, classified: Sequence[Classified] | None = None
+                        ) -> tuple[str, ...]:
     """Files that successful downloads wrote and the final state still has: their sha256
     (taken from the live image by the exporter) lets the artifact replay them pinned."""
     present = {c.path for c in run.changes if c.kind in ("A", "C")}
     out = set()
-    with gc_paused():
-        for c in simple_commands(run.records):
-            match classify(c):
-                case (_x, Download(tool="wget" | "curl", dest=str(dest))) if (
-                        dest and c.ran and not c.failed and dest in present):
-                    out.add(dest)
-                case _:
-                    pass
+    for c, _x, s in classified if classified is not None else classify_log(run):
+        match s:
+            case Download(tool="wget" | "curl", dest=str(dest)) if (
+                    dest and c.ran and not c.failed and dest in present):
+                out.add(dest)
+            case _:
+                pass
     return tuple(sorted(out))
 
 
@@ -87,21 +106,23 @@ def gc_paused() -> Iterator[None]:
 
 
 def distill(run: LoadedRun, *, include: Sequence[str] = (),
-            download_hashes: Mapping[str, str] | None = None
+            download_hashes: Mapping[str, str] | None = None,
+            classified: Sequence[Classified] | None = None
             ) -> tuple[BuildPlan, DistillReport]:
     """What to build from ``run``, and the report of how: pure, deterministic, no I/O.
 
     ``download_hashes`` maps files that downloads wrote (:func:`download_candidates`) to
     their sha256 in the final state; those downloads are replayed and checked.
+    ``classified``: :func:`classify_log` of ``run``, when the caller has it already.
     """
     with gc_paused():
-        return _distill(run, include, dict(download_hashes or {}))
+        return _distill(run, include, dict(download_hashes or {}),
+                        classified if classified is not None else classify_log(run))
 
 
-def _distill(run: LoadedRun, include: Sequence[str],
-             hashes: Mapping[str, str]) -> tuple[BuildPlan, DistillReport]:
+def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
+             classified: Sequence[Classified]) -> tuple[BuildPlan, DistillReport]:
     notes = Notes()
-    classified: list[Classified] = [(c, *classify(c)) for c in simple_commands(run.records)]
     ok = [t for t in classified if t[0].ran and not t[0].failed and t[0].parsed]
     envs_in = reproduced_interpreters(run)
     audited = audited_envs(ok, run)
