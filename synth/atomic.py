@@ -92,6 +92,8 @@ def _encode(o: Any, level: int, out: list[str]) -> None:
     elif isinstance(o, (list, tuple)):
         if not o:
             out.append("[]")
+        elif (shared := _shared_text(o, level)) is not None:
+            out.append(shared)
         elif _flat_records(o) and (enc := _leaf_encoder(level + 1)):
             out.append(_records(enc, o, level))
         elif all(isinstance(v, _SCALARS) for v in o) and (enc := _leaf_encoder(level)):
@@ -133,19 +135,24 @@ def shared_records() -> Iterator[None]:
         _shared = saved
 
 
+def _shared_text(items: list[Any] | tuple[Any, ...], level: int) -> str | None:
+    """Within :func:`shared_records`, the text of a list of records encoded before (at any
+    depth), re-indented for ``level``; else None."""
+    seen = _shared.get(id(items)) if _shared is not None else None
+    if seen is None or seen[0] is not items:
+        return None
+    # Every line after the first is indented by at least the old depth.
+    was, text = seen[1], seen[2]
+    if level >= was:
+        return text.replace("\n", "\n" + "  " * (level - was))
+    return text.replace("\n" + "  " * (was - level), "\n")
+
+
 def _records(enc: Any, items: list[Any] | tuple[Any, ...], level: int) -> str:
+    text = _encode_records(enc, items, level)
     if _shared is not None:
-        seen = _shared.get(id(items))
-        if seen is not None and seen[0] is items:
-            # Every line after the first is indented by at least the old depth.
-            was, text = seen[1], seen[2]
-            if level >= was:
-                return text.replace("\n", "\n" + "  " * (level - was))
-            return text.replace("\n" + "  " * (was - level), "\n")
-        text = _encode_records(enc, items, level)
         _shared[id(items)] = (items, level, text)
-        return text
-    return _encode_records(enc, items, level)
+    return text
 
 
 def _encode_records(enc: Any, items: list[Any] | tuple[Any, ...], level: int) -> str:

@@ -718,10 +718,12 @@ class DistillReport:
     #: Changes that alter which code runs: loader variables, startup files, setuid files.
     risks: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, outcomes: list[dict[str, str]] | None = None) -> dict[str, Any]:
+        """``outcomes``: the outcomes' JSON when the caller has made it already (the export
+        report lists the same records)."""
         # asdict() deep-copies each of a long log's outcomes; they are flat: built directly.
-        doc: dict[str, Any] = {"format": PLAN_FORMAT,
-                               "outcomes": [dict(vars(o)) for o in self.outcomes]}
+        doc: dict[str, Any] = {"format": PLAN_FORMAT, "outcomes": outcomes if outcomes
+                               is not None else [dict(vars(o)) for o in self.outcomes]}
         for f in fields(self):
             if f.name != "outcomes":
                 doc[f.name] = list(getattr(self, f.name))
@@ -735,9 +737,12 @@ class DistillReport:
                                                "incomplete", "unaudited", "risks")})
 
 
-def plan_document(plan: BuildPlan, report: DistillReport) -> dict[str, Any]:
-    """``plan.json``: the plan and the report an artifact was rendered from."""
-    return {"format": PLAN_FORMAT, "plan": plan.to_json(), "report": report.to_json()}
+def plan_document(plan: BuildPlan, report: DistillReport,
+                  outcomes: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """``plan.json``: the plan and the report an artifact was rendered from (``outcomes``:
+    see :meth:`DistillReport.to_json`)."""
+    return {"format": PLAN_FORMAT, "plan": plan.to_json(),
+            "report": report.to_json(outcomes)}
 
 
 def read_plan_document(doc: Mapping[str, Any], where: str) -> tuple[BuildPlan, DistillReport]:

@@ -30,6 +30,7 @@ from synth.distill.lock import Lock, render_lock
 from synth.model import (
     PLAN_FILE,
     BuildPlan,
+    CommandOutcome,
     DistillReport,
     ExportReport,
     decision_counts,
@@ -343,7 +344,7 @@ def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt:
         "locks": locks,
         "wheel_files": wheel_files,
         "wheelhouse_dir": CONTAINER_WHEELHOUSE,
-        "outcomes": report.outcomes,
+        "by_decision": by_decision(report.outcomes),
         "counts": decision_counts(report.outcomes),
         "artifact_ref": f"{plan.task}/{plan.run_id}",
         "files": artifact_files_description(plan, locks, bundled=bundle is not None),
@@ -360,6 +361,15 @@ def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt:
         "ca_secret_mount": CA_MOUNT,
         "ca_secret_env": CA_ENV,
     }
+
+
+def by_decision(outcomes: Sequence[CommandOutcome]) -> dict[str, list[CommandOutcome]]:
+    """The outcomes split by decision, in their order: the report's three tables, made in
+    one pass instead of three filtered template loops over a long log's commands."""
+    split: dict[str, list[CommandOutcome]] = {"kept": [], "folded": [], "dropped": []}
+    for o in outcomes:
+        split.setdefault(o.decision, []).append(o)
+    return split
 
 
 def native_build_constraints(plan: BuildPlan,
@@ -419,8 +429,7 @@ def report_files(plan: BuildPlan, report: DistillReport,
     """``export-report.json`` and ``plan.json``: both list every audited command's outcome,
     the same records, encoded once (150,000 of them on a long log)."""
     report_doc = ExportReport.of(plan, report, bundle).to_json()
-    plan_doc = plan_document(plan, report)
-    plan_doc["report"]["outcomes"] = report_doc["commands"]
+    plan_doc = plan_document(plan, report, outcomes=report_doc["commands"])
     with shared_records():
         return {"export-report.json": dumps_json(report_doc), PLAN_FILE: dumps_json(plan_doc)}
 
