@@ -185,6 +185,25 @@ def test_fast_check_never_accepts_what_jsonschema_refuses() -> None:
     assert validate({"format": 1}, "run")  # a refusal still carries jsonschema's messages
 
 
+def test_fast_check_of_a_record_schema_inlines_each_property_kind() -> None:
+    check = compile_schema({
+        "type": "object", "required": ["a"], "additionalProperties": False,
+        "properties": {
+            "a": {"type": "integer", "minimum": 2}, "b": {"const": "x"},
+            "c": {"enum": ["p", None]}, "d": {"type": ["string"], "pattern": "^a"},
+            "e": {"type": "array", "items": {"type": "integer"}},
+            "f": {"type": "array", "items": {"type": "string"}, "minItems": 1}}})
+    for doc, valid in [
+            ({"a": 2}, True), ({"a": 1}, False), ({"a": True}, False), ({"a": 2.0}, False),
+            ({"a": 2, "b": "x"}, True), ({"a": 2, "b": "y"}, False), ({"a": 2, "b": 1}, False),
+            ({"a": 2, "c": None}, True), ({"a": 2, "c": "q"}, False),
+            ({"a": 2, "d": "ab"}, True), ({"a": 2, "d": "ba"}, False),
+            ({"a": 2, "e": [1, 2]}, True), ({"a": 2, "e": [1, "2"]}, False),
+            ({"a": 2, "f": ["x"]}, True), ({"a": 2, "f": []}, False),
+            ({"a": 2, "z": 1}, False), ({}, False), ([], False), ("a", False)]:
+        assert check(doc) is valid, doc
+
+
 # ------------------------------------------------------------------------- commands
 def test_diff_exits_2_when_a_state_file_is_missing(run_dir: Path) -> None:
     for rel in ("state/apt.json", "state/python.json", "state/diff.json", "state/env.json"):
