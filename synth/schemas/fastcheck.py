@@ -131,8 +131,9 @@ class _Compiler:
                 allowed is None and "allOf" in keys):  # allOf would also judge non-objects
             return None
         indent = "    "
-        if allowed is not None:
-            body.append("    if type(v) is not dict: return False")
+        if allowed is not None:  # another allowed type (``null``) needs nothing more
+            env["_allowed"] = allowed
+            body.append("    if type(v) is not dict: return type(v) in _allowed")
         else:
             body.append("    if type(v) is not dict: return True")
         for i, (key, sub) in enumerate(schema["properties"].items()):
@@ -329,6 +330,19 @@ class _Compiler:
     def _kw_anyOf(self, value: list[Any], _s: Mapping[str, Any]) -> Check:
         parts = [self.compile(s) for s in value]
         return lambda v: any(p(v) for p in parts)
+
+    def _kw_oneOf(self, value: list[Any], s: Mapping[str, Any]) -> Check:
+        # Exactly one branch: checked as anyOf only where the branches' types are
+        # disjoint (``array`` or ``null``), so that no value can satisfy two of them.
+        seen: set[type] = set()
+        for branch in value:
+            if not isinstance(branch, Mapping) or "type" not in branch:
+                raise Unsupported("oneOf of branches without a type")
+            types = _type_set(branch["type"])
+            if types & seen:
+                raise Unsupported("oneOf of branches whose types overlap")
+            seen |= types
+        return self._kw_anyOf(value, s)
 
     def _kw_if(self, value: Any, s: Mapping[str, Any]) -> Check:
         cond = _string_condition(value) or self.compile(value)

@@ -185,6 +185,41 @@ def test_fast_check_never_accepts_what_jsonschema_refuses() -> None:
     assert validate({"format": 1}, "run")  # a refusal still carries jsonschema's messages
 
 
+def test_valid_files_pass_the_fast_check_alone(run_dir: Path) -> None:
+    """Complete on what synth writes: a valid file never falls back to jsonschema (whose
+    import and validation cost more than reading a long log)."""
+    from synth.schemas import fast_check
+    from synth.store import (
+        APT_STATE,
+        AUDIT_LOG,
+        DIFF_STATE,
+        ENV_STATE,
+        EXPORT_REPORT,
+        PLAN,
+        PROVENANCE,
+        PYTHON_STATE,
+        RUN_RECORD,
+        VERIFY_DOCUMENT,
+    )
+
+    golden = Path(__file__).resolve().parents[1] / "golden"
+    files = [(run_dir / k.rel, k.schema) for k in (RUN_RECORD, APT_STATE, PYTHON_STATE,
+                                                   DIFF_STATE, ENV_STATE, PROVENANCE)]
+    files += [(run_dir / "claims.json", "claims"),
+              (golden / "export-basic" / MANIFEST.rel, MANIFEST.schema),
+              (golden / "export-basic" / EXPORT_REPORT.rel, EXPORT_REPORT.schema),
+              (golden / "export-basic" / PLAN.rel, PLAN.schema),
+              (golden / "export-basic" / CLAIMS.rel, CLAIMS.schema),
+              (golden / "verify" / VERIFY_DOCUMENT.rel, VERIFY_DOCUMENT.schema)]
+    docs = [(name, json.loads(path.read_text())) for path, name in files]
+    docs += [(AUDIT_LOG.schema, json.loads(line))
+             for line in (run_dir / AUDIT_LOG.rel).read_text().splitlines()]
+    for name, doc in docs:
+        assert validate(doc, name) == [], name
+        check = fast_check(name)
+        assert check is not None and check(doc), name
+
+
 def test_fast_check_of_a_record_schema_inlines_each_property_kind() -> None:
     check = compile_schema({
         "type": "object", "required": ["a"], "additionalProperties": False,
@@ -202,6 +237,16 @@ def test_fast_check_of_a_record_schema_inlines_each_property_kind() -> None:
             ({"a": 2, "f": ["x"]}, True), ({"a": 2, "f": []}, False),
             ({"a": 2, "z": 1}, False), ({}, False), ([], False), ("a", False)]:
         assert check(doc) is valid, doc
+    nullable = compile_schema({"type": ["object", "null"], "required": ["url"],
+                               "properties": {"url": {"type": "string"}}})
+    assert nullable(None) and nullable({"url": "u"})
+    assert not nullable({}) and not nullable("u")
+    one_of = compile_schema({"oneOf": [{"type": "array", "maxItems": 2}, {"type": "null"}]})
+    assert one_of(None) and one_of([1]) and not one_of([1, 2, 3]) and not one_of(1)
+    from synth.schemas.fastcheck import Unsupported
+
+    with pytest.raises(Unsupported):  # overlapping branches: "exactly one" is not anyOf
+        compile_schema({"oneOf": [{"type": "integer"}, {"type": "number"}]})
 
 
 # ------------------------------------------------------------------------- commands
