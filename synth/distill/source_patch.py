@@ -248,9 +248,15 @@ def _diff(env: dict[str, str], base: str) -> tuple[bytes, tuple[str, ...]]:
 
 
 def git_patch(source: Path) -> SourcePatch:
-    """``source/`` (a git checkout) against its HEAD."""
+    """``source/`` (a git checkout) against its HEAD, leaving its ``.git`` as it was: the
+    blobs ``git add`` makes of added and edited files go to a temporary object folder (the
+    checkout's own objects are read as alternates), so ``source/.git`` stays byte for byte
+    the live ``/workspace/.git`` that the rebuilt image's fingerprint is compared with."""
     with tempfile.TemporaryDirectory(prefix="synth-patch-") as tmp:
         env = _git_env(Path(tmp) / "index", source / ".git", source)
+        (Path(tmp) / "objects").mkdir()
+        env["GIT_OBJECT_DIRECTORY"] = str(Path(tmp) / "objects")
+        env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(source / ".git" / "objects")
         head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], env, check=False)
         commit = head.decode().strip() if head else None
         _git(["read-tree", commit or "--empty"], env)

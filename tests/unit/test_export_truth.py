@@ -115,7 +115,13 @@ def test_git_checkout_patch_names_the_commit_and_applies(tmp_path: Path) -> None
     (repo / "blob.bin").write_bytes(bytes(range(256)))
     (repo / "run.log").write_text("ignored by .gitignore, still in source/\n")
     (repo / "old.txt").unlink()
+    git_before = {p.relative_to(repo): p.read_bytes()
+                  for p in (repo / ".git").rglob("*") if p.is_file()}
     p = git_patch(repo)
+    # .git is left byte for byte as it was: the live image's /workspace/.git has no blob of
+    # the edits, and the rebuilt image's is compared with it (found on cocoapi).
+    assert {p.relative_to(repo): p.read_bytes()
+            for p in (repo / ".git").rglob("*") if p.is_file()} == git_before
     assert p.commit == head and p.dirty
     assert p.files == ("A\tblob.bin", "A\trun.log", "D\told.txt", "M\tenv.yml")
     assert b"GIT binary patch" in p.patch
