@@ -266,6 +266,15 @@ def _split_opts(args: tuple[str, ...]) -> tuple[list[tuple[str, str | None]], li
     return opts, positional
 
 
+#: ``[extra,…]`` after a local path (``-e '.[dev]'``, ``./pkg[io]``): not part of the path.
+_EXTRAS = re.compile(r"\[[A-Za-z0-9._,\s-]*\]$")
+
+
+def _local_path(cmd: SimpleCommand, target: str) -> str:
+    """The absolute path a local install target names, its extras left off."""
+    return _abs(cmd, _EXTRAS.sub("", target))
+
+
 def _is_url(target: str) -> bool:
     return "://" in target or target.startswith("git+") or " @ " in target or "@git+" in target
 
@@ -317,7 +326,7 @@ class _PipArgs:
             if _is_url(v):
                 self.urls.append(v)
             else:
-                path = _abs(cmd, v)
+                path = _local_path(cmd, v)
                 self.editables.append(path)
                 self.local.append(path)
         elif k in ("-i", "--index-url", "--default-index"):
@@ -334,7 +343,7 @@ class _PipArgs:
         if _is_url(t):
             self.urls.append(t)
         elif _is_local(t):
-            self.local.append(_abs(cmd, t))
+            self.local.append(_local_path(cmd, t))
         else:
             self.reqs.append(t)
 

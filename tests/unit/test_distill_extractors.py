@@ -76,6 +76,14 @@ def test_pip_install_options() -> None:
     assert s.build_options == ("-C", "key=val")
 
 
+def test_local_targets_with_extras_name_the_folder() -> None:
+    s = step("/opt/venv/bin/pip install -e '.[examples]'")
+    assert isinstance(s, PipInstall)
+    assert s.editables == ("/workspace",) and s.local == ("/workspace",)
+    s = step("pip install --no-build-isolation './PythonAPI[io, viz]' ../other[x]")
+    assert isinstance(s, PipInstall) and s.local == ("/workspace/PythonAPI", "/other")
+
+
 def test_pip_python_resolution() -> None:
     s = step("/opt/venv/bin/pip install .")
     assert isinstance(s, PipInstall) and s.python == "/opt/venv/bin/python"

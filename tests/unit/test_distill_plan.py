@@ -122,6 +122,20 @@ def test_build_env_and_vcs_and_clone(tmp_path: Path) -> None:
     assert vcs.argv[-1] == "vcs @ git+https://g/vcs.git@abc123"
 
 
+def test_an_editable_install_with_extras_is_replayed(tmp_path: Path) -> None:
+    # Seen on lucidrains/x-transformers: `pip install -e '.[examples]'` was taken for an
+    # install of the folder "/workspace/.[examples]", dropped, and not reproduced.
+    audit = [cmd("python3 -m venv /opt/venv"),
+             cmd("cd /workspace && /opt/venv/bin/pip install -e '.[examples]'")]
+    py = [system_python(), venv(dists=[
+        dist("xt", "2.0", direct_url={"url": "file:///workspace",
+                                      "dir_info": {"editable": True}})])]
+    plan, report = plan_of(tmp_path, audit, python=py)
+    [local] = plan.native
+    assert local.tool == "pip-local" and local.argv[-2:] == ("-e", "/workspace")
+    assert [o.decision for o in report.outcomes if "examples" in o.command] == ["kept"]
+
+
 def test_system_python_installs_break_system_packages(tmp_path: Path) -> None:
     audit = [cmd("pip install --break-system-packages wandb")]
     py = [system_python([dist("wandb", "0.18.0",
