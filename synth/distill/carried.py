@@ -73,8 +73,9 @@ def unreproduced(fp: Fingerprint, pins: Mapping[str, str], built: Iterable[str],
     """Distributions in the final state that nothing in the artifact reproduces.
 
     ``pins``: name -> version of the primary environment's lock; ``built``: names a native
-    step builds. A distribution from Debian's own site directory is apt's; an editable one
-    lives in the source the artifact carries."""
+    step builds. A distribution from Debian's own site directory is apt's. An editable one
+    is reproduced only by a step that installs it again: its code is in the source the
+    artifact carries, but without its metadata and ``.pth`` it is not installed."""
     locked = {_norm(n): v for n, v in pins.items()}
     step_built = {_norm(n) for n in built}
     out: list[str] = []
@@ -82,7 +83,7 @@ def unreproduced(fp: Fingerprint, pins: Mapping[str, str], built: Iterable[str],
         key = _norm(d.name)
         if d.shadowed or d.location.startswith(debian_site) or d.source == "os package":
             continue
-        if key in step_built or d.editable:
+        if key in step_built:
             continue
         if key not in locked:
             out.append(f"{d.name} {d.version or '?'} ({d.source}, in {d.location}) is "
