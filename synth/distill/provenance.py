@@ -46,6 +46,7 @@ _STARTUP_FILES = {"sitecustomize.py": "runs at every Python start",
                   "usercustomize.py": "runs at every Python start (user site)"}
 #: .pth files that installers write for themselves.
 _INSTALLER_PTH = ("distutils-precedence", "easy-install", "_virtualenv", "__editable__")
+_HATCH_EDITABLE = "_editable_impl_"
 #: Seconds of slack around each audited command: file times come from the kernel's coarse
 #: clock, up to a few milliseconds behind the one the hook and synth read.
 _SLACK = 0.05
@@ -152,6 +153,8 @@ def _pth_explained(name: str, dists: set[str]) -> bool:
     stem = name.removesuffix(".pth")
     if stem.startswith(_INSTALLER_PTH):
         return True
+    # hatchling's editable install writes _editable_impl_<distribution>.pth.
+    stem = stem.removeprefix(_HATCH_EDITABLE)
     return str(canonicalize_name(stem.lstrip("_"))) in dists
 
 

@@ -67,7 +67,10 @@ def test_code_loading_changes_are_risks(tmp_path: Path) -> None:
         diff=[("A", "/opt/venv/lib/python3.11/site-packages/sitecustomize.py"),
               ("A", "/opt/venv/lib/python3.11/site-packages/zzz-hook.pth"),
               ("A", "/opt/venv/lib/python3.11/site-packages/distutils-precedence.pth"),
-              ("A", "/opt/venv/lib/python3.11/site-packages/six.pth")],
+              ("A", "/opt/venv/lib/python3.11/site-packages/six.pth"),
+              # hatchling's editable install of an installed distribution, and of none
+              ("A", "/opt/venv/lib/python3.11/site-packages/_editable_impl_six.pth"),
+              ("A", "/opt/venv/lib/python3.11/site-packages/_editable_impl_ghost.pth")],
     )
     found = risks(load_run(run_dir))
     text = "\n".join(found)
@@ -76,5 +79,6 @@ def test_code_loading_changes_are_risks(tmp_path: Path) -> None:
     assert "sitecustomize.py: runs at every Python start" in text
     assert "zzz-hook.pth: a .pth file no installed distribution accounts for" in text
     assert "distutils-precedence" not in text and "six.pth" not in text
+    assert "_editable_impl_ghost.pth: a .pth file no installed distribution" in text
     assert "/usr/local/bin/rootme: setuid/setgid file added by the agent" in text
     assert "OMP_NUM_THREADS" not in text
