@@ -293,15 +293,18 @@ def _run_probe(runtime: Runtime, python: str, args: list[str]) -> dict[str, Any]
     return data
 
 
-def _probe_spec(image_ref: str) -> ContainerSpec:
-    return ContainerSpec(image=image_ref, network=False, labels={"synth.kind": "fingerprint"})
+def _probe_spec(image_ref: str, env: Mapping[str, str] | None = None) -> ContainerSpec:
+    return ContainerSpec(image=image_ref, network=False, labels={"synth.kind": "fingerprint"},
+                         env=dict(env or {}))
 
 
 def fingerprint_image(
-    engine: DockerEngine, image_ref: str, python: str, workdir: str = "/workspace"
+    engine: DockerEngine, image_ref: str, python: str, workdir: str = "/workspace",
+    env: Mapping[str, str] | None = None,
 ) -> Fingerprint:
-    """Fingerprint an image in a throwaway container with the network off."""
-    with engine.container(_probe_spec(image_ref)) as container:
+    """Fingerprint an image in a throwaway container with the network off; ``env``: more
+    variables for the container (a live image's persisted ones)."""
+    with engine.container(_probe_spec(image_ref, env)) as container:
         return replace(fingerprint(container, python, workdir), origin=(image_ref, python))
 
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -39,7 +40,7 @@ from synth.errors import (
     UsageError,
     VerifyError,
 )
-from synth.store import VERIFY_DOCUMENT, ArtifactDir, RunDir, is_file
+from synth.store import ENV_STATE, VERIFY_DOCUMENT, ArtifactDir, RunDir, is_file
 from synth.task import Task, load_task
 from synth.verify_outcome import (
     ArtifactCheck,
@@ -255,7 +256,8 @@ def probe_context(opts: VerifyOptions, target: Target) -> ProbeContext:
 
 
 def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
-                  ctx: ProbeContext = ProbeContext()) -> Report:
+                  ctx: ProbeContext = ProbeContext(),
+                  env: Mapping[str, str] | None = None) -> Report:
     from synth.engine.base import ContainerSpec
     from synth.reb.assets import assets_for
     from synth.reb.probes import clear_stage_results, is_reb, probe_mounts, read_stage_skips
@@ -267,7 +269,8 @@ def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
                     offline=ctx.assets_offline, claims=ctx.claims, say=say) as install:
         def pyramid(gpus: bool) -> Report:
             with engine.container(ContainerSpec(image=image, network=False, gpus=gpus,
-                                                mounts=mounts, labels=labels)) as c:
+                                                mounts=mounts, labels=labels,
+                                                env=dict(env or {}))) as c:
                 if reb:
                     clear_stage_results(c, ctx.workdir)
                 if install:
@@ -300,9 +303,11 @@ def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say:
 
 # ------------------------------------------------------------------------ fidelity
 def compare_images(engine: DockerEngine, live: str, rebuilt: str, python_live: str,
-                   python_rebuilt: str, workdir: str) -> FingerprintOutcome:
+                   python_rebuilt: str, workdir: str,
+                   live_env: Mapping[str, str] | None = None) -> FingerprintOutcome:
     """The live and rebuilt images' fingerprints, compared; each distribution whose files
-    differ at the same version has the differing files named."""
+    differ at the same version has the differing files named. ``live_env``: the live
+    image's persisted variables (:class:`LiveImage`)."""
     from synth.fingerprint import (
         compare_fingerprints,
         differences,
@@ -311,8 +316,9 @@ def compare_images(engine: DockerEngine, live: str, rebuilt: str, python_live: s
     )
 
     try:
-        a, b = name_content_files(engine, fingerprint_image(engine, live, python_live, workdir),
-                                  fingerprint_image(engine, rebuilt, python_rebuilt, workdir))
+        a, b = name_content_files(
+            engine, fingerprint_image(engine, live, python_live, workdir, env=live_env),
+            fingerprint_image(engine, rebuilt, python_rebuilt, workdir))
     except SynthError as exc:
         return FingerprintOutcome("error", exc.message)
     cmp = compare_fingerprints(a, b)
@@ -351,6 +357,27 @@ class LiveImage:
 
     ref: str
     python: str
+    #: The variables the agent persisted in start-up files (``state/env.json``) that the
+    #: artifact's ``ENV`` carries: its probes run with them, as the agent's shells had them
+    #: (a ``docker exec`` reads no ``~/.bashrc``).
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def persisted_env(run_dir: Path, image_env: Sequence[str]) -> dict[str, str]:
+    """The run's carried persisted variables (synth.distill.final_env), each ``$VAR``
+    expanded against the image's own environment as the Dockerfile's one ``ENV`` does (an
+    unset one is empty)."""
+    from synth.distill.final_env import carried_variables
+
+    if not RunDir(run_dir).has(ENV_STATE):
+        return {}
+    config = {name: value for name, _, value in (e.partition("=") for e in image_env)}
+    carried, _ = carried_variables(RunDir(run_dir).env_state().persisted)
+    return {k: _VARIABLE.sub(lambda m: config.get(m.group(1) or m.group(2), ""), v)
+            for k, v in carried.items()}
 
 
 @dataclass(frozen=True)
@@ -387,7 +414,9 @@ def _live_image(opts: VerifyOptions, settings: Settings, target: Target,
         if needed:
             raise NotFoundError(f"The live image {ref} is not on this engine.")
         return None
-    return LiveImage(ref, _run_python(run_dir))
+    config = engine.image_inspect(ref).get("Config") or {}
+    return LiveImage(ref, _run_python(run_dir),
+                     persisted_env(run_dir, [str(e) for e in config.get("Env") or ()]))
 
 
 def _artifact_run(target: Target, settings: Settings) -> Path:
@@ -460,7 +489,7 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target,
         # The source tree lives where the artifact puts it, whatever folder the task's
         # probes run in (a task may run them from /tmp, away from an unbuilt checkout).
         fp = compare_images(engine, live.ref, rebuilt.build.image, live.python,
-                            rebuilt.python, _source_dest(rebuilt.manifest))
+                            rebuilt.python, _source_dest(rebuilt.manifest), live.env)
     reports: dict[ReportKey, Report] = {}
     if rebuilt is not None:
         reports["rebuilt"] = rebuilt.report
@@ -469,7 +498,7 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target,
         reports["live"] = _verify_image(
             engine, live.ref, replace(base, python=live.python,
                                       target={"kind": "live", "image": live.ref}), say,
-            probe_context(opts, target))
+            probe_context(opts, target), env=live.env)
     verdict = None
     if rebuilt is not None and live is not None:
         verdict = judge_fidelity(rebuilt.report, reports["live"], fp if opts.fingerprint

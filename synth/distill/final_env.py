@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from synth.config import CA_ENV_NAMES
 from synth.distill.common import Notes
@@ -12,17 +12,27 @@ from synth.model import PythonEnvPlan
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
+def carried_variables(persisted: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The variables the agent persisted in start-up files that the image's ``ENV`` carries
+    (never a secret or the CA path), and a warning for each left out. The live image's
+    probes run with the same ones (synth.verify_cmd), as the agent's shells had them."""
+    env: dict[str, str] = {}
+    warnings: list[str] = []
+    for k, v in sorted(persisted.items()):
+        if "***" in v or k in CA_ENV_NAMES:
+            warnings.append(f"persisted variable {k} holds a secret or the CA path; "
+                            "not carried into the image")
+            continue
+        env[k] = v
+    return env, warnings
+
+
 def final_env(run: LoadedRun, env_plans: Sequence[PythonEnvPlan], notes: Notes
               ) -> tuple[tuple[str, str], ...]:
     """Persisted variables (never a secret or the CA path), then ``VIRTUAL_ENV`` and
     ``PATH`` for a primary venv unless the agent persisted its own."""
-    env: dict[str, str] = {}
-    for k, v in sorted(run.persisted_env.items()):
-        if "***" in v or k in CA_ENV_NAMES:
-            notes.warnings.append(f"persisted variable {k} holds a secret or the CA path; "
-                                  "not carried into the image")
-            continue
-        env[k] = v
+    env, warnings = carried_variables(run.persisted_env)
+    notes.warnings += warnings
     primary = env_plans[0] if env_plans else None
     if primary and primary.kind != "system":
         env.setdefault("VIRTUAL_ENV", primary.prefix)

@@ -343,3 +343,22 @@ def test_the_typed_outcome_is_the_document(tmp_path: Path) -> None:
     lines = extra_lines(outcome.verify_document)
     assert '  not checked: notes, "we ird\\u001b"' in lines
     assert any(line.startswith("reused the existing export") for line in lines)
+
+
+def test_the_live_image_s_probes_get_the_persisted_variables(tmp_path: Path) -> None:
+    """As the artifact's ENV carries them (secrets and the CA path left out), with $VAR
+    expanded against the image's own environment (seen on cocoapi: a PYTHONPATH written
+    to ~/.bashrc made the live C1 fail while the rebuilt image, with ENV PYTHONPATH,
+    passed, and fidelity called the rebuilt image's variable a difference)."""
+    from synth.verify_cmd import persisted_env
+    from tests.distill_runs import make_run_dir
+
+    run_dir = make_run_dir(tmp_path, env={
+        "PYTHONPATH": "/workspace/PythonAPI", "PATH": "/opt/x/bin:$PATH",
+        "HF_TOKEN": "***", "PIP_CERT": "/synth/ca/ca-bundle.crt", "N": "${UNSET}1"})
+    image_env = ["PATH=/usr/local/bin:/usr/bin", "LANG=C.UTF-8", "EMPTY="]
+    assert persisted_env(run_dir, image_env) == {
+        "PYTHONPATH": "/workspace/PythonAPI", "PATH": "/opt/x/bin:/usr/local/bin:/usr/bin",
+        "N": "1"}
+    (run_dir / "state" / "env.json").unlink()  # a run made before env.json existed
+    assert persisted_env(run_dir, image_env) == {}

@@ -13,6 +13,7 @@ cd /workspace && /opt/venv/bin/pip install -r requirements.txt
 /opt/venv/bin/pip list 2>/dev/null | grep -i -E "tensorboard|protobuf|numpy"
 /opt/venv/bin/python -c 'import wandb' || echo "wandb is optional (try/except ImportError)"
 cd /tmp && export TINYNET_LOGDIR=/tmp/tinynet-runs && /opt/venv/bin/python /workspace/train.py --config /workspace/configs/tiny.yaml --logdir "$TINYNET_LOGDIR" --steps 100
+echo 'export TINYNET_LOGDIR=/tmp/tinynet-runs' >> ~/.bashrc
 cat > /synth/claims.json <<'JSON'
 {
   "python_path": "/opt/venv/bin/python",
