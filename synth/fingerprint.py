@@ -396,6 +396,8 @@ class FingerprintComparison:
     #: (section, key) -> the Debian package owning that difference's path or distribution
     #: on every side where it is present (``dpkg -S``).
     dpkg_owned: Mapping[tuple[str, str], DpkgOwner] = field(default_factory=dict)
+    #: The working directory both sides were fingerprinted in (the rebuilt side's).
+    workdir: str = "/workspace"
 
     @property
     def packages_equal(self) -> bool:
@@ -496,7 +498,8 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
                 for name, changes in by_path.items()}
     return FingerprintComparison(
         interpreter=tuple(interp), sources=tuple(sources), dpkg=tuple(dpkg),
-        workspace=tuple(workspace), environment=tuple(env), dpkg_owned=owned, **sections,
+        workspace=tuple(workspace), environment=tuple(env), dpkg_owned=owned,
+        workdir=b.workdir, **sections,
     )
 
 
@@ -715,10 +718,11 @@ _REGENERATED_WORKSPACE = ("build/*", "*/build/*", "*.egg-info/*", ".eggs/*")
 
 def explain(section: str, change: Change,
             rebuilt_env: Mapping[str, str] | None = None,
-            owner: DpkgOwner | None = None) -> str | None:
+            owner: DpkgOwner | None = None, workdir: str = "/workspace") -> str | None:
     """Why a live (a) / rebuilt (b) difference is expected, or None when it is not (a failed
     check). ``rebuilt_env``: the rebuilt image's environment, for the venv rule; ``owner``:
-    the Debian package that owns the path or distribution, for the dpkg rule.
+    the Debian package that owns the path or distribution, for the dpkg rule; ``workdir``:
+    the working directory, for the build-byproduct rule of its native files.
 
     Every rule here is documented line by line in docs/verify.md ("Explained differences").
     """
@@ -737,8 +741,12 @@ def explain(section: str, change: Change,
         return "loaded code identical; only debug info, symbols or the build-id differ"
     if section == "content" and change.kind == "scripts":
         return "launcher scripts are written by the installer at install time"
-    if section == "workspace" and change.kind != "removed" and any(
-            fnmatch.fnmatchcase(change.key, p) for p in _REGENERATED_WORKSPACE):
+    rel = change.key
+    if section == "native":  # a native file of the working directory, by its absolute path
+        root = workdir.rstrip("/") + "/"
+        rel = change.key[len(root):] if change.key.startswith(root) else ""
+    if section in ("workspace", "native") and rel and change.kind != "removed" and any(
+            fnmatch.fnmatchcase(rel, p) for p in _REGENERATED_WORKSPACE):
         return "a build byproduct the rebuild regenerates"
     return None
 
@@ -790,5 +798,6 @@ class Difference:
 def differences(cmp: FingerprintComparison,
                 rebuilt_env: Mapping[str, str] | None = None) -> list[Difference]:
     """Every difference, each with its explanation or None (unexplained)."""
-    return [Difference(name, c, explain(name, c, rebuilt_env, cmp.dpkg_owned.get((name, c.key))))
+    return [Difference(name, c, explain(name, c, rebuilt_env, cmp.dpkg_owned.get((name, c.key)),
+                                        cmp.workdir))
             for name, changes in cmp.sections().items() for c in changes]

@@ -215,6 +215,14 @@ def test_explained_differences() -> None:
     assert explain("workspace", Change("added", "src/x.egg-info/PKG-INFO", None, "2"))
     assert explain("workspace", Change("removed", "build/x", "1", None)) is None
     assert explain("workspace", Change("changed", "train.py", "1", "2")) is None
+    # A native file under build/ of the working directory: the same byproduct rule (seen on
+    # cocoapi: the agent removed build/ after build_ext --inplace; the replay keeps it).
+    so = "/workspace/PythonAPI/build/lib.linux-x86_64-cpython-311/pycocotools/_mask.so"
+    assert explain("native", Change("added", so, None, "1"))
+    assert explain("native", Change("added", so, None, "1"), workdir="/srv") is None
+    assert explain("native", Change("removed", so, "1", None)) is None
+    assert explain("native", Change("added", "/workspace/x/_ops.so", None, "1")) is None
+    assert explain("native", Change("added", "/opt/venv/lib/build/x.so", None, "1")) is None
     assert explain("patched", Change("patched", "n: n/x.py", "1", "as RECORD")) is None
     assert explain("packages", Change("removed", "n", "1", None)) is None
     env = {"VIRTUAL_ENV": "/opt/venv", "PATH": "/opt/venv/bin:/usr/bin:/bin"}
