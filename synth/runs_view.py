@@ -184,12 +184,20 @@ def human_size(n: int) -> str:
     return f"{size:.1f}GB"  # pragma: no cover - the loop returns
 
 
-def verify_text(row: Mapping[str, Any]) -> str:
+def verdict_text(row: Mapping[str, Any]) -> str:
+    """The latest verdict, then its levels: ``PASSED C0=pass …`` or ``FAILED C0=pass …``
+    (failed where every level passed means fidelity failed: the rebuilt image differs from
+    the live one)."""
     v = row.get("verify")
     if not v:
-        return "verify=-"
+        return "-"
     levels = " ".join(f"{lv}={_SHORT.get(st, st)}" for lv, st in sorted(v["levels"].items()))
-    return f"verify[{v['report']}] {levels}"
+    return f"{'PASSED' if v.get('passed') else 'FAILED'} {levels}"
+
+
+def verify_text(row: Mapping[str, Any]) -> str:
+    v = row.get("verify")
+    return f"verify[{v['report']}] {verdict_text(row)}" if v else "verify=-"
 
 
 def list_line(row: Mapping[str, Any]) -> str:
@@ -203,7 +211,8 @@ def list_line(row: Mapping[str, Any]) -> str:
 def show_lines(row: Mapping[str, Any]) -> list[str]:
     """What `runs show` adds to rundir.format_run: label, checked claims, verdicts, sizes."""
     lines = [f"agent-as   {row['agent']}", f"claims-now {row['claims']}",
-             f"verify     {verify_text(row).removeprefix('verify')}"]
+             f"verify     {verdict_text(row)}"
+             + (f"  ({row['verify']['report']})" if row.get("verify") else "")]
     lines += [f"image      {name} {i['ref']} {human_size(i['size'])}"
               for name, i in sorted(row["images"].items())]
     return lines

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
+import shlex
 import socket
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -182,12 +182,25 @@ def describe_run(run_dir: Path) -> dict[str, Any]:
     }
 
 
+def _agent_line(agent: Any) -> str:
+    """``replay script /x/good.sh`` / ``exec argv my-agent --task …`` (the recorded fields)."""
+    if not isinstance(agent, dict):
+        return "-"
+    parts = [str(agent.get("kind") or "-")]
+    for key, value in sorted(agent.items()):
+        if key == "kind" or value in (None, [], {}, ""):
+            continue
+        shown = shlex.join(map(str, value)) if isinstance(value, list) else str(value)
+        parts.append(f"{key} {shown}")
+    return "  ".join(parts)
+
+
 def format_run(info: dict[str, Any]) -> str:
     run, s = info["run"], info["summary"]
     lines = [
         f"run        {run.get('task', {}).get('name')}/{run.get('run_id')}  ({info['run_dir']})",
         f"status     {run.get('status')}  (agent exit {run.get('agent_exit_code')})",
-        f"agent      {json.dumps(run.get('agent'), sort_keys=True)}",
+        f"agent      {_agent_line(run.get('agent'))}",
         f"time       {run.get('started')} -> {run.get('ended')}",
         f"live image {(run.get('live_image') or {}).get('ref')}",
         f"claims     {(run.get('claims') or {}).get('status')}",

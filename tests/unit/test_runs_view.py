@@ -54,7 +54,7 @@ def test_runs_list_tells_runs_apart_and_skips_a_bad_one(tmp_path: Path) -> None:
     assert "replay:sloppy.sh" in lines[0]
     assert "claims=missing" in lines[0]
     assert "claims=3 false" in lines[1]
-    assert "verify[rebuilt] C0=pass C1=pass C2=n/a C3=n/a C4=n/a C5=FAIL" in lines[1]
+    assert "verify[rebuilt] PASSED C0=pass C1=pass C2=n/a C3=n/a C4=n/a C5=FAIL" in lines[1]
     assert f"warning: skipped {bad}" in " ".join(proc.stderr.split())
     rows = json.loads(synth("runs", "list", "--artifacts", str(tmp_path), "--json").stdout)
     runs = rows["result"]["runs"]
@@ -68,11 +68,28 @@ def test_runs_show_adds_the_view(tmp_path: Path) -> None:
     proc = synth("runs", "show", liar.name, "--artifacts", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "agent-as   replay:sloppy.sh" in proc.stdout
+    assert "agent      replay  script /x/sloppy.sh" in proc.stdout
     assert "claims-now 3 false" in proc.stdout
+    assert "verify     PASSED C0=pass" in proc.stdout
+
     doc = json.loads(synth("runs", "show", liar.name, "--artifacts", str(tmp_path),
                            "--json").stdout)["result"]
     assert doc["view"]["claims"] == "3 false"
 
+
+def test_a_failed_verdict_shows_though_every_level_passed(tmp_path: Path) -> None:
+    # Seen on real repositories: fidelity failed (the rebuilt image differs from the live
+    # one) while every level passed, and runs list showed only the levels.
+    run_dir = make_run_dir(tmp_path, run_id="20261129-101800-eeeeee")
+    write_verify(run_dir, 0)
+    doc = json.loads((run_dir / "verify" / "verify.json").read_text())
+    doc["passed"] = False
+    (run_dir / "verify" / "verify.json").write_text(json.dumps(doc))
+    row = runs_view.view(run_dir)
+    assert "verify[rebuilt] FAILED C0=pass C1=pass" in runs_view.list_line(row)
+    assert "verify     FAILED C0=pass" in "\n".join(runs_view.show_lines(row))
+    empty = runs_view.view(make_run_dir(tmp_path, run_id="20261129-101900-ffffff"))
+    assert "verify     -" in runs_view.show_lines(empty)
 
 def test_image_sizes_where_the_engine_answers(tmp_path: Path) -> None:
     good, _liar, _bad = make_runs(tmp_path)
