@@ -3,7 +3,8 @@
 *Scope*: which Python files C0 and the C0i import check judge. A task sets it in
 ``[verify.c0]`` (``include`` / ``exclude`` globs over repo-relative POSIX paths, where ``*``
 also crosses ``/``); by default it is the repo's importable packages (folders with an
-``__init__.py`` at the root or under ``src/``) and the probes' entrypoint files with the
+``__init__.py`` at the root, under ``src/``, or in a folder holding its own Python project
+such as ``PythonAPI/setup.py``) and the probes' entrypoint files with the
 repo modules they import, minus tests/, test/, docs/, examples/ and demo*/ at any depth.
 A repo with neither packages nor entrypoints is judged whole.
 
@@ -181,12 +182,34 @@ def matches(rel: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(rel, p) for p in patterns)
 
 
+_PROJECT_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
+#: Folders never searched for a Python project: build output, environments, VCS.
+_NOT_PROJECTS = frozenset({"build", "dist", "node_modules", "site-packages", "venv", ".venv",
+                           "env", "__pycache__"})
+
+
+def package_roots(root: Path) -> list[Path]:
+    """Where the repo's packages are imported from: the root and ``src/``, and each folder
+    up to two levels down that holds its own Python project (``setup.py``, ``setup.cfg`` or
+    ``pyproject.toml``: cocoapi's ``PythonAPI/``) with its ``src/`` — tests, docs, examples
+    and demos left out."""
+    found = [root, root / "src"]
+    for depth in ("*", "*/*"):
+        for project in sorted(root.glob(depth)):
+            rel = project.relative_to(root).as_posix()
+            if (not project.is_dir() or any(p.startswith(".") or p in _NOT_PROJECTS
+                                            for p in rel.split("/"))
+                    or matches(rel + "/x", DEFAULT_EXCLUDE)):
+                continue
+            if any((project / f).is_file() for f in _PROJECT_FILES):
+                found += [project, project / "src"]
+    return [d for d in dict.fromkeys(found) if d.is_dir()]
+
+
 def packages(root: Path) -> list[str]:
-    """Repo-relative folders of the importable top-level packages (root and ``src/``)."""
+    """Repo-relative folders of the importable top-level packages (:func:`package_roots`)."""
     out = []
-    for base in (root, root / "src"):
-        if not base.is_dir():
-            continue
+    for base in package_roots(root):
         for d in sorted(base.iterdir()):
             if d.is_dir() and (d / "__init__.py").is_file() and d.name.isidentifier():
                 out.append(d.relative_to(root).as_posix())
@@ -275,16 +298,18 @@ def resolve_scope(root: Path, include: Sequence[str] | None, exclude: Sequence[s
     return Scope(tuple(incl), excl, "default", tuple(entry))
 
 
-def module_name(root: Path, rel: str) -> str | None:
-    """The dotted name ``rel`` is imported by, when it sits in a package chain rooted at the
-    repo root or ``src/``; None for scripts outside packages."""
+def module_name(root: Path, rel: str, roots: Sequence[Path] | None = None) -> str | None:
+    """The dotted name ``rel`` is imported by, when it sits in a package chain rooted at
+    one of :func:`package_roots` (``roots``, when the caller has them); None for scripts
+    outside packages."""
+    roots = package_roots(root) if roots is None else roots
     path = root / rel
     parts = [path.stem] if path.name != "__init__.py" else []
     d = path.parent
     while (d / "__init__.py").is_file() and d != root:
         parts.insert(0, d.name)
         d = d.parent
-    if not parts or d not in (root, root / "src") or path.parent == d:
+    if not parts or d not in roots or path.parent == d:
         return None
     if not all(p.isidentifier() for p in parts) or parts[-1] == "__main__":
         return None
@@ -304,8 +329,9 @@ def import_check_modules(root: Path, files: Iterable[str]) -> list[str]:
     """What C0i imports: every in-scope module of the repo's packages, and each root-level
     entrypoint script that guards its work with ``if __name__ == "__main__":``."""
     out: set[str] = set()
+    roots = package_roots(root)
     for rel in files:
-        name = module_name(root, rel)
+        name = module_name(root, rel, roots)
         if name is None and "/" not in rel and rel not in ("setup.py", "conftest.py") and (
                 _guarded_script(root / rel)):
             name = Path(rel).stem

@@ -14,6 +14,7 @@ from verify.c0_scope import (
     import_check_modules,
     matches,
     module_name,
+    packages,
     requirement_name,
     resolve_scope,
 )
@@ -122,3 +123,25 @@ def test_import_check_modules(repo: Path) -> None:
     assert module_name(repo, "src/other/__init__.py") == "other"
     # helpers.py has no __main__ guard (importing it runs it); scripts/ is no package.
     assert import_check_modules(repo, files) == ["mypkg", "mypkg.io", "other", "run"]
+
+
+def test_a_python_project_in_a_subfolder_is_a_package_root(tmp_path: Path) -> None:
+    # cocoapi keeps its Python package in PythonAPI/ (PythonAPI/setup.py): C0i said "no
+    # importable module of the repo in C0's scope" and no task field could change that.
+    repo = tmp_path / "repo"
+    write(repo, "PythonAPI/setup.py", "from setuptools import setup\nsetup()\n")
+    write(repo, "PythonAPI/pycocotools/__init__.py")
+    write(repo, "PythonAPI/pycocotools/coco.py", "import numpy\n")
+    write(repo, "LuaAPI/init.lua")
+    write(repo, "examples/demo/setup.py")  # excluded folders hold no package root
+    write(repo, "examples/demo/pkg/__init__.py")
+    write(repo, "build/lib/setup.py")
+    write(repo, "build/lib/gen/__init__.py")
+    assert packages(repo) == ["PythonAPI/pycocotools"]
+    scope = resolve_scope(repo, None, None)
+    assert "PythonAPI/pycocotools/coco.py" in scope
+    assert module_name(repo, "PythonAPI/pycocotools/coco.py") == "pycocotools.coco"
+    assert import_check_modules(repo, ["PythonAPI/pycocotools/__init__.py",
+                                       "PythonAPI/pycocotools/coco.py",
+                                       "PythonAPI/setup.py"]) == ["pycocotools",
+                                                                  "pycocotools.coco"]
