@@ -47,6 +47,9 @@ OWNER_HOST_LABEL = "synth.owner_host"
 TEMPORARY_LABEL = "synth.temporary"
 #: The artifacts folder a session container, live image or rebuilt image was made for.
 ARTIFACTS_LABEL = "synth.artifacts"
+#: Seconds one slow engine call may take (committing, diffing, importing or saving a
+#: container of many GB on a busy machine): the client's own timeout is for the quick ones.
+SLOW_CALL_TIMEOUT = 1800
 
 
 def docker_host() -> str:
@@ -176,6 +179,18 @@ class DockerEngine:
         builder); ``cli`` defaults to the one :func:`find_build_cli` finds."""
         build_image(cli or find_build_cli(), request, log_path=log_path, on_line=on_line)
 
+    @contextmanager
+    def slow_call(self) -> Iterator[None]:
+        """The client's read timeout raised to :data:`SLOW_CALL_TIMEOUT` for one call that
+        takes as long as the container is large (a 30 s timeout cut a torch environment's
+        commit on a loaded machine, and the run ended incomplete)."""
+        saved = self.api.timeout
+        self.api.timeout = max(saved or 0, SLOW_CALL_TIMEOUT)
+        try:
+            yield
+        finally:
+            self.api.timeout = saved
+
     def import_image(
         self, tar_path: Path, ref: str, *, labels: Mapping[str, str], cmd: str = "bash"
     ) -> str:
@@ -185,16 +200,17 @@ class DockerEngine:
         ]
         repo, tag = split_ref(ref)
         try:
-            self.api.import_image_from_file(
-                str(tar_path), repository=repo, tag=tag, changes=changes
-            )
+            with self.slow_call():
+                self.api.import_image_from_file(
+                    str(tar_path), repository=repo, tag=tag, changes=changes
+                )
         except docker.errors.APIError as exc:
             raise EngineError(f"docker import of {ref} failed: {_short(exc)}") from exc
         return str(self.image_inspect(ref)["Id"])
 
     def save_image(self, ref: str, dest: Path) -> None:
         image = self.client.images.get(ref)
-        with dest.open("wb") as fh:
+        with self.slow_call(), dest.open("wb") as fh:
             for chunk in image.save(named=True):
                 fh.write(chunk)
 
@@ -437,7 +453,8 @@ class Container:
         """``docker diff``: (kind, path) with kind one of A (added), C (changed), D (deleted)."""
         kinds = {0: "C", 1: "A", 2: "D"}
         try:
-            changes = self.raw.diff() or []
+            with self.engine.slow_call():
+                changes = self.raw.diff() or []
         except docker.errors.DockerException as exc:
             raise EngineError(f"docker diff of {self.description} failed: "
                               f"{_short(exc)}") from exc
@@ -446,9 +463,10 @@ class Container:
     def commit(self, ref: str, *, labels: Mapping[str, str]) -> str:
         repo, tag = split_ref(ref)
         try:
-            image = self.raw.commit(
-                repository=repo, tag=tag, conf={"Labels": {MANAGED_LABEL: "1", **labels}}
-            )
+            with self.engine.slow_call():
+                image = self.raw.commit(
+                    repository=repo, tag=tag, conf={"Labels": {MANAGED_LABEL: "1", **labels}}
+                )
         except docker.errors.DockerException as exc:
             raise EngineError(f"Committing {self.description} as {ref} failed: "
                               f"{_short(exc)}") from exc
