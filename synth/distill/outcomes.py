@@ -133,7 +133,9 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
             return "dropped", ("runs a program (a check, not a setup step); what it wrote "
                                "shows up as unexplained paths")
         case Unclassified():
-            return "dropped", "unclassified; its effects show up as unexplained paths"
+            return "dropped", ("unclassified, not replayed; what it changed comes from the "
+                               "final state (source.patch, carried files) or shows up as "
+                               "unexplained paths")
         case _:
             assert_never(s)
 
