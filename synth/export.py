@@ -297,6 +297,7 @@ def export_run(
     report = dataclasses.replace(report, incomplete=tuple(problems))
     # Before locking: the live image's final state can add pins (legacy egg-info installs).
     plan, report, staged = final_state.prepare(run, plan, report, dest.parent, _original(run),
+                                               classified=classified,
                                                ask=hash_downloads, allow_missing=allow_missing)
     locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, locker,
                       _source_dir(run, plan))

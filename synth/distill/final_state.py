@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from synth.distill import live_facts
 from synth.distill import warnings as warn
 from synth.distill.live_facts import LiveFacts
 from synth.distill.load import LoadedRun
-from synth.distill.plan import BuildPlan
+from synth.distill.plan import BuildPlan, Classified, classify_log
 from synth.distill.source_patch import (
     PATCH_NAME,
     SourceEdits,
@@ -31,31 +31,29 @@ from synth.fingerprint import Fingerprint
 from synth.model import CarriedFile, DistillReport
 
 
-def _named_by_pip(run: LoadedRun) -> set[str]:
-    """Distribution names that a successful audited pip/uv install named as requirements."""
-    from synth.distill.extractors import classify
-    from synth.distill.shell import simple_commands
+def _named_by_pip(run: LoadedRun, classified: Sequence[Classified] | None) -> set[str]:
+    """Distribution names that a successful audited pip/uv install named as requirements
+    (``classified``: the log's classified commands, when the exporter has them)."""
     from synth.distill.steps import PipInstall
 
     names: set[str] = set()
-    for cmd in simple_commands(run.records):
-        if cmd.ran and not cmd.failed and cmd.parsed:
-            step = classify(cmd)[1]
-            if isinstance(step, PipInstall):
-                names |= {carried_mod.norm_name(warn.requirement_name(r))
-                          for r in step.requirements}
+    for cmd, _x, step in classified if classified is not None else classify_log(run):
+        if cmd.ran and not cmd.failed and cmd.parsed and isinstance(step, PipInstall):
+            names |= {carried_mod.norm_name(warn.requirement_name(r))
+                      for r in step.requirements}
     return names
 
 
 def lock_legacy(run: LoadedRun, plan: BuildPlan, report: DistillReport,
-                fp: Fingerprint) -> tuple[BuildPlan, DistillReport]:
+                fp: Fingerprint, classified: Sequence[Classified] | None = None
+                ) -> tuple[BuildPlan, DistillReport]:
     """Pin the egg-info distributions pip installed by name through the legacy ``setup.py
     install`` path (no INSTALLER, so the plan left them out) in the primary environment."""
     if not plan.envs:
         return plan, report
     env = plan.envs[0]
     pinned = {carried_mod.norm_name(n) for n, _ in env.pins}
-    named = _named_by_pip(run)
+    named = _named_by_pip(run, classified)
     legacy = sorted((d.name, d.version) for d in fp.distributions
                     if d.source == "setup.py install" and d.version and not d.shadowed
                     and carried_mod.norm_name(d.name) in named - pinned)
@@ -95,11 +93,12 @@ def _checks(plan: BuildPlan, facts: LiveFacts) -> tuple[
 
 
 def complete_plan(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: LiveFacts, *,
-                  allow_missing: bool = False) -> tuple[BuildPlan, DistillReport]:
+                  allow_missing: bool = False, classified: Sequence[Classified] | None = None
+                  ) -> tuple[BuildPlan, DistillReport]:
     """The plan with what the live image adds; refuses a plan that leaves something of the
     final state unreproduced unless ``allow_missing``."""
     if facts.fingerprint is not None:
-        plan, report = lock_legacy(run, plan, report, facts.fingerprint)
+        plan, report = lock_legacy(run, plan, report, facts.fingerprint, classified)
     warnings, carried, missing = _checks(plan, facts)
     if missing and not allow_missing:
         raise ExportError(
@@ -223,15 +222,18 @@ def drop_idle_builds(plan: BuildPlan, report: DistillReport, run: LoadedRun,
 
 def prepare(run: LoadedRun, plan: BuildPlan, report: DistillReport, near: Path,
             fill_original: Callable[[Path], None], *, ask: bool = True,
-            allow_missing: bool = False) -> tuple[BuildPlan, DistillReport, StagedSource]:
+            allow_missing: bool = False, classified: Sequence[Classified] | None = None,
+            ) -> tuple[BuildPlan, DistillReport, StagedSource]:
     """Ask the live image (with ``ask``), complete the plan and stage ``source/`` in a work
-    folder beside the artifact (``near``); :meth:`StagedSource.move_into` removes it."""
+    folder beside the artifact (``near``); :meth:`StagedSource.move_into` removes it.
+    ``classified``: the log's classified commands (:func:`~synth.distill.plan.classify_log`)."""
     near.mkdir(parents=True, exist_ok=True)
     work = tempfile.TemporaryDirectory(prefix=".synth-source.", dir=near)
     try:
         facts = (live_facts.gather(run, plan.python, Path(work.name)) if ask
                  else LiveFacts(errors=("the live image was not asked",)))
-        plan, report = complete_plan(run, plan, report, facts, allow_missing=allow_missing)
+        plan, report = complete_plan(run, plan, report, facts, allow_missing=allow_missing,
+                                     classified=classified)
         plan, report, staged = stage_source(run, plan, report, facts, Path(work.name),
                                             fill_original)
     except BaseException:
