@@ -25,6 +25,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "/integration/" in str(item.fspath) and "docker" not in item.keywords:
             item.add_marker(pytest.mark.docker)
+    # ``./dev test`` runs two parts at once: the tests that share the session's task runs
+    # (``task_run``, and ``verified`` on top of it: they must share one process to share
+    # its runs and rebuilds), and all the others.
+    part = os.environ.get("SYNTH_TEST_PART")
+    if part in ("shared-runs", "rest"):
+        keep = [i for i in items if ("task_run" in getattr(i, "fixturenames", ()))
+                == (part == "shared-runs")]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
 
 
 @pytest.fixture(autouse=True)
