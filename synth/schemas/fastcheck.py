@@ -116,10 +116,11 @@ class _Compiler:
 
     def _record(self, schema: Mapping[str, Any]) -> Check | None:
         """An object schema made of ``type``, ``properties``, ``required`` (and
-        ``additionalProperties: false``, ``allOf``) as one generated function: each property's check
-        written inline where it is a type, a string constant or enum, a minimum, a
-        pattern or typed items, else a call. A long audit log is 100,000 such records, and
-        the closures' calls cost more than the checks. None for any other schema."""
+        ``additionalProperties: false``, ``allOf``) as one generated function: each
+        property's check written inline where it is a type, a string constant or enum, a
+        minimum, a pattern or typed items, else a call. A long audit log is 100,000 such
+        records, and the closures' calls cost more than the checks. None for any other
+        schema."""
         keys = set(schema) - _IGNORED
         if not keys <= {"type", "properties", "required", "additionalProperties", "allOf"} or (
                 "properties" not in keys) or schema.get("additionalProperties", False):
