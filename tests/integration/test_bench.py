@@ -196,12 +196,12 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(f"no ray command beside {sys.executable}")
     tmp = tmp_path_factory.mktemp("ray")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(name: str, *args: str) -> bool:
-        """Start one node; True once it blocks (is up), False if it died meanwhile."""
+        """Start one node; True once it blocks (is up). False if it died or hung meanwhile
+        (its process group is then ended): Ray gives a node 30 s to register with the GCS,
+        which a 2-core machine running image builds beside it does not always meet."""
         ports = [f"--{flag}={_free_port()}" for flag in (
             "dashboard-agent-grpc-port", "dashboard-agent-listen-port",
             "runtime-env-agent-port", "metrics-export-port", "node-manager-port",
@@ -212,35 +212,44 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 [str(ray_cli), "start", "--block", "--node-ip-address=127.0.0.1",
                  "--disable-usage-stats", "--object-store-memory=80000000", *ports, *args],
                 env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-        procs.append(proc)
         deadline = time.monotonic() + 240
         while proc.poll() is None and time.monotonic() < deadline:
             if "block forever" in log.read_text(errors="replace"):
+                procs.append(proc)
                 return True
             time.sleep(1)
+        _end(proc)
         return False
 
     try:
-        assert start("head", "--head", f"--port={port}", "--num-cpus=0",
-                     "--include-dashboard=false", f"--temp-dir={tmp / 'session'}"), \
-            (tmp / "head.log").read_text()[-3000:]
-        # A node that times out joining a busy head is started again (at most 3 times).
+        # A node that times out starting or joining is started again (at most 3 times).
+        heads = [_free_port() for _ in range(3)]
+        port = next((p for i, p in enumerate(heads) if start(
+            f"head{i}", "--head", f"--port={p}", "--num-cpus=0", "--include-dashboard=false",
+            f"--temp-dir={tmp / f'session{i}'}")), None)
+        assert port is not None, (tmp / "head2.log").read_text()[-3000:]
+        address = f"127.0.0.1:{port}"
         assert any(start(f"worker{i}", f"--address={address}", "--num-cpus=1",
                          '--resources={"synth_docker": 1}') for i in range(3)), \
             (tmp / "worker2.log").read_text()[-3000:]
         yield address
     finally:
         for proc in reversed(procs):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in reversed(procs):
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(15)
+            _end(proc)
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """End a node's process group (its GCS, raylet and agents with it), even if the
+    `ray start` that leads it has exited."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(15)
 
 
 def _wait_for_slot(address: str) -> None:
