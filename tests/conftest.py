@@ -27,11 +27,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.docker)
     # ``./dev test`` runs two parts at once: the tests that share the session's task runs
     # (``task_run``, and ``verified`` on top of it: they must share one process to share
-    # its runs and rebuilds), and all the others.
+    # its runs and rebuilds), and all the others; then, alone, the tests that need the
+    # engine to themselves (BuildKit's cache records of concurrent builds are not told apart).
     part = os.environ.get("SYNTH_TEST_PART")
-    if part in ("shared-runs", "rest"):
-        keep = [i for i in items if ("task_run" in getattr(i, "fixturenames", ()))
-                == (part == "shared-runs")]
+    if part in ("shared-runs", "rest", "alone"):
+        def part_of(item: pytest.Item) -> str:
+            if item.get_closest_marker("engine_alone"):
+                return "alone"
+            return "shared-runs" if "task_run" in getattr(item, "fixturenames", ()) else "rest"
+
+        keep = [i for i in items if part_of(i) == part]
         config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
 

@@ -166,6 +166,7 @@ def _build_tracked(base_image: str, folder: Path, marker: str) -> None:
                    check=False)
 
 
+@pytest.mark.engine_alone  # a build running meanwhile adds its records to this one's ledger
 def test_gc_prunes_the_build_cache_of_its_own_folder_only(
     engine: DockerEngine, base_image: str, tmp_path: Path
 ) -> None:
