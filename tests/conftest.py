@@ -36,8 +36,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 return "alone"
             return "shared-runs" if "task_run" in getattr(item, "fixturenames", ()) else "rest"
 
-        keep = [i for i in items if part_of(i) == part]
-        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
+        for item in items:
+            (keep if part_of(item) == part else drop).append(item)
+        config.hook.pytest_deselected(items=drop)
         items[:] = keep
 
 

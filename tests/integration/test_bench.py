@@ -223,10 +223,13 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     try:
         # A node that times out starting or joining is started again (at most 3 times).
-        heads = [_free_port() for _ in range(3)]
-        port = next((p for i, p in enumerate(heads) if start(
-            f"head{i}", "--head", f"--port={p}", "--num-cpus=0", "--include-dashboard=false",
-            f"--temp-dir={tmp / f'session{i}'}")), None)
+        port = None
+        for i in range(3):
+            candidate = _free_port()
+            if start(f"head{i}", "--head", f"--port={candidate}", "--num-cpus=0",
+                     "--include-dashboard=false", f"--temp-dir={tmp / f'session{i}'}"):
+                port = candidate
+                break
         assert port is not None, (tmp / "head2.log").read_text()[-3000:]
         address = f"127.0.0.1:{port}"
         assert any(start(f"worker{i}", f"--address={address}", "--num-cpus=1",
