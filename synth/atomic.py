@@ -15,6 +15,8 @@ from json.encoder import (  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 
 def write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -41,8 +43,10 @@ def dumps_json(data: Any) -> str:
     The bytes are exactly ``json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)``
     (tests/unit/test_atomic_json.py checks that). With ``indent`` Python uses its pure-Python
     encoder, about 2 s for an export report of 150,000 commands; here every container whose
-    items are all scalars (the flat records such a report is made of) goes through the C
-    encoder in one call, with the indentation as its item separator.
+    items are all scalars goes through the C encoder in one call, with the indentation as
+    its item separator, and a list of flat records without floats (the command outcomes such
+    a report is made of) through orjson, whose output is the standard one there (it writes
+    some floats differently: ``1e-05`` as ``0.00001``).
     """
     out: list[str] = []
     _encode(data, 0, out)
@@ -114,7 +118,11 @@ def _flat_records(items: list[Any] | tuple[Any, ...]) -> bool:
     C-level passes: a subclass just takes the general path)."""
     return (set(map(type, items)) == {dict} and min(map(len, items)) > 0
             and set(map(type, chain.from_iterable(items))) == {str}
-            and set(map(type, chain.from_iterable(map(dict.values, items)))) <= _SCALAR_TYPES)
+            and _value_types(items) <= _SCALAR_TYPES)
+
+
+def _value_types(items: list[Any] | tuple[Any, ...]) -> set[type]:
+    return set(map(type, chain.from_iterable(map(dict.values, items))))
 
 
 #: Within :func:`shared_records`: id of a list of records -> (the list, level, its text).
@@ -155,7 +163,28 @@ def _records(enc: Any, items: list[Any] | tuple[Any, ...], level: int) -> str:
     return text
 
 
+#: orjson's options for the standard layout: two-space indent, sorted keys (by code point,
+#: as ``sort_keys``), and a subclass of str, int or dict handed to the default (which
+#: refuses it, so that such a list takes the standard encoder's path).
+_ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
 def _encode_records(enc: Any, items: list[Any] | tuple[Any, ...], level: int) -> str:
+    """A list of flat records: by orjson when none holds a float (it refuses what the
+    standard encoder writes differently: integers beyond 64 bits, lone surrogates, a
+    subclass), else by :func:`_encode_records_c`."""
+    if float not in _value_types(items):
+        try:
+            text = orjson.dumps(items, default=_unserialisable, option=_ORJSON_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError is one
+            pass
+        else:
+            out = text.decode("utf-8")
+            return out.replace("\n", "\n" + "  " * level) if level else out
+    return _encode_records_c(enc, items, level)
+
+
+def _encode_records_c(enc: Any, items: list[Any] | tuple[Any, ...], level: int) -> str:
     """A list of flat records in one C-encoder call: its item separator (a newline and the
     records' inner indent) also lands between the records, as ``}<sep>{``, which nothing
     inside a record can contain (a newline in a string is written ``\\n``); those are

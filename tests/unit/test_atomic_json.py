@@ -21,6 +21,10 @@ _SCALARS: tuple[Any, ...] = (
     float("-inf"), "", "x", "é☃", 'a"b\\c', "line\nbreak\ttab\x00\x1f", "\u2028\ud7ff",
     # What the record shortcut re-indents at: a record's end, its separator, its start.
     "}", "{", "},\n  {", '"},\n    {"', "]",
+    # Where orjson (lists of flat records without floats) could differ from the standard:
+    # every control character and DEL, integers at and past 64 bits, a lone surrogate.
+    "".join(map(chr, range(0x20))) + "\x7f\x80\ufeff", 2**63 - 1, 2**63, 2**64 - 1, 2**64,
+    -(2**63), -(2**63) - 1, "\ud800",
 )
 
 
