@@ -98,8 +98,8 @@ def _encode(o: Any, level: int, out: list[str]) -> None:
             out.append("[]")
         elif (shared := _shared_text(o, level)) is not None:
             out.append(shared)
-        elif _flat_records(o) and (enc := _leaf_encoder(level + 1)):
-            out.append(_records(enc, o, level))
+        elif (types := _flat_records(o)) is not None and (enc := _leaf_encoder(level + 1)):
+            out.append(_records(enc, o, level, float in types))
         elif all(isinstance(v, _SCALARS) for v in o) and (enc := _leaf_encoder(level)):
             out.append("[\n" + "  " * (level + 1) + "".join(enc(o, 0))[1:-1]
                        + "\n" + "  " * level + "]")
@@ -113,16 +113,15 @@ def _encode(o: Any, level: int, out: list[str]) -> None:
         out.append(_indented(o, level))
 
 
-def _flat_records(items: list[Any] | tuple[Any, ...]) -> bool:
-    """Every item a non-empty dict of string keys and scalar values (checked by type, in
-    C-level passes: a subclass just takes the general path)."""
-    return (set(map(type, items)) == {dict} and min(map(len, items)) > 0
-            and set(map(type, chain.from_iterable(items))) == {str}
-            and _value_types(items) <= _SCALAR_TYPES)
-
-
-def _value_types(items: list[Any] | tuple[Any, ...]) -> set[type]:
-    return set(map(type, chain.from_iterable(map(dict.values, items))))
+def _flat_records(items: list[Any] | tuple[Any, ...]) -> set[type] | None:
+    """The types of the values when every item is a non-empty dict of string keys and
+    scalar values, else None (checked by type, in C-level passes: a subclass just takes
+    the general path)."""
+    if not (set(map(type, items)) == {dict} and min(map(len, items)) > 0
+            and set(map(type, chain.from_iterable(items))) == {str}):
+        return None
+    types = set(map(type, chain.from_iterable(map(dict.values, items))))
+    return types if types <= _SCALAR_TYPES else None
 
 
 #: Within :func:`shared_records`: id of a list of records -> (the list, level, its text).
@@ -156,8 +155,8 @@ def _shared_text(items: list[Any] | tuple[Any, ...], level: int) -> str | None:
     return text.replace("\n" + "  " * (was - level), "\n")
 
 
-def _records(enc: Any, items: list[Any] | tuple[Any, ...], level: int) -> str:
-    text = _encode_records(enc, items, level)
+def _records(enc: Any, items: list[Any] | tuple[Any, ...], level: int, floats: bool) -> str:
+    text = _encode_records(enc, items, level, floats)
     if _shared is not None:
         _shared[id(items)] = (items, level, text)
     return text
@@ -169,11 +168,12 @@ def _records(enc: Any, items: list[Any] | tuple[Any, ...], level: int) -> str:
 _ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
 
 
-def _encode_records(enc: Any, items: list[Any] | tuple[Any, ...], level: int) -> str:
+def _encode_records(enc: Any, items: list[Any] | tuple[Any, ...], level: int,
+                    floats: bool) -> str:
     """A list of flat records: by orjson when none holds a float (it refuses what the
     standard encoder writes differently: integers beyond 64 bits, lone surrogates, a
     subclass), else by :func:`_encode_records_c`."""
-    if float not in _value_types(items):
+    if not floats:
         try:
             text = orjson.dumps(items, default=_unserialisable, option=_ORJSON_OPTIONS)
         except TypeError:  # orjson.JSONEncodeError is one

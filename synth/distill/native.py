@@ -15,13 +15,16 @@ from synth.distill.common import DEBIAN_SITE, Classified, Notes, build_env
 from synth.distill.envs import AuditedEnvs, Installs, interp_for, lockable
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
-from synth.distill.steps import Download, GitClone, NativeBuild, Step
+from synth.distill.steps import Download, GitClone, NativeBuild
 from synth.model import NativeStep, PythonEnvPlan
 
-#: A successful command with its position in the log.
-Numbered = tuple[int, SimpleCommand, Step]
-#: A native step with the position of its command, for ordering.
-Placed = tuple[int, NativeStep]
+#: A native step with the position of its command in the log, ``(seq, index)``: the order
+#: :func:`~synth.distill.shell.simple_commands` gives the commands in.
+Placed = tuple[tuple[int, int], NativeStep]
+
+
+def _position(c: SimpleCommand) -> tuple[int, int]:
+    return c.seq, c.index
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,7 @@ def _install_opts(env: PythonEnvPlan) -> tuple[str, ...]:
     return ("--no-deps",) + (("--break-system-packages",) if env.break_system_packages else ())
 
 
-def _local_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
-                   order: Mapping[str, int]) -> Placed | None:
+def _local_install(d: Distribution, env: PythonEnvPlan, installs: Installs) -> Placed | None:
     path = (d.url or "")[len("file://"):]
     for c, s in reversed(installs):
         matches = path in s.local or (s.requirement_files and posixpath.dirname(
@@ -53,7 +55,7 @@ def _local_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
         argv = (*env.pip, "install", *_install_opts(env),
                 *(("--no-build-isolation",) if s.no_build_isolation else ()),
                 *s.build_options, *(("-e",) if d.editable else ()), path)
-        return order[c.ref], NativeStep(
+        return _position(c), NativeStep(
             ref=c.ref, tool=f"{s.tool}-local", argv=argv, cwd=c.cwd, env=build_env(c),
             distribution=f"{d.name}=={d.version}", network=not s.no_build_isolation)
     # A setup.py develop/install explains an egg-link or an egg-info install.
@@ -61,7 +63,7 @@ def _local_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
 
 
 def _remote_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
-                    order: Mapping[str, int], notes: Notes) -> Placed | None:
+                    notes: Notes) -> Placed | None:
     """A VCS or archive-URL install (PEP 610), replayed from its URL."""
     url = d.url or ""
     vcs = d.vcs_info
@@ -74,7 +76,7 @@ def _remote_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
         return None
     for c, s in reversed(installs):
         if s.urls or (kind == "url" and s.local):
-            return order[c.ref], NativeStep(
+            return _position(c), NativeStep(
                 ref=c.ref, tool=f"{s.tool}-{kind}",
                 argv=(*env.pip, "install", *_install_opts(env), target), cwd=c.cwd,
                 env=build_env(c), distribution=f"{d.name}=={d.version}", network=True)
@@ -84,20 +86,19 @@ def _remote_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
 
 
 def _dist_step(d: Distribution, env: PythonEnvPlan, installs: Installs,
-               order: Mapping[str, int], notes: Notes) -> Placed | None:
+               notes: Notes) -> Placed | None:
     """The replayed install of a local, VCS or URL distribution (None: not replayed; a
     ``setup.py install/develop`` is replayed by its NativeBuild step)."""
     url = d.url or ""
     if url.startswith("file://"):
-        return _local_install(d, env, installs, order)
+        return _local_install(d, env, installs)
     if url:
-        return _remote_install(d, env, installs, order, notes)
+        return _remote_install(d, env, installs, notes)
     return None
 
 
 def _installs(envs_in: Sequence[Interpreter], env_plans: Sequence[PythonEnvPlan],
-              audited: AuditedEnvs, order: Mapping[str, int], notes: Notes
-              ) -> tuple[list[Placed], set[tuple[str, str]]]:
+              audited: AuditedEnvs, notes: Notes) -> tuple[list[Placed], set[tuple[str, str]]]:
     """Local / VCS distributions, matched to the command that installed them."""
     placed: list[Placed] = []
     explained: set[tuple[str, str]] = set()
@@ -105,71 +106,69 @@ def _installs(envs_in: Sequence[Interpreter], env_plans: Sequence[PythonEnvPlan]
         for d in interp.distributions:
             if lockable(d) or d.location.startswith(DEBIAN_SITE):
                 continue
-            step = _dist_step(d, plan_env, audited.of(interp), order, notes)
+            step = _dist_step(d, plan_env, audited.of(interp), notes)
             if step is not None:
                 placed.append(step)
                 explained.add((interp.path, d.name))
     return placed, explained
 
 
-def _compiles(ok: Sequence[Numbered], run: LoadedRun) -> list[Placed]:
+def _compiles(ok: Sequence[Classified], run: LoadedRun) -> list[Placed]:
     """Compile steps (setup.py, make, cmake, nvcc …) replayed as they ran."""
     out: list[Placed] = []
-    for n, c, s in ok:
+    for c, _x, s in ok:
         match s:
             case NativeBuild():
                 argv = s.argv
                 interp = interp_for(s.python, run) if s.python is not None else None
                 if interp is not None:
                     argv = (interp.path, *argv[1:])
-                out.append((n, NativeStep(ref=c.ref, tool=s.tool, argv=argv, cwd=c.cwd,
+                out.append((_position(c), NativeStep(ref=c.ref, tool=s.tool, argv=argv, cwd=c.cwd,
                                           env=build_env(c), network=s.tool == "setup.py")))
             case _:
                 pass
     return out
 
 
-def _downloads(ok: Sequence[Numbered], hashes: Mapping[str, str]) -> list[Placed]:
+def _downloads(ok: Sequence[Classified], hashes: Mapping[str, str]) -> list[Placed]:
     """Downloads whose file is still there, pinned by its sha256 (last one per file)."""
-    last: dict[str, tuple[int, SimpleCommand, Download]] = {}
-    for n, c, s in ok:
+    last: dict[str, tuple[SimpleCommand, Download]] = {}
+    for c, _x, s in ok:
         match s:
             case Download(tool="wget" | "curl", dest=str(dest)) if dest and dest in hashes:
-                last[dest] = (n, c, s)
+                last[dest] = (c, s)
             case _:
                 pass
-    return [(n, NativeStep(ref=c.ref, tool=f"download ({s.tool})", argv=download_argv(s),
-                           cwd=c.cwd, env=build_env(c), network=True,
-                           check_sha256=(hashes[dest], dest)))
-            for dest, (n, c, s) in sorted(last.items())]
+    return [(_position(c), NativeStep(
+        ref=c.ref, tool=f"download ({s.tool})", argv=download_argv(s), cwd=c.cwd,
+        env=build_env(c), network=True, check_sha256=(hashes[dest], dest)))
+            for dest, (c, s) in sorted(last.items())]
 
 
 def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root + "/")
 
 
-def _add_clones(ok: Sequence[Numbered], native: list[Placed]) -> None:
+def _add_clones(ok: Sequence[Classified], native: list[Placed]) -> None:
     """Clones the kept builds (or later kept clones) read from."""
-    for n, c, s in ok:
+    for c, _x, s in ok:
         match s:
             case GitClone() if any(_under(st.cwd, s.dest) or any(_under(a, s.dest)
                                                                   for a in st.argv)
                                    for _, st in native):
                 argv = ("git", "clone", *(("--branch", s.ref) if s.ref else ()), s.url, s.dest)
-                native.append((n, NativeStep(ref=c.ref, tool="git-clone", argv=argv,
+                native.append((_position(c), NativeStep(ref=c.ref, tool="git-clone", argv=argv,
                                              cwd=c.cwd, env=build_env(c), network=True)))
             case _:
                 pass
 
 
-def native_plan(run: LoadedRun, classified: Sequence[Classified],
+def native_plan(run: LoadedRun, ok: Sequence[Classified],
                 envs_in: Sequence[Interpreter], env_plans: Sequence[PythonEnvPlan],
                 audited: AuditedEnvs, hashes: Mapping[str, str], notes: Notes) -> NativePlan:
-    """Every native step, in the order its command ran."""
-    order = {c.ref: n for n, (c, _x, _s) in enumerate(classified)}
-    ok = [(n, c, s) for n, (c, _x, s) in enumerate(classified)
-          if c.ran and not c.failed and c.parsed]
-    placed, explained = _installs(envs_in, env_plans, audited, order, notes)
+    """Every native step, in the order its command ran; ``ok``: the log's commands that
+    ran and succeeded (parsed, not failed), in order."""
+    placed, explained = _installs(envs_in, env_plans, audited, notes)
     placed += _compiles(ok, run)
     placed += _downloads(ok, hashes)
     _add_clones(ok, placed)

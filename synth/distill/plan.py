@@ -127,7 +127,7 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     envs_in = reproduced_interpreters(run)
     audited = audited_envs(ok, run)
     env_plans = [env_plan(interp, idx, audited, notes) for idx, interp in enumerate(envs_in)]
-    native = native_plan(run, classified, envs_in, env_plans, audited, hashes, notes)
+    native = native_plan(run, ok, envs_in, env_plans, audited, hashes, notes)
     env = final_env(run, env_plans, notes)
     final_apt = {pkg_name(k): v for k, v in run.apt.final.items()}
     ctx = DecideContext(
