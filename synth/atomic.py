@@ -163,24 +163,22 @@ def _records(enc: Any, items: list[Any] | tuple[Any, ...], level: int, floats: b
 
 
 #: orjson's options for the standard layout: two-space indent, sorted keys (by code point,
-#: as ``sort_keys``), and a subclass of str, int or dict handed to the default (which
-#: refuses it, so that such a list takes the standard encoder's path).
-_ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
+#: as ``sort_keys``).
+_ORJSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 
 
 def _encode_records(enc: Any, items: list[Any] | tuple[Any, ...], level: int,
                     floats: bool) -> str:
-    """A list of flat records: by orjson when none holds a float (it refuses what the
-    standard encoder writes differently: integers beyond 64 bits, lone surrogates, a
-    subclass), else by :func:`_encode_records_c`."""
+    """A list of flat records (of exact types: :func:`_flat_records`): by orjson when none
+    holds a float, else, or where orjson refuses what the standard encoder writes
+    (integers beyond 64 bits, lone surrogates), by :func:`_encode_records_c`."""
     if not floats:
         try:
-            text = orjson.dumps(items, default=_unserialisable, option=_ORJSON_OPTIONS)
+            text = orjson.dumps(items, option=_ORJSON_OPTIONS)
         except TypeError:  # orjson.JSONEncodeError is one
             pass
         else:
-            out = text.decode("utf-8")
-            return out.replace("\n", "\n" + "  " * level) if level else out
+            return _at_level(text.decode("utf-8"), level)
     return _encode_records_c(enc, items, level)
 
 
@@ -199,7 +197,11 @@ def _encode_records_c(enc: Any, items: list[Any] | tuple[Any, ...], level: int) 
 def _indented(o: Any, level: int) -> str:
     """Anything else (numbers, booleans, null, mappings with non-string keys, other
     objects) exactly as the standard encoder writes it at this depth."""
-    text = json.dumps(o, indent=2, sort_keys=True, ensure_ascii=False)
+    return _at_level(json.dumps(o, indent=2, sort_keys=True, ensure_ascii=False), level)
+
+
+def _at_level(text: str, level: int) -> str:
+    """Text the standard encoder wrote at depth 0, indented for depth ``level``."""
     return text.replace("\n", "\n" + "  " * level) if level and "\n" in text else text
 
 

@@ -123,8 +123,9 @@ def _compiles(ok: Sequence[Classified], run: LoadedRun) -> list[Placed]:
                 interp = interp_for(s.python, run) if s.python is not None else None
                 if interp is not None:
                     argv = (interp.path, *argv[1:])
-                out.append((_position(c), NativeStep(ref=c.ref, tool=s.tool, argv=argv, cwd=c.cwd,
-                                          env=build_env(c), network=s.tool == "setup.py")))
+                out.append((_position(c), NativeStep(
+                    ref=c.ref, tool=s.tool, argv=argv, cwd=c.cwd, env=build_env(c),
+                    network=s.tool == "setup.py")))
             case _:
                 pass
     return out
@@ -139,9 +140,9 @@ def _downloads(ok: Sequence[Classified], hashes: Mapping[str, str]) -> list[Plac
                 last[dest] = (c, s)
             case _:
                 pass
-    return [(_position(c), NativeStep(
-        ref=c.ref, tool=f"download ({s.tool})", argv=download_argv(s), cwd=c.cwd,
-        env=build_env(c), network=True, check_sha256=(hashes[dest], dest)))
+    return [(_position(c), NativeStep(ref=c.ref, tool=f"download ({s.tool})",
+                                      argv=download_argv(s), cwd=c.cwd, env=build_env(c),
+                                      network=True, check_sha256=(hashes[dest], dest)))
             for dest, (c, s) in sorted(last.items())]
 
 
@@ -157,8 +158,9 @@ def _add_clones(ok: Sequence[Classified], native: list[Placed]) -> None:
                                                                   for a in st.argv)
                                    for _, st in native):
                 argv = ("git", "clone", *(("--branch", s.ref) if s.ref else ()), s.url, s.dest)
-                native.append((_position(c), NativeStep(ref=c.ref, tool="git-clone", argv=argv,
-                                             cwd=c.cwd, env=build_env(c), network=True)))
+                native.append((_position(c), NativeStep(
+                    ref=c.ref, tool="git-clone", argv=argv, cwd=c.cwd, env=build_env(c),
+                    network=True)))
             case _:
                 pass
 
