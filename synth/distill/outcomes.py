@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
-from synth.distill.common import Notes, pkg_name, req_name, req_pin, satisfies
+from synth.distill.common import DEBIAN_SITE, Notes, pkg_name, req_name, req_pin, satisfies
 from synth.distill.envs import Installs, interp_for
 from synth.distill.load import Distribution, LoadedRun
 from synth.distill.shell import SimpleCommand
@@ -164,8 +164,7 @@ def _pip_install(c: SimpleCommand, s: PipInstall, ctx: DecideContext) -> Decisio
     final = ctx.dists_of.get(interp.path, {}) if interp else {}
     reqs = [(req_name(r), req_pin(r)) for r in s.requirements]
     if not reqs and (s.local or s.urls):
-        return "dropped", ("undone or replaced: a later command uninstalled or reinstalled "
-                           "what it built")
+        return "dropped", _unmatched_build(final)
     if not reqs:
         return "kept", _LOCK_KEPT
     found = [(n, p) for n, p in reqs if n in final]
@@ -183,6 +182,21 @@ def _pip_install(c: SimpleCommand, s: PipInstall, ctx: DecideContext) -> Decisio
         [f"later replaced: {', '.join(f'{n} (now {final[n].version})' for n in replaced)}"]
         if replaced else [])
     return "kept", "; ".join([_LOCK_KEPT, *notes])
+
+
+def _unmatched_build(final: Mapping[str, Distribution]) -> str:
+    """Why a local / URL install matched no distribution of the final state. pip's legacy
+    ``setup.py install`` (no ``wheel`` package beside an old pip) leaves egg-info without
+    INSTALLER or ``direct_url.json``, which nothing can tie to the command: say so where the
+    environment has such a distribution, rather than guess that it was undone."""
+    legacy = sorted(d.name for d in final.values() if d.installer is None
+                    and d.direct_url is None and not d.location.startswith(DEBIAN_SITE))
+    if legacy:
+        return ("not replayed: what it built is not recorded as installed from a local path "
+                "or URL; pip's legacy `setup.py install` records no source (no "
+                f"direct_url.json), as for {', '.join(legacy)} here, or a later command "
+                "uninstalled or reinstalled it")
+    return "undone or replaced: a later command uninstalled or reinstalled what it built"
 
 
 def _conda(c: SimpleCommand, s: CondaAction, ctx: DecideContext) -> Decision:

@@ -236,3 +236,29 @@ def test_install_fully_reinstalled_later_is_dropped(tmp_path: Path) -> None:
     d = decisions(plan_of(tmp_path, audit, python=py)[1])
     assert d["/opt/venv/bin/pip install numpy"] == (
         "dropped", "replaced: a later command changed numpy to 1.26.4")
+
+
+@pytest.mark.parametrize("legacy", [True, False])
+def test_a_local_install_pips_legacy_path_left_unrecorded_is_named_not_called_undone(
+        tmp_path: Path, legacy: bool) -> None:
+    # pip's legacy `setup.py install` (an old pip without `wheel`) leaves egg-info with no
+    # INSTALLER and no direct_url.json: the install of `.` matches no distribution, and the
+    # report says why instead of claiming a later command undid it.
+    dists = [dist("numpy", "2.3.5")]
+    if legacy:
+        dists.append(dist("pycocotools", "2.0", installer=None))
+    _plan, report = plan_of(tmp_path, [
+        cmd("python3 -m venv /opt/venv"),
+        cmd("/opt/venv/bin/pip install numpy"),
+        cmd("cd /workspace/PythonAPI && /opt/venv/bin/pip install --no-build-isolation .",
+            hooks=[("cd /workspace/PythonAPI", 0),
+                   ("/opt/venv/bin/pip install --no-build-isolation .", 0)]),
+    ], python=[system_python(), venv(dists=dists)])
+    decision, reason = decisions(report)["/opt/venv/bin/pip install --no-build-isolation ."]
+    assert decision == "dropped"
+    if legacy:
+        assert "legacy `setup.py install`" in reason and "pycocotools" in reason
+        assert not reason.startswith("undone")
+    else:
+        assert reason == ("undone or replaced: a later command uninstalled or reinstalled "
+                          "what it built")
