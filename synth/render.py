@@ -82,6 +82,24 @@ def mdcode(text: str) -> str:
     return one.replace("|", "\\|").replace("`", "'")
 
 
+_CELL_BREAKERS = re.compile(r"[|\r\n]")
+
+
+def mdline(text: str) -> str:
+    """Text from the run's files (names, versions, paths) in one Markdown line: a newline in
+    it would start a line of its own, a forged list item or table row."""
+    return " ".join(text.split()) if "\n" in text or "\r" in text else text
+
+
+def mdcell(text: str) -> str:
+    """Prose in a Markdown table cell (a decision's reason, which can quote names and
+    versions from the run's files): one line, pipes escaped; as written when it has
+    neither (the common case, checked once: every command of a long log has a row)."""
+    if not _CELL_BREAKERS.search(text):
+        return text
+    return mdline(text).replace("|", "\\|")
+
+
 def wordlines(words: Iterable[str], width: int = 80) -> list[str]:
     """Words joined into lines of at most ``width`` characters (one long word: its own)."""
     lines: list[str] = []
@@ -103,7 +121,8 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=False,
     )
     env.filters.update(shjoin=shjoin, shquote=shquote, shvalue=shvalue, dockerenv=dockerenv,
-                       mdcode=mdcode, wordlines=wordlines, yaml_str=yaml_str,
+                       mdcode=mdcode, mdcell=mdcell, mdline=mdline,
+                       wordlines=wordlines, yaml_str=yaml_str,
                        json_argv=json_argv, dirname=posixpath.dirname,
                        basename=posixpath.basename, repo_name=repo_name)
     return env

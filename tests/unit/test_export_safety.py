@@ -133,3 +133,19 @@ def test_locks_never_carry_index_credentials() -> None:
     assert "--index-url https://pypi.example.org/simple" in text
     assert "--extra-index-url https://extra.example.org/simple" in text
     assert "--find-links https://files.example.org/links" in text
+
+
+def test_a_forged_distribution_name_cannot_add_rows_to_the_report(tmp_path: Path) -> None:
+    # A decision's reason can quote a distribution's name from state/python.json, which the
+    # agent's environment wrote: a pipe or a newline in it must not break the table.
+    from distill_runs import cmd, dist, make_run_dir, system_python, venv
+
+    forged = "evil|x\n| 9.9 | `rm -rf /` | kept |"
+    run_dir = make_run_dir(tmp_path, [
+        cmd("python3 -m venv /opt/venv"),
+        cmd("cd /workspace && /opt/venv/bin/pip install .",
+            hooks=[("cd /workspace", 0), ("/opt/venv/bin/pip install .", 0)]),
+    ], python=[system_python(), venv(dists=[dist(forged, "1.0", installer=None)])])
+    report = (_export(run_dir, tmp_path / "out") / "export-report.md").read_text()
+    assert "evil\\|x \\| 9.9 \\| `rm -rf /` \\| kept \\|" in report
+    assert not any(line.startswith("| 9.9 |") for line in report.splitlines())
