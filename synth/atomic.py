@@ -98,11 +98,11 @@ def _encode(o: Any, level: int, out: list[str]) -> None:
             out.append("[]")
         elif (shared := _shared_text(o, level)) is not None:
             out.append(shared)
-        elif (types := _flat_records(o)) is not None and (enc := _leaf_encoder(level + 1)):
-            out.append(_records(enc, o, level, float in types))
         elif all(isinstance(v, _SCALARS) for v in o) and (enc := _leaf_encoder(level)):
             out.append("[\n" + "  " * (level + 1) + "".join(enc(o, 0))[1:-1]
                        + "\n" + "  " * level + "]")
+        elif (types := _flat_records(o)) is not None and (enc := _leaf_encoder(level + 1)):
+            out.append(_records(enc, o, level, float in types))
         else:
             inner = "\n" + "  " * (level + 1)
             for i, value in enumerate(o):

@@ -7,9 +7,10 @@ schema (required fields present, types right). Each file has one format constant
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from synth.errors import InputFileError
@@ -683,7 +684,7 @@ class BuildPlan:
         return f"synth export Dockerfile --run {self.task}/{self.run_id}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": PLAN_FORMAT, **asdict(self)}
+        return {"format": PLAN_FORMAT, **_plain(self)}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], where: str = "plan") -> BuildPlan:
@@ -749,6 +750,26 @@ def read_plan_document(doc: Mapping[str, Any], where: str) -> tuple[BuildPlan, D
     check_plan_format(doc, where)
     return (BuildPlan.from_json(doc["plan"], f"{where}: plan"),
             DistillReport.from_json(doc["report"], f"{where}: report"))
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+def _plain(o: Any) -> Any:
+    """``dataclasses.asdict`` of a frozen dataclass of tuples and scalars, without its deep
+    copies: a tuple of scalars (most of a long log's plan: the apt pins) is shared as it is,
+    being immutable."""
+    if is_dataclass(o) and not isinstance(o, type):
+        return {name: _plain(getattr(o, name)) for name in _field_names(type(o))}
+    if isinstance(o, tuple):
+        if all(isinstance(v, (str, int, float, type(None))) for v in o):
+            return o
+        return tuple(_plain(v) for v in o)
+    if isinstance(o, dict):
+        return {k: _plain(v) for k, v in o.items()}
+    return o
 
 
 # --- the agent's claims (claims.json) --------------------------------------------------------

@@ -13,7 +13,7 @@ import ast
 import functools
 import posixpath
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from synth.distill.shell import SimpleCommand, expand
@@ -662,3 +662,20 @@ def classify(cmd: SimpleCommand) -> tuple[str, Step]:
         if step is not None:
             return extractor.name, step
     return "unclassified", Unclassified(program=name)
+
+
+def classify_each(cmds: Iterable[SimpleCommand]) -> Iterator[tuple[SimpleCommand, str, Step]]:
+    """``(command, extractor name, step)`` of each command, :func:`classify` asked once per
+    distinct command: it reads a parsed command's words, assignments, redirects and shell
+    context only (never its seq, exit status or flags), and agents repeat commands. The
+    repeats share one frozen step."""
+    seen: dict[tuple[object, ...], tuple[str, Step]] = {}
+    for c in cmds:
+        if not c.parsed:
+            yield (c, *classify(c))
+            continue
+        key = (c.argv, c.assignments, c.redirects, c.cwd, c.env, c.activated)
+        answer = seen.get(key)
+        if answer is None:
+            answer = seen[key] = classify(c)
+        yield (c, *answer)

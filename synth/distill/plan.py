@@ -24,7 +24,7 @@ from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_plan import apt_plan, snapshot_timestamp
 from synth.distill.common import Classified, Notes, pkg_name
 from synth.distill.envs import DEFAULT_INDEX, audited_envs, env_plan, reproduced_interpreters
-from synth.distill.extractors import classify
+from synth.distill.extractors import classify_each
 from synth.distill.final_env import DEFAULT_PATH, final_env
 from synth.distill.load import LoadedRun
 from synth.distill.native import native_plan
@@ -68,7 +68,7 @@ def classify_log(run: LoadedRun) -> tuple[Classified, ...]:
     :func:`distill` starts from (made once, when the exporter also asks
     :func:`download_candidates` before distilling)."""
     with gc_paused():
-        return tuple([(c, *classify(c)) for c in simple_commands(run.records)])
+        return tuple(classify_each(simple_commands(run.records)))
 
 
 def download_candidates(run: LoadedRun, classified: Sequence[Classified] | None = None

@@ -281,3 +281,26 @@ def test_an_extractor_claims_only_the_programs_it_declares() -> None:
         for extractor in EXTRACTORS:
             if not extractor.may_claim(name):
                 assert extractor.extract(cmd) is None, (extractor.name, cmd.text)
+
+
+def test_classify_each_answers_as_classify_does_for_repeated_commands() -> None:
+    """classify_each asks classify once per distinct command: the corpus again, each
+    command repeated with another seq, exit and flags (same answer expected) and in another
+    working folder, environment or activated venv (the key must tell those apart)."""
+    from synth.distill.extractors import classify_each
+    from synth.distill.shell import _with
+
+    corpus = _corpus()
+    variants = [_with(c, seq=c.seq + 10_000, exit=1, flags=("not-run",)) for c in corpus]
+    variants += [_with(c, cwd="/opt/elsewhere") for c in corpus[::3]]
+    variants += [_with(c, activated="/opt/v/bin") for c in corpus[1::3]]
+    variants += [_with(c, env=(("PIP_INDEX_URL", "https://e.org/simple"),))
+                 for c in corpus[2::3]]
+    variants += [_with(c, assignments=(("PIP_INDEX_URL", "https://e.org/simple"),))
+                 for c in corpus[::3]]
+    variants += [_with(c, redirects=((">>", "/root/.bashrc"),)) for c in corpus[1::3]]
+    commands = [*corpus, *variants]
+    got = list(classify_each(commands))
+    assert [c for c, _x, _s in got] == commands
+    assert [(x, s) for _c, x, s in got] == [classify(c) for c in commands]
+    assert len({(x, s) for _c, x, s in got}) > 100

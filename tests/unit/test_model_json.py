@@ -207,3 +207,20 @@ def test_a_minimal_verify_document_round_trips() -> None:
     fp = model.VerifyDocument.from_json(error).fingerprint
     assert fp is not None and (fp.equal, fp.reason) == (None, "probe timed out")
     assert model.VerifyDocument.from_json(error).to_json() == error
+
+
+def test_a_plan_serialises_as_asdict_does() -> None:
+    """BuildPlan.to_json shares a plan's immutable tuples instead of asdict's deep copies:
+    the same document, for the golden plan and for one with native steps, carried files
+    and more than one environment."""
+    import dataclasses
+
+    plan, _ = model.read_plan_document(load(GOLDEN / "plan.json"), "plan.json")
+    step = model.NativeStep(ref="3.0", tool="pip-local", argv=("pip", "install", "."),
+                            cwd="/workspace", env=(("CC", "gcc"),), distribution="x==1",
+                            check_sha256=("ab" * 32, "/data/f"))
+    richer = dataclasses.replace(
+        plan, native=(step, step), envs=(*plan.envs, *plan.envs),
+        carried=(model.CarriedFile("/opt/v/x.py", "cd" * 32, "x", after_builds=True),))
+    for p in (plan, richer):
+        assert p.to_json() == {"format": model.PLAN_FORMAT, **dataclasses.asdict(p)}
