@@ -8,15 +8,17 @@ and the clones those builds read from. A build run twice the same way is replaye
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from synth.distill.carried import norm_name
 from synth.distill.common import DEBIAN_SITE, Classified, Notes, build_env
 from synth.distill.envs import AuditedEnvs, Installs, interp_for, lockable
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
-from synth.distill.steps import Download, GitClone, NativeBuild
-from synth.model import NativeStep, PythonEnvPlan
+from synth.distill.steps import Download, GitClone, NativeBuild, PipInstall
+from synth.model import NativeStep, PathChange, PythonEnvPlan
 
 #: A native step with the position of its command in the log, ``(seq, index)``: the order
 #: :func:`~synth.distill.shell.simple_commands` gives the commands in.
@@ -45,20 +47,57 @@ def _install_opts(env: PythonEnvPlan) -> tuple[str, ...]:
     return ("--no-deps",) + (("--break-system-packages",) if env.break_system_packages else ())
 
 
+def _local_step(c: SimpleCommand, s: PipInstall, env: PythonEnvPlan, d: Distribution,
+                path: str) -> Placed:
+    """The replay of install ``c`` of the local project ``path``, which installed ``d``."""
+    argv = (*env.pip, "install", *_install_opts(env),
+            *(("--no-build-isolation",) if s.no_build_isolation else ()),
+            *s.build_options, *(("-e",) if d.editable else ()), path)
+    return _position(c), NativeStep(
+        ref=c.ref, tool=f"{s.tool}-local", argv=argv, cwd=c.cwd, env=build_env(c),
+        distribution=f"{d.name}=={d.version}", network=not s.no_build_isolation)
+
+
 def _local_install(d: Distribution, env: PythonEnvPlan, installs: Installs) -> Placed | None:
     path = (d.url or "")[len("file://"):]
     for c, s in reversed(installs):
-        matches = path in s.local or (s.requirement_files and posixpath.dirname(
-            s.requirement_files[0]) == path)
-        if not matches:
-            continue
-        argv = (*env.pip, "install", *_install_opts(env),
-                *(("--no-build-isolation",) if s.no_build_isolation else ()),
-                *s.build_options, *(("-e",) if d.editable else ()), path)
-        return _position(c), NativeStep(
-            ref=c.ref, tool=f"{s.tool}-local", argv=argv, cwd=c.cwd, env=build_env(c),
-            distribution=f"{d.name}=={d.version}", network=not s.no_build_isolation)
+        if path in s.local or (s.requirement_files and posixpath.dirname(
+                s.requirement_files[0]) == path):
+            return _local_step(c, s, env, d, path)
     # A setup.py develop/install explains an egg-link or an egg-info install.
+    return None
+
+
+_EGG_INFO = re.compile(r"(?P<dir>/.*)/(?P<name>[^/]+)\.egg-info")
+
+
+def egg_info_projects(changes: Iterable[PathChange]) -> dict[str, frozenset[str]]:
+    """Project folder -> the (normalised) names of the ``<name>.egg-info`` folders the run
+    wrote in it (or in its ``src/``): what a ``setup.py`` build leaves beside its source."""
+    out: dict[str, set[str]] = {}
+    for ch in changes:
+        m = _EGG_INFO.fullmatch(ch.path) if ch.kind in ("A", "C") else None
+        if m is None:
+            continue
+        project = m["dir"]
+        if posixpath.basename(project) == "src":
+            out.setdefault(posixpath.dirname(project), set()).add(norm_name(m["name"]))
+        out.setdefault(project, set()).add(norm_name(m["name"]))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _legacy_local_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
+                          projects: Mapping[str, frozenset[str]]) -> Placed | None:
+    """An egg-info distribution with no ``direct_url.json`` (pip's legacy ``setup.py
+    install``: an old pip without ``wheel``) is the install of the local project in whose
+    folder the run wrote ``<its name>.egg-info``; replayed like any local install."""
+    if d.installer is not None or d.direct_url is not None:
+        return None
+    name = norm_name(d.name)
+    for c, s in reversed(installs):
+        for path in s.local:
+            if name in projects.get(path.rstrip("/") or "/", ()):
+                return _local_step(c, s, env, d, path)
     return None
 
 
@@ -85,8 +124,8 @@ def _remote_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
     return None
 
 
-def _dist_step(d: Distribution, env: PythonEnvPlan, installs: Installs,
-               notes: Notes) -> Placed | None:
+def _dist_step(d: Distribution, env: PythonEnvPlan, installs: Installs, notes: Notes,
+               projects: Mapping[str, frozenset[str]]) -> Placed | None:
     """The replayed install of a local, VCS or URL distribution (None: not replayed; a
     ``setup.py install/develop`` is replayed by its NativeBuild step)."""
     url = d.url or ""
@@ -94,19 +133,21 @@ def _dist_step(d: Distribution, env: PythonEnvPlan, installs: Installs,
         return _local_install(d, env, installs)
     if url:
         return _remote_install(d, env, installs, notes)
-    return None
+    return _legacy_local_install(d, env, installs, projects)
 
 
 def _installs(envs_in: Sequence[Interpreter], env_plans: Sequence[PythonEnvPlan],
-              audited: AuditedEnvs, notes: Notes) -> tuple[list[Placed], set[tuple[str, str]]]:
+              audited: AuditedEnvs, notes: Notes, changes: Iterable[PathChange],
+              ) -> tuple[list[Placed], set[tuple[str, str]]]:
     """Local / VCS distributions, matched to the command that installed them."""
+    projects = egg_info_projects(changes)
     placed: list[Placed] = []
     explained: set[tuple[str, str]] = set()
     for interp, plan_env in zip(envs_in, env_plans, strict=True):
         for d in interp.distributions:
             if lockable(d) or d.location.startswith(DEBIAN_SITE):
                 continue
-            step = _dist_step(d, plan_env, audited.of(interp), notes)
+            step = _dist_step(d, plan_env, audited.of(interp), notes, projects)
             if step is not None:
                 placed.append(step)
                 explained.add((interp.path, d.name))
@@ -170,7 +211,7 @@ def native_plan(run: LoadedRun, ok: Sequence[Classified],
                 audited: AuditedEnvs, hashes: Mapping[str, str], notes: Notes) -> NativePlan:
     """Every native step, in the order its command ran; ``ok``: the log's commands that
     ran and succeeded (parsed, not failed), in order."""
-    placed, explained = _installs(envs_in, env_plans, audited, notes)
+    placed, explained = _installs(envs_in, env_plans, audited, notes, run.changes)
     placed += _compiles(ok, run)
     placed += _downloads(ok, hashes)
     _add_clones(ok, placed)
@@ -180,11 +221,11 @@ def native_plan(run: LoadedRun, ok: Sequence[Classified],
 
 def _dedupe(steps: Iterable[NativeStep]) -> tuple[NativeStep, ...]:
     """A build run twice the same way is replayed once, at its last position."""
-    items = list(steps)
+    seen: set[tuple[object, ...]] = set()
     out: list[NativeStep] = []
-    for i, s in enumerate(items):
+    for s in reversed(list(steps)):
         key = (s.tool, s.argv, s.cwd, s.env)
-        if any((t.tool, t.argv, t.cwd, t.env) == key for t in items[i + 1:]):
-            continue
-        out.append(s)
-    return tuple(out)
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return tuple(reversed(out))

@@ -6,7 +6,8 @@ fingerprint: every distribution's files (RECORD's list, installer bookkeeping as
 equal live and rebuilt. ``good.sh`` shares the rebuild test_verify_tasks makes;
 ``sdist.sh`` adds one rebuild (~1 min) with an sdist-only distribution (docopt), ``legacy.sh``
 another with docopt installed by pip's legacy ``setup.py install`` (an egg-info live, a
-dist-info rebuilt: the same module files).
+dist-info rebuilt: the same module files) and a local setup.py-only helper installed that
+way from its folder (replayed as a native step: the same egg-info rebuilt).
 """
 
 from __future__ import annotations
@@ -77,3 +78,8 @@ def test_legacy_egg_info_install_is_the_same_code(verified: Callable[..., Any]) 
     assert doc["fidelity"]["reaches_live_level"] is True, doc["fidelity"]
     assert doc["fidelity"]["failures"] == [], doc["fidelity"]
     assert outcome.exit_code == 0
+    # The local helper went the same legacy way from tools/localhelper: replayed by the
+    # same pip, it is the same egg-info in the rebuild (packages_equal above covers it).
+    art = Path(doc["target"]["artifact_dir"])
+    assert "pip-local -> localhelper==0.1" in (art / "Dockerfile").read_text()
+    assert not any(c["key"] == "localhelper" for c in fp["content"]), fp["summary"]

@@ -262,3 +262,35 @@ def test_a_local_install_pips_legacy_path_left_unrecorded_is_named_not_called_un
     else:
         assert reason == ("undone or replaced: a later command uninstalled or reinstalled "
                           "what it built")
+
+
+@pytest.mark.parametrize(("egg_info", "replayed"), [
+    ("/workspace/PythonAPI/pycocotools.egg-info", True),
+    ("/workspace/PythonAPI/src/pycocotools.egg-info", True),
+    ("/workspace/PythonAPI/other.egg-info", False),     # another project's metadata
+    ("/workspace/elsewhere/pycocotools.egg-info", False),  # not the folder installed
+])
+def test_a_local_install_by_pips_legacy_path_is_replayed_from_its_egg_info(
+        tmp_path: Path, egg_info: str, replayed: bool) -> None:
+    # The run wrote <name>.egg-info in the folder it installed: that ties the egg-info
+    # distribution (no INSTALLER, no direct_url.json) to the install, which is replayed.
+    plan, report = plan_of(tmp_path, [
+        cmd("python3 -m venv /opt/venv"),
+        cmd("/opt/venv/bin/pip install numpy"),
+        cmd("cd /workspace/PythonAPI && /opt/venv/bin/pip install --no-build-isolation .",
+            hooks=[("cd /workspace/PythonAPI", 0),
+                   ("/opt/venv/bin/pip install --no-build-isolation .", 0)]),
+    ], python=[system_python(), venv(dists=[dist("numpy", "2.3.5"),
+                                            dist("pycocotools", "2.0", installer=None)])],
+        diff=[("A", egg_info), ("A", f"{egg_info}/PKG-INFO")])
+    decision, _reason = decisions(report)["/opt/venv/bin/pip install --no-build-isolation ."]
+    steps = [s for s in plan.native if s.distribution == "pycocotools==2.0"]
+    if replayed:
+        assert decision == "kept"
+        assert [(s.tool, s.argv, s.cwd, s.network) for s in steps] == [(
+            "pip-local", ("/opt/venv/bin/python", "-m", "pip", "install", "--no-deps",
+                          "--no-build-isolation", "/workspace/PythonAPI"),
+            "/workspace/PythonAPI", False)]
+        assert not any("pycocotools" in w for w in report.warnings)
+    else:
+        assert decision == "dropped" and steps == []
