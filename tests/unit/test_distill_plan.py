@@ -238,6 +238,17 @@ def test_install_fully_reinstalled_later_is_dropped(tmp_path: Path) -> None:
         "dropped", "replaced: a later command changed numpy to 1.26.4")
 
 
+def _local_install_of_pythonapi() -> list[dict[str, object]]:
+    """A venv, numpy, then ``pip install --no-build-isolation .`` in /workspace/PythonAPI."""
+    return [
+        cmd("python3 -m venv /opt/venv"),
+        cmd("/opt/venv/bin/pip install numpy"),
+        cmd("cd /workspace/PythonAPI && /opt/venv/bin/pip install --no-build-isolation .",
+            hooks=[("cd /workspace/PythonAPI", 0),
+                   ("/opt/venv/bin/pip install --no-build-isolation .", 0)]),
+    ]
+
+
 @pytest.mark.parametrize("legacy", [True, False])
 def test_a_local_install_pips_legacy_path_left_unrecorded_is_named_not_called_undone(
         tmp_path: Path, legacy: bool) -> None:
@@ -247,13 +258,8 @@ def test_a_local_install_pips_legacy_path_left_unrecorded_is_named_not_called_un
     dists = [dist("numpy", "2.3.5")]
     if legacy:
         dists.append(dist("pycocotools", "2.0", installer=None))
-    _plan, report = plan_of(tmp_path, [
-        cmd("python3 -m venv /opt/venv"),
-        cmd("/opt/venv/bin/pip install numpy"),
-        cmd("cd /workspace/PythonAPI && /opt/venv/bin/pip install --no-build-isolation .",
-            hooks=[("cd /workspace/PythonAPI", 0),
-                   ("/opt/venv/bin/pip install --no-build-isolation .", 0)]),
-    ], python=[system_python(), venv(dists=dists)])
+    _plan, report = plan_of(tmp_path, _local_install_of_pythonapi(),
+                            python=[system_python(), venv(dists=dists)])
     decision, reason = decisions(report)["/opt/venv/bin/pip install --no-build-isolation ."]
     assert decision == "dropped"
     if legacy:
@@ -274,15 +280,10 @@ def test_a_local_install_by_pips_legacy_path_is_replayed_from_its_egg_info(
         tmp_path: Path, egg_info: str, replayed: bool) -> None:
     # The run wrote <name>.egg-info in the folder it installed: that ties the egg-info
     # distribution (no INSTALLER, no direct_url.json) to the install, which is replayed.
-    plan, report = plan_of(tmp_path, [
-        cmd("python3 -m venv /opt/venv"),
-        cmd("/opt/venv/bin/pip install numpy"),
-        cmd("cd /workspace/PythonAPI && /opt/venv/bin/pip install --no-build-isolation .",
-            hooks=[("cd /workspace/PythonAPI", 0),
-                   ("/opt/venv/bin/pip install --no-build-isolation .", 0)]),
-    ], python=[system_python(), venv(dists=[dist("numpy", "2.3.5"),
-                                            dist("pycocotools", "2.0", installer=None)])],
-        diff=[("A", egg_info), ("A", f"{egg_info}/PKG-INFO")])
+    dists = [dist("numpy", "2.3.5"), dist("pycocotools", "2.0", installer=None)]
+    plan, report = plan_of(tmp_path, _local_install_of_pythonapi(),
+                           python=[system_python(), venv(dists=dists)],
+                           diff=[("A", egg_info), ("A", f"{egg_info}/PKG-INFO")])
     decision, _reason = decisions(report)["/opt/venv/bin/pip install --no-build-isolation ."]
     steps = [s for s in plan.native if s.distribution == "pycocotools==2.0"]
     if replayed:
