@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from synth.distill.carried import norm_name
 from synth.distill.common import DEBIAN_SITE, Classified, Notes, build_env
-from synth.distill.envs import AuditedEnvs, Installs, interp_for, lockable
+from synth.distill.envs import AuditedEnvs, Installs, interp_for, lockable, unrecorded
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import Download, GitClone, NativeBuild, PipInstall
@@ -91,7 +91,7 @@ def _legacy_local_install(d: Distribution, env: PythonEnvPlan, installs: Install
     """An egg-info distribution with no ``direct_url.json`` (pip's legacy ``setup.py
     install``: an old pip without ``wheel``) is the install of the local project in whose
     folder the run wrote ``<its name>.egg-info``; replayed like any local install."""
-    if d.installer is not None or d.direct_url is not None:
+    if not unrecorded(d):
         return None
     name = norm_name(d.name)
     for c, s in reversed(installs):
