@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
 from itertools import chain
 from json.encoder import (  # type: ignore[attr-defined]
     c_make_encoder,
@@ -96,13 +94,11 @@ def _encode(o: Any, level: int, out: list[str]) -> None:
     elif isinstance(o, (list, tuple)):
         if not o:
             out.append("[]")
-        elif (shared := _shared_text(o, level)) is not None:
-            out.append(shared)
         elif all(isinstance(v, _SCALARS) for v in o) and (enc := _leaf_encoder(level)):
             out.append("[\n" + "  " * (level + 1) + "".join(enc(o, 0))[1:-1]
                        + "\n" + "  " * level + "]")
         elif (types := _flat_records(o)) is not None and (enc := _leaf_encoder(level + 1)):
-            out.append(_records(enc, o, level, float in types))
+            out.append(_encode_records(enc, o, level, float in types))
         else:
             inner = "\n" + "  " * (level + 1)
             for i, value in enumerate(o):
@@ -122,44 +118,6 @@ def _flat_records(items: list[Any] | tuple[Any, ...]) -> set[type] | None:
         return None
     types = set(map(type, chain.from_iterable(map(dict.values, items))))
     return types if types <= _SCALAR_TYPES else None
-
-
-#: Within :func:`shared_records`: id of a list of records -> (the list, level, its text).
-_shared: dict[int, tuple[Any, int, str]] | None = None
-
-
-@contextlib.contextmanager
-def shared_records() -> Iterator[None]:
-    """Within it, a list of flat records that :func:`dumps_json` meets again (the same
-    object, in another document or at another depth) is encoded once and re-indented: an
-    artifact's ``plan.json`` and ``export-report.json`` hold the same command outcomes.
-    The lists must not change inside the block."""
-    global _shared
-    saved, _shared = _shared, {}
-    try:
-        yield
-    finally:
-        _shared = saved
-
-
-def _shared_text(items: list[Any] | tuple[Any, ...], level: int) -> str | None:
-    """Within :func:`shared_records`, the text of a list of records encoded before (at any
-    depth), re-indented for ``level``; else None."""
-    seen = _shared.get(id(items)) if _shared is not None else None
-    if seen is None or seen[0] is not items:
-        return None
-    # Every line after the first is indented by at least the old depth.
-    was, text = seen[1], seen[2]
-    if level >= was:
-        return text.replace("\n", "\n" + "  " * (level - was))
-    return text.replace("\n" + "  " * (was - level), "\n")
-
-
-def _records(enc: Any, items: list[Any] | tuple[Any, ...], level: int, floats: bool) -> str:
-    text = _encode_records(enc, items, level, floats)
-    if _shared is not None:
-        _shared[id(items)] = (items, level, text)
-    return text
 
 
 #: orjson's options for the standard layout: two-space indent, sorted keys (by code point,

@@ -422,12 +422,11 @@ def _artifact_plan(artifact: ArtifactDir, warnings: list[str]) -> BuildPlan | No
     """The plan the artifact was rendered from; None (with a warning) for an artifact
     exported before synth wrote ``plan.json``: its native builds, ENV and Python version
     are then unknown, never guessed from the Dockerfile's text."""
-    loaded = artifact.plan()
-    if loaded is None:
+    plan = artifact.plan()
+    if plan is None:
         warnings.append(f"no {PLAN_FILE} (exported by an older synth): native builds, ENV "
                         "and the Python version unknown; re-export the run to compare them")
-        return None
-    return loaded[0]
+    return plan
 
 
 def _artifact_interpreter(manifest: Manifest | None, plan: BuildPlan | None

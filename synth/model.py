@@ -27,8 +27,9 @@ ENV_STATE_FORMAT = 1
 PROVENANCE_STATE_FORMAT = 1
 MANIFEST_FORMAT = 1
 EXPORT_REPORT_FORMAT = 1
-#: plan.json: the frozen BuildPlan and DistillReport an artifact was rendered from.
-PLAN_FORMAT = 1
+#: plan.json: the frozen BuildPlan and DistillReport an artifact was rendered from (2: the
+#: report without its per-command outcomes, which format 1 repeated; both are read).
+PLAN_FORMAT = 2
 #: Its name in an artifact: diff and verify read it, never the rendered Dockerfile.
 PLAN_FILE = "plan.json"
 #: verify.json: :class:`VerifyDocument` writes it, the store refuses a newer one.
@@ -719,12 +720,13 @@ class DistillReport:
     #: Changes that alter which code runs: loader variables, startup files, setuid files.
     risks: tuple[str, ...] = ()
 
-    def to_json(self, outcomes: list[dict[str, str]] | None = None) -> dict[str, Any]:
-        """``outcomes``: the outcomes' JSON when the caller has made it already (the export
-        report lists the same records)."""
-        # asdict() deep-copies each of a long log's outcomes; they are flat: built directly.
-        doc: dict[str, Any] = {"format": PLAN_FORMAT, "outcomes": outcomes if outcomes
-                               is not None else [dict(vars(o)) for o in self.outcomes]}
+    def to_json(self, *, outcomes: bool = True) -> dict[str, Any]:
+        """``outcomes=False``: without the per-command outcomes, as an artifact's
+        ``plan.json`` holds the report (its ``export-report.json`` lists them, once)."""
+        doc: dict[str, Any] = {"format": PLAN_FORMAT}
+        if outcomes:
+            # asdict() deep-copies each of a long log's outcomes; they are flat: built directly.
+            doc["outcomes"] = [dict(vars(o)) for o in self.outcomes]
         for f in fields(self):
             if f.name != "outcomes":
                 doc[f.name] = list(getattr(self, f.name))
@@ -732,18 +734,22 @@ class DistillReport:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], where: str = "report") -> DistillReport:
+        """``outcomes`` is absent from an artifact's ``plan.json`` (format 2): the report
+        then has none (they are in its ``export-report.json``)."""
         check_plan_format(d, where)
-        return cls(outcomes=tuple(CommandOutcome.from_json(o) for o in d["outcomes"]),
+        return cls(outcomes=tuple(CommandOutcome.from_json(o) for o in d.get("outcomes", ())),
                    **{k: _strs(d[k]) for k in ("unexplained", "not_reproducible", "warnings",
                                                "incomplete", "unaudited", "risks")})
 
 
-def plan_document(plan: BuildPlan, report: DistillReport,
-                  outcomes: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    """``plan.json``: the plan and the report an artifact was rendered from (``outcomes``:
-    see :meth:`DistillReport.to_json`)."""
+def plan_document(plan: BuildPlan, report: DistillReport, *,
+                  outcomes: bool = False) -> dict[str, Any]:
+    """``plan.json``: the plan and the report an artifact was rendered from; the report
+    without its per-command outcomes unless ``outcomes`` (``synth export --plan``, which
+    writes no ``export-report.json``). Kept out of the artifact's file, they would repeat
+    its export report's 150,000 records on a long log (docs/formats.md)."""
     return {"format": PLAN_FORMAT, "plan": plan.to_json(),
-            "report": report.to_json(outcomes)}
+            "report": report.to_json(outcomes=outcomes)}
 
 
 def read_plan_document(doc: Mapping[str, Any], where: str) -> tuple[BuildPlan, DistillReport]:

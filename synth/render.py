@@ -21,7 +21,7 @@ from typing import Any
 import jinja2
 
 import synth
-from synth.atomic import dumps_json, shared_records
+from synth.atomic import dumps_json
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
@@ -445,14 +445,13 @@ def render_build_lock(lock: Lock, plan: BuildPlan) -> str:
 
 def report_files(plan: BuildPlan, report: DistillReport,
                  bundle: dict[str, Any] | None = None) -> dict[str, str]:
-    """``export-report.json`` and ``plan.json``: both list every audited command's outcome,
-    the same records, encoded once (150,000 of them on a long log)."""
-    report_doc = ExportReport.of(plan, report, bundle).to_json()
-    plan_doc = plan_document(plan, report, outcomes=report_doc["commands"])
-    with shared_records():
-        return {"export-report.json": dumps_json(report_doc), PLAN_FILE: dumps_json(plan_doc)}
+    """``export-report.json`` (every audited command's outcome) and ``plan.json`` (the plan,
+    and the report without those outcomes: docs/formats.md)."""
+    return {"export-report.json": dumps_json(ExportReport.of(plan, report, bundle).to_json()),
+            PLAN_FILE: dumps_json(plan_document(plan, report))}
 
 
 def plan_json(plan: BuildPlan, report: DistillReport) -> str:
-    """``plan.json``: the plan and report an artifact is rendered from (docs/formats.md)."""
-    return dumps_json(plan_document(plan, report))
+    """``synth export --plan``: the document of ``plan.json`` with the report's outcomes,
+    since a dry run writes no ``export-report.json`` that would list them."""
+    return dumps_json(plan_document(plan, report, outcomes=True))

@@ -332,13 +332,14 @@ class ArtifactDir(_Folder):
     def claims(self) -> model.Claims | None:
         return read_claims(self.file(CLAIMS))
 
-    def plan(self) -> tuple[model.BuildPlan, model.DistillReport] | None:
-        """``plan.json``: the plan and report the artifact was rendered from; None for an
-        artifact exported before synth wrote it."""
+    def plan(self) -> model.BuildPlan | None:
+        """``plan.json``'s plan, the one the artifact was rendered from; None for an
+        artifact exported before synth wrote it. (How it was decided, command by command,
+        is :meth:`export_report`.)"""
         if not self.has(PLAN):
             return None
         path = self.file(PLAN)
-        return model.read_plan_document(load_json(path, PLAN), str(path))
+        return model.read_plan_document(load_json(path, PLAN), str(path))[0]
 
     def export_report(self) -> model.ExportReport | None:
         """``export-report.json``, or None when the artifact has none."""

@@ -87,15 +87,3 @@ def test_every_golden_and_schema_file_round_trips_byte_for_byte() -> None:
         text = path.read_text(encoding="utf-8")
         doc = json.loads(text)
         assert dumps_json(doc) == _standard(doc), path
-
-
-def test_shared_records_are_encoded_once_and_reindented_at_each_depth() -> None:
-    from synth.atomic import shared_records
-
-    records = [{"ref": f"{i}.0", "command": f"pip install x=={i}", "exit": i % 3 or None}
-               for i in range(50)]
-    docs = [{"commands": records}, {"format": 1, "report": {"outcomes": records}},
-            {"a": {"b": {"c": records}}}, {"commands": records}]
-    with shared_records():
-        shared = [dumps_json(d) for d in docs]
-    assert shared == [_standard(d) for d in docs]

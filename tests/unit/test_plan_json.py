@@ -47,7 +47,8 @@ def test_schema_matches_the_model(name: str) -> None:
     schema = load_schema("plan")["$defs"][name]
     fields = {f.name for f in dataclasses.fields(cls)} | extra
     assert set(schema["properties"]) == fields
-    assert set(schema["required"]) == fields
+    # An artifact's plan.json leaves the report's outcomes out (export-report.json has them).
+    assert set(schema["required"]) == fields - ({"outcomes"} if name == "report" else set())
     assert schema["additionalProperties"] is False
 
 
@@ -55,9 +56,38 @@ def test_document_round_trips() -> None:
     doc = golden_doc()
     assert validate(doc, "plan") == []
     plan, report = model.read_plan_document(doc, "plan.json")
-    assert plan.native and report.outcomes  # a real plan, not an empty one
+    assert plan.native and report.warnings  # a real plan, not an empty one
     text = (GOLDEN / "plan.json").read_text(encoding="utf-8")
     assert dumps_json(model.plan_document(plan, report)) == text  # byte for byte
+
+
+def test_artifact_plan_leaves_the_outcomes_to_the_export_report() -> None:
+    """Format 2: the artifact's plan.json holds no per-command outcome (so it does not grow
+    with the log, nor repeat export-report.json's records); ``--plan``'s document has them,
+    and they are the export report's, record for record."""
+    doc = golden_doc()
+    assert doc["format"] == 2 and "outcomes" not in doc["report"]
+    report_doc = json.loads((GOLDEN / "export-report.json").read_text(encoding="utf-8"))
+    plan, report = model.read_plan_document(doc, "plan.json")
+    assert report.outcomes == ()
+    full = model.ExportReport.from_json(report_doc)
+    with_outcomes = json.loads(dumps_json(model.plan_document(
+        plan, dataclasses.replace(report, outcomes=full.commands), outcomes=True)))
+    assert validate(with_outcomes, "plan") == []
+    assert with_outcomes["report"]["outcomes"] == report_doc["commands"]
+    assert model.read_plan_document(with_outcomes, "--plan")[1].outcomes == full.commands
+
+
+def test_format_1_with_its_outcomes_is_still_read() -> None:
+    """An artifact exported before format 2 repeats the outcomes in plan.json: read alike."""
+    doc = golden_doc()
+    report_doc = json.loads((GOLDEN / "export-report.json").read_text(encoding="utf-8"))
+    doc["format"] = doc["plan"]["format"] = doc["report"]["format"] = 1
+    doc["report"]["outcomes"] = report_doc["commands"]
+    assert validate(doc, "plan") == []
+    plan, report = model.read_plan_document(doc, "plan.json")
+    assert plan == model.read_plan_document(golden_doc(), "plan.json")[0]
+    assert report.outcomes == model.ExportReport.from_json(report_doc).commands
 
 
 @pytest.mark.parametrize("where", [(), ("plan",), ("report",)])
@@ -77,7 +107,7 @@ def test_store_reads_plan_json(tmp_path: Path) -> None:
     assert ArtifactDir(art).plan() is None  # an artifact from before plan.json
     (art / "plan.json").write_text(json.dumps(golden_doc()))
     loaded = ArtifactDir(art).plan()
-    assert loaded is not None and loaded[0].task == "demo"
+    assert loaded is not None and loaded.task == "demo"
     broken = copy.deepcopy(golden_doc())
     del broken["plan"]["native"]
     (art / "plan.json").write_text(json.dumps(broken))
@@ -87,3 +117,26 @@ def test_store_reads_plan_json(tmp_path: Path) -> None:
 
 def test_step_is_a_closed_union_of_every_step_type() -> None:
     assert set(typing.get_args(Step)) == set(StepBase.__subclasses__())
+
+
+def test_plan_json_does_not_grow_with_the_log(tmp_path: Path) -> None:
+    """A run of 2,000 more read-only commands gives the same plan.json, byte for byte: a
+    long log's artifact stays within plan.json's read cap (``synth diff`` reads it), and
+    its export report lists every command."""
+    from distill_runs import cmd, make_run_dir
+    from test_render_golden import fake_locker
+
+    from synth.config import Settings
+    from synth.export import export_run
+
+    setup = [cmd("python3 -m venv /opt/venv"), cmd("/opt/venv/bin/pip install numpy")]
+    texts, counts = [], []
+    for name, extra in (("short", 1), ("long", 2001)):
+        run_dir = make_run_dir(tmp_path / name, setup + [cmd("ls -la")] * extra)
+        art = export_run(run_dir, Settings.load(artifacts_dir=tmp_path / name),
+                         locker=fake_locker, hash_downloads=False).artifact_dir
+        texts.append((art / "plan.json").read_bytes())
+        counts.append(len(json.loads((art / "export-report.json").read_bytes())["commands"]))
+        assert ArtifactDir(art).plan() is not None
+    assert texts[0] == texts[1]
+    assert counts == [3, 2003]
