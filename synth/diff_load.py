@@ -33,7 +33,7 @@ from synth.diff import (
     render_terminal,
 )
 from synth.errors import EngineUnavailableError, NotFoundError, SynthError, UsageError
-from synth.fingerprint import Fingerprint, distribution_source
+from synth.fingerprint import Fingerprint
 from synth.model import PLAN_FILE, BuildPlan, Manifest, NativeStep, VerifyDocument
 from synth.store import MANIFEST, ArtifactDir, RunDir, is_dir, read_verify
 
@@ -215,17 +215,6 @@ class SideLoader:
 
 
 # ----------------------------------------------------------------------------- helpers
-def direct_url_kind(direct_url: Mapping[str, Any] | None) -> str | None:
-    """The fingerprint's direct_url kind from a PEP 610 object (state/python.json)."""
-    if not direct_url:
-        return None
-    if "vcs_info" in direct_url:
-        return "vcs"
-    if "dir_info" in direct_url:
-        return "dir"
-    return "local-archive" if str(direct_url.get("url", "")).startswith("file:") else "archive"
-
-
 def wheelhouse_index(path: str | Path | None) -> set[tuple[str, str]]:
     """(canonical name, version) of every wheel in a wheelhouse folder on this machine."""
     if not path:
@@ -315,13 +304,8 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
         interpreter.update(python=interp.version, path=interp.path)
         dists = {}
         for d in interp.distributions:
-            du = d.direct_url
-            pd = PyDist(
-                name=str(canonicalize_name(d.name)), version=d.version or None,
-                source=distribution_source(direct_url_kind(du), d.url, d.editable,
-                                           installer=d.installer),
-                url=d.url,
-            )
+            pd = PyDist(name=str(canonicalize_name(d.name)), version=d.version or None,
+                        source=d.source, url=d.url)
             dists[pd.name] = _with_wheelhouse(pd, wheels)
     apt_added = dict(loaded.apt.added)
     apt_added.update({k: v[1] for k, v in loaded.apt.changed.items()})
@@ -456,10 +440,14 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
              if dockerfile_path.is_file() else None)
     dists = _artifact_dists(directory, loader, warnings)
     native = _native_from_steps(plan.native, dists or {}) if plan else None
-    if native and dists is not None:
+    if plan and native and dists is not None:
+        # Built by a replayed step, so installed as the run had it (a format-1 plan.json
+        # does not say how: "local build").
+        sources = {str(canonicalize_name(s.distribution.partition("==")[0])): s.source
+                   for s in plan.native if s.distribution}
         for n in native:
             if n.version and n.key not in dists:
-                dists[n.key] = PyDist(n.key, n.version, "local build")
+                dists[n.key] = PyDist(n.key, n.version, sources.get(n.key) or "local build")
     apt_lock = directory / "apt.lock"
     apt_added = parse_apt_lock(apt_lock.read_text(encoding="utf-8")) if apt_lock.is_file() \
         else None

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from synth import model
 from synth.engine.base import ContainerSpec, Runtime
 from synth.errors import SynthError, VerifyError
+from synth.model import distribution_source
 
 if TYPE_CHECKING:  # only the type: importing the pure comparison never loads docker-py
     from synth.engine.docker import DockerEngine
@@ -213,37 +214,6 @@ class Fingerprint:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.raw)
-
-
-def distribution_source(
-    kind: str | None,
-    url: str | None,
-    editable: bool = False,
-    *,
-    installer: str | None = "pip",
-    metadata_dir: str = "",
-    files_from: str | None = None,
-) -> str:
-    """Where a distribution came from, in words, from its PEP 610 data and metadata layout.
-
-    "index" (installed by name: an index or a find-links wheelhouse; pip does not record
-    which), "local build" (a local directory), "editable", "vcs", "url" (a remote archive),
-    "local file" (a wheel or sdist file), "setup.py install" (a legacy egg-info install),
-    "os package" (no installer recorded: Debian's python3-* packages).
-    """
-    if editable:
-        return "editable"
-    if kind is None:
-        if metadata_dir.endswith(".egg-info"):
-            return "setup.py install" if files_from == "installed-files.txt" else "os package"
-        return "index" if installer else "os package"
-    if kind == "vcs":
-        return "vcs"
-    if kind == "dir":
-        return "local build"
-    if kind == "local-archive":
-        return "local file"
-    return "url"
 
 
 # ----------------------------------------------------------------------------- probing

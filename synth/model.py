@@ -207,6 +207,53 @@ class AuditLog:
         return tuple(sorted(cmds, key=lambda r: r.seq))
 
 
+#: Where Debian's python3-* packages live: distributions there are the OS's, never locked.
+DEBIAN_SITE = ("/usr/lib/python3/dist-packages", "/usr/lib/python3.")
+
+
+def direct_url_kind(direct_url: Mapping[str, Any] | None) -> str | None:
+    """The kind of a PEP 610 ``direct_url.json`` object: ``vcs``, ``dir``, ``local-archive``
+    (a ``file:`` archive), ``archive``; None without one."""
+    if not direct_url:
+        return None
+    if "vcs_info" in direct_url:
+        return "vcs"
+    if "dir_info" in direct_url:
+        return "dir"
+    return "local-archive" if str(direct_url.get("url", "")).startswith("file:") else "archive"
+
+
+def distribution_source(
+    kind: str | None,
+    url: str | None,
+    editable: bool = False,
+    *,
+    installer: str | None = "pip",
+    metadata_dir: str = "",
+    files_from: str | None = None,
+) -> str:
+    """Where a distribution came from, in words, from its PEP 610 data and metadata layout.
+
+    "index" (installed by name: an index or a find-links wheelhouse; pip does not record
+    which), "local build" (a local directory), "editable", "vcs", "url" (a remote archive),
+    "local file" (a wheel or sdist file), "setup.py install" (a legacy egg-info install),
+    "os package" (no installer recorded: Debian's python3-* packages).
+    """
+    if editable:
+        return "editable"
+    if kind is None:
+        if metadata_dir.endswith(".egg-info"):
+            return "setup.py install" if files_from == "installed-files.txt" else "os package"
+        return "index" if installer else "os package"
+    if kind == "vcs":
+        return "vcs"
+    if kind == "dir":
+        return "local build"
+    if kind == "local-archive":
+        return "local file"
+    return "url"
+
+
 @dataclass(frozen=True)
 class Distribution:
     name: str
@@ -247,6 +294,23 @@ class Distribution:
     def vcs_info(self) -> Mapping[str, Any] | None:
         info = (self.direct_url or {}).get("vcs_info")
         return info if isinstance(info, Mapping) else None
+
+    @property
+    def unrecorded(self) -> bool:
+        """Installed with no record of its installer or source (no INSTALLER, no
+        ``direct_url.json``), outside Debian's site: what pip's legacy ``setup.py install``
+        leaves (an old pip without ``wheel``)."""
+        return (self.installer is None and self.direct_url is None
+                and not self.location.startswith(DEBIAN_SITE))
+
+    @property
+    def source(self) -> str:
+        """Where it came from, in :func:`distribution_source`'s words (an unrecorded one:
+        "setup.py install", as the fingerprint of an image says from its egg-info)."""
+        if self.unrecorded:
+            return "setup.py install"
+        return distribution_source(direct_url_kind(self.direct_url), self.url, self.editable,
+                                   installer=self.installer)
 
 
 @dataclass(frozen=True)
@@ -590,6 +654,9 @@ class NativeStep:
     network: bool = False
     #: ``(sha256, path)`` the step's output is checked against (pinned downloads).
     check_sha256: tuple[str, str] | None = None
+    #: How the run had ``distribution`` installed (:attr:`Distribution.source`), which the
+    #: replay repeats; None when the step installs none (or in a format-1 plan.json).
+    source: str | None = None
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> NativeStep:
@@ -598,7 +665,8 @@ class NativeStep:
                    cwd=str(d["cwd"]), env=_pairs(d["env"]),
                    distribution=_opt_str(d.get("distribution")),
                    network=bool(d.get("network")),
-                   check_sha256=(str(check[0]), str(check[1])) if check else None)
+                   check_sha256=(str(check[0]), str(check[1])) if check else None,
+                   source=_opt_str(d.get("source")))
 
 
 @dataclass(frozen=True)

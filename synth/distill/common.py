@@ -13,6 +13,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
+from synth import model
 from synth.config import CA_ENV_NAMES
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import Step
@@ -21,7 +22,7 @@ from synth.distill.steps import Step
 ENV_DENY = frozenset({*CA_ENV_NAMES, "PS1", "OLDPWD", "PWD", "SHLVL", "HOME", "_",
                       "VIRTUAL_ENV", "BASH_ENV", "HOSTNAME", "TERM"})
 #: Where the base system's own packages live: apt's business, not the lock's.
-DEBIAN_SITE = ("/usr/lib/python3/dist-packages", "/usr/lib/python3.")
+DEBIAN_SITE = model.DEBIAN_SITE
 
 #: One simple command, the extractor that recognised it, and the step it made.
 Classified: TypeAlias = tuple[SimpleCommand, str, Step]

@@ -58,14 +58,6 @@ def lockable(d: Distribution) -> bool:
             and not d.location.startswith(DEBIAN_SITE))
 
 
-def unrecorded(d: Distribution) -> bool:
-    """Installed with no record of its installer or source (no INSTALLER, no
-    ``direct_url.json``), outside Debian's site: what pip's legacy ``setup.py install``
-    leaves (an old pip without ``wheel``)."""
-    return (d.installer is None and d.direct_url is None
-            and not d.location.startswith(DEBIAN_SITE))
-
-
 def _agent_touched(i: Interpreter) -> bool:
     return i.created_by_agent or any(
         d.installer in ("pip", "uv") and not d.location.startswith(DEBIAN_SITE)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from synth.distill.carried import norm_name
 from synth.distill.common import DEBIAN_SITE, Classified, Notes, build_env
-from synth.distill.envs import AuditedEnvs, Installs, interp_for, lockable, unrecorded
+from synth.distill.envs import AuditedEnvs, Installs, interp_for, lockable
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import Download, GitClone, NativeBuild, PipInstall
@@ -55,7 +55,8 @@ def _local_step(c: SimpleCommand, s: PipInstall, env: PythonEnvPlan, d: Distribu
             *s.build_options, *(("-e",) if d.editable else ()), path)
     return _position(c), NativeStep(
         ref=c.ref, tool=f"{s.tool}-local", argv=argv, cwd=c.cwd, env=build_env(c),
-        distribution=f"{d.name}=={d.version}", network=not s.no_build_isolation)
+        distribution=f"{d.name}=={d.version}", network=not s.no_build_isolation,
+        source=d.source)
 
 
 def _local_install(d: Distribution, env: PythonEnvPlan, installs: Installs) -> Placed | None:
@@ -91,7 +92,7 @@ def _legacy_local_install(d: Distribution, env: PythonEnvPlan, installs: Install
     """An egg-info distribution with no ``direct_url.json`` (pip's legacy ``setup.py
     install``: an old pip without ``wheel``) is the install of the local project in whose
     folder the run wrote ``<its name>.egg-info``; replayed like any local install."""
-    if not unrecorded(d):
+    if not d.unrecorded:
         return None
     name = norm_name(d.name)
     for c, s in reversed(installs):
@@ -118,7 +119,8 @@ def _remote_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
             return _position(c), NativeStep(
                 ref=c.ref, tool=f"{s.tool}-{kind}",
                 argv=(*env.pip, "install", *_install_opts(env), target), cwd=c.cwd,
-                env=build_env(c), distribution=f"{d.name}=={d.version}", network=True)
+                env=build_env(c), distribution=f"{d.name}=={d.version}", network=True,
+                source=d.source)
     if kind == "vcs":
         notes.warnings.append(f"{d.name} came from {url} but no audited command installed it")
     return None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from synth.distill.common import Notes, pkg_name, req_name, req_pin, satisfies
-from synth.distill.envs import Installs, interp_for, unrecorded
+from synth.distill.envs import Installs, interp_for
 from synth.distill.load import Distribution, LoadedRun
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import (
@@ -189,7 +189,7 @@ def _unmatched_build(final: Mapping[str, Distribution]) -> str:
     ``setup.py install`` (no ``wheel`` package beside an old pip) leaves egg-info without
     INSTALLER or ``direct_url.json``, which nothing can tie to the command: say so where the
     environment has such a distribution, rather than guess that it was undone."""
-    legacy = sorted(d.name for d in final.values() if unrecorded(d))
+    legacy = sorted(d.name for d in final.values() if d.unrecorded)
     if legacy:
         return ("not replayed: what it built is not recorded as installed from a local path "
                 "or URL; pip's legacy `setup.py install` records no source (no "

@@ -646,3 +646,42 @@ def test_a_distributions_differing_files_are_items_of_python_files(tmp_path: Pat
     assert result.section("python_files").items[0].detail == (
         f"same version, other content ({'d' * 12} -> {'e' * 12})")
     assert "numpy: numpy/old.py" in render_markdown(result)
+
+
+@pytest.mark.parametrize(("installed", "source"), [
+    ({"installer": "pip", "direct_url": {"url": "file:///workspace/PythonAPI",
+                                         "dir_info": {"editable": True}}}, "editable"),
+    ({"installer": "pip", "direct_url": {"url": "file:///workspace/PythonAPI",
+                                         "dir_info": {}}}, "local build"),
+    # pip's legacy `setup.py install`: no INSTALLER, no direct_url.json (as on cocoapi).
+    ({"installer": None}, "setup.py install"),
+])
+def test_a_run_and_its_artifact_describe_a_local_build_alike(
+        tmp_path: Path, installed: dict[str, Any], source: str) -> None:
+    """A distribution the artifact replays with the run's own command is installed the way
+    the run had it: both sides name the same source (on cocoapi the run said "os package"
+    and the artifact "local build", a difference that was not there)."""
+    from distill_runs import cmd, dist, make_run_dir, system_python, venv
+    from test_render_golden import fake_locker
+
+    from synth.export import export_run
+
+    editable = bool((installed.get("direct_url") or {}).get("dir_info", {}).get("editable"))
+    line = ("cd /workspace/PythonAPI && /opt/venv/bin/pip install --no-build-isolation "
+            + ("-e ." if editable else "."))
+    run_dir = make_run_dir(
+        tmp_path, [cmd("python3 -m venv /opt/venv"), cmd("/opt/venv/bin/pip install numpy"),
+                   cmd(line)],
+        python=[system_python(), venv(dists=[dist("numpy", "2.3.5"),
+                                             dist("pycocotools", "2.0", **installed)])],
+        diff=[("A", "/workspace/PythonAPI/pycocotools.egg-info")])
+    art = export_run(run_dir, Settings.load(artifacts_dir=tmp_path), locker=fake_locker,
+                     hash_downloads=False).artifact_dir
+    ld = loader(tmp_path)
+    run_side, art_side = ld.load(str(run_dir)), ld.load(f"artifact:{art}")
+    assert run_side.distributions is not None and art_side.distributions is not None
+    assert run_side.distributions["pycocotools"].source == source
+    assert art_side.distributions["pycocotools"].source == source
+    from synth.diff import diff_sides
+
+    assert diff_sides(run_side, art_side).section("python").status == "equal"
