@@ -100,6 +100,24 @@ def mdcell(text: str) -> str:
     return mdline(text).replace("|", "\\|")
 
 
+def outcome_rows(outcomes: Iterable[CommandOutcome]) -> str:
+    """The export report's table rows, ``| ref | `command` | reason |``, one per command:
+    joined here rather than in a template loop, since a long log has 150,000 of them (and
+    most share their command text and reason with another)."""
+    code: dict[str, str] = {}
+    cell: dict[str, str] = {}
+    rows = []
+    for o in outcomes:
+        c = code.get(o.command)
+        if c is None:
+            c = code[o.command] = mdcode(o.command)
+        r = cell.get(o.reason)
+        if r is None:
+            r = cell[o.reason] = mdcell(o.reason)
+        rows.append(f"| {o.ref} | `{c}` | {r} |\n")
+    return "".join(rows)
+
+
 def wordlines(words: Iterable[str], width: int = 80) -> list[str]:
     """Words joined into lines of at most ``width`` characters (one long word: its own)."""
     lines: list[str] = []
@@ -121,7 +139,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=False,
     )
     env.filters.update(shjoin=shjoin, shquote=shquote, shvalue=shvalue, dockerenv=dockerenv,
-                       mdcode=mdcode, mdcell=mdcell, mdline=mdline,
+                       mdcode=mdcode, mdcell=mdcell, mdline=mdline, outcome_rows=outcome_rows,
                        wordlines=wordlines, yaml_str=yaml_str,
                        json_argv=json_argv, dirname=posixpath.dirname,
                        basename=posixpath.basename, repo_name=repo_name)
