@@ -176,8 +176,71 @@ def _commands(tokens: list[tuple[str, str, int, int]]) -> tuple[FastCommand, ...
     return tuple(out)
 
 
+#: A line with none of these (and ASCII, single spaces between words) is *bare*: no
+#: quoting, expansion, grouping, redirection or blank other than the space.
+_NOT_BARE = re.compile("[\'\"\\\\`$!(){}<>\t\n\r\x0b\x0c\x1c-\x1f]")
+_BARE_OPS = frozenset({"&&", "||", "|", ";"})
+
+
+def _bare_parse(source: str) -> tuple[FastCommand, ...] | None:
+    """The commands of a *bare* line (the common case: ``cd /w && pip install x==1``),
+    which is what :func:`_tokens` and :func:`_commands` give for it: its words are its
+    space-separated parts, an operator is a part of its own. Counting the operator
+    characters of the line against those parts proves none is glued to a word (``a&&b``,
+    ``x;``, ``&``), so the line is read per command, not per token. None for any other
+    line, which takes that general way (and gets its answer there, a decline included)."""
+    if (not source.isascii() or _NOT_BARE.search(source) is not None or "  " in source
+            or not source or source[0] == " " or source[-1] == " "
+            or not _RESERVED.isdisjoint(words := source.split(" "))
+            or ("#" in source and any(w[0] == "#" for w in words))):
+        return None
+    ops: list[int] = []
+    count = len(words)
+    if "&" in source or "|" in source or ";" in source:
+        ops = [i for i, w in enumerate(words) if w in _BARE_OPS]
+        kinds = [words[i] for i in ops]
+        if (source.count("&") != 2 * kinds.count("&&") or source.count(";") != kinds.count(";")
+                or source.count("|") != 2 * kinds.count("||") + kinds.count("|")):
+            return None  # an operator character inside a word
+        if kinds and kinds[-1] == ";" and ops[-1] == count - 1:
+            ops.pop()  # one trailing ``;``: nothing after it
+            count -= 1
+    out: list[FastCommand] = []
+    pipeline: list[tuple[tuple[str, ...], tuple[str, ...], int, int]] = []
+    before: str | None = None
+    first = pos = 0
+    for stop in (*ops, count):
+        if stop == first:
+            return None  # an empty command
+        segment = words[first:stop]
+        end = pos + sum(map(len, segment)) + len(segment) - 1
+        k = 0  # the leading ``X=1`` words
+        for word in segment:
+            if "=" not in word and "[" not in word:
+                break
+            if _ODD_ASSIGNMENT.match(word):
+                return None  # ``A[0]=1``, ``X+=1``: bashlex's
+            if not _ASSIGNMENT.match(word):
+                break
+            k += 1
+        pipeline.append((tuple(segment[:k]), tuple(segment[k:]), pos, end))
+        after = words[stop] if stop < count else None
+        if after != "|":
+            masked = before == "||" or after == "||"
+            last = len(pipeline) - 1
+            out += [FastCommand(a, w, (), s, e, masked or n < last)
+                    for n, (a, w, s, e) in enumerate(pipeline)]
+            pipeline, before = [], after
+        first = stop + 1
+        pos = end + 2 + (len(after) if after else 0)
+    return tuple(out)
+
+
 def fast_parse(source: str) -> tuple[FastCommand, ...] | None:
     """The simple commands of a plain line, in order; None when the line is not plain."""
+    bare = _bare_parse(source)
+    if bare is not None:
+        return bare
     try:
         tokens = _tokens(source)
         return _commands(tokens) if tokens else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from synth.distill.fastshell import fast_parse
+from synth.distill.fastshell import _bare_parse, _commands, _Decline, _tokens, fast_parse
 from synth.distill.load import AuditRecord
 from synth.distill.shell import parse_line
 from synth.transcript import split_statements
@@ -118,6 +118,43 @@ def test_generated_corpus_agrees_with_bashlex() -> None:
     assert taken > 60  # both sides of the grammar are exercised
     plain = [_plain_line(rng) for _ in range(500)]
     assert all(_agrees(line) for line in plain)
+
+
+def _bare_line(rng: random.Random) -> str:
+    """Lines of single-spaced words and operators, some with an operator character glued
+    to a word, a reserved word, a comment or an odd assignment among them."""
+    words = ("pip", "install", "numpy==2.0", "X=1", "MAX_JOBS=4", "A[0]=1", "X+=1", "cd",
+             "/w", ".", "-j4", "ls", "in", "do", "[[", "#c", "a#b", "é", "a;", "a&&b", "&",
+             "|&", ";;", "x|y", "=x", "~/a")
+    parts: list[str] = []
+    for _ in range(rng.randint(1, 4)):
+        parts += [rng.choice(words) for _ in range(rng.randint(0, 4))]
+        parts.append(rng.choice(("&&", "||", "|", ";", "&&", "|")))
+    if rng.random() < 0.7:
+        parts.pop()
+    return " ".join(parts)
+
+
+def _general(line: str) -> tuple[object, ...] | None:
+    try:
+        tokens = _tokens(line)
+        return _commands(tokens) if tokens else None
+    except _Decline:
+        return None
+
+
+def test_bare_lines_read_as_the_general_way() -> None:
+    """The per-command reading of a bare line gives what the per-token one gives."""
+    rng = random.Random(20261203)
+    lines = ([_bare_line(rng) for _ in range(3000)] + [_plain_line(rng) for _ in range(500)]
+             + [_line(rng) for _ in range(1000)])
+    taken = 0
+    for line in lines:
+        bare = _bare_parse(line)
+        if bare is not None:
+            taken += 1
+            assert bare == _general(line), line
+    assert taken > 150  # the bare reading is exercised, not only its declines
 
 
 def test_declines_what_it_does_not_know() -> None:
