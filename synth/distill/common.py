@@ -36,14 +36,34 @@ class Notes:
     not_reproducible: list[str] = field(default_factory=list)
 
 
+_REQ_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+#: ``name<op>version`` with a release-only version (``numpy==1.26.4``, ``torch>=2``): the
+#: specifier packaging would give, read without it (a test compares the two).
+_SIMPLE_PIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?((?:==|!=|>=|<=|<|>)"
+                         r"([0-9]+(?:\.[0-9]+)*))")
+_RELEASE = re.compile(r"[0-9]+(?:\.[0-9]+)*")
+_SIMPLE_SPECIFIER = re.compile(r"(==|!=|>=|<=|<|>)([0-9]+(?:\.[0-9]+)*)")
+
+
 def req_name(spec: str) -> str:
-    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
-    return str(canonicalize_name(m.group(1) if m else spec))
+    """The canonical distribution name a requirement specifier names."""
+    m = _REQ_NAME.match(spec)
+    return _canonical(m.group(1) if m else spec)
 
 
 @functools.lru_cache(maxsize=4096)
+def _canonical(name: str) -> str:
+    return str(canonicalize_name(name))
+
+
 def req_pin(spec: str) -> str | None:
     """The version specifier of a requirement (``==1.0``, ``<70``), None when it has none."""
+    m = _SIMPLE_PIN.fullmatch(spec)
+    return m.group(1) if m else _req_pin(spec)
+
+
+@functools.lru_cache(maxsize=4096)
+def _req_pin(spec: str) -> str | None:
     try:
         req = Requirement(spec)
     except InvalidRequirement:
@@ -51,8 +71,31 @@ def req_pin(spec: str) -> str | None:
     return str(req.specifier) or None
 
 
-@functools.lru_cache(maxsize=4096)
+def _release(version: str) -> tuple[int, ...]:
+    """A release-only version's numbers, trailing zeros dropped (``1.0`` is ``1``)."""
+    parts = [int(x) for x in version.split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+#: How a release-only version compares with a release-only specifier version.
+_COMPARE = {"==": tuple.__eq__, "!=": tuple.__ne__, ">=": tuple.__ge__, "<=": tuple.__le__,
+            ">": tuple.__gt__, "<": tuple.__lt__}
+
+
 def satisfies(version: str, specifier: str) -> bool:
+    """Whether ``version`` is in ``specifier`` (pre-releases included); True when either
+    cannot be read. Release-only versions against one ``<op>version`` are compared as
+    numbers, as packaging compares them (a test compares the two)."""
+    m = _SIMPLE_SPECIFIER.fullmatch(specifier) if _RELEASE.fullmatch(version) else None
+    if m is not None:
+        return bool(_COMPARE[m.group(1)](_release(version), _release(m.group(2))))
+    return _satisfies(version, specifier)
+
+
+@functools.lru_cache(maxsize=4096)
+def _satisfies(version: str, specifier: str) -> bool:
     try:
         return SpecifierSet(specifier).contains(version, prereleases=True)
     except (InvalidSpecifier, InvalidVersion):
