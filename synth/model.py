@@ -36,6 +36,10 @@ PLAN_FILE = "plan.json"
 VERIFY_FORMAT = 1
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
 def _opt_str(value: Any) -> str | None:
     return str(value) if value else None
 
@@ -146,28 +150,35 @@ class AuditRecord:
     def from_json(cls, obj: Mapping[str, Any]) -> AuditRecord:
         get = obj.get
         text = get("command")
-        if not isinstance(text, str):
+        if type(text) is not str:
             text = shlex.join(str(a) for a in get("argv") or ())
         cwd, start, end = get("cwd"), get("start"), get("end")
         pipestatus, argv = get("pipestatus"), get("argv")
-        # Made once per line of long audit logs: every field is set here, straight into the
-        # instance (a frozen dataclass's __init__ costs as much again; test_model_json
-        # checks the result equals the one __init__ makes).
-        record = object.__new__(cls)
-        record.__dict__.update(
-            seq=int(obj["seq"]), source=str(obj["source"]), command=text,
-            cwd=str(cwd or "/"), cwd_known=bool(cwd), exit=_opt_int(get("exit")),
-            parent_seq=_opt_int(get("parent_seq")),
-            pipestatus=tuple(p for p in pipestatus if isinstance(p, int)) if pipestatus else (),
-            start=float(start) if start is not None else None,
-            end=float(end) if end is not None else None,
-            depth=int(get("depth") or 0), phase=_opt_str(get("phase")),
-            session=str(get("session") or ""), pid=_opt_int(get("pid")),
-            ppid=_opt_int(get("ppid")), cwd_end=_opt_str(get("cwd_end")),
-            argv=tuple(map(str, argv)) if argv else (), path=_opt_str(get("path")),
-            timed_out=bool(get("timed_out")), incomplete=bool(get("incomplete")),
-            pipeline=bool(get("pipeline")),
-        )
+        seq, code, parent, pid, ppid = (obj["seq"], get("exit"), get("parent_seq"), get("pid"),
+                                        get("ppid"))
+        # Made once per line of long audit logs: the instance gets its whole __dict__ at once
+        # (a frozen dataclass's __init__ costs as much again; test_model_json checks the
+        # result equals the one __init__ makes). The schema has checked the types; an
+        # integer may still be written 2.0 (JSON Schema calls that an integer).
+        record = _new(cls)
+        _set(record, "__dict__", {
+            "seq": seq if type(seq) is int else int(seq), "source": obj["source"],
+            "command": text, "cwd": cwd or "/",
+            "exit": code if code is None or type(code) is int else int(code),
+            "parent_seq": parent if parent is None or type(parent) is int else int(parent),
+            "pipestatus": tuple([p for p in pipestatus if isinstance(p, int)])
+            if pipestatus else (),
+            "start": start if start is None or type(start) is float else float(start),
+            "end": end if end is None or type(end) is float else float(end),
+            "depth": int(get("depth") or 0), "phase": get("phase") or None,
+            "session": get("session") or "",
+            "pid": pid if pid is None or type(pid) is int else int(pid),
+            "ppid": ppid if ppid is None or type(ppid) is int else int(ppid),
+            "cwd_known": bool(cwd), "cwd_end": get("cwd_end") or None,
+            "argv": tuple(argv) if argv else (), "path": get("path") or None,
+            "timed_out": bool(get("timed_out")), "incomplete": bool(get("incomplete")),
+            "pipeline": bool(get("pipeline")),
+        })
         return record
 
     def to_json(self) -> dict[str, Any]:
