@@ -14,7 +14,7 @@ import functools
 import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import bashlex
@@ -76,11 +76,17 @@ class SimpleCommand:
         return dict(self.env)
 
 
-@dataclass
 class _ShellState:
-    cwd: str
-    exported: dict[str, str] = field(default_factory=dict)
-    activated: str | None = None
+    """What one shell remembers between its commands: made once per audited line."""
+
+    __slots__ = ("activated", "cwd", "env", "exported")
+
+    def __init__(self, cwd: str) -> None:
+        self.cwd = cwd
+        self.exported: dict[str, str] = {}
+        #: ``exported`` as a command's sorted ``env``, kept until it changes.
+        self.env: tuple[tuple[str, str], ...] = ()
+        self.activated: str | None = None
 
 
 def expand(word: str, env: Mapping[str, str]) -> str:
@@ -201,26 +207,25 @@ class _Walker:
              flags: tuple[str, ...]) -> None:
         """One simple command from its words (after quote removal) in the current state."""
         st = self.state
-        exported = st.exported
-        assignments: list[tuple[str, str]] = []
-        for word in assignment_words:
-            name, _, value = word.partition("=")
-            assignments.append((name, expand(value, exported)))
+        assignments: tuple[tuple[str, str], ...] = ()
+        if assignment_words:
+            exported = st.exported
+            assignments = tuple((name, expand(value, exported)) for name, _, value in
+                                (w.partition("=") for w in assignment_words))
         if not self.expands:  # no ``$`` anywhere in the line: every word as written
             argv = tuple(words)
         else:
-            scope = {**exported, **dict(assignments)} if assignments else exported
+            scope = {**st.exported, **dict(assignments)} if assignments else st.exported
             argv = tuple([expand(w, scope) for w in words])
+        # Positional: made once per command of a long log (the order of the fields).
         cmd = SimpleCommand(
-            argv=argv, assignments=tuple(assignments),
-            redirects=tuple(redirects), text=self.source[start:end], cwd=st.cwd,
-            env=tuple(sorted(exported.items())) if exported else (),
-            activated=st.activated, seq=self.record.seq, exit=self._exit(masked),
-            flags=flags, masked=masked, index=len(self.out),
-        )
+            argv, assignments, tuple(redirects), self.source[start:end], st.cwd, st.env,
+            st.activated, self.record.seq, self._exit(masked), True, flags, masked,
+            len(self.out))
         self.out.append(cmd)
         if not argv or argv[0] in _STATEFUL:
             self._apply(cmd)
+            st.env = tuple(sorted(st.exported.items()))
 
     def _apply(self, cmd: SimpleCommand) -> None:
         """Update the shell state the way bash would after ``cmd``."""
@@ -278,7 +283,7 @@ def parse_line(record: AuditRecord, *, fast: bool = True) -> list[SimpleCommand]
 def _parse_line(record: AuditRecord, *, fast: bool = True,
                 exits: str | None = None) -> list[SimpleCommand]:
     source = record.command
-    state = _ShellState(cwd=record.cwd or "/")
+    state = _ShellState(record.cwd or "/")
     walker = _Walker(source, record, state, exits)
     plain = _fast_parse(source) if fast else None
     if plain is not None:
