@@ -213,9 +213,20 @@ class AuditLog:
     def commands(self) -> tuple[AuditRecord, ...]:
         """The command records (not ``unparsed`` lines, nor a shell record with no text),
         typed, ordered by ``seq``."""
-        cmds = (AuditRecord.from_json(r) for r in self.records if r.get("type") == "command"
-                and (isinstance(r.get("command"), str) or isinstance(r.get("argv"), list)))
-        return tuple(sorted(cmds, key=lambda r: r.seq))
+        return commands_of(self.records)
+
+
+def commands_of(records: Iterable[Mapping[str, Any]]) -> tuple[AuditRecord, ...]:
+    """The command records of validated ``audit.jsonl`` records (not ``unparsed`` lines,
+    nor a shell record with no text), typed, ordered by ``seq``."""
+    cmds = [AuditRecord.from_json(r) for r in records if r.get("type") == "command"
+            and (isinstance(r.get("command"), str) or isinstance(r.get("argv"), list))]
+    cmds.sort(key=_seq)
+    return tuple(cmds)
+
+
+def _seq(record: AuditRecord) -> int:
+    return record.seq
 
 
 #: Where Debian's python3-* packages live: distributions there are the OS's, never locked.

@@ -78,8 +78,8 @@ def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
-def read_text(path: Path, kind: FileKind) -> str:
-    """The text of ``path``, a regular file (not a link) under ``kind``'s size cap, as UTF-8."""
+def read_bytes(path: Path, kind: FileKind) -> bytes:
+    """The bytes of ``path``, a regular file (not a link) under ``kind``'s size cap."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -101,11 +101,22 @@ def read_text(path: Path, kind: FileKind) -> str:
         os.close(fd)
     if len(data) > kind.max_bytes:
         raise _fail(str(path), f"over the {kind.max_bytes}-byte limit of a {kind.rel} file")
+    return data
+
+
+def _decode(data: bytes, path: Path, offset: int = 0) -> str:
+    """``data`` as UTF-8; an error names the line and the byte (``offset``: where ``data``
+    starts in the file, the line before it counted by the caller)."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise _fail(f"{path}:{line}", f"not UTF-8 (byte {exc.start})") from None
+        raise _fail(f"{path}:{line}", f"not UTF-8 (byte {offset + exc.start})") from None
+
+
+def read_text(path: Path, kind: FileKind) -> str:
+    """The text of ``path``, a regular file (not a link) under ``kind``'s size cap, as UTF-8."""
+    return _decode(read_bytes(path, kind), path)
 
 
 def _reject_constant(name: str) -> Any:
@@ -175,26 +186,35 @@ def load_json(path: Path, kind: FileKind) -> dict[str, Any]:
 
 
 def iter_jsonl(path: Path, kind: FileKind) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, checked object) of each non-blank line of a JSON Lines file.
+    r"""(line number, checked object) of each non-blank line of a JSON Lines file.
 
-    A line that is a plain valid record (an object, no ``format`` to check, no escaped
-    surrogate, accepted by the schema's fast check) is taken as it is; any other line goes
-    through :func:`parse_json` and :func:`check_document`, which name it in their errors.
-    Both give the same answer: the first is that answer for the common case, without
-    building the line's location (100,000 lines of a long audit log). The first decodes with
-    orjson, three times faster than the standard decoder here; what it refuses that the
-    standard one reads (integers beyond 64 bits) takes the second way."""
+    Lines end at ``\n`` alone (JSON Lines): a record may hold U+2028 or U+0085 unescaped,
+    as a JSON string may, and no other character ends it. A line that is a plain valid
+    record (an object, no ``format`` to check, no escape ``\u``, accepted by the schema's
+    fast check) is taken as orjson reads its bytes; any other line is decoded (naming its
+    line and byte when it is not UTF-8) and goes through :func:`parse_json` and
+    :func:`check_document`, which name it in their errors. Both give the same answer: the
+    first is that answer for the common case, without building the line's text or its
+    location (100,000 lines of a long audit log). orjson decodes three times faster than
+    the standard decoder here; what it refuses that the standard one reads (integers
+    beyond 64 bits) takes the second way."""
     fast = fast_check(kind.schema)
     decode = orjson.loads
-    for number, line in enumerate(read_text(path, kind).splitlines(), start=1):
-        if fast is not None and "\\u" not in line:
+    offset = 0
+    for number, raw in enumerate(read_bytes(path, kind).split(b"\n"), start=1):
+        start, offset = offset, offset + len(raw) + 1
+        if fast is not None and b"\\u" not in raw:
             try:
-                doc = decode(line)
+                doc = decode(raw)
             except ValueError:  # orjson.JSONDecodeError is one
                 doc = None
             if type(doc) is dict and doc.get("type") != "header" and fast(doc):
                 yield number, doc
                 continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _fail(f"{path}:{number}", f"not UTF-8 (byte {start + exc.start})") from None
         if line.strip():
             where = f"{path}:{number}"
             doc = parse_json(line, where)
@@ -228,22 +248,36 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def read_audit(path: Path) -> model.AuditLog:
-    """An ``audit.jsonl``: the header (first line), then every record, each checked."""
+def _audit_records(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of an ``audit.jsonl`` after its header (first line), each checked."""
     header: dict[str, Any] | None = None
-    records: list[dict[str, Any]] = []
     for number, obj in iter_jsonl(path, AUDIT_LOG):
         if obj["type"] == "header":
             if header is not None:
                 raise _fail(f"{path}:{number}", "a second header record")
             header = obj
+            yield obj
         elif header is None:
             raise _fail(f"{path}:{number}", "a record before the header")
         else:
-            records.append(obj)
+            yield obj
     if header is None:
         raise _fail(str(path), "no header record; not a synth audit log")
-    return model.AuditLog(header=header, records=tuple(records))
+
+
+def read_audit(path: Path) -> model.AuditLog:
+    """An ``audit.jsonl``: the header (first line), then every record, each checked."""
+    lines = _audit_records(path)
+    header = next(lines)  # or the file's own error: no header, a record before it
+    return model.AuditLog(header=header, records=tuple(lines))
+
+
+def read_audit_commands(path: Path) -> tuple[model.AuditRecord, ...]:
+    """:meth:`model.AuditLog.commands` of an ``audit.jsonl``, each record typed as it is
+    read (a long log's checked documents are not all kept at once)."""
+    lines = _audit_records(path)
+    next(lines)  # the header
+    return model.commands_of(lines)
 
 
 def read_verify(path: Path) -> model.VerifyDocument:
@@ -290,6 +324,10 @@ class RunDir(_Folder):
 
     def audit(self) -> model.AuditLog:
         return read_audit(self.file(AUDIT_LOG))
+
+    def audit_commands(self) -> tuple[model.AuditRecord, ...]:
+        """The audit's command records, typed and ordered by ``seq``."""
+        return read_audit_commands(self.file(AUDIT_LOG))
 
     def apt_state(self) -> model.AptState:
         return model.AptState.from_json(load_json(self.file(APT_STATE), APT_STATE))

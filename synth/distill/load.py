@@ -134,7 +134,7 @@ def _claims_error(run: RunDir) -> str | None:
 
 def _agent_records(run: RunDir) -> tuple[AuditRecord, ...]:
     """The audit's commands without synth's own (``phase`` ``synth``: setup, capture)."""
-    return tuple(r for r in run.audit().commands() if r.phase != "synth")
+    return tuple(r for r in run.audit_commands() if r.phase != "synth")
 
 
 def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:

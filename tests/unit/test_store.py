@@ -123,6 +123,33 @@ def test_audit_errors_name_the_line(run_dir: Path) -> None:
         read_audit(path)
 
 
+def test_audit_lines_end_at_newline_only(run_dir: Path) -> None:
+    """A command holding U+2028, U+2029 or U+0085 is written unescaped (JSON allows it,
+    the session's writer does it); it stays one record, and its line is read as it was
+    written. Any other character that ends a line of text does not end a record."""
+    from synth.session.audit import dumps_records
+
+    path = run_dir / "audit.jsonl"
+    header, *records = [json.loads(line) for line in path.read_text().split("\n") if line]
+    text = "echo a\u2028b\u2029c\x85d"
+    records[0]["command"] = text
+    path.write_text(dumps_records([header, *records]), encoding="utf-8")
+    assert "\u2028" in path.read_text(encoding="utf-8")
+    assert read_audit(path).records[0]["command"] == text
+    assert RunDir(run_dir).audit_commands()[0].command == text
+
+
+def test_audit_bytes_that_are_not_utf8_are_located(run_dir: Path) -> None:
+    path = run_dir / "audit.jsonl"
+    data = path.read_bytes()
+    first = data.index(b"\n") + 1
+    broken = data[:first] + data[first:].replace(b'"command": "', b'"command": "\xff', 1)
+    path.write_bytes(broken)
+    at = broken.index(b"\xff")
+    with pytest.raises(InputFileError, match=rf"audit\.jsonl:2: not UTF-8 \(byte {at}\)"):
+        read_audit(path)
+
+
 def test_long_values_are_clipped_in_messages(run_dir: Path) -> None:
     doc = json.loads((run_dir / "run.json").read_text())
     doc["status"] = "x" * 100_000
