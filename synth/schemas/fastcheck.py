@@ -11,6 +11,7 @@ cannot be compiled (:class:`Unsupported`), and callers use jsonschema alone.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -137,20 +138,30 @@ class _Compiler:
             body.append("    if type(v) is not dict: return type(v) in _allowed")
         else:
             body.append("    if type(v) is not dict: return True")
+        # A required property's value is read without a default: a missing one raises
+        # KeyError, which the function answers False (below). Required keys that are not
+        # properties are looked for as a set.
+        required = frozenset(schema.get("required") or ())
+        if required - set(schema["properties"]):
+            env["_required"] = required - set(schema["properties"])
+            body.append(f"{indent}if not v.keys() >= _required: return False")
         for i, (key, sub) in enumerate(schema["properties"].items()):
             test = self._inline(sub, f"x{i}", env, f"p{i}")
-            body.append(f"{indent}x{i} = v.get({key!r}, _ABSENT)")
-            body.append(f"{indent}if x{i} is not _ABSENT and ({test}): return False")
-        if schema.get("required"):
-            env["_required"] = frozenset(schema["required"])
-            body.append(f"{indent}if not v.keys() >= _required: return False")
+            if key in required:
+                body.append(f"{indent}x{i} = v[{key!r}]")
+                body.append(f"{indent}if {test}: return False")
+            else:
+                body.append(f"{indent}x{i} = v.get({key!r}, _ABSENT)")
+                body.append(f"{indent}if x{i} is not _ABSENT and ({test}): return False")
         if "additionalProperties" in schema:  # false: only the named properties
             env["_known"] = frozenset(schema["properties"])
             body.append(f"{indent}if not v.keys() <= _known: return False")
         if "allOf" in schema:
             env["_all_of"] = self._kw_allOf(schema["allOf"], schema)
             body.append(f"{indent}if not _all_of(v): return False")
-        source = "def check(v):\n" + "\n".join(body) + "\n    return True\n"
+        source = ("def check(v):\n" + body[0] + "\n    try:\n"
+                  + "\n".join("    " + line for line in body[1:])
+                  + "\n    except KeyError:\n        return False\n    return True\n")
         namespace: dict[str, Any] = {}
         exec(source, env, namespace)  # the source is made of this module's templates only
         check: Check = namespace["check"]
@@ -160,8 +171,7 @@ class _Compiler:
         """A Python expression that is True when value ``x`` fails ``sub``."""
         keys = set(sub) - _IGNORED if isinstance(sub, Mapping) else None
         if keys == {"type"}:
-            env[f"{name}_t"] = _type_set(sub["type"])
-            return f"type({x}) not in {name}_t"
+            return self._type_test(sub["type"], x, env, name)
         if keys == {"const"} and type(sub["const"]) is str:
             return f"type({x}) is not str or {x} != {sub['const']!r}"
         if keys == {"enum"} and all(o is None or type(o) is str for o in sub["enum"]):
@@ -181,9 +191,19 @@ class _Compiler:
             env[f"{name}_t"], env[f"{name}_i"] = _type_set(sub["type"]), _type_set(
                 sub["items"]["type"])
             return (f"type({x}) not in {name}_t or (type({x}) is list and "
-                    f"not all(type(y) in {name}_i for y in {x}))")
+                    f"not {name}_i.issuperset(map(type, {x})))")
         env[name] = self.compile(sub)
         return f"not {name}({x})"
+
+    @staticmethod
+    def _type_test(value: str | list[str], x: str, env: dict[str, Any], name: str) -> str:
+        """An expression True when ``x`` is none of the JSON types ``value``."""
+        types = _type_set(value)
+        if len(types) == 1:
+            (env[f"{name}_t"],) = types
+            return f"type({x}) is not {name}_t"
+        env[f"{name}_t"] = types
+        return f"type({x}) not in {name}_t"
 
     def _ref(self, ref: str) -> Check:
         if not ref.startswith("#/"):
@@ -309,18 +329,25 @@ class _Compiler:
                                                           *(s["if"].get("required") or ()))}))
         pairs = [(c, self.compile(s["then"])) for c, s in zip(conds, value, strict=True)]
         seen: dict[tuple[Any, ...], tuple[Check, ...]] = {}
+        absent = (_ABSENT,) * len(keys)
 
         def check(v: Any) -> bool:
             if type(v) is not dict:
                 return True
-            key = tuple(x if type(x := v.get(k, _ABSENT)) is str else type(x) for k in keys)
-            thens = seen.get(key)
+            # The discriminators' values as the key: equal keys get the same conditions'
+            # answers (each condition sees absence, a non-string, or which string).
+            key = tuple(map(v.get, keys, absent))
+            try:
+                thens = seen.get(key)
+            except TypeError:  # a list or an object there: not cached
+                thens = None
             if thens is None:
                 # Conditions see only the discriminators: a stand-in with just those.
                 probe = {k: v[k] for k in keys if k in v}
                 thens = tuple(t for c, t in pairs if c(probe))  # type: ignore[misc]
                 if len(seen) < 256:
-                    seen[key] = thens
+                    with contextlib.suppress(TypeError):
+                        seen[key] = thens
             for t in thens:  # noqa: SIM110
                 if not t(v):
                     return False
