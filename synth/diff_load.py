@@ -276,12 +276,18 @@ def _native_from_steps(steps: Iterable[NativeStep], dists: Mapping[str, PyDist]
     out: dict[str, NativeBuildInfo] = {}
     against = _against(dists)
     for s in steps:
-        name, _, version = s.distribution.partition("==") if s.distribution else ("", "", "")
-        key = str(canonicalize_name(name)) if name else " ".join(s.argv[:3])
+        key, version = _step_key(s)
         out[key] = NativeBuildInfo(
             key=key, tool=s.tool, command=shlex.join(s.argv), cwd=s.cwd,
-            env=tuple(sorted(s.env)), against=against, version=version or None)
+            env=tuple(sorted(s.env)), against=against, version=version)
     return tuple(out[k] for k in sorted(out))
+
+
+def _step_key(step: NativeStep) -> tuple[str, str | None]:
+    """A native step's key (the canonical name of the distribution it installs, else its
+    command's first words) and the version it installs."""
+    name, _, version = step.distribution.partition("==") if step.distribution else ("", "", "")
+    return (str(canonicalize_name(name)) if name else " ".join(step.argv[:3])), version or None
 
 
 # --------------------------------------------------------------------------------- runs
@@ -443,8 +449,7 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
     if plan and native and dists is not None:
         # Built by a replayed step, so installed as the run had it (a format-1 plan.json
         # does not say how: "local build").
-        sources = {str(canonicalize_name(s.distribution.partition("==")[0])): s.source
-                   for s in plan.native if s.distribution}
+        sources = {_step_key(s)[0]: s.source for s in plan.native if s.distribution}
         for n in native:
             if n.version and n.key not in dists:
                 dists[n.key] = PyDist(n.key, n.version, sources.get(n.key) or "local build")
