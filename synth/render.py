@@ -21,7 +21,7 @@ from typing import Any
 import jinja2
 
 import synth
-from synth.atomic import dumps_json
+from synth.atomic import dumps_json, dumps_plain_json
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
@@ -465,7 +465,9 @@ def report_files(plan: BuildPlan, report: DistillReport,
                  bundle: dict[str, Any] | None = None) -> dict[str, str]:
     """``export-report.json`` (every audited command's outcome) and ``plan.json`` (the plan,
     and the report without those outcomes: docs/formats.md)."""
-    return {"export-report.json": dumps_json(ExportReport.of(plan, report, bundle).to_json()),
+    # Plain by its types (strings, integers, booleans, lists, string-keyed dicts: no float).
+    return {"export-report.json": dumps_plain_json(
+                ExportReport.of(plan, report, bundle).to_json()),
             PLAN_FILE: dumps_json(plan_document(plan, report))}
 
 
