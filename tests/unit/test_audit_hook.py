@@ -155,3 +155,13 @@ def test_set_x_output_shows_no_hook_commands(tmp_path: Path) -> None:
                           started="t")
     command, _cwd, status = hook_records(records[1:])[-1]
     assert (command, status) == ("exit 3", 3)
+
+
+def test_a_command_holding_line_separators_stays_one_record(tmp_path: Path) -> None:
+    """The hook escapes only backslash, quote, newline, carriage return and tab: a vertical
+    tab, a form feed, a file separator, U+0085 or U+2028 in a command arrives literally,
+    and its event is still one line (lines end at newline alone)."""
+    odd = "a\x0bb\x0cc\x1cd\x85e\u2028f"
+    recs = run_hooked(tmp_path, f"echo '{odd}' >/dev/null")
+    assert [r for r in recs if r["type"] != "command"] == []
+    assert hook_records(recs) == [(f"echo '{odd}' > /dev/null", str(tmp_path), 0)]
