@@ -7,7 +7,7 @@ union (a new step type that is not handled here is a type error).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import assert_never
 
 from synth.distill.common import Notes, pkg_name, req_name, req_pin, satisfies
@@ -54,6 +54,16 @@ class DecideContext:
     #: pip command ref -> packages a later install in the same environment named again.
     reinstalled: Mapping[str, frozenset[str]]
     notes: Notes
+    _final: dict[str | None, Mapping[str, Distribution]] = field(default_factory=dict)
+
+    def final_dists(self, python: str | None) -> Mapping[str, Distribution]:
+        """The final distributions of the interpreter a pip command's ``python`` names (one
+        lookup per interpreter named, not per command)."""
+        final = self._final.get(python)
+        if final is None:
+            interp = interp_for(python, self.run)
+            final = self._final[python] = self.dists_of.get(interp.path, {}) if interp else {}
+        return final
 
 
 def reinstalled_later(installs: Mapping[str, Installs]) -> dict[str, frozenset[str]]:
@@ -76,8 +86,8 @@ def decide(c: SimpleCommand, extractor: str, s: Step, ctx: DecideContext) -> Com
         decision = ("dropped", f"failed (exit {c.exit})")
     else:
         decision = _rule(c, s, ctx)
-    return CommandOutcome(ref=c.ref, command=c.text, cwd=c.cwd, extractor=extractor,
-                          step=s.kind, decision=decision[0], reason=decision[1])
+    # Positional (ref, command, cwd, extractor, step, decision, reason): one per command.
+    return CommandOutcome(c.ref, c.text, c.cwd, extractor, s.kind, *decision)
 
 
 def _kept_or(c: SimpleCommand, ctx: DecideContext, kept: str, dropped: str) -> Decision:
@@ -160,8 +170,7 @@ def _apt_install(s: AptInstall, ctx: DecideContext) -> Decision:
 def _pip_install(c: SimpleCommand, s: PipInstall, ctx: DecideContext) -> Decision:
     if c.ref in ctx.kept_refs:
         return "kept", "native build step (local / VCS install), replayed in order"
-    interp = interp_for(s.python, ctx.run)
-    final = ctx.dists_of.get(interp.path, {}) if interp else {}
+    final = ctx.final_dists(s.python)
     reqs = [(req_name(r), req_pin(r)) for r in s.requirements]
     if not reqs and (s.local or s.urls):
         return "dropped", _unmatched_build(final)
