@@ -53,7 +53,8 @@ class ResultsFolder:
         if not self.cells_file.is_file():
             return []
         out: list[dict[str, Any]] = []
-        for number, raw in enumerate(self.cells_file.read_text("utf-8").splitlines(), 1):
+        # A line ends at \n alone: a record may hold U+2028 or U+0085 unescaped.
+        for number, raw in enumerate(self.cells_file.read_text("utf-8").split("\n"), 1):
             if not raw.strip():
                 continue
             try:

@@ -53,10 +53,13 @@ def test_results_append_latest_and_torn_line(tmp_path: Path) -> None:
     folder.append({"cell": "a", "status": "crashed"})
     folder.append({"cell": "b", "status": "done"})
     folder.append({"cell": "a", "status": "done"})
+    # Written unescaped (JSON allows it); the record stays one line.
+    folder.append({"cell": "d", "status": "crashed", "error": "agent said a\u2028b\x85c"})
     with folder.cells_file.open("a") as fh:
         fh.write('{"cell": "c", "sta')  # a writer killed mid-line
-    assert [r["cell"] for r in folder.records()] == ["a", "b", "a"]
+    assert [r["cell"] for r in folder.records()] == ["a", "b", "a", "d"]
     assert folder.latest()["a"]["status"] == "done"
+    assert folder.latest()["d"]["error"] == "agent said a\u2028b\x85c"
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "cells.jsonl").write_text('{"x": 1}\n')
     with pytest.raises(UsageError, match=r"cells\.jsonl:1"):
