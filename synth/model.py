@@ -175,7 +175,7 @@ class AuditRecord:
             "pid": pid if pid is None or type(pid) is int else int(pid),
             "ppid": ppid if ppid is None or type(ppid) is int else int(ppid),
             "cwd_known": bool(cwd), "cwd_end": get("cwd_end") or None,
-            "argv": tuple(argv) if argv else (), "path": get("path") or None,
+            "argv": tuple(map(str, argv)) if argv else (), "path": get("path") or None,
             "timed_out": bool(get("timed_out")), "incomplete": bool(get("incomplete")),
             "pipeline": bool(get("pipeline")),
         })
