@@ -104,19 +104,15 @@ def read_bytes(path: Path, kind: FileKind) -> bytes:
     return data
 
 
-def _decode(data: bytes, path: Path, offset: int = 0) -> str:
-    """``data`` as UTF-8; an error names the line and the byte (``offset``: where ``data``
-    starts in the file, the line before it counted by the caller)."""
+def read_text(path: Path, kind: FileKind) -> str:
+    """The text of ``path``, a regular file (not a link) under ``kind``'s size cap, as UTF-8;
+    an error names the line and the byte that is not."""
+    data = read_bytes(path, kind)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise _fail(f"{path}:{line}", f"not UTF-8 (byte {offset + exc.start})") from None
-
-
-def read_text(path: Path, kind: FileKind) -> str:
-    """The text of ``path``, a regular file (not a link) under ``kind``'s size cap, as UTF-8."""
-    return _decode(read_bytes(path, kind), path)
+        raise _fail(f"{path}:{line}", f"not UTF-8 (byte {exc.start})") from None
 
 
 def _reject_constant(name: str) -> Any:
