@@ -11,6 +11,7 @@ import functools
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
+from operator import attrgetter
 from typing import Any
 
 from synth.errors import InputFileError
@@ -221,12 +222,8 @@ def commands_of(records: Iterable[Mapping[str, Any]]) -> tuple[AuditRecord, ...]
     nor a shell record with no text), typed, ordered by ``seq``."""
     cmds = [AuditRecord.from_json(r) for r in records if r.get("type") == "command"
             and (isinstance(r.get("command"), str) or isinstance(r.get("argv"), list))]
-    cmds.sort(key=_seq)
+    cmds.sort(key=attrgetter("seq"))
     return tuple(cmds)
-
-
-def _seq(record: AuditRecord) -> int:
-    return record.seq
 
 
 #: Where Debian's python3-* packages live: distributions there are the OS's, never locked.

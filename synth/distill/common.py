@@ -39,10 +39,11 @@ class Notes:
 _REQ_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 #: ``name<op>version`` with a release-only version (``numpy==1.26.4``, ``torch>=2``): the
 #: specifier packaging would give, read without it (a test compares the two).
-_SIMPLE_PIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?((?:==|!=|>=|<=|<|>)"
-                         r"([0-9]+(?:\.[0-9]+)*))")
-_RELEASE = re.compile(r"[0-9]+(?:\.[0-9]+)*")
-_SIMPLE_SPECIFIER = re.compile(r"(==|!=|>=|<=|<|>)([0-9]+(?:\.[0-9]+)*)")
+_RELEASE_TEXT = r"[0-9]+(?:\.[0-9]+)*"
+_SPECIFIER_TEXT = rf"(==|!=|>=|<=|<|>)({_RELEASE_TEXT})"
+_SIMPLE_PIN = re.compile(rf"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?({_SPECIFIER_TEXT})")
+_RELEASE = re.compile(_RELEASE_TEXT)
+_SIMPLE_SPECIFIER = re.compile(_SPECIFIER_TEXT)
 
 
 def req_name(spec: str) -> str:

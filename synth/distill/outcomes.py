@@ -54,7 +54,8 @@ class DecideContext:
     #: pip command ref -> packages a later install in the same environment named again.
     reinstalled: Mapping[str, frozenset[str]]
     notes: Notes
-    _final: dict[str | None, Mapping[str, Distribution]] = field(default_factory=dict)
+    _final: dict[str | None, Mapping[str, Distribution]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     def final_dists(self, python: str | None) -> Mapping[str, Distribution]:
         """The final distributions of the interpreter a pip command's ``python`` names (one

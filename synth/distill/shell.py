@@ -178,7 +178,7 @@ class _Walker:
         text = self.source[node.pos[0]:node.pos[1]]
         return SimpleCommand(
             argv=(), assignments=(), redirects=(), text=text, cwd=self.state.cwd,
-            env=tuple(sorted(self.state.exported.items())), activated=self.state.activated,
+            env=self.state.env, activated=self.state.activated,
             seq=self.record.seq, exit=self._exit(False), parsed=False, flags=flags,
             index=len(self.out),
         )

@@ -11,7 +11,6 @@ cannot be compiled (:class:`Unsupported`), and callers use jsonschema alone.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -142,8 +141,8 @@ class _Compiler:
         # KeyError, which the function answers False (below). Required keys that are not
         # properties are looked for as a set.
         required = frozenset(schema.get("required") or ())
-        if required - set(schema["properties"]):
-            env["_required"] = required - set(schema["properties"])
+        if unnamed := required - set(schema["properties"]):
+            env["_required"] = unnamed
             body.append(f"{indent}if not v.keys() >= _required: return False")
         for i, (key, sub) in enumerate(schema["properties"].items()):
             test = self._inline(sub, f"x{i}", env, f"p{i}")
@@ -337,17 +336,17 @@ class _Compiler:
             # The discriminators' values as the key: equal keys get the same conditions'
             # answers (each condition sees absence, a non-string, or which string).
             key = tuple(map(v.get, keys, absent))
+            cacheable = True
             try:
                 thens = seen.get(key)
             except TypeError:  # a list or an object there: not cached
-                thens = None
+                cacheable, thens = False, None
             if thens is None:
                 # Conditions see only the discriminators: a stand-in with just those.
                 probe = {k: v[k] for k in keys if k in v}
                 thens = tuple(t for c, t in pairs if c(probe))  # type: ignore[misc]
-                if len(seen) < 256:
-                    with contextlib.suppress(TypeError):
-                        seen[key] = thens
+                if cacheable and len(seen) < 256:
+                    seen[key] = thens
             for t in thens:  # noqa: SIM110
                 if not t(v):
                     return False

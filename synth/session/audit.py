@@ -92,7 +92,7 @@ class RawEvents:
 
 
 def parse_raw_events(text: str) -> RawEvents:
-    """The hook's events, one JSON object a line. A line ends at ``\n`` alone: the hook
+    r"""The hook's events, one JSON object a line. A line ends at ``\n`` alone: the hook
     escapes ``\n`` but writes a vertical tab, a form feed, U+0085 or U+2028 of a command
     as it is, which ``str.splitlines`` would also split at."""
     events: list[dict[str, Any]] = []
