@@ -4,11 +4,13 @@ uv versus pip-tools/pip.
     .venv/bin/python bench/bench_export.py                 # everything
     .venv/bin/python bench/bench_export.py --only export   # 1k/10k/100k records, no network
     .venv/bin/python bench/bench_export.py --only lock     # needs the package index
+    .venv/bin/python bench/bench_export.py --only export --sizes 100000 --repeat 5
 
 The export figures time, on the same synthetic run, load + distill alone and then the
 whole export (load + distill + lock + render + write; the lock is replaced by a fake so
 that the network does not dominate), each in a fresh call: the export column is the figure
-that counts. The export's CPU time is printed too, since the cores are often shared. The
+that counts. The export's CPU time is printed too, since the cores are often shared, and
+``--repeat N`` runs each whole export N times and prints the median and the range. The
 lock figures time the real lockers on one pinned set, then a ``--require-hashes`` install
 of that lock into a fresh venv with uv and with pip.
 """
@@ -19,6 +21,7 @@ import argparse
 import hashlib
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -83,8 +86,10 @@ def _audit(size: int, shape: str) -> list[dict[str, object]]:
     return out
 
 
-def bench_export(sizes: list[int], shape: str = "exec"
-                 ) -> list[tuple[int, float, float, float, int]]:
+def bench_export(sizes: list[int], shape: str = "exec", repeat: int = 1
+                 ) -> list[tuple[int, float, list[float], list[float], int]]:
+    """Per size: load + distill (s), the whole export's wall and CPU seconds of each of
+    ``repeat`` runs (same run folder, a fresh artifact folder each), simple commands."""
     rows = []
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp_s:
@@ -98,12 +103,25 @@ def bench_export(sizes: list[int], shape: str = "exec"
                                    apt_added={f"pkg{i}": "1.0" for i in range(0, size, 10)})
             t0 = time.perf_counter()
             commands = len(distill(load_run(run_dir))[1].outcomes)  # the plan is not kept
-            t1, c1 = time.perf_counter(), time.process_time()
-            export_run(run_dir, Settings.load(artifacts_dir=tmp), out_dir=tmp / "out",
-                       locker=_fake_locker, hash_downloads=False)
-            t2, c2 = time.perf_counter(), time.process_time()
-            rows.append((size, t1 - t0, t2 - t1, c2 - c1, commands))
+            t_plan = time.perf_counter() - t0
+            walls, cpus = [], []
+            for i in range(repeat):
+                t1, c1 = time.perf_counter(), time.process_time()
+                export_run(run_dir, Settings.load(artifacts_dir=tmp), out_dir=tmp / f"out{i}",
+                           locker=_fake_locker, hash_downloads=False)
+                walls.append(time.perf_counter() - t1)
+                cpus.append(time.process_time() - c1)
+                shutil.rmtree(tmp / f"out{i}")
+            rows.append((size, t_plan, walls, cpus, commands))
     return rows
+
+
+def _figure(values: list[float]) -> str:
+    """One run's seconds, or the median of several with their range."""
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return (f"{statistics.median(values):.2f} "
+            f"({min(values):.2f}–{max(values):.2f}, {len(values)} runs)")
 
 
 def _env_plan() -> PythonEnvPlan:
@@ -162,16 +180,21 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--shape", choices=("exec", "replay"), default="exec",
                     help="bash-c lines only (default), or a replayed session's records")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run each whole export N times and print the median and range "
+                    "(the cores are often shared: one run can be 20%% off)")
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
     if args.only in (None, "export"):
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, "
               f"{args.shape} log")
         print("| audit records | load + distill alone (s) | whole export, fake lock (s) "
               "| whole export, CPU (s) | simple commands |")
         print("|---:|---:|---:|---:|---:|")
-        for size, t_plan, t_export, cpu, n in bench_export(
-                [int(s) for s in args.sizes.split(",")], args.shape):
-            print(f"| {size:,} | {t_plan:.2f} | {t_export:.2f} | {cpu:.2f} | {n:,} |")
+        for size, t_plan, walls, cpus, n in bench_export(
+                [int(s) for s in args.sizes.split(",")], args.shape, args.repeat):
+            print(f"| {size:,} | {t_plan:.2f} | {_figure(walls)} | {_figure(cpus)} | {n:,} |")
     if args.only in (None, "lock"):
         print()
         print(f"| locker ({len(LOCK_SET)} pins) | lock with hashes (s) | "

@@ -179,60 +179,58 @@ def _commands(tokens: list[tuple[str, str, int, int]]) -> tuple[FastCommand, ...
 #: A line with none of these (and ASCII, single spaces between words) is *bare*: no
 #: quoting, expansion, grouping, redirection or blank other than the space.
 _NOT_BARE = re.compile("[\'\"\\\\`$!(){}<>\t\n\r\x0b\x0c\x1c-\x1f]")
-_BARE_OPS = frozenset({"&&", "||", "|", ";"})
+#: An operator of a bare line: a word of its own, a space on either side.
+_BARE_OPERATOR = re.compile(r" (&&|\|\||[|;]) ")
+_OPERATOR_CHAR = re.compile("[&|;]")
+_new_command = tuple.__new__
 
 
 def _bare_parse(source: str) -> tuple[FastCommand, ...] | None:
     """The commands of a *bare* line (the common case: ``cd /w && pip install x==1``),
-    which is what :func:`_tokens` and :func:`_commands` give for it: its words are its
-    space-separated parts, an operator is a part of its own. Counting the operator
-    characters of the line against those parts proves none is glued to a word (``a&&b``,
-    ``x;``, ``&``), so the line is read per command, not per token. None for any other
-    line, which takes that general way (and gets its answer there, a decline included)."""
+    which is what :func:`_tokens` and :func:`_commands` give for it: one split at its
+    operators (each a word of its own, a space on either side; one trailing `` ;`` is
+    dropped) gives its commands, each the space-separated words of its text. A command
+    that still holds ``&``, ``|`` or ``;`` had one glued to a word (``a&&b``, ``x;``,
+    ``&``), and is empty if two operators met: the line then takes the general way (and
+    gets its answer there, a decline included), as does any line that is not bare."""
     if (not source.isascii() or _NOT_BARE.search(source) is not None or "  " in source
-            or not source or source[0] == " " or source[-1] == " "
-            or not _RESERVED.isdisjoint(words := source.split(" "))
-            or ("#" in source and any(w[0] == "#" for w in words))):
+            or not source or source[0] == " " or source[-1] == " "):
         return None
-    ops: list[int] = []
-    count = len(words)
-    if "&" in source or "|" in source or ";" in source:
-        ops = [i for i, w in enumerate(words) if w in _BARE_OPS]
-        kinds = [words[i] for i in ops]
-        if (source.count("&") != 2 * kinds.count("&&") or source.count(";") != kinds.count(";")
-                or source.count("|") != 2 * kinds.count("||") + kinds.count("|")):
-            return None  # an operator character inside a word
-        if kinds and kinds[-1] == ";" and ops[-1] == count - 1:
-            ops.pop()  # one trailing ``;``: nothing after it
-            count -= 1
+    parts = _BARE_OPERATOR.split(source[:-2] if source.endswith(" ;") else source)
     out: list[FastCommand] = []
     pipeline: list[tuple[tuple[str, ...], tuple[str, ...], int, int]] = []
     before: str | None = None
-    first = pos = 0
-    for stop in (*ops, count):
-        if stop == first:
-            return None  # an empty command
-        segment = words[first:stop]
-        end = pos + sum(map(len, segment)) + len(segment) - 1
+    pos = 0
+    last = len(parts) - 1  # parts: command, operator, command, …, command
+    for i in range(0, last + 1, 2):
+        text = parts[i]
+        if not text or _OPERATOR_CHAR.search(text) is not None:
+            return None
+        words = text.split(" ")
+        if not _RESERVED.isdisjoint(words) or ("#" in text
+                                               and any(w[0] == "#" for w in words)):
+            return None
         k = 0  # the leading ``X=1`` words
-        for word in segment:
-            if "=" not in word and "[" not in word:
-                break
-            if _ODD_ASSIGNMENT.match(word):
-                return None  # ``A[0]=1``, ``X+=1``: bashlex's
-            if not _ASSIGNMENT.match(word):
-                break
-            k += 1
-        pipeline.append((tuple(segment[:k]), tuple(segment[k:]), pos, end))
-        after = words[stop] if stop < count else None
+        if "=" in text or "[" in text:
+            for word in words:
+                if "=" not in word and "[" not in word:
+                    break
+                if _ODD_ASSIGNMENT.match(word):
+                    return None  # ``A[0]=1``, ``X+=1``: bashlex's
+                if not _ASSIGNMENT.match(word):
+                    break
+                k += 1
+        end = pos + len(text)
+        pipeline.append((tuple(words[:k]), tuple(words[k:]), pos, end))
+        after = parts[i + 1] if i < last else None
         if after != "|":
             masked = before == "||" or after == "||"
-            last = len(pipeline) - 1
-            out += [FastCommand(a, w, (), s, e, masked or n < last)
-                    for n, (a, w, s, e) in enumerate(pipeline)]
+            n = len(pipeline) - 1
+            for j, (a, w, s, e) in enumerate(pipeline):  # FastCommand, made as the tuple
+                out.append(_new_command(FastCommand, (a, w, (), s, e, masked or j < n)))
             pipeline, before = [], after
-        first = stop + 1
-        pos = end + 2 + (len(after) if after else 0)
+        if after is not None:
+            pos = end + len(after) + 2
     return tuple(out)
 
 

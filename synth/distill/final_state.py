@@ -38,7 +38,7 @@ def _named_by_pip(run: LoadedRun, classified: Sequence[Classified] | None) -> se
 
     names: set[str] = set()
     for cmd, _x, step in classified if classified is not None else classify_log(run):
-        if cmd.ran and not cmd.failed and cmd.parsed and isinstance(step, PipInstall):
+        if cmd.succeeded and isinstance(step, PipInstall):
             names |= {carried_mod.norm_name(warn.requirement_name(r))
                       for r in step.requirements}
     return names

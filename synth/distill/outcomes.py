@@ -79,14 +79,14 @@ def reinstalled_later(installs: Mapping[str, Installs]) -> dict[str, frozenset[s
 
 
 def decide(c: SimpleCommand, extractor: str, s: Step, ctx: DecideContext) -> CommandOutcome:
-    if not c.parsed:
+    if c.succeeded:
+        decision = _rule(c, s, ctx)
+    elif not c.parsed:
         decision = ("dropped", "could not be parsed; kept verbatim here, not replayed")
     elif not c.ran:
         decision = ("dropped", "never ran (an earlier command of its line failed)")
-    elif c.failed:
-        decision = ("dropped", f"failed (exit {c.exit})")
     else:
-        decision = _rule(c, s, ctx)
+        decision = ("dropped", f"failed (exit {c.exit})")
     # Positional (ref, command, cwd, extractor, step, decision, reason): one per command.
     return CommandOutcome(c.ref, c.text, c.cwd, extractor, s.kind, *decision)
 

@@ -80,7 +80,7 @@ def download_candidates(run: LoadedRun, classified: Sequence[Classified] | None 
     for c, _x, s in classified if classified is not None else classify_log(run):
         match s:
             case Download(tool="wget" | "curl", dest=str(dest)) if (
-                    dest and c.ran and not c.failed and dest in present):
+                    dest and c.succeeded and dest in present):
                 out.add(dest)
             case _:
                 pass
@@ -123,7 +123,7 @@ def distill(run: LoadedRun, *, include: Sequence[str] = (),
 def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
              classified: Sequence[Classified]) -> tuple[BuildPlan, DistillReport]:
     notes = Notes()
-    ok = [t for t in classified if t[0].ran and not t[0].failed and t[0].parsed]
+    ok = [t for t in classified if t[0].succeeded]
     envs_in = reproduced_interpreters(run)
     audited = audited_envs(ok, run)
     env_plans = [env_plan(interp, idx, audited, notes) for idx, interp in enumerate(envs_in)]

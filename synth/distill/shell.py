@@ -72,6 +72,14 @@ class SimpleCommand:
     def ran(self) -> bool:
         return "not-run" not in self.flags
 
+    @property
+    def succeeded(self) -> bool:
+        """Parsed, ran and did not fail: what distill replays the effect of (asked of every
+        command of a long log: the common case, no flag and exit 0, answers at once)."""
+        if not self.exit and not self.flags:
+            return self.parsed
+        return self.parsed and self.ran and not self.failed
+
     def env_map(self) -> dict[str, str]:
         return dict(self.env)
 
