@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from synth.distill.load import AuditRecord
-from synth.distill.shell import parse_line, simple_commands
+from synth.distill.shell import SimpleCommand, parse_line, simple_commands
 
 
 def rec(command: str, *, seq: int = 1, exit: int | None = 0, cwd: str = "/workspace",
@@ -113,3 +113,16 @@ def test_hook_text_reprinted_by_bash_still_matches() -> None:
     cmds = list(simple_commands(records))
     assert [(c.exit, c.ran) for c in cmds] == [(0, True), (0, True)]
     assert not any("nested" in c.flags for c in cmds)
+
+
+def test_succeeded_is_parsed_ran_and_not_failed() -> None:
+    """The shortcut for the common case (exit 0, no flag) answers as the three properties
+    do, on every combination of what they read."""
+    for parsed in (True, False):
+        for code in (None, 0, 1, 141, 2):
+            for flags in ((), ("not-run",), ("nested",), ("compound", "not-run")):
+                for masked in (False, True):
+                    c = SimpleCommand(("x",), (), (), "x", "/", (), None, 1, code,
+                                      parsed, flags, masked)
+                    assert c.succeeded == (c.parsed and c.ran and not c.failed), c
+
