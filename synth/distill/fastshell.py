@@ -14,6 +14,7 @@ bashlex exactly (tests/unit/test_distill_fastshell.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -111,18 +112,21 @@ def _tokens(source: str) -> list[tuple[str, str, int, int]]:
     return out
 
 
-_Parts = tuple[list[str], list[str], list[tuple[str, str]], int, int]
+#: A pipeline member's assignment words, words, redirects, start and end.
+_Parts = tuple[Sequence[str], Sequence[str], Sequence[tuple[str, str]], int, int]
+_new_command = tuple.__new__
 
 
 def _close_pipeline(out: list[FastCommand], pipeline: list[_Parts], before: str | None,
                     after: str | None) -> None:
     """The commands of a pipeline, with the walker's masking rule: every member of a
-    pipeline next to ``||`` is masked, and every member but the last of any pipeline."""
+    pipeline next to ``||`` is masked, and every member but the last of any pipeline.
+    Each FastCommand is made as the tuple it is (one per command of a long log)."""
     masked = before == "||" or after == "||"
     last = len(pipeline) - 1
     for i, (assignments, words, redirects, start, end) in enumerate(pipeline):
-        out.append(FastCommand(tuple(assignments), tuple(words), tuple(redirects), start, end,
-                               masked or i < last))
+        out.append(_new_command(FastCommand, (tuple(assignments), tuple(words),
+                                              tuple(redirects), start, end, masked or i < last)))
 
 
 def _commands(tokens: list[tuple[str, str, int, int]]) -> tuple[FastCommand, ...]:
@@ -182,7 +186,6 @@ _NOT_BARE = re.compile("[\'\"\\\\`$!(){}<>\t\n\r\x0b\x0c\x1c-\x1f]")
 #: An operator of a bare line: a word of its own, a space on either side.
 _BARE_OPERATOR = re.compile(r" (&&|\|\||[|;]) ")
 _OPERATOR_CHAR = re.compile("[&|;]")
-_new_command = tuple.__new__
 
 
 def _bare_parse(source: str) -> tuple[FastCommand, ...] | None:
@@ -198,7 +201,7 @@ def _bare_parse(source: str) -> tuple[FastCommand, ...] | None:
         return None
     parts = _BARE_OPERATOR.split(source[:-2] if source.endswith(" ;") else source)
     out: list[FastCommand] = []
-    pipeline: list[tuple[tuple[str, ...], tuple[str, ...], int, int]] = []
+    pipeline: list[_Parts] = []
     before: str | None = None
     pos = 0
     last = len(parts) - 1  # parts: command, operator, command, …, command
@@ -221,13 +224,10 @@ def _bare_parse(source: str) -> tuple[FastCommand, ...] | None:
                     break
                 k += 1
         end = pos + len(text)
-        pipeline.append((tuple(words[:k]), tuple(words[k:]), pos, end))
+        pipeline.append((words[:k], words[k:], (), pos, end))
         after = parts[i + 1] if i < last else None
         if after != "|":
-            masked = before == "||" or after == "||"
-            n = len(pipeline) - 1
-            for j, (a, w, s, e) in enumerate(pipeline):  # FastCommand, made as the tuple
-                out.append(_new_command(FastCommand, (a, w, (), s, e, masked or j < n)))
+            _close_pipeline(out, pipeline, before, after)
             pipeline, before = [], after
         if after is not None:
             pos = end + len(after) + 2
