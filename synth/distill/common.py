@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TypeAlias, TypeVar, cast
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -16,7 +17,7 @@ from packaging.version import InvalidVersion
 from synth import model
 from synth.config import CA_ENV_NAMES
 from synth.distill.shell import SimpleCommand
-from synth.distill.steps import Step
+from synth.distill.steps import Step, StepBase
 
 #: Variables never carried into a build: the CA (a secret at build time), shell noise.
 ENV_DENY = frozenset({*CA_ENV_NAMES, "PS1", "OLDPWD", "PWD", "SHLVL", "HOME", "_",
@@ -26,6 +27,33 @@ DEBIAN_SITE = model.DEBIAN_SITE
 
 #: One simple command, the extractor that recognised it, and the step it made.
 Classified: TypeAlias = tuple[SimpleCommand, str, Step]
+
+S = TypeVar("S", bound=StepBase)
+
+
+class StepIndex:
+    """Classified commands by the type of their step, each type's in log order: the parts
+    of distill that want one kind of step (the pip installs, the downloads, the builds …)
+    read only those. A long log has 150,000 commands, and a pass over all of them per kind
+    asked costs as much as the index, made once."""
+
+    __slots__ = ("_by_type",)
+
+    def __init__(self, classified: Iterable[Classified]) -> None:
+        by_type: dict[type[StepBase], list[Classified]] = {}
+        for t in classified:
+            kind = type(t[2])
+            found = by_type.get(kind)
+            if found is None:
+                by_type[kind] = [t]
+            else:
+                found.append(t)
+        self._by_type = by_type
+
+    def of(self, kind: type[S]) -> Sequence[tuple[SimpleCommand, str, S]]:
+        """The commands whose step is a ``kind`` (the step types are final: no step type
+        derives from another), in log order."""
+        return cast("Sequence[tuple[SimpleCommand, str, S]]", self._by_type.get(kind, ()))
 
 
 @dataclass

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from synth.distill.common import DEBIAN_SITE, Classified, Notes
+from synth.distill.common import DEBIAN_SITE, Notes, StepIndex
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import PipInstall, VenvCreate
@@ -72,19 +72,16 @@ def reproduced_interpreters(run: LoadedRun) -> list[Interpreter]:
     return ([primary] if primary else []) + sorted(targets, key=lambda i: i.path)
 
 
-def audited_envs(ok: Sequence[Classified], run: LoadedRun) -> AuditedEnvs:
+def audited_envs(ok: StepIndex, run: LoadedRun) -> AuditedEnvs:
+    """``ok``: the log's commands that ran and succeeded."""
     installs: dict[str, Installs] = {}
     creates: dict[str, tuple[SimpleCommand, VenvCreate]] = {}
-    for c, _x, s in ok:
-        match s:
-            case PipInstall():
-                interp = interp_for(s.python, run)
-                if interp is not None:
-                    installs.setdefault(interp.path, []).append((c, s))
-            case VenvCreate():
-                creates[s.path] = (c, s)
-            case _:
-                pass
+    for c, _x, s in ok.of(PipInstall):
+        interp = interp_for(s.python, run)
+        if interp is not None:
+            installs.setdefault(interp.path, []).append((c, s))
+    for c, _x, v in ok.of(VenvCreate):
+        creates[v.path] = (c, v)
     return AuditedEnvs(installs=installs, creates=creates)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from synth.distill.carried import norm_name
-from synth.distill.common import DEBIAN_SITE, Classified, Notes, build_env
+from synth.distill.common import DEBIAN_SITE, Notes, StepIndex, build_env
 from synth.distill.envs import AuditedEnvs, Installs, interp_for, lockable
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
@@ -156,33 +156,26 @@ def _installs(envs_in: Sequence[Interpreter], env_plans: Sequence[PythonEnvPlan]
     return placed, explained
 
 
-def _compiles(ok: Sequence[Classified], run: LoadedRun) -> list[Placed]:
+def _compiles(ok: StepIndex, run: LoadedRun) -> list[Placed]:
     """Compile steps (setup.py, make, cmake, nvcc …) replayed as they ran."""
     out: list[Placed] = []
-    for c, _x, s in ok:
-        match s:
-            case NativeBuild():
-                argv = s.argv
-                interp = interp_for(s.python, run) if s.python is not None else None
-                if interp is not None:
-                    argv = (interp.path, *argv[1:])
-                out.append((_position(c), NativeStep(
-                    ref=c.ref, tool=s.tool, argv=argv, cwd=c.cwd, env=build_env(c),
-                    network=s.tool == "setup.py")))
-            case _:
-                pass
+    for c, _x, s in ok.of(NativeBuild):
+        argv = s.argv
+        interp = interp_for(s.python, run) if s.python is not None else None
+        if interp is not None:
+            argv = (interp.path, *argv[1:])
+        out.append((_position(c), NativeStep(
+            ref=c.ref, tool=s.tool, argv=argv, cwd=c.cwd, env=build_env(c),
+            network=s.tool == "setup.py")))
     return out
 
 
-def _downloads(ok: Sequence[Classified], hashes: Mapping[str, str]) -> list[Placed]:
+def _downloads(ok: StepIndex, hashes: Mapping[str, str]) -> list[Placed]:
     """Downloads whose file is still there, pinned by its sha256 (last one per file)."""
     last: dict[str, tuple[SimpleCommand, Download]] = {}
-    for c, _x, s in ok:
-        match s:
-            case Download(tool="wget" | "curl", dest=str(dest)) if dest and dest in hashes:
-                last[dest] = (c, s)
-            case _:
-                pass
+    for c, _x, s in ok.of(Download):
+        if s.tool in ("wget", "curl") and s.dest and s.dest in hashes:
+            last[s.dest] = (c, s)
     return [(_position(c), NativeStep(ref=c.ref, tool=f"download ({s.tool})",
                                       argv=download_argv(s), cwd=c.cwd, env=build_env(c),
                                       network=True, check_sha256=(hashes[dest], dest)))
@@ -193,22 +186,18 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root + "/")
 
 
-def _add_clones(ok: Sequence[Classified], native: list[Placed]) -> None:
+def _add_clones(ok: StepIndex, native: list[Placed]) -> None:
     """Clones the kept builds (or later kept clones) read from."""
-    for c, _x, s in ok:
-        match s:
-            case GitClone() if any(_under(st.cwd, s.dest) or any(_under(a, s.dest)
-                                                                  for a in st.argv)
-                                   for _, st in native):
-                argv = ("git", "clone", *(("--branch", s.ref) if s.ref else ()), s.url, s.dest)
-                native.append((_position(c), NativeStep(
-                    ref=c.ref, tool="git-clone", argv=argv, cwd=c.cwd, env=build_env(c),
-                    network=True)))
-            case _:
-                pass
+    for c, _x, s in ok.of(GitClone):
+        if any(_under(st.cwd, s.dest) or any(_under(a, s.dest) for a in st.argv)
+               for _, st in native):
+            argv = ("git", "clone", *(("--branch", s.ref) if s.ref else ()), s.url, s.dest)
+            native.append((_position(c), NativeStep(
+                ref=c.ref, tool="git-clone", argv=argv, cwd=c.cwd, env=build_env(c),
+                network=True)))
 
 
-def native_plan(run: LoadedRun, ok: Sequence[Classified],
+def native_plan(run: LoadedRun, ok: StepIndex,
                 envs_in: Sequence[Interpreter], env_plans: Sequence[PythonEnvPlan],
                 audited: AuditedEnvs, hashes: Mapping[str, str], notes: Notes) -> NativePlan:
     """Every native step, in the order its command ran; ``ok``: the log's commands that

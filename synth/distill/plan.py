@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_plan import apt_plan, snapshot_timestamp
-from synth.distill.common import Classified, Notes, pkg_name
+from synth.distill.common import Classified, Notes, StepIndex, pkg_name
 from synth.distill.envs import DEFAULT_INDEX, audited_envs, env_plan, reproduced_interpreters
 from synth.distill.extractors import classify_each
 from synth.distill.final_env import DEFAULT_PATH, final_env
@@ -123,7 +123,7 @@ def distill(run: LoadedRun, *, include: Sequence[str] = (),
 def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
              classified: Sequence[Classified]) -> tuple[BuildPlan, DistillReport]:
     notes = Notes()
-    ok = [t for t in classified if t[0].succeeded]
+    ok = StepIndex(t for t in classified if t[0].succeeded)
     envs_in = reproduced_interpreters(run)
     audited = audited_envs(ok, run)
     env_plans = [env_plan(interp, idx, audited, notes) for idx, interp in enumerate(envs_in)]
@@ -139,7 +139,7 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     add_notes(run, envs_in, native.explained, apt, notes)
     source = source_plan(run, notes)
     notes.warnings += framework_replaced(
-        ((c.ref, s) for c, _x, s in ok if isinstance(s, PipInstall)), _primary_final(run))
+        ((c.ref, s) for c, _x, s in ok.of(PipInstall)), _primary_final(run))
     plan = BuildPlan(
         task=run.info.task_name, run_id=run.info.run_id, base_ref=run.info.base_ref,
         base_id=run.info.base_id, base_digest=run.info.base_digest, apt=apt,

@@ -295,3 +295,22 @@ def test_a_local_install_by_pips_legacy_path_is_replayed_from_its_egg_info(
         assert not any("pycocotools" in w for w in report.warnings)
     else:
         assert decision == "dropped" and steps == []
+
+
+def test_step_index_keeps_each_kind_in_log_order(tmp_path: Path) -> None:
+    """StepIndex.of(kind) is the log's commands of that step type, in order: what the
+    passes of distill read instead of filtering the whole log each."""
+    from synth.distill.common import StepIndex
+    from synth.distill.plan import classify_log
+    from synth.distill.steps import Download, PipInstall, StepBase, VenvCreate
+
+    audit = [cmd("python3 -m venv /opt/venv"), cmd("/opt/venv/bin/pip install numpy"),
+             cmd("wget -O /data/a https://example.org/a && /opt/venv/bin/pip install six"),
+             cmd("ls && python3 -m venv /opt/other && curl -o /data/b https://example.org/b")]
+    classified = classify_log(load_run(make_run_dir(tmp_path, audit)))
+    index = StepIndex(classified)
+    kinds: list[type[StepBase]] = [PipInstall, VenvCreate, Download]
+    for kind in kinds:
+        want = [t for t in classified if isinstance(t[2], kind)]
+        assert list(index.of(kind)) == want and len(want) == 2
+    assert index.of(StepBase) == ()  # no command's step is the base itself
