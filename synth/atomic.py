@@ -59,11 +59,23 @@ def dumps_plain_json(data: Any) -> str:
     bytes, by one orjson call: orjson writes that layout exactly as the standard encoder
     does for those types (floats it may write otherwise: ``1e-05`` as ``0.00001``). What
     orjson refuses (integers beyond 64 bits, lone surrogates) goes to :func:`dumps_json`."""
+    raw = _orjson_plain(data)
+    return dumps_json(data) if raw is None else raw.decode("utf-8")
+
+
+def dumps_plain_json_bytes(data: Any) -> bytes:
+    """:func:`dumps_plain_json` as the UTF-8 bytes of its file, as orjson makes them: a
+    long log's 40 MB export report is not decoded into text to be encoded again (a tenth
+    of a second)."""
+    raw = _orjson_plain(data)
+    return dumps_json(data).encode("utf-8") if raw is None else raw
+
+
+def _orjson_plain(data: Any) -> bytes | None:
     try:
-        text = orjson.dumps(data, option=_ORJSON_OPTIONS | orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(data, option=_ORJSON_OPTIONS | orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError is one
-        return dumps_json(data)
-    return text.decode("utf-8")
+        return None
 
 
 _SCALARS = (str, int, float, type(None))

@@ -8,11 +8,12 @@ place, so a reader sees the old artifact or the new one, never half of one.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,17 @@ def _download_hashes(run: LoadedRun, classified: Sequence[Classified]) -> dict[s
 def _all_files(root: Path) -> list[Path]:
     return sorted((p for p in root.rglob("*") if p.is_file() or p.is_symlink()),
                   key=lambda p: p.relative_to(root).as_posix())
+
+
+def _file_digests(root: Path, known: Mapping[str, str]) -> dict[str, str]:
+    """The sha256 of every file under ``root`` by its path there; the ``known`` ones are
+    not read again."""
+    out = {}
+    for p in _all_files(root):
+        if p.is_file():
+            rel = p.relative_to(root).as_posix()
+            out[rel] = known.get(rel) or sha256_file(p)
+    return out
 
 
 def _apt_timestamp(run: LoadedRun) -> str | None:
@@ -370,13 +382,16 @@ def assemble_artifact(
                         + "; ".join(map(str, summary["needs_network"])))  # type: ignore[call-overload]
     files = render_artifact(parts.plan, parts.report, parts.locks, apt=parts.apt,
                             reader=reader_facts(parts.run.info.task_file), bundle=summary)
-    for name, text in files.items():  # plan.json among them
-        (tmp / name).write_text(text, encoding="utf-8")
+    digests = {}
+    for name, content in files.items():  # plan.json among them
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        (tmp / name).write_bytes(data)
+        digests[name] = hashlib.sha256(data).hexdigest()
     warnings += copy_run_inputs(tmp, parts)
     if parts.archive:
         (tmp / publish.SBOM).write_text(publish.sbom_json(parts.plan, parts.locks, parts.epoch),
                                         encoding="utf-8")
-    manifest = manifest_json(tmp, parts, warnings, summary)
+    manifest = manifest_json(tmp, parts, warnings, summary, digests)
     (tmp / MANIFEST.rel).write_text(dumps_json(manifest), encoding="utf-8")
     if parts.archive:  # last: it describes every other file, the manifest included
         (tmp / publish.RO_CRATE).write_text(
@@ -412,8 +427,11 @@ def copy_run_inputs(tmp: Path, parts: ArtifactParts) -> list[str]:
 
 
 def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
-                  summary: dict[str, object] | None = None) -> dict[str, Any]:
-    """``manifest.json`` of the artifact in ``tmp``: it hashes every file written so far."""
+                  summary: dict[str, object] | None = None,
+                  digests: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``manifest.json`` of the artifact in ``tmp``: it hashes every file written so far.
+    ``digests``: the sha256 of files already known by their path in the artifact (the
+    rendered ones, hashed from the bytes written: a long log's export report is 40 MB)."""
     plan, run, locks = parts.plan, parts.run, parts.locks
     wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
     manifest: dict[str, Any] = {
@@ -441,8 +459,7 @@ def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
         "carried": [c.path for c in plan.carried],
         "missing": list(plan.missing),
         "inputs": dict(sorted(run.input_hashes.items())),
-        "files": {p.relative_to(tmp).as_posix(): sha256_file(p)
-                  for p in _all_files(tmp) if p.is_file()},
+        "files": _file_digests(tmp, digests or {}),
         "warnings": sorted(set(warnings)),
         "incomplete": list(parts.report.incomplete),
     }

@@ -8,7 +8,9 @@ command in each header.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import json
 import posixpath
 import re
@@ -21,7 +23,7 @@ from typing import Any
 import jinja2
 
 import synth
-from synth.atomic import dumps_json, dumps_plain_json
+from synth.atomic import dumps_plain_json, dumps_plain_json_bytes
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_source import AptSources, apt_sources
 from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
@@ -129,9 +131,40 @@ def wordlines(words: Iterable[str], width: int = 80) -> list[str]:
     return lines
 
 
+class _TemplateCodeCache(jinja2.FileSystemBytecodeCache):
+    """The templates' compiled code, kept between processes in Jinja's own folder for it
+    (``_jinja2-cache-<uid>`` in the temp folder: the user's own, mode 0700, checked; each
+    file keyed by the template's name and checked against its source): a new ``synth
+    export`` reads the code of the artifact's templates instead of compiling them again,
+    a fifteenth of a second. A cache that cannot be read or written is no cache, never an
+    error."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)  # a file that is not one of Jinja's: a miss
+        except OSError:  # a path that is not a folder, a file it cannot read
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        with contextlib.suppress(OSError):
+            super().dump_bytecode(bucket)
+
+
+def _code_cache() -> jinja2.BytecodeCache | None:
+    try:
+        return _TemplateCodeCache()
+    except (OSError, RuntimeError):  # no temp folder, or one another user holds
+        return None
+
+
+@functools.cache
 def environment() -> jinja2.Environment:
+    """The templates' environment, one per process: Jinja compiles each template once per
+    environment (or reads its code from :class:`_TemplateCodeCache`), and checks the
+    file's modification time on every later use, so an edited template is read again."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
+        bytecode_cache=_code_cache(),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
@@ -309,8 +342,9 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
                     apt: AptSources | None = None,
                     reader: ReaderFacts | None = None,
                     bundle: dict[str, Any] | None = None,
-                    py_source: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Every generated text file of the artifact (not the manifest), by name.
+                    py_source: Mapping[str, str] | None = None) -> dict[str, str | bytes]:
+    """Every generated file of the artifact (not the manifest), by name: its text, or the
+    bytes of the two JSON reports (:func:`report_files`), written as they are.
 
     ``bundle``: the vendored files' summary (synth.bundle) for ``export --bundle``: the
     Dockerfile then installs from ``vendor/`` only, with no network. ``py_source``: where
@@ -320,7 +354,7 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
     env = environment()
     apt = apt or apt_sources(None, plan.apt.timestamp)
     ctx = _context(plan, report, locks, apt, reader or ReaderFacts(), bundle, py_source)
-    files = {
+    files: dict[str, str | bytes] = {
         "Dockerfile": env.get_template("Dockerfile.j2").render(ctx),
         "README.md": env.get_template("README.md.j2").render(ctx),
         "CITATION.cff": env.get_template("CITATION.cff.j2").render(ctx),
@@ -462,16 +496,17 @@ def render_build_lock(lock: Lock, plan: BuildPlan) -> str:
 
 
 def report_files(plan: BuildPlan, report: DistillReport,
-                 bundle: dict[str, Any] | None = None) -> dict[str, str]:
+                 bundle: dict[str, Any] | None = None) -> dict[str, bytes]:
     """``export-report.json`` (every audited command's outcome) and ``plan.json`` (the plan,
-    and the report without those outcomes: docs/formats.md)."""
-    # Plain by its types (strings, integers, booleans, lists, string-keyed dicts: no float).
-    return {"export-report.json": dumps_plain_json(
+    and the report without those outcomes: docs/formats.md), as the bytes of their files.
+    Both are plain by their types (strings, integers, booleans, lists, string-keyed dicts:
+    no float; tests/unit/test_plan_json.py checks the model's types)."""
+    return {"export-report.json": dumps_plain_json_bytes(
                 ExportReport.of(plan, report, bundle).to_json()),
-            PLAN_FILE: dumps_json(plan_document(plan, report))}
+            PLAN_FILE: dumps_plain_json_bytes(plan_document(plan, report))}
 
 
 def plan_json(plan: BuildPlan, report: DistillReport) -> str:
     """``synth export --plan``: the document of ``plan.json`` with the report's outcomes,
     since a dry run writes no ``export-report.json`` that would list them."""
-    return dumps_json(plan_document(plan, report, outcomes=True))
+    return dumps_plain_json(plan_document(plan, report, outcomes=True))

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from synth.atomic import dumps_json, dumps_plain_json
+from synth.atomic import dumps_json, dumps_plain_json, dumps_plain_json_bytes
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -112,5 +112,7 @@ def test_plain_documents_match_the_standard_encoder() -> None:
         except ValueError:  # a lone surrogate the standard encoder writes; orjson refuses
             continue
         assert dumps_plain_json(doc) == want, doc
+        if want.isascii() or not any("\ud800" <= ch <= "\udfff" for ch in want):
+            assert dumps_plain_json_bytes(doc) == want.encode("utf-8"), doc
         checked += 1
     assert checked > 1000

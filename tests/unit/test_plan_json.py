@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from synth import model
-from synth.atomic import dumps_json
+from synth.atomic import dumps_json, dumps_plain_json
 from synth.distill.steps import Step, StepBase
 from synth.errors import InputFileError
 from synth.schemas import load_schema, validate
@@ -61,6 +61,32 @@ def test_document_round_trips() -> None:
     assert plan.native and report.warnings  # a real plan, not an empty one
     text = (GOLDEN / "plan.json").read_text(encoding="utf-8")
     assert dumps_json(model.plan_document(plan, report)) == text  # byte for byte
+
+
+def _types_within(t: Any, seen: set[type[Any]]) -> set[Any]:
+    """Every type a field of the dataclass ``t`` (and of those its fields hold) may take."""
+    if dataclasses.is_dataclass(t) and isinstance(t, type):
+        if t in seen:
+            return set()
+        seen.add(t)
+        hints = typing.get_type_hints(t)
+        return set().union(*(_types_within(hints[f.name], seen)
+                             for f in dataclasses.fields(t)))
+    args = [a for a in typing.get_args(t) if a is not Ellipsis]  # tuple[str, ...]
+    return set().union(*(_types_within(a, seen) for a in args)) if args else {t}
+
+
+def test_plan_document_is_plain_by_its_types() -> None:
+    """plan.json and the export report are written by one orjson call (dumps_plain_json),
+    which writes the standard layout for every type but float: no field of the plan or
+    the report may hold a float (nor Any, which could)."""
+    seen: set[type[Any]] = set()
+    leaves = _types_within(model.BuildPlan, seen) | _types_within(model.DistillReport, seen)
+    assert model.CommandOutcome in seen and model.NativeStep in seen  # the walk went deep
+    assert leaves <= {str, int, bool, type(None)}, leaves
+    plan, report = model.read_plan_document(golden_doc(), "plan.json")
+    text = (GOLDEN / "plan.json").read_text(encoding="utf-8")
+    assert dumps_plain_json(model.plan_document(plan, report)) == text
 
 
 def test_artifact_plan_leaves_the_outcomes_to_the_export_report() -> None:
@@ -119,6 +145,8 @@ def test_store_reads_plan_json(tmp_path: Path) -> None:
 
 def test_step_is_a_closed_union_of_every_step_type() -> None:
     assert set(typing.get_args(Step)) == set(StepBase.__subclasses__())
+    # Final, too: distill indexes steps by their exact type (distill.common.StepIndex).
+    assert not any(kind.__subclasses__() for kind in StepBase.__subclasses__())
 
 
 def test_plan_json_does_not_grow_with_the_log(tmp_path: Path) -> None:

@@ -164,6 +164,37 @@ def test_templates_are_strict() -> None:
         env.get_template("Dockerfile.j2").render({})
 
 
+def test_compiled_templates_are_kept_and_a_bad_cache_is_no_cache(tmp_path: Path) -> None:
+    """A process after the first reads a template's compiled code from the cache and
+    renders the same text; a cache file that is not Jinja's, or a cache that cannot be
+    read or written, only means compiling again."""
+    import jinja2
+
+    from synth.render import _TemplateCodeCache
+
+    (tmp_path / "t.j2").write_text("{% for i in range(3) %}{{ name }}{{ i }} {% endfor %}")
+
+    def render_with(cache: jinja2.BytecodeCache) -> str:
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path)),
+                                 bytecode_cache=cache)
+        return env.get_template("t.j2").render(name="x")
+
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir(mode=0o700)
+    assert render_with(_TemplateCodeCache(str(cache_dir))) == "x0 x1 x2 "
+    kept = list(cache_dir.iterdir())
+    assert len(kept) == 1 and kept[0].stat().st_size > 0
+    assert render_with(_TemplateCodeCache(str(cache_dir))) == "x0 x1 x2 "
+    data = kept[0].read_bytes()
+    kept[0].write_bytes(data[:len(data) // 2])  # cut short: marshal cannot read it
+    assert render_with(_TemplateCodeCache(str(cache_dir))) == "x0 x1 x2 "
+    not_a_folder = tmp_path / "t.j2"  # neither readable nor writable as a cache
+    with pytest.raises(NotADirectoryError):
+        render_with(jinja2.FileSystemBytecodeCache(str(not_a_folder)))  # Jinja's own fails
+    assert render_with(_TemplateCodeCache(str(not_a_folder))) == "x0 x1 x2 "
+    assert environment().bytecode_cache is not None
+
+
 @pytest.mark.parametrize(("value", "rendered"), [
     ("4", "4"), ("-O2 -g0", "'-O2 -g0'"), ("/usr/local/cuda/bin:$PATH",
                                            "/usr/local/cuda/bin:$PATH"),
