@@ -502,7 +502,7 @@ def report_files(plan: BuildPlan, report: DistillReport,
     Both are plain by their types (strings, integers, booleans, lists, string-keyed dicts:
     no float; tests/unit/test_plan_json.py checks the model's types)."""
     return {"export-report.json": dumps_plain_json_bytes(
-                ExportReport.of(plan, report, bundle).to_json()),
+                ExportReport.of(plan, report, bundle).encoder_document()),
             PLAN_FILE: dumps_plain_json_bytes(plan_document(plan, report))}
 
 

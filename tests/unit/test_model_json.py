@@ -95,6 +95,8 @@ def test_export_report_round_trips_byte_for_byte() -> None:
     text = (GOLDEN / "export-report.json").read_text(encoding="utf-8")
     report = model.ExportReport.from_json(json.loads(text))
     assert dumps_json(report.to_json()) == text
+    assert dumps_json(report.encoder_document()) == text  # the outcomes' own dicts
+    assert report.encoder_document() == report.to_json()
     assert model.ExportReport.from_json(report.to_json()) == report
     assert report.counts == json.loads(text)["counts"]
 
