@@ -2,10 +2,11 @@
 ``__init__``.
 
 A frozen dataclass's generated ``__init__`` sets each field through ``object.__setattr__``
-(to get past the class's own frozen ``__setattr__``): about 4 µs for the 13 fields of a
-simple command, where giving the instance its ``__dict__`` in one call takes under 1 µs.
-On a 100,000-record audit log distill makes ~150,000 commands, steps and outcomes, so the
-difference is a good part of a second. :func:`cheap_init` swaps in such an ``__init__``,
+(to get past the class's own frozen ``__setattr__``): about 3 µs for a dozen fields, where
+giving the instance its ``__dict__`` in one call takes about 1 µs. On a 100,000-record
+audit log distill makes ~150,000 outcomes and ~70,000 steps, so the difference is a good
+part of a second (the simple commands themselves are named tuples:
+:class:`synth.distill.shell.SimpleCommand`). :func:`cheap_init` swaps in such an ``__init__``,
 with the same signature and defaults; everything else (equality, hashing, ``repr``,
 ``match``, ``dataclasses.replace``, the frozen ``__setattr__``) stays the dataclass's own.
 """
@@ -13,8 +14,7 @@ with the same signature and defaults; everything else (equality, hashing, ``repr
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -54,30 +54,3 @@ def cheap_init(cls: type[T]) -> type[T]:
     init.__doc__ = cls.__init__.__doc__
     cls.__init__ = init  # type: ignore[method-assign]
     return cls
-
-
-
-class cached(Generic[T]):
-    """``functools.cached_property`` without its lock (Python 3.11 takes an RLock on every
-    first read): the value is computed once and kept in the instance's ``__dict__``, outside
-    the dataclass's fields, which then answers every later read directly. For derived
-    values of frozen dataclasses, asked of many instances."""
-
-    def __init__(self, func: Callable[[Any], T]) -> None:
-        self.func = func
-        self.name = func.__name__
-        self.__doc__ = func.__doc__
-
-    def __set_name__(self, _owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, _cls: type | None = None) -> cached[T]: ...
-    @overload
-    def __get__(self, obj: object, _cls: type | None = None) -> T: ...
-
-    def __get__(self, obj: object | None, _cls: type | None = None) -> T | cached[T]:
-        if obj is None:
-            return self
-        value = obj.__dict__[self.name] = self.func(obj)
-        return value

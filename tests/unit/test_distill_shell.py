@@ -126,3 +126,18 @@ def test_succeeded_is_parsed_ran_and_not_failed() -> None:
                                       parsed, flags, masked)
                     assert c.succeeded == (c.parsed and c.ran and not c.failed), c
 
+
+
+def test_commands_are_whole_named_tuples() -> None:
+    """The walker makes each command as the tuple it is (no __new__ to check the fields):
+    every field is there, in its place, on both the fast and the bashlex path."""
+    for fast in (True, False):
+        cmds = parse_line(rec("cd /w && X=1 make -j2 > log 2>&1 | tee out; ls", seq=4),
+                          fast=fast)
+        assert [c.argv[0] for c in cmds] == ["cd", "make", "tee", "ls"]
+        for i, c in enumerate(cmds):
+            assert type(c) is SimpleCommand and len(c) == len(SimpleCommand._fields)
+            assert c == SimpleCommand(*c) and c.index == i and c.ref == f"4.{i}"
+            assert c.seq == 4 and c.parsed is True and isinstance(c.masked, bool)
+        assert cmds[1].redirects == ((">", "log"), (">&", "1")) and cmds[1].masked
+        assert cmds[3].cwd == "/w" and cmds[1].assignments == (("X", "1"),)

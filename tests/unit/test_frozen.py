@@ -7,7 +7,6 @@ import pickle
 
 import pytest
 
-from synth.distill.shell import SimpleCommand
 from synth.distill.steps import PipInstall, ReadOnly, VenvCreate
 from synth.frozen import cheap_init
 from synth.model import CommandOutcome
@@ -79,30 +78,6 @@ def test_refuses_what_it_cannot_express() -> None:
 
 def test_the_hot_classes_use_it() -> None:
     # The classes distill makes one of per audited command.
-    for cls in (SimpleCommand, CommandOutcome, PipInstall, ReadOnly, VenvCreate):
+    for cls in (CommandOutcome, PipInstall, ReadOnly, VenvCreate):
         assert cls.__init__.__qualname__ == f"{cls.__qualname__}.__init__"
         assert "_set" in cls.__init__.__code__.co_names  # the one-call __dict__
-
-
-def test_cached_is_computed_once_and_stays_out_of_the_fields() -> None:
-    from synth.frozen import cached
-
-    calls = []
-
-    @cheap_init
-    @dataclasses.dataclass(frozen=True)
-    class Ref:
-        seq: int
-        index: int
-
-        @cached
-        def ref(self) -> str:
-            calls.append(1)
-            return f"{self.seq}.{self.index}"
-
-    r = Ref(12, 1)
-    assert r.ref == r.ref == "12.1"
-    assert calls == [1]
-    assert r == Ref(12, 1) and hash(r) == hash(Ref(12, 1))
-    assert dataclasses.astuple(r) == (12, 1)
-    assert isinstance(Ref.ref, cached)
