@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -304,7 +304,7 @@ def _number(items: list[_Item]) -> None:
     items.sort(key=lambda it: (it.start, it.order))
     shell_seq: dict[str, int] = {}
     for seq, it in enumerate(items, start=1):
-        it.record = replace(it.record, seq=seq)
+        it.record = it.record._replace(seq=seq)
         if it.key is not None and it.key[1] == 0:
             shell_seq[it.key[0]] = seq
     for it in items:
@@ -314,7 +314,7 @@ def _number(items: list[_Item]) -> None:
             parent = shell_seq.get(it.parent) if it.parent else None
         else:
             parent = shell_seq.get(it.key[0])
-        it.record = replace(it.record, parent_seq=parent)
+        it.record = it.record._replace(parent_seq=parent)
 
 
 def _fix_pipelines(items: list[_Item]) -> None:
@@ -337,9 +337,9 @@ def _fix_pipelines(items: list[_Item]) -> None:
                and (g.record.cwd, g.record.cwd_known) == (rec.cwd, rec.cwd_known)
                for g in group):
             for g, status in zip(group, rec.pipestatus[:-1], strict=True):
-                g.record = replace(g.record, exit=status, pipestatus=(status,), end=rec.end,
+                g.record = g.record._replace(exit=status, pipestatus=(status,), end=rec.end,
                                    pipeline=True)
-            it.record = replace(rec, pipeline=True)
+            it.record = rec._replace(pipeline=True)
 
 
 def dumps_records(records: Iterable[dict[str, Any]]) -> str:
