@@ -37,9 +37,7 @@ PLAN_FILE = "plan.json"
 VERIFY_FORMAT = 1
 
 
-_new = object.__new__
 _new_tuple = tuple.__new__
-_set = object.__setattr__
 
 
 def _opt_str(value: Any) -> str | None:

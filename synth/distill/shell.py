@@ -315,11 +315,6 @@ def _parse_line(record: AuditRecord, *, fast: bool = True,
     return walker.out
 
 
-def _with(c: SimpleCommand, **changes: Any) -> SimpleCommand:
-    """``c`` with some fields changed."""
-    return c._replace(**changes)
-
-
 def _with_exits(
     cmds: list[SimpleCommand], record: AuditRecord, hooks: Sequence[AuditRecord]
 ) -> tuple[list[SimpleCommand], list[AuditRecord]]:
@@ -330,10 +325,10 @@ def _with_exits(
     """
     if not hooks:  # simple_commands sets these as it parses: _parse_line(exits="line")
         if record.exit == 0 or record.exit is None:
-            return [_with(c, exit=record.exit if not c.masked else None) for c in cmds], []
+            return [c._replace(exit=record.exit if not c.masked else None) for c in cmds], []
         # The line failed and nothing says which command did: treat every command as
         # failed, so nothing from a failed line is replayed (final state still decides).
-        return [_with(c, exit=record.exit) for c in cmds], []
+        return [c._replace(exit=record.exit) for c in cmds], []
     used: set[int] = set()
     pos = 0
     out: list[SimpleCommand] = []
@@ -345,12 +340,12 @@ def _with_exits(
                 found = j
                 break
         if found is None:
-            out.append(_with(c, exit=None, flags=(*c.flags, "not-run")) if c.parsed
-                       else _with(c, exit=record.exit))
+            out.append(c._replace(exit=None, flags=(*c.flags, "not-run")) if c.parsed
+                       else c._replace(exit=record.exit))
             continue
         used.add(found)
         pos = found + 1
-        out.append(_with(c, exit=hooks[found].exit))
+        out.append(c._replace(exit=hooks[found].exit))
     leftovers = [h for j, h in enumerate(hooks) if j not in used]
     return out, leftovers
 
@@ -421,6 +416,6 @@ def simple_commands(records: Sequence[AuditRecord]) -> Iterator[SimpleCommand]:
         index = len(with_exits)
         for h in leftovers:
             for c in parse_line(h):
-                yield _with(c, exit=h.exit, seq=r.seq, index=index,
-                              flags=(*c.flags, "nested"))
+                yield c._replace(exit=h.exit, seq=r.seq, index=index,
+                                 flags=(*c.flags, "nested"))
                 index += 1

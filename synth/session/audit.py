@@ -338,7 +338,7 @@ def _fix_pipelines(items: list[_Item]) -> None:
                for g in group):
             for g, status in zip(group, rec.pipestatus[:-1], strict=True):
                 g.record = g.record._replace(exit=status, pipestatus=(status,), end=rec.end,
-                                   pipeline=True)
+                                             pipeline=True)
             it.record = rec._replace(pipeline=True)
 
 

@@ -288,17 +288,16 @@ def test_classify_each_answers_as_classify_does_for_repeated_commands() -> None:
     command repeated with another seq, exit and flags (same answer expected) and in another
     working folder, environment or activated venv (the key must tell those apart)."""
     from synth.distill.extractors import classify_each
-    from synth.distill.shell import _with
 
     corpus = _corpus()
-    variants = [_with(c, seq=c.seq + 10_000, exit=1, flags=("not-run",)) for c in corpus]
-    variants += [_with(c, cwd="/opt/elsewhere") for c in corpus[::3]]
-    variants += [_with(c, activated="/opt/v/bin") for c in corpus[1::3]]
-    variants += [_with(c, env=(("PIP_INDEX_URL", "https://e.org/simple"),))
+    variants = [c._replace(seq=c.seq + 10_000, exit=1, flags=("not-run",)) for c in corpus]
+    variants += [c._replace(cwd="/opt/elsewhere") for c in corpus[::3]]
+    variants += [c._replace(activated="/opt/v/bin") for c in corpus[1::3]]
+    variants += [c._replace(env=(("PIP_INDEX_URL", "https://e.org/simple"),))
                  for c in corpus[2::3]]
-    variants += [_with(c, assignments=(("PIP_INDEX_URL", "https://e.org/simple"),))
+    variants += [c._replace(assignments=(("PIP_INDEX_URL", "https://e.org/simple"),))
                  for c in corpus[::3]]
-    variants += [_with(c, redirects=((">>", "/root/.bashrc"),)) for c in corpus[1::3]]
+    variants += [c._replace(redirects=((">>", "/root/.bashrc"),)) for c in corpus[1::3]]
     commands = [*corpus, *variants]
     got = list(classify_each(commands))
     assert [c for c, _x, _s in got] == commands
