@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from synth import safe_tar
 from synth.bench.cell import new_record, run_cell
 from synth.bench.matrix import Cell
 from synth.errors import UsageError
@@ -117,7 +118,7 @@ def ray_cell(cell_json: dict[str, Any], task_tar: bytes, settings_kw: dict[str, 
     work = Path(tempfile.mkdtemp(prefix="synth-bench-cell-"))
     try:
         with tarfile.open(fileobj=io.BytesIO(task_tar), mode="r:gz") as tar:
-            tar.extractall(work, filter="data")
+            safe_tar.extract_all(tar, work, policy="data")
         cell_json = {**cell_json, "task_dir": str(work / "task")}
         return run_cell(cell_json, str(work / "cell"), settings_kw, "ray", timeout,
                         keep_images)

@@ -19,16 +19,23 @@ from typing import NamedTuple
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _PARAM = rf"\$(?:{_NAME}|\{{{_NAME}\}})"
+#: The plain characters of a ``"…"`` string: a parameter starts with ``$``, which they
+#: exclude, so a string has one reading (``plain (param plain)*``) and an unclosed one is
+#: refused without backtracking.
+_DQ_PLAIN = r"[^\"'\\`$!\n]*"
 #: One token: blanks, an operator, a redirection or a word. A word is a run of plain
-#: characters, single-quoted strings, simple double-quoted strings and parameters.
+#: characters, single-quoted strings, simple double-quoted strings and parameters. No
+#: possessive quantifier: CPython before 3.11.3 (Debian 12's python3 is 3.11.2) matches
+#: some wrongly (a word ran on past a ``"``); the word is the pattern's last part, so its
+#: greedy loop is never backtracked into.
 _TOKEN = re.compile(
     r"(?P<blank>[ ]*)(?:(?P<op>&&|\|\||[;|])"
     r"|(?P<redir>2>&1(?![^ ;|&])|&>(?![>&|])|2>>|2>(?![>&|])|>>(?![>&|])|>(?![>&|])"
     r"|<(?![<>&|]))"
-    r"|(?P<word>(?:[^\s'\"\\`$!|&;<>(){}]++"
+    r"|(?P<word>(?:[^\s'\"\\`$!|&;<>(){}]+"
     r"|'[^'\n]*'"
-    rf"|\"(?:[^\"'\\`$!\n]++|{_PARAM})*+\""
-    rf"|{_PARAM})++))"
+    rf"|\"{_DQ_PLAIN}(?:{_PARAM}{_DQ_PLAIN})*\""
+    rf"|{_PARAM})+))"
 )
 _QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
 _SPECIAL_IN_SINGLE = re.compile(r"[\"$`\\]")

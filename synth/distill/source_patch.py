@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from synth import safe_tar
 from synth.errors import ExportError
 from synth.session.tree import is_build_output
 
@@ -140,6 +141,10 @@ def _through_link(dest: Path, rel: str) -> bool:
     return any((dest.joinpath(*parts[:i])).is_symlink() for i in range(1, len(parts)))
 
 
+#: A member refused by the extraction policy, or one the system could not write.
+_NOT_PLACED: tuple[type[BaseException], ...] = (*safe_tar.REFUSED, OSError)
+
+
 def _place(tar: tarfile.TarFile, info: tarfile.TarInfo, rel: str, dest: Path) -> None:
     target = dest / rel
     if target.is_symlink() or (target.exists() and not target.is_dir()):
@@ -147,7 +152,7 @@ def _place(tar: tarfile.TarFile, info: tarfile.TarInfo, rel: str, dest: Path) ->
     elif target.is_dir() and not info.isdir():
         shutil.rmtree(target)
     info.name = rel
-    tar.extract(info, dest, filter="tar")
+    safe_tar.extract(tar, info, dest, policy="tar")
 
 
 def apply_workspace(tar_path: Path, dest: Path, venvs: Sequence[str]) -> SourceEdits:
@@ -183,7 +188,7 @@ def apply_workspace(tar_path: Path, dest: Path, venvs: Sequence[str]) -> SourceE
                     added.append(rel)
             try:
                 _place(tar, info, rel, dest)
-            except (tarfile.FilterError, OSError) as exc:
+            except _NOT_PLACED as exc:
                 left_out[rel] = f"could not be extracted safely ({exc})"
     deleted = sorted(r for r in original if r not in seen)
     for rel in sorted(deleted, key=lambda r: -r.count("/")):

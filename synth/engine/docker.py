@@ -21,6 +21,7 @@ import docker.errors
 import docker.types
 from docker.models.containers import Container as DockerContainer
 
+from synth import safe_tar
 from synth.engine import build_cache
 from synth.engine.base import (
     TIMEOUT_EXIT,
@@ -427,7 +428,7 @@ class Container:
         buf = io.BytesIO(data)
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=buf) as tar:
-            tar.extractall(dest, filter="tar")
+            safe_tar.extract_all(tar, dest, policy="tar")
 
     def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes | None:
         """The bytes of one regular file in the container, or None if there is none (a
