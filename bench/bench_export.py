@@ -188,7 +188,8 @@ def main() -> None:
         ap.error("--repeat must be at least 1")
     if args.only in (None, "export"):
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, "
-              f"{args.shape} log")
+              f"{args.shape} log, Python {sys.version.split()[0]} "
+              f"({os.path.realpath(sys.executable)})")
         print("| audit records | load + distill alone (s) | whole export, fake lock (s) "
               "| whole export, CPU (s) | simple commands |")
         print("|---:|---:|---:|---:|---:|")
