@@ -179,6 +179,25 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def _render(name: str, values: Mapping[str, Any]) -> str:
+    """Template ``name`` rendered with ``values``, as ``Template.render`` does, but with
+    its context emptied afterwards. A template that defines macros makes a reference
+    cycle (its context holds the macros and they hold it), so the values in that context,
+    the run's whole distill report among them, would wait for the cyclic collector: on
+    100,000 audited commands, a collection of 150,000 outcomes (0.3 s) at the end of an
+    export. Emptied, they are freed as soon as the caller drops them."""
+    env = environment()
+    template = env.get_template(name)
+    context = template.new_context(dict(values))
+    try:
+        return env.concat(template.root_render_func(context))
+    except Exception:
+        env.handle_exception()
+    finally:
+        context.vars.clear()
+        context.parent.clear()
+
+
 @dataclass(frozen=True)
 class ReaderFacts:
     """What the artifact's reader needs from the task file: the task in a sentence and the
@@ -351,20 +370,19 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
     the Python install takes packages from: ``{"kind": "index"}`` (the default: the lock's
     indexes) or ``{"kind": "vendor", "source": FOLDER-IN-CONTEXT, "dir": PATH-IN-BUILD}``
     (a folder of wheels and sdists, no network; the bundle's ``vendor/wheels``)."""
-    env = environment()
     apt = apt or apt_sources(None, plan.apt.timestamp)
     ctx = _context(plan, report, locks, apt, reader or ReaderFacts(), bundle, py_source)
     files: dict[str, str | bytes] = {
-        "Dockerfile": env.get_template("Dockerfile.j2").render(ctx),
-        "README.md": env.get_template("README.md.j2").render(ctx),
-        "CITATION.cff": env.get_template("CITATION.cff.j2").render(ctx),
-        "export-report.md": env.get_template("export-report.md.j2").render(ctx),
+        "Dockerfile": _render("Dockerfile.j2", ctx),
+        "README.md": _render("README.md.j2", ctx),
+        "CITATION.cff": _render("CITATION.cff.j2", ctx),
+        "export-report.md": _render("export-report.md.j2", ctx),
         **report_files(plan, report, bundle),
         "apt.lock": render_apt_lock(plan),
     }
     files.update(carried_files(plan))
     if plan.apt.debs:
-        files["apt-fetch.sh"] = env.get_template("apt-fetch.sh.j2").render(ctx)
+        files["apt-fetch.sh"] = _render("apt-fetch.sh.j2", ctx)
     for lk in locks:
         header = [
             f"{lk.env.lock_file} for {lk.env.python} (task {plan.task}): exact pins with "

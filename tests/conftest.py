@@ -55,6 +55,60 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
+#: The session's pruner of its own build cache, made at the first Docker test; None where
+#: there is no BuildKit CLI (then no build of ours left cache either).
+_suite_cache: dict[str, Any] = {}
+#: ``./dev test`` runs two parts at once. Pruning while another process builds can stall
+#: that build (docker/cli#4021), so the part that shares task runs prunes only once the
+#: other part (this pid) has ended, and that other part never prunes.
+_OTHER_PART_PID = int(os.environ.get("SYNTH_TEST_OTHER_PID") or 0)
+
+
+def _may_prune() -> bool:
+    if os.environ.get("SYNTH_TEST_PART") == "rest":
+        return False
+    if _OTHER_PART_PID:
+        try:
+            os.kill(_OTHER_PART_PID, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return False  # still running
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _prune_own_build_cache(request: pytest.FixtureRequest,
+                           tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """After each Docker test, prune the BuildKit cache the session's builds recorded in
+    their ledgers (tests/suite_build_cache.py): a torch rebuild leaves about a GB of it."""
+    yield
+    if "docker" not in request.keywords or not _may_prune():
+        return
+    if "pruner" not in _suite_cache:
+        from suite_build_cache import SuiteCache
+
+        from synth.engine.build import find_build_cli
+        from synth.errors import SynthError
+
+        try:
+            cli = find_build_cli().path
+        except SynthError:
+            _suite_cache["pruner"] = None
+            return
+        _suite_cache["pruner"] = SuiteCache(tmp_path_factory.getbasetemp(), cli)
+    if pruner := _suite_cache["pruner"]:
+        pruner.prune()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if pruner := _suite_cache.get("pruner"):
+        terminalreporter.write_line(
+            f"build cache pruned after the Docker tests: {pruner.records} record(s), "
+            f"{pruner.size / 1e9:.1f} GB")
+
+
 @pytest.fixture(autouse=True)
 def _fresh_console_mode() -> Iterator[None]:
     # The CLI's main() sets console.mode (--json, --debug) for the process; tests that run
@@ -102,6 +156,22 @@ def wheelhouse() -> Path | None:
     return HOST_WHEELHOUSE if HOST_WHEELHOUSE.is_dir() else None
 
 
+def _capture_errors(run_dir: Path) -> str:
+    import json
+
+    try:
+        record = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError) as exc:
+        return f"run.json unreadable ({exc})"
+    return "; ".join(record.get("capture_errors") or []) or "no capture error recorded"
+
+
+def _free_disk(path: Path) -> str:
+    import shutil
+
+    return f"{shutil.disk_usage(path).free / 1e9:.1f} GB free on its disk"
+
+
 @pytest.fixture(scope="session")
 def task_run(
     engine: object, base_image: str, ca_bundle: Path | None, wheelhouse: Path | None,
@@ -129,8 +199,14 @@ def task_run(
                 engine=engine,  # type: ignore[arg-type]
                 say=lambda _msg: None,
             )
-            if result.live_image:
-                images.append(result.live_image)
+            if not result.live_image:
+                # Every test on this run needs its live image: name why there is none
+                # (the run's capture errors, the disk's free space) instead of each test
+                # failing later on a missing image.
+                pytest.fail(f"{task_name}/{transcript}: the run ({result.status}) committed "
+                            f"no live image: {_capture_errors(result.run_dir)}; "
+                            f"{_free_disk(result.run_dir)}")
+            images.append(result.live_image)
             done[key] = result.run_dir
         return done[key]
 

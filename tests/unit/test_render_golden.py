@@ -6,6 +6,7 @@ Regenerate the golden files after an intended change with
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -118,6 +119,26 @@ def test_export_twice_is_byte_identical(tmp_path: Path) -> None:
     before = _files(a)
     export_run(run_dir, settings, out_dir=tmp_path / "a", force=True, **kw)  # type: ignore[arg-type]
     assert _files(a) == before
+
+
+def test_the_report_is_freed_without_the_cyclic_collector(tmp_path: Path) -> None:
+    # A template with macros is a reference cycle through its context; if the context
+    # kept the render values, the whole distill report (an outcome per audited command)
+    # would be left for the collector: on 100,000 commands, a 0.3 s pass at the end.
+    run_dir = _run(tmp_path)
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        export_run(run_dir, Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "out",
+                   locker=fake_locker, hash_downloads=False)
+        gc.collect()
+        left = {type(o).__name__ for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert not left & {"DistillReport", "CommandOutcome", "BuildPlan", "LoadedRun"}, left
 
 
 def test_no_dates_or_host_paths(tmp_path: Path) -> None:
