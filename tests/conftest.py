@@ -157,13 +157,14 @@ def wheelhouse() -> Path | None:
 
 
 def _capture_errors(run_dir: Path) -> str:
-    import json
+    from synth.errors import SynthError
+    from synth.store import RunDir
 
     try:
-        record = json.loads((run_dir / "run.json").read_text())
-    except (OSError, ValueError) as exc:
-        return f"run.json unreadable ({exc})"
-    return "; ".join(record.get("capture_errors") or []) or "no capture error recorded"
+        errors = RunDir(run_dir).run_record().capture_errors
+    except SynthError as exc:
+        return exc.message
+    return "; ".join(errors) or "no capture error recorded"
 
 
 def _free_disk(path: Path) -> str:
