@@ -20,14 +20,21 @@ LEASE_SECONDS = 30
 _RENEW_EVERY = 2.0
 
 
-def lease_command(seconds: int = LEASE_SECONDS) -> tuple[str, ...]:
-    """The container's main process: POSIX sh and coreutils only (every Debian image)."""
+def lease_command(seconds: int = LEASE_SECONDS, folder: str = LEASE_DIR) -> tuple[str, ...]:
+    """The container's main process: POSIX sh and coreutils only (every Debian image).
+
+    synth stops an agent with ``kill -KILL -1``, which spares this process (pid 1) but not
+    the subshells it forks. A killed ``$(stat …)`` would leave ``m`` empty, which reads as
+    a lease 1970 old, and the container would stop before its final state is captured; so
+    a substitution that did not exit 0 is not a reading, and the loop only sleeps again.
+    A lease file that is gone reads as 0: the lease has ended."""
     script = (
         "trap 'exit 0' TERM INT; "
         "while :; do "
-        f"m=$(stat -c %Y {LEASE_DIR}/lease 2>/dev/null || echo 0); "
-        f'[ $(( $(date +%s) - m )) -gt {seconds} ] && exit 0; '
         "sleep 2 & wait $!; "
+        f"m=$(stat -c %Y {folder}/lease 2>/dev/null || echo 0) || continue; "
+        "n=$(date +%s) || continue; "
+        f"[ $((n - m)) -gt {seconds} ] && exit 0; "
         "done"
     )
     return ("sh", "-c", script)

@@ -352,17 +352,19 @@ def test_sigterm_interrupts_captures_and_cleans_up(
             break
     time.sleep(1)
     proc.send_signal(signal.SIGTERM)
-    stdout, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
     out = json.loads(stdout)["result"]
     assert out["status"] == "interrupted"
     if out.get("live_image"):
         engine.remove_image(out["live_image"])
     run_dir = Path(out["run_dir"])
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["status"] == "interrupted"
     hooks = {r["command"]: r for r in commands(run_dir, "bash-hook")}
     assert hooks["echo started > /dev/null"]["exit"] == 0
-    assert (run_dir / "state" / "apt.json").is_file()
+    said = f"capture errors {run.get('capture_errors')}, synth said after the signal:\n{stderr}"
+    assert (run_dir / "state" / "apt.json").is_file(), said
     assert no_container_left(engine, out["run_id"])
 
 

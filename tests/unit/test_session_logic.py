@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import subprocess
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from synth.errors import NotFoundError, UsageError
 from synth.session import ExecAgent, ReplayAgent, ShellAgent
 from synth.session.agents import make_agent, parse_mount, secret_values
 from synth.session.claims import validate_claims
+from synth.session.lease import lease_command
 from synth.session.rundir import RUN_ID_RE, find_run, list_runs, new_run_id
 from synth.session.snapshot import (
     apt_state,
@@ -233,3 +237,47 @@ def test_parse_mount_and_secret_values(tmp_path: Path) -> None:
         secret_values(["K"], {})
     with pytest.raises(UsageError):
         secret_values(["not-a-name"], {"not-a-name": "v"})
+
+
+# ------------------------------------------------------------------ the lease
+def _lease_loop(tmp_path: Path, stat_shim: str, seconds: int) -> subprocess.Popen[bytes]:
+    """The container's lease loop, run by the host's /bin/sh with ``stat`` replaced."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "stat").write_text("#!/bin/sh\n" + stat_shim)
+    (bin_dir / "stat").chmod(0o755)
+    argv = lease_command(seconds, str(tmp_path / "lease"))
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "REAL_STAT": shutil.which("stat") or "stat",
+           "MARK": str(tmp_path / "mark")}
+    return subprocess.Popen(["/bin/sh", *argv[1:]], env=env)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[bytes], limit: float = 60.0) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists():
+            return True
+        time.sleep(0.05)
+    return path.exists()
+
+
+def test_a_killed_lease_reading_does_not_end_the_lease(tmp_path: Path) -> None:
+    """``kill -KILL -1`` (how synth stops an agent) may kill the loop's ``$(stat …)``
+    subshell; an empty reading once stopped the container before its capture."""
+    (tmp_path / "lease").mkdir()
+    (tmp_path / "lease" / "lease").touch()
+    # The first reading dies with its subshell, as under kill -1; the second is real.
+    shim = ('if [ ! -e "$MARK.1" ]; then : >"$MARK.1"; kill -KILL "$PPID"; exit 1; fi\n'
+            ': >"$MARK"; exec "$REAL_STAT" "$@"\n')
+    proc = _lease_loop(tmp_path, shim, seconds=600)
+    try:
+        assert _wait_for(tmp_path / "mark", proc), "the loop ended at the killed reading"
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0  # TERM is how the container is stopped
+
+
+def test_a_lease_file_that_is_gone_ends_the_loop(tmp_path: Path) -> None:
+    proc = _lease_loop(tmp_path, 'exec "$REAL_STAT" "$@"\n', seconds=600)
+    assert proc.wait(timeout=60) == 0
