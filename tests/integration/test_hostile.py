@@ -3,8 +3,9 @@
 One replay run plays every trick a root agent in the container can play on synth itself:
 symlinks planted where synth reads, a forged and a truncated audit stream, installs outside
 any audited installer, an import-path hijack, a setuid file, a statement killed with its
-children left behind. An exec agent writes its secret to disk. A synth killed with -9 and a
-run cut by its timeout show that sessions die cleanly and runs stay exportable on request.
+children left behind. Killing every process leaves the session container up. An exec
+agent writes its secret to disk. A synth killed with -9 and a run cut by its timeout show
+that sessions die cleanly and runs stay exportable on request.
 """
 
 from __future__ import annotations
@@ -246,6 +247,31 @@ def test_a_synth_killed_with_sigkill_leaves_no_running_container(
     removed = engine.gc(label=f"synth.run={run_id}",
                         scope=str(settings.artifacts_dir.resolve()))
     assert any(r.startswith("container synth-run-hostile-") for r in removed)
+
+
+def test_killing_every_process_does_not_end_the_session_container(
+    engine: DockerEngine, base_image: str, tmp_path: Path
+) -> None:
+    """``kill -KILL -1`` spares the container's main process (pid 1), not the readings of
+    the lease it forks: an agent that kills every process for seconds, as synth's own
+    stop does once, must leave the session container running while its lease is fresh."""
+    from synth.engine.base import ContainerSpec
+    from synth.session.lease import LEASE_DIR, lease_command
+
+    folder = tmp_path / "lease"
+    folder.mkdir()
+    (folder / "lease").touch()
+    spec = ContainerSpec(image=base_image, network=False, command=lease_command(),
+                         mounts=[Mount(folder, LEASE_DIR)])
+    killer = ("end=$((SECONDS + 6)); n=0; while [ $SECONDS -lt $end ]; do "
+              "kill -KILL -1 2>/dev/null; n=$((n + 1)); done; echo $n")
+    with engine.container(spec) as c:
+        res = c.exec(["bash", "-c", killer])
+        (folder / "lease").touch()
+        time.sleep(1)
+        c.raw.reload()
+        assert c.raw.status == "running", f"the container stopped: {res.exit_code} {res.output}"
+        assert res.exit_code == 0 and int(res.stdout) > 1000  # the barrage really ran
 
 
 def test_a_timed_out_run_is_captured_and_exports_only_on_request(
