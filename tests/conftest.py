@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from suite_build_cache import SuiteCache, may_prune
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TASKS_DIR = REPO_ROOT / "tasks"
@@ -58,24 +59,6 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 #: The session's pruner of its own build cache, made at the first Docker test; None where
 #: there is no BuildKit CLI (then no build of ours left cache either).
 _suite_cache: dict[str, Any] = {}
-#: ``./dev test`` runs two parts at once. Pruning while another process builds can stall
-#: that build (docker/cli#4021), so the part that shares task runs prunes only once the
-#: other part (this pid) has ended, and that other part never prunes.
-_OTHER_PART_PID = int(os.environ.get("SYNTH_TEST_OTHER_PID") or 0)
-
-
-def _may_prune() -> bool:
-    if os.environ.get("SYNTH_TEST_PART") == "rest":
-        return False
-    if _OTHER_PART_PID:
-        try:
-            os.kill(_OTHER_PART_PID, 0)
-        except ProcessLookupError:
-            return True
-        except OSError:
-            return False
-        return False  # still running
-    return True
 
 
 @pytest.fixture(autouse=True)
@@ -84,11 +67,9 @@ def _prune_own_build_cache(request: pytest.FixtureRequest,
     """After each Docker test, prune the BuildKit cache the session's builds recorded in
     their ledgers (tests/suite_build_cache.py): a torch rebuild leaves about a GB of it."""
     yield
-    if "docker" not in request.keywords or not _may_prune():
+    if "docker" not in request.keywords or not may_prune():
         return
     if "pruner" not in _suite_cache:
-        from suite_build_cache import SuiteCache
-
         from synth.engine.build import find_build_cli
         from synth.errors import SynthError
 

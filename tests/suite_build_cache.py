@@ -7,12 +7,13 @@ holds, so a session of torch rebuilds would otherwise end with tens of GB of cac
 reuses. After each Docker test, :meth:`SuiteCache.prune` runs the same pruning over the
 ledgers that changed under the session's temporary folder. Records in use are kept, and
 pruning a record that another process's build made costs that build a cache miss, never
-data (the tests that count records run alone, ``engine_alone``). tests/conftest.py says
+data (the tests that count records run alone, ``engine_alone``). :func:`may_prune` says
 when a process may prune: never while the other part of ``./dev test`` still builds.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,28 @@ from synth.engine import build_cache
 #: Artifacts folders sit at most this deep under the session's temporary folder.
 _PATTERNS = ("*/" + build_cache.LEDGER_NAME, "*/*/" + build_cache.LEDGER_NAME,
              "*/*/*/" + build_cache.LEDGER_NAME)
+
+
+#: ``./dev test`` runs two parts at once. Pruning while another process builds can stall
+#: that build (docker/cli#4021), so the part that shares task runs prunes only once the
+#: other part (this pid) has ended, and that other part never prunes. Both are read when
+#: the session imports this module: each test runs with the SYNTH_* variables removed.
+_THIS_PART = os.environ.get("SYNTH_TEST_PART")
+_OTHER_PART_PID = int(os.environ.get("SYNTH_TEST_OTHER_PID") or 0)
+
+
+def may_prune() -> bool:
+    if _THIS_PART == "rest":
+        return False
+    if _OTHER_PART_PID:
+        try:
+            os.kill(_OTHER_PART_PID, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return False  # still running
+    return True
 
 
 @dataclass
