@@ -25,8 +25,9 @@ def lease_command(seconds: int = LEASE_SECONDS, folder: str = LEASE_DIR) -> tupl
 
     synth stops an agent with ``kill -KILL -1``, which spares this process (pid 1) but not
     the subshells it forks. A killed ``$(stat …)`` would leave ``m`` empty, which reads as
-    a lease 1970 old, and the container would stop before its final state is captured; so
-    a substitution that did not exit 0 is not a reading, and the loop only sleeps again.
+    a lease last renewed in 1970, and the container would stop before its final state is
+    captured; so a substitution that did not exit 0 is not a reading, and the loop only
+    sleeps again.
     A lease file that is gone reads as 0: the lease has ended."""
     script = (
         "trap 'exit 0' TERM INT; "
