@@ -13,19 +13,22 @@ from the run's live image:
   a file over :data:`MAX_ADDED_BYTES` (data and checkpoints; listed, ``--include`` carries
   them).
 
-``source.patch`` is a binary-safe unified diff (``git diff --binary --full-index``) from
-the repository's commit (a git checkout's ``HEAD``; else the original host copy) to
-``source/``, made with the host's git under a temporary index and no user configuration,
-so it is deterministic; ``git apply source.patch`` on a checkout of the commit gives
-``source/``. The manifest records the commit and whether ``source/`` differs from it
-(``dirty``).
+``source.patch`` is a binary-safe unified diff (``git diff-tree --binary --full-index``)
+from the repository's commit (the ``HEAD`` of the checkout the session got; else the
+original host copy) to ``source/``, made in a throwaway repository of synth's own with no
+configuration, attributes or hooks of anybody's (see "the patch" below), so it is
+deterministic and no agent-written ``.git`` steers a host process; ``git apply
+source.patch`` on a checkout of the commit gives ``source/`` byte for byte. The manifest
+records the commit and whether ``source/`` differs from it (``dirty``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
+import stat
 import subprocess
 import tarfile
 import tempfile
@@ -203,100 +206,261 @@ def apply_workspace(tar_path: Path, dest: Path, venvs: Sequence[str]) -> SourceE
 
 
 # ------------------------------------------------------------------------ the patch
+#
+# Every ``.git`` here came out of a container or a download: its config (``core.fsmonitor``,
+# filter and diff drivers, ``core.hooksPath``), hooks, attributes and info files are code or
+# steer code, and a host git that honoured them would run an agent's commands as the user
+# (git's CVE-2022-24765 lesson). So no git process here ever has such a folder as its
+# ``GIT_DIR``, its work tree or its current directory. synth makes a fresh repository of
+# its own in a private temporary folder (no template, no config but the fixed one below),
+# reads the commit's objects through ``objects/info/alternates`` (object files are data:
+# git only inflates and hashes them), resolves ``HEAD`` itself (:func:`read_head`), and
+# builds the trees of ``source/`` itself, blob by blob with ``hash-object --no-filters``
+# (no attribute, filter or end-of-line rule applies: the patch holds the bytes as they
+# are). The only work tree git sees is an empty folder of synth's.
 
-def _git_env(index: Path, git_dir: Path, work_tree: Path) -> dict[str, str]:
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(index.parent), "LC_ALL": "C", "TZ": "UTC",
-        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_INDEX_FILE": str(index), "GIT_DIR": str(git_dir),
-        "GIT_WORK_TREE": str(work_tree), "GIT_TERMINAL_PROMPT": "0",
-        "GIT_OPTIONAL_LOCKS": "0",
-    }
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_REF = re.compile(r"refs/[A-Za-z0-9._/-]{1,200}")
+#: A ref file, ``HEAD`` or ``packed-refs`` longer than this is not read.
+_MAX_REF_BYTES = 4096
+_MAX_PACKED_REFS_BYTES = 64 * 1024 * 1024
 
 
-#: Settings that would change the diff's text, fixed whatever the repository configures.
+def _read_small(path: Path, limit: int) -> str | None:
+    """A regular file's text (never through a symlink, never past ``limit``), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        data = fh.read(limit + 1)
+    return None if len(data) > limit else data.decode("utf-8", "replace")
+
+
+def read_head(git_dir: Path) -> str | None:
+    """The commit ``HEAD`` names in ``git_dir``, read as data (no git process, no config):
+    a detached ``HEAD``, or a branch from its ref file or ``packed-refs``. None when it
+    names nothing synth can read."""
+    head = _read_small(git_dir / "HEAD", _MAX_REF_BYTES)
+    if head is None:
+        return None
+    head = head.strip()
+    if _HEX40.fullmatch(head):
+        return head
+    if not head.startswith("ref: "):
+        return None
+    ref = head[5:].strip()
+    if not _REF.fullmatch(ref) or ".." in ref.split("/"):
+        return None
+    loose = _read_small(git_dir.joinpath(*ref.split("/")), _MAX_REF_BYTES)
+    if loose is not None and _HEX40.fullmatch(loose.strip()):
+        return loose.strip()
+    packed = _read_small(git_dir / "packed-refs", _MAX_PACKED_REFS_BYTES) or ""
+    for line in packed.splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref and _HEX40.fullmatch(sha):
+            return sha
+    return None
+
+
+@dataclass(frozen=True)
+class _Git:
+    """synth's own throwaway repository: the only ``GIT_DIR`` any git process here gets."""
+
+    root: Path
+
+    @classmethod
+    def make(cls, tmp: Path, alternates: Sequence[Path] = ()) -> _Git:
+        (tmp / "work").mkdir()
+        repo = cls(tmp)
+        repo.run(["init", "--quiet", "--template=", str(tmp / "repo")], init=True)
+        if alternates:
+            info = tmp / "repo" / ".git" / "objects" / "info"
+            info.mkdir(parents=True, exist_ok=True)
+            (info / "alternates").write_text(
+                "".join(f"{a.absolute()}\n" for a in alternates), encoding="utf-8")
+        return repo
+
+    def env(self, *, init: bool = False) -> dict[str, str]:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.root / "work"), "LC_ALL": "C", "TZ": "UTC",
+            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_ATTR_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1",
+        }
+        if not init:
+            env.update(GIT_DIR=str(self.root / "repo" / ".git"),
+                       GIT_WORK_TREE=str(self.root / "work"),
+                       GIT_INDEX_FILE=str(self.root / "index"),
+                       GIT_CEILING_DIRECTORIES=str(self.root))
+        return env
+
+    def run(self, args: Sequence[str], *, stdin: bytes | None = None, check: bool = True,
+            init: bool = False) -> bytes | None:
+        try:
+            proc = subprocess.run(["git", *_GIT_FIXED, *args], env=self.env(init=init),
+                                  cwd=self.root / "work", input=stdin, capture_output=True,
+                                  timeout=_GIT_TIMEOUT_S, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ExportError(f"git {args[0]} failed while writing {PATCH_NAME}: {exc}",
+                              hint="source.patch needs git on this machine.") from exc
+        if proc.returncode != 0:
+            if not check:
+                return None
+            raise ExportError(f"git {' '.join(args[:2])} failed while writing {PATCH_NAME}: "
+                              f"{proc.stderr.decode('utf-8', 'replace').strip()[-400:]}")
+        return proc.stdout
+
+
+#: Settings that would change the diff's text, fixed whatever anything configures; hooks
+#: and the file-system monitor off even if a config were read.
 _GIT_FIXED = ("-c", "core.quotepath=on", "-c", "diff.noprefix=false", "-c",
               "diff.mnemonicPrefix=false", "-c", "diff.relative=false", "-c", "color.ui=never",
               "-c", "core.autocrlf=false", "-c", "core.safecrlf=false", "-c",
-              "diff.external=", "-c", "core.fileMode=true", "-c", "core.symlinks=true")
+              "diff.external=", "-c", "core.fileMode=true", "-c", "core.symlinks=true",
+              "-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false",
+              "-c", f"core.attributesFile={os.devnull}", "-c", "protocol.allow=never")
 
 
-def _git(args: Sequence[str], env: dict[str, str], *, check: bool = True) -> bytes | None:
-    try:
-        proc = subprocess.run(["git", *_GIT_FIXED, *args], env=env, capture_output=True,
-                              timeout=_GIT_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ExportError(f"git {args[0]} failed while writing {PATCH_NAME}: {exc}",
-                          hint="source.patch needs git on this machine.") from exc
-    if proc.returncode != 0:
-        if not check:
-            return None
-        raise ExportError(f"git {' '.join(args)} failed while writing {PATCH_NAME}: "
-                          f"{proc.stderr.decode('utf-8', 'replace').strip()[-400:]}")
-    return proc.stdout
+def _gitlink(root: Path, rel: str, base_links: dict[str, str]) -> str | None:
+    """The commit a nested repository (a submodule or a clone inside the tree) is recorded
+    at: its own ``HEAD`` when it is a ``.git`` folder, else the base tree's gitlink."""
+    nested = root / rel / ".git"
+    if nested.is_dir() and not nested.is_symlink():
+        head = read_head(nested)
+        if head:
+            return head
+    return base_links.get(rel)
 
 
-def _stage(env: dict[str, str]) -> None:
-    """Every file of the work tree into the temporary index, ignored ones too."""
-    _git(["add", "--all", "--force", "--", ".", ":(exclude).git"], env)
+def _tree_entries(root: Path, base_links: dict[str, str]) -> tuple[
+        list[tuple[str, Path]], list[tuple[str, bytes]], dict[str, str]]:
+    """What the tree of ``root`` holds, read without following links: regular files
+    (mode, path), symlinks (mode 120000, their target's bytes) and gitlinks; the top
+    ``.git``, bytecode and caches left out."""
+    files: list[tuple[str, Path]] = []
+    links: list[tuple[str, bytes]] = []
+    gitlinks: dict[str, str] = {}
+    for dirpath, dirs, names in os.walk(root):
+        base = Path(dirpath)
+        rel_dir = base.relative_to(root).as_posix()
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        if rel_dir and (".git" in dirs or ".git" in names):
+            commit = _gitlink(root, rel_dir[:-1], base_links)
+            if commit is not None:
+                gitlinks[rel_dir[:-1]] = commit
+                dirs[:] = []
+                continue
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        for name in sorted([*names, *(d for d in list(dirs) if (base / d).is_symlink())]):
+            rel = rel_dir + name
+            if name == ".git" or skipped(rel):
+                continue
+            path = base / name
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                links.append((rel, os.fsencode(path.readlink())))
+            elif stat.S_ISREG(st.st_mode):
+                files.append((rel, path))
+        dirs[:] = [d for d in dirs if not (base / d).is_symlink()]
+    return files, links, gitlinks
 
 
-def _diff(env: dict[str, str], base: str) -> tuple[bytes, tuple[str, ...]]:
-    common = ["--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"]
-    patch = _git(["diff", *common, "--binary", "--full-index", base, "--"], env) or b""
-    names = _git(["diff", *common, "--name-status", "-z", base, "--"], env) or b""
+def _write_tree(git: _Git, root: Path, base: str | None) -> str:
+    """The tree object of ``root`` in ``git``'s repository, built by synth (blob by blob,
+    no attributes or filters), with the nested repositories as gitlinks."""
+    base_links: dict[str, str] = {}
+    if base:
+        listing = git.run(["ls-tree", "-r", "-z", base]) or b""
+        for entry in listing.split(b"\0"):
+            head, _, path = entry.partition(b"\t")
+            fields = head.split()
+            if len(fields) == 3 and fields[0] == b"160000":
+                base_links[path.decode("utf-8", "surrogateescape")] = fields[2].decode()
+    files, links, gitlinks = _tree_entries(root, base_links)
+    link_dir = git.root / "links"
+    link_dir.mkdir(exist_ok=True)
+    paths = []
+    for i, (_, file) in enumerate(files):
+        if "\n" in str(file):  # --stdin-paths is line-based: hash a copy of this one
+            shutil.copyfile(file, link_dir / f"f{i}")
+            file = link_dir / f"f{i}"
+        paths.append(str(file))
+    for i, (_, target) in enumerate(links):
+        (link_dir / str(i)).write_bytes(target)
+        paths.append(str(link_dir / str(i)))
+    shas: list[str] = []
+    if paths:
+        out = git.run(["hash-object", "-w", "--no-filters", "--stdin-paths"],
+                      stdin="".join(f"{p}\n" for p in paths).encode("utf-8",
+                                                                    "surrogateescape"))
+        shas = (out or b"").decode().split()
+    if len(shas) != len(paths):
+        raise ExportError(f"git hash-object read {len(shas)} of {len(paths)} files while "
+                          f"writing {PATCH_NAME}")
+    index: list[bytes] = []
+    for (rel, file), sha in zip(files, shas, strict=False):
+        mode = "100755" if file.lstat().st_mode & stat.S_IXUSR else "100644"
+        index.append(f"{mode} {sha}\t".encode() + rel.encode("utf-8", "surrogateescape"))
+    for (rel, _), sha in zip(links, shas[len(files):], strict=True):
+        index.append(f"120000 {sha}\t".encode() + rel.encode("utf-8", "surrogateescape"))
+    for rel, commit in sorted(gitlinks.items()):
+        index.append(f"160000 {commit}\t".encode() + rel.encode("utf-8", "surrogateescape"))
+    index_file = git.root / "index"
+    index_file.unlink(missing_ok=True)
+    git.run(["update-index", "-z", "--index-info"], stdin=b"".join(e + b"\0" for e in index))
+    tree = (git.run(["write-tree"]) or b"").decode().strip()
+    index_file.unlink(missing_ok=True)
+    return tree
+
+
+def _diff(git: _Git, base: str, tree: str) -> tuple[bytes, tuple[str, ...]]:
+    common = ["-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"]
+    patch = git.run(["diff-tree", "-p", *common, "--binary", "--full-index", base, tree,
+                     "--"]) or b""
+    names = git.run(["diff-tree", *common, "--name-status", "-z", base, tree, "--"]) or b""
     fields = names.decode("utf-8", "surrogateescape").split("\0")
     files = tuple(sorted(f"{s}\t{p}" for s, p in zip(fields[0::2], fields[1::2], strict=False)
                          if s))
     return patch, files
 
 
-def git_patch(source: Path) -> SourcePatch:
-    """``source/`` (a git checkout) against its HEAD, leaving its ``.git`` as it was: the
-    blobs ``git add`` makes of added and edited files go to a temporary object folder (the
-    checkout's own objects are read as alternates), so ``source/.git`` stays byte for byte
-    the live ``/workspace/.git`` that the rebuilt image's fingerprint is compared with."""
+def git_patch(original: Path, source: Path) -> SourcePatch:
+    """``source/`` against the commit the original checkout's ``HEAD`` names. Neither
+    ``.git`` is used as a repository: ``HEAD`` is read as data and the objects through
+    alternates, so the agent's ``source/.git`` is carried byte for byte (the rebuilt
+    image's fingerprint is compared with it) and never configures anything."""
+    commit = read_head(original / ".git")
     with tempfile.TemporaryDirectory(prefix="synth-patch-") as tmp:
-        env = _git_env(Path(tmp) / "index", source / ".git", source)
-        (Path(tmp) / "objects").mkdir()
-        env["GIT_OBJECT_DIRECTORY"] = str(Path(tmp) / "objects")
-        env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(source / ".git" / "objects")
-        head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], env, check=False)
-        commit = head.decode().strip() if head else None
-        _git(["read-tree", commit or "--empty"], env)
-        _stage(env)
-        patch, files = _diff(env, commit or _EMPTY_TREE)
+        git = _Git.make(Path(tmp), alternates=[original / ".git" / "objects"])
+        if commit is not None:
+            git.run(["cat-file", "-e", f"{commit}^{{commit}}"])
+        base = f"{commit}^{{tree}}" if commit else _EMPTY_TREE
+        patch, files = _diff(git, base, _write_tree(git, source, commit))
     return SourcePatch(commit=commit, dirty=bool(files), patch=patch, files=files)
 
 
 def tree_patch(original: Path, source: Path) -> SourcePatch:
     """``source/`` against the original copy, for a repository that is not a git checkout."""
     with tempfile.TemporaryDirectory(prefix="synth-patch-") as tmp:
-        git_dir = Path(tmp) / "git"
-        init_env = {k: v for k, v in _git_env(Path(tmp) / "i", git_dir, original).items()
-                    if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
-        _git(["init", "--quiet", "--bare", str(git_dir)], init_env)
-        env = _git_env(Path(tmp) / "index", git_dir, original)
-        _stage(env)
-        base = (_git(["write-tree"], env) or b"").decode().strip()
-        env = _git_env(Path(tmp) / "index2", git_dir, source)
-        _stage(env)
-        patch, files = _diff(env, base)
+        git = _Git.make(Path(tmp))
+        base = _write_tree(git, original, None)
+        patch, files = _diff(git, base, _write_tree(git, source, None))
     return SourcePatch(commit=None, dirty=bool(files), patch=patch, files=files)
 
 
 def source_patch(original: Path | None, source: Path, *, edited: bool = True) -> SourcePatch:
     """The patch from the repository's commit (or its original copy) to ``source/``;
     ``edited`` False says ``source/`` is the original copy (no diff to make without git)."""
-    if (source / ".git").is_dir():
+    if original is not None and _is_git_dir(original / ".git"):
         try:
-            return git_patch(source)
+            return git_patch(original, source)
         except ExportError as exc:
             # A checkout git cannot diff (objects missing from a partial clone or snapshot):
             # the patch is taken against the original copy instead, and the report says so.
-            if original is None:
-                raise
             fallback = tree_patch(original, source)
             return dataclasses.replace(fallback, note=(
                 f"git could not diff source/ against its commit ({exc.message.splitlines()[-1]}); "
@@ -304,3 +468,7 @@ def source_patch(original: Path | None, source: Path, *, edited: bool = True) ->
     if original is not None and edited:
         return tree_patch(original, source)
     return SourcePatch(commit=None, dirty=False, patch=b"", files=())
+
+
+def _is_git_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()

@@ -1,7 +1,9 @@
 """A git checkout the agent adds a file to and edits (real engine): the artifact carries both
 with source.patch against the commit, and the rebuilt image's /workspace, .git included,
 equals the live one — export used to write the edits' git blobs into source/.git, and
-fidelity then failed every such checkout (seen on cocoapi and x-transformers)."""
+fidelity then failed every such checkout (seen on cocoapi and x-transformers). The agent
+also writes a file-system monitor and a filter driver into /workspace/.git/config: neither
+runs on the host during export or verify."""
 
 from __future__ import annotations
 
@@ -48,9 +50,16 @@ def test_a_checkout_the_agent_changed_rebuilds_equal_to_live(
         '[probes.cpu]\ncommand = "python3 run.py"\ntimeout = 60\n'
         '[not_applicable]\nC2 = "no GPU code"\nC3 = "no GPU code"\nC4 = "no GPU code"\n')
     script = tmp_path / "edit.sh"
+    # A hostile agent's git configuration: each would run a command on the host if a host
+    # git took /workspace/.git as its repository (export's patch, verify's re-export).
+    marker = tmp_path / "host-ran-agent-git-config"
+    hostile = f"touch {marker}"
     script.write_text(
         "cd /workspace && sed -i 's/pinned/edited/' tinymodel/__init__.py\n"
         "printf 'seed: 1\\n' > /workspace/config.yaml\n"
+        f"printf '[core]\\n\\tfsmonitor = \"{hostile}\"\\n[filter \"x\"]\\n"
+        f"\\tclean = {hostile}\\n\\tsmudge = {hostile}\\n' >> /workspace/.git/config\n"
+        "printf '*.py filter=x\\n' > /workspace/.gitattributes\n"
         "cd /workspace && python3 run.py\n")
     settings = Settings.load(artifacts_dir=tmp_path / "artifacts", ca_bundle=ca_bundle)
     result = run_session(RunOptions(task=load_task(task_dir), agent=ReplayAgent(script),
@@ -75,6 +84,7 @@ def test_a_checkout_the_agent_changed_rebuilds_equal_to_live(
         rebuilt = {r["level"]: r["status"] for r in doc["reports"]["rebuilt"]["levels"]}
         assert rebuilt["C1"] == "pass"
         assert outcome.exit_code == 0
+        assert not marker.exists(), "a host git ran a command from the agent's .git/config"
     finally:
         if outcome is not None and outcome.document.get("build"):
             engine.remove_image(outcome.document["build"]["image"])

@@ -109,7 +109,7 @@ def test_git_checkout_patch_names_the_commit_and_applies(tmp_path: Path) -> None
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "c")
     head = _git(repo, "rev-parse", "HEAD").strip()
-    clean = git_patch(repo)
+    clean = git_patch(repo, repo)
     assert (clean.commit, clean.dirty, clean.patch, clean.files) == (head, False, b"", ())
     (repo / "env.yml").write_text("numpy=1.26.4\n")
     (repo / "blob.bin").write_bytes(bytes(range(256)))
@@ -117,7 +117,7 @@ def test_git_checkout_patch_names_the_commit_and_applies(tmp_path: Path) -> None
     (repo / "old.txt").unlink()
     git_before = {p.relative_to(repo): p.read_bytes()
                   for p in (repo / ".git").rglob("*") if p.is_file()}
-    p = git_patch(repo)
+    p = git_patch(repo, repo)
     # .git is left byte for byte as it was: the live image's /workspace/.git has no blob of
     # the edits, and the rebuilt image's is compared with it (found on cocoapi).
     assert {p.relative_to(repo): p.read_bytes()
@@ -125,7 +125,7 @@ def test_git_checkout_patch_names_the_commit_and_applies(tmp_path: Path) -> None
     assert p.commit == head and p.dirty
     assert p.files == ("A\tblob.bin", "A\trun.log", "D\told.txt", "M\tenv.yml")
     assert b"GIT binary patch" in p.patch
-    assert git_patch(repo).patch == p.patch  # deterministic
+    assert git_patch(repo, repo).patch == p.patch  # deterministic
     # The repository's own index is untouched: nothing staged (the ignored file hidden).
     assert _git(repo, "status", "--porcelain").splitlines() == [" M env.yml", " D old.txt",
                                                                "?? blob.bin"]
