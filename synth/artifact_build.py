@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from synth import artifact_files
 from synth.config import Settings
 from synth.engine import build_cache
 from synth.engine.build import BuildRequest, build_image, find_build_cli
@@ -47,12 +48,12 @@ def _link(src: Path, dest: Path) -> None:
 def assemble_context(artifact_dir: Path, dest: Path, wheelhouse: Path | None) -> list[str]:
     """Fill ``dest`` with the artifact and the wheels it needs; returns the wheel names."""
     manifest = read_manifest(artifact_dir)
-    for p in sorted(artifact_dir.rglob("*")):
-        if p.is_file() or p.is_symlink():
-            _link(p, dest / p.relative_to(artifact_dir))
-        elif p.is_dir():
+    for e in artifact_files.walk(artifact_dir):
+        if e.kind == "dir":
             # An empty folder carried with --include must exist for its COPY.
-            (dest / p.relative_to(artifact_dir)).mkdir(parents=True, exist_ok=True)
+            (dest / e.rel).mkdir(parents=True, exist_ok=True)
+        else:
+            _link(e.path, dest / e.rel)
     wheels: list[str] = list(manifest.get("wheel_files") or [])
     if manifest.get("wheelhouse_required") and wheels:
         if wheelhouse is None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synth import __version__, atomic, publish, source_digest
+from synth import __version__, artifact_files, atomic, publish, source_digest
 from synth.atomic import dumps_json
 from synth.base_images import base_manifest
 from synth.config import Settings
@@ -48,7 +48,6 @@ from synth.store import (
     is_file,
     parse_json,
     read_text,
-    sha256_file,
 )
 
 FORMATS = ("Dockerfile",)
@@ -147,20 +146,10 @@ def _download_hashes(run: LoadedRun, classified: Sequence[Classified]) -> dict[s
     return out
 
 
-def _all_files(root: Path) -> list[Path]:
-    return sorted((p for p in root.rglob("*") if p.is_file() or p.is_symlink()),
-                  key=lambda p: p.relative_to(root).as_posix())
-
-
 def _file_digests(root: Path, known: Mapping[str, str]) -> dict[str, str]:
-    """The sha256 of every file under ``root`` by its path there; the ``known`` ones are
-    not read again."""
-    out = {}
-    for p in _all_files(root):
-        if p.is_file():
-            rel = p.relative_to(root).as_posix()
-            out[rel] = known.get(rel) or sha256_file(p)
-    return out
+    """The digest of every file and link under ``root`` by its path there (the one rule of
+    :mod:`synth.artifact_files`); the ``known`` ones are not read again."""
+    return artifact_files.digests(root, known=known)
 
 
 def _apt_timestamp(run: LoadedRun) -> str | None:
@@ -391,11 +380,11 @@ def assemble_artifact(
     if parts.archive:
         (tmp / publish.SBOM).write_text(publish.sbom_json(parts.plan, parts.locks, parts.epoch),
                                         encoding="utf-8")
-    manifest = manifest_json(tmp, parts, warnings, summary, digests)
-    (tmp / MANIFEST.rel).write_text(dumps_json(manifest), encoding="utf-8")
-    if parts.archive:  # last: it describes every other file, the manifest included
+    if parts.archive:  # it names every file; the manifest, written last, hashes it too
         (tmp / publish.RO_CRATE).write_text(
             publish.ro_crate_json(tmp, parts.plan, parts.run, parts.epoch), encoding="utf-8")
+    manifest = manifest_json(tmp, parts, warnings, summary, digests)
+    (tmp / MANIFEST.rel).write_text(dumps_json(manifest), encoding="utf-8")
     return tuple(sorted(set(warnings))), summary
 
 

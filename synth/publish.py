@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from synth import __version__
+from synth import __version__, artifact_files
 from synth.distill.load import LoadedRun
 from synth.distill.lock import Lock
 from synth.distill.plan import BuildPlan
@@ -105,8 +105,13 @@ def _verification(run: LoadedRun) -> dict[str, Any] | None:
         return None
 
 
+#: The artifact's manifest, written after the RO-Crate (it hashes the crate).
+MANIFEST_NAME = "manifest.json"
+
+
 def ro_crate_json(artifact: Path, plan: BuildPlan, run: LoadedRun, epoch: int) -> str:
-    """``ro-crate-metadata.json`` for the artifact folder (its files must exist)."""
+    """``ro-crate-metadata.json`` for the artifact folder (its files must exist, all but
+    ``manifest.json``, which is written after it and lists the crate's digest)."""
     from rocrate.model.contextentity import ContextEntity
     from rocrate.rocrate import ROCrate
 
@@ -122,10 +127,16 @@ def ro_crate_json(artifact: Path, plan: BuildPlan, run: LoadedRun, epoch: int) -
         "@type": ["File", "SoftwareSourceCode"], "name": "Dockerfile",
         "programmingLanguage": "Dockerfile", "encodingFormat": "text/plain"})
     crate.mainEntity = docker
-    for rel in sorted(p.relative_to(artifact).as_posix() for p in artifact.iterdir()):
+    names = {p.relative_to(artifact).as_posix() for p in artifact.iterdir()}
+    for rel in sorted(names | {MANIFEST_NAME}):
         if rel in ("Dockerfile", RO_CRATE):
             continue
-        if (artifact / rel).is_dir():
+        if rel == MANIFEST_NAME:
+            # Written after the crate, which it lists with its digest: named here, unsized.
+            crate.add_file(artifact / rel, dest_path=rel, properties={
+                "name": rel, "description": "every file's sha256 (this crate's included)",
+                "encodingFormat": "application/json"})
+        elif (artifact / rel).is_dir():
             crate.add_dataset(artifact / rel, dest_path=rel + "/")
         else:
             file_props = {"name": rel, "contentSize": str((artifact / rel).stat().st_size)}
@@ -175,12 +186,13 @@ def _tarinfo(path: Path, arcname: str, epoch: int) -> tarfile.TarInfo:
 
 def write_archive(artifact: Path, dest: Path, prefix: str, epoch: int) -> str:
     """``artifact`` as a deterministic ``.tar.gz`` at ``dest``; returns its sha256."""
-    entries = sorted(artifact.rglob("*"), key=lambda p: p.relative_to(artifact).as_posix())
+    entries = list(artifact_files.walk(artifact))  # links as links, specials refused
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
         tar.addfile(_tarinfo(artifact, prefix, epoch))
-        for p in entries:
-            info = _tarinfo(p, f"{prefix}/{p.relative_to(artifact).as_posix()}", epoch)
+        for e in entries:
+            p = e.path
+            info = _tarinfo(p, f"{prefix}/{e.rel}", epoch)
             if info.isreg():
                 with p.open("rb") as fh:
                     tar.addfile(info, fh)

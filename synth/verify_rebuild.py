@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from synth import __version__, source_digest
+from synth import __version__, artifact_files, source_digest
 from synth.config import Settings
 from synth.errors import BuildError, SynthError, UsageError, VerifyError
 from synth.store import ArtifactDir, RunDir, is_file, sha256_file
@@ -25,16 +25,10 @@ VERIFICATION_FILE = "verification.json"
 
 
 def _artifact_files(artifact_dir: Path) -> dict[str, str]:
-    """Every file of the artifact (relative POSIX path -> sha256), manifest.json and
-    verification.json left out."""
-    out: dict[str, str] = {}
-    for p in sorted(artifact_dir.rglob("*")):
-        rel = p.relative_to(artifact_dir).as_posix()
-        if rel in ("manifest.json", VERIFICATION_FILE) or not (p.is_file() or p.is_symlink()):
-            continue
-        data = str(p.readlink()).encode() if p.is_symlink() else p.read_bytes()
-        out[rel] = hashlib.sha256(data).hexdigest()
-    return out
+    """Every file and link of the artifact (relative POSIX path -> digest, the one rule of
+    :mod:`synth.artifact_files`), manifest.json and verification.json left out; a FIFO,
+    device or setuid file is refused."""
+    return artifact_files.digests(artifact_dir, skip=("manifest.json", VERIFICATION_FILE))
 
 
 def check_artifact(artifact_dir: Path,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from synth import artifact_files
 from synth.distill import carried as carried_mod
 from synth.distill import live_facts
 from synth.distill import warnings as warn
@@ -149,6 +150,12 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
             "the repository on the host changed since the run (its tree differs from "
             "run.json's source_tree.before): source/ is the run's final /workspace all the "
             "same, but a diff from the host copy also holds those changes")})))
+    outward = artifact_files.outward_links(work, "source")
+    if outward:
+        report = dataclasses.replace(report, warnings=tuple(sorted({*report.warnings, (
+            "links in the repository point outside it, and are carried as links, never "
+            "followed (the rebuilt image has whatever those paths hold there): "
+            + "; ".join(f"{rel} -> {target}" for rel, target in outward))})))
     sp = source_patch(original, source,
                       edited=bool(edits.modified or edits.added or edits.deleted))
     if sp.note:

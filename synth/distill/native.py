@@ -156,7 +156,30 @@ def _installs(envs_in: Sequence[Interpreter], env_plans: Sequence[PythonEnvPlan]
     return placed, explained
 
 
-def _compiles(ok: StepIndex, run: LoadedRun) -> list[Placed]:
+_SETUP_INSTALLS = frozenset({"install", "develop"})
+
+
+def _setup_installs(s: NativeBuild, cwd: str, interp: Interpreter | None,
+                    projects: Mapping[str, frozenset[str]]) -> str | None:
+    """``name==version`` of the distribution a ``setup.py install``/``develop`` step
+    installed: the one whose ``<name>.egg-info`` the run wrote in the step's project folder
+    and which the step's interpreter has. The same rule as pip's legacy ``setup.py
+    install`` (:func:`_legacy_local_install`), so both routes of one install are treated
+    alike: replayed, and the distribution built by that step."""
+    if s.tool != "setup.py" or interp is None or not _SETUP_INSTALLS & set(s.argv):
+        return None
+    script = next((a for a in s.argv if a == "setup.py" or a.endswith("/setup.py")), None)
+    if script is None:
+        return None
+    folder = posixpath.normpath(posixpath.join(cwd, posixpath.dirname(script)))
+    names = projects.get(folder, frozenset())
+    found = sorted(f"{d.name}=={d.version}" for d in interp.distributions
+                   if norm_name(d.name) in names and d.version)
+    return found[0] if len(found) == 1 else None
+
+
+def _compiles(ok: StepIndex, run: LoadedRun,
+              projects: Mapping[str, frozenset[str]]) -> list[Placed]:
     """Compile steps (setup.py, make, cmake, nvcc …) replayed as they ran."""
     out: list[Placed] = []
     for c, _x, s in ok.of(NativeBuild):
@@ -166,7 +189,9 @@ def _compiles(ok: StepIndex, run: LoadedRun) -> list[Placed]:
             argv = (interp.path, *argv[1:])
         out.append((_position(c), NativeStep(
             ref=c.ref, tool=s.tool, argv=argv, cwd=c.cwd, env=build_env(c),
-            network=s.tool == "setup.py")))
+            network=s.tool == "setup.py",
+            distribution=_setup_installs(s, c.cwd, interp or interp_for(None, run),
+                                         projects))))
     return out
 
 
@@ -203,7 +228,7 @@ def native_plan(run: LoadedRun, ok: StepIndex,
     """Every native step, in the order its command ran; ``ok``: the log's commands that
     ran and succeeded (parsed, not failed), in order."""
     placed, explained = _installs(envs_in, env_plans, audited, notes, run.changes)
-    placed += _compiles(ok, run)
+    placed += _compiles(ok, run, egg_info_projects(run.changes))
     placed += _downloads(ok, hashes)
     _add_clones(ok, placed)
     placed.sort(key=lambda t: (t[0], t[1].ref))

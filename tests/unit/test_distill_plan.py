@@ -314,3 +314,26 @@ def test_step_index_keeps_each_kind_in_log_order(tmp_path: Path) -> None:
         want = [t for t in classified if isinstance(t[2], kind)]
         assert list(index.of(kind)) == want and len(want) == 2
     assert index.of(StepBase) == ()  # no command's step is the base itself
+
+
+@pytest.mark.parametrize("route", [
+    "cd /workspace/PythonAPI && /opt/venv/bin/pip install --no-build-isolation .",
+    "cd /workspace/PythonAPI && /opt/venv/bin/python setup.py install",
+    "cd /workspace && /opt/venv/bin/python PythonAPI/setup.py build_ext install",
+])
+def test_both_legacy_routes_of_one_install_are_built_by_a_step(tmp_path: Path,
+                                                               route: str) -> None:
+    # One install, two routes (seen on two transcripts of one real repository): pip's legacy
+    # `setup.py install` was replayed and credited, a direct `python setup.py install` was
+    # replayed but not credited, so export called the distribution "neither locked nor built
+    # by a step" and refused one of them. Both now build the distribution their egg-info names.
+    dists = [dist("numpy", "2.3.5"), dist("pycocotools", "2.0", installer=None)]
+    audit = [cmd("python3 -m venv /opt/venv"), cmd("/opt/venv/bin/pip install numpy"),
+             cmd(route)]
+    egg = "/workspace/PythonAPI/pycocotools.egg-info"
+    plan, _report = plan_of(tmp_path, audit, python=[system_python(), venv(dists=dists)],
+                            diff=[("A", egg), ("A", f"{egg}/PKG-INFO")])
+    built = {s.distribution.split("==")[0] for s in plan.native if s.distribution}
+    assert "pycocotools" in built  # what export's unreproduced() takes as built by a step
+    assert [s.distribution for s in plan.native if s.cwd.endswith(("PythonAPI", "workspace"))
+            and s.distribution] == ["pycocotools==2.0"]
