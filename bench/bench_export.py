@@ -36,9 +36,9 @@ from distill_runs import cmd, dist, make_run_dir, system_python, venv  # noqa: E
 
 from synth.config import Settings  # noqa: E402
 from synth.distill.load import load_run  # noqa: E402
-from synth.distill.lock import Lock, LockedPin, LockTarget, lock_env, render_lock  # noqa: E402
 from synth.distill.plan import PythonEnvPlan, distill  # noqa: E402
-from synth.export import export_run  # noqa: E402
+from synth.export.artifact import export_run  # noqa: E402
+from synth.export.lock import Lock, LockedPin, LockTarget, lock_env, render_lock  # noqa: E402
 
 #: One pinned set for the locker comparison: a small research stack, all on PyPI.
 LOCK_SET = (("numpy", "2.3.5"), ("pyyaml", "6.0.2"), ("tqdm", "4.67.1"),

@@ -4,7 +4,7 @@
     .venv/bin/python bench/bench_verify.py rebuild --run RUN_DIR # needs Docker and a run
 
 `rebuild` builds, with no cache, (a) the run's exported artifact through
-``synth.artifact_build.build_artifact`` and (b) a naive replay of the raw transcript: every
+``synth.verify.build.build_artifact`` and (b) a naive replay of the raw transcript: every
 audited ``bash -c`` command as its own RUN line, in order (failed ones with ``|| true`` so the
 build survives, the way transcript-replaying tools do it), on the same base image with the
 same CA secret. It prints both times and the image sizes.
@@ -70,7 +70,7 @@ def make_repo(root: Path, files: int, lines: int, seed: int = 0) -> Path:
 
 
 def bench_scan(sizes: list[tuple[int, int]], repeat: int) -> list[dict[str, object]]:
-    from verify.c0_scan import scan_repo
+    from synth.pyramid.c0_scan import scan_repo
 
     rows = []
     for files, lines in sizes:
@@ -97,7 +97,7 @@ def bench_scan(sizes: list[tuple[int, int]], repeat: int) -> list[dict[str, obje
 def naive_dockerfile(run_dir: Path) -> tuple[str, int]:
     """A Dockerfile replaying every audited bash -c command, in order, one RUN each."""
     from synth.config import CONTAINER_CA_PATH
-    from synth.session.rundir import read_run
+    from synth.record.rundir import read_run
 
     run = read_run(run_dir)
     records = [json.loads(line) for line in
@@ -127,12 +127,12 @@ def naive_dockerfile(run_dir: Path) -> tuple[str, int]:
 
 
 def bench_rebuild(run_dir: Path) -> dict[str, object]:
-    from synth.artifact_build import build_artifact
     from synth.config import Settings
     from synth.engine.build import BuildRequest, build_image, find_build_cli
     from synth.engine.docker import DockerEngine
-    from synth.export import export_run
-    from synth.session.rundir import read_run
+    from synth.export.artifact import export_run
+    from synth.record.rundir import read_run
+    from synth.verify.build import build_artifact
 
     settings = Settings.load()
     engine = DockerEngine.connect()

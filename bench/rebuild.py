@@ -77,8 +77,8 @@ def install_seconds(log: str) -> float | None:
 def make_run(task: str, transcript: str, settings: Settings) -> Path:
     """Replay ``tasks/<task>/agents/<transcript>`` once: the run to rebuild."""
     from synth.engine.docker import DockerEngine
-    from synth.session import ReplayAgent, RunOptions, run_session
-    from synth.task import load_task
+    from synth.formats.task import load_task
+    from synth.record import ReplayAgent, RunOptions, run_session
 
     spec = load_task(ROOT / "tasks" / task)
     result = run_session(RunOptions(task=spec, agent=ReplayAgent(spec.agents_dir / transcript),
@@ -88,7 +88,7 @@ def make_run(task: str, transcript: str, settings: Settings) -> Path:
 
 
 def _pip_locker(env: Any, target: Any) -> Any:
-    from synth.distill.lock import lock_env
+    from synth.export.lock import lock_env
 
     return lock_env(env, target)  # no installer pin: the template installs with pip
 
@@ -97,7 +97,7 @@ def _limit_context(artifact: Path, ctx: Path, settings: Settings, warm: bool) ->
     """A build context that installs requirements.lock with the host's uv, nothing else."""
     from uv import find_uv_bin
 
-    from synth.artifact_build import assemble_context
+    from synth.verify.build import assemble_context
 
     assemble_context(artifact, ctx, settings.wheelhouse)
     shutil.copy2(find_uv_bin(), ctx / "uv-bin")
@@ -133,7 +133,7 @@ def _build(ctx: Path, tag: str, settings: Settings) -> tuple[float, str]:
 
 
 def _artifact_build(artifact: Path, tag: str, settings: Settings) -> tuple[float, str]:
-    from synth.artifact_build import build_artifact
+    from synth.verify.build import build_artifact
 
     log = artifact.parent / f"{artifact.name}.log"
     t = time.perf_counter()
@@ -160,7 +160,7 @@ def _naive_context(run_dir: Path, artifact: Path, ctx: Path, settings: Settings)
 def bench(run_dir: Path, settings: Settings, only: Sequence[str] = ()) -> dict[str, Any]:
     """Every build (or those named in ``only``), one after the other; the figures."""
     from synth.engine.docker import DockerEngine
-    from synth.export import export_run
+    from synth.export.artifact import export_run
 
     engine = DockerEngine.connect()
     rows: dict[str, dict[str, Any]] = {}

@@ -110,7 +110,7 @@ class InputFileError(SynthError):
 
     Missing, unreadable, oversized, not UTF-8, not JSON, not in its schema or of a newer
     format: the message names the file (and the line of a JSONL file) and what is wrong.
-    Raised only by :mod:`synth.store`."""
+    Raised only by :mod:`synth.formats.store`."""
 
     exit_code = 23
     default_hint = "Check the file against docs/formats.md; synth never repairs or guesses."

@@ -94,8 +94,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 def _fresh_console_mode() -> Iterator[None]:
     # The CLI's main() sets console.mode (--json, --debug) for the process; tests that run
     # it in-process must not leave it set for the next test.
-    from synth import console
-
+    from synth.ui import console
     saved = dict(console.mode)
     yield
     console.mode.clear()
@@ -120,7 +119,7 @@ def engine() -> Iterator[object]:
 @pytest.fixture(scope="session")
 def base_image(engine: object) -> str:
     """The synth/python:bookworm base, made with debootstrap if missing."""
-    from synth.base_images import ensure_base_image
+    from synth.engine.base_images import ensure_base_image
 
     ensure_base_image(engine, BASE_IMAGE)  # type: ignore[arg-type]
     return BASE_IMAGE
@@ -139,7 +138,7 @@ def wheelhouse() -> Path | None:
 
 def _capture_errors(run_dir: Path) -> str:
     from synth.errors import SynthError
-    from synth.store import RunDir
+    from synth.formats.store import RunDir
 
     try:
         errors = RunDir(run_dir).run_record().capture_errors
@@ -163,8 +162,8 @@ def task_run(
     replayed once per test session (memoised), with the CA bundle and the wheelhouse.
     The live images these runs commit are removed at the end of the session."""
     from synth.config import Settings
-    from synth.session import ReplayAgent, RunOptions, run_session
-    from synth.task import load_task
+    from synth.formats.task import load_task
+    from synth.record import ReplayAgent, RunOptions, run_session
 
     settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("task-runs"),
                              ca_bundle=ca_bundle, wheelhouse=wheelhouse)
@@ -227,7 +226,7 @@ def verified(
     (``outcome.document["build"]["image"]``). The images are removed at session end.
     """
     from synth.config import Settings
-    from synth.verify_cmd import VerifyOptions, verify
+    from synth.verify.command import VerifyOptions, verify
 
     done: dict[tuple[str, str, bool], Any] = {}
     images: list[str] = []

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from synth import errors
-from synth.store import (
+from synth.formats.store import (
     APT_STATE,
     AUDIT_LOG,
     CLAIMS,
@@ -72,7 +72,7 @@ class World:
 
 def fake_locker(env: Any, target: Any) -> Any:
     """Pins as the run had them, with a made-up hash: export without the network."""
-    from synth.distill.lock import Lock, LockedPin
+    from synth.export.lock import Lock, LockedPin
 
     pins = tuple(LockedPin(name=n, version=v, hashes=(hashlib.sha256(n.encode()).hexdigest(),),
                            wheel_files=()) for n, v in env.pins)
@@ -82,7 +82,7 @@ def fake_locker(env: Any, target: Any) -> Any:
 def build_world(root: Path) -> World:
     """The pristine inputs every case starts from."""
     from synth.config import Settings
-    from synth.export import export_run
+    from synth.export.artifact import export_run
 
     task_dir = root / "tasks" / "demo"
     (task_dir / "repo" / "demo").mkdir(parents=True)
@@ -242,23 +242,22 @@ def refused(path: Path, kind: FileKind) -> bool:
 @contextlib.contextmanager
 def offline_locker() -> Iterator[None]:
     """``synth export`` locks with :func:`fake_locker` (no index needed) while inside."""
-    import synth.export
+    import synth.export.artifact
 
     def lock_env(env: Any, target: Any, locker: str = "uv") -> Any:
         return fake_locker(env, target)
 
-    real = synth.export.lock_env  # type: ignore[attr-defined]
-    synth.export.lock_env = lock_env  # type: ignore[attr-defined]
+    real = synth.export.artifact.lock_env  # type: ignore[attr-defined]
+    synth.export.artifact.lock_env = lock_env  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        synth.export.lock_env = real  # type: ignore[attr-defined]
+        synth.export.artifact.lock_env = real  # type: ignore[attr-defined]
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
     """``synth ARGV`` in this process: (exit code, stdout, stderr). A traceback escapes."""
     from synth import cli
-
     out, err = io.StringIO(), io.StringIO()
     old, app = sys.argv, cli.app
     sys.argv = ["synth", *argv]
@@ -281,7 +280,6 @@ def _click_app() -> Any:
     import typer.main
 
     from synth import cli
-
     return typer.main.get_command(cli.app)
 
 
@@ -337,7 +335,7 @@ def check_artifact_case(world: World, case: Path, kind: FileKind, rng: random.Ra
     """Mutate one artifact file in a copy of the artifact; verify and diff keep the
     properties (verify stops before it needs an engine: an artifact without --rebuild)."""
     from synth.config import Settings
-    from synth.verify_cmd import resolve_target
+    from synth.verify.command import resolve_target
 
     art = case / "artifact"
     shutil.copytree(world.artifact, art, symlinks=True)
@@ -354,7 +352,7 @@ def check_artifact_case(world: World, case: Path, kind: FileKind, rng: random.Ra
         assert code == errors.UsageError.exit_code, (what, code, stderr)
     if kind is CLAIMS:
         target = resolve_target(str(art), Settings.load(artifacts_dir=case), "docker")
-        from verify.claims import BadClaims
+        from synth.pyramid.claims import BadClaims
 
         assert isinstance(target.claims, BadClaims) == bad, (what, target.claims)
     code, _stdout, stderr = run_cli("diff", str(art), str(art), "--json")
@@ -386,7 +384,7 @@ def check_task_case(world: World, case: Path, rng: random.Random) -> str:
     code, _stdout, stderr = run_cli("task", "check", str(task_dir), "--json")
     assert code in (0, errors.TaskError.exit_code), (what, code, stderr)
     if "repo.path" in what and code == 0:
-        from synth.task import load_task
+        from synth.formats.task import load_task
 
         repo = load_task(task_dir).repo_path
         assert repo is not None and repo.is_relative_to(task_dir.resolve()), (what, repo)

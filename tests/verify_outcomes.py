@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from synth.model import VERIFY_FORMAT
-from synth.verify_outcome import (
+from synth.formats.model import VERIFY_FORMAT
+from synth.pyramid.result import LevelResult, Report
+from synth.verify.outcome import (
     ArtifactCheck,
     BuildInfo,
     ExportUse,
@@ -20,7 +21,6 @@ from synth.verify_outcome import (
     VerifyOptions,
     VerifyOutcome,
 )
-from verify.result import LevelResult, Report
 
 #: The synth_version the golden document carries (the test sets the running one's aside).
 GOLDEN_VERSION = "0.0.0+golden"

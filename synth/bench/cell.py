@@ -20,7 +20,7 @@ from synth.bench.matrix import Cell
 from synth.bench.results import RECORD_FORMAT
 from synth.config import Settings
 from synth.errors import SynthError
-from synth.model import VerifyDocument
+from synth.formats.model import VerifyDocument
 
 #: The cell's reports copied into the results folder (name -> path under the work folder).
 REPORT_FILES = ("run.json", "claims.json", "verify.json", "verify.md", "export-report.md")
@@ -28,7 +28,7 @@ LEVELS = ("C0", "C1", "C2", "C3", "C4", "C5")
 
 
 def _agent(cell: Cell, task: Any, timeout: float) -> Any:
-    from synth.session import ExecAgent, ReplayAgent
+    from synth.record import ExecAgent, ReplayAgent
 
     if cell.agent.kind == "replay":
         assert cell.script is not None
@@ -66,11 +66,11 @@ def verify_summary(doc: VerifyDocument) -> dict[str, Any]:
 
 def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
             say: Callable[[str], None]) -> None:
-    from synth.export import export_run
-    from synth.session import RunOptions, run_session
-    from synth.session.rundir import read_run, trust_problems
-    from synth.task import load_task
-    from synth.verify_cmd import VerifyOptions, verify
+    from synth.export.artifact import export_run
+    from synth.formats.task import load_task
+    from synth.record import RunOptions, run_session
+    from synth.record.rundir import read_run, trust_problems
+    from synth.verify.command import VerifyOptions, verify
 
     times = rec["times"]
     t0 = time.monotonic()

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synth import safe_tar
 from synth.bench.cell import new_record, run_cell
 from synth.bench.matrix import Cell
 from synth.errors import UsageError
+from synth.util import safe_tar
 
 OnDone = Callable[[dict[str, Any]], None]
 OnStart = Callable[[Cell], None]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from synth.errors import UsageError
-from synth.task import load_task
+from synth.formats.task import load_task
 
 
 @dataclass(frozen=True)

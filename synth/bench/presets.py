@@ -22,9 +22,9 @@ from pathlib import Path
 
 from synth.engine.base import Mount
 from synth.errors import UsageError
-from synth.reb.profile import report_fields
-from synth.session.agents import CONTAINER_CLAIMS, WORKDIR, ExecAgent
-from synth.task import Task
+from synth.formats.task import Task
+from synth.plugins.reb.profile import report_fields
+from synth.record.agents import CONTAINER_CLAIMS, WORKDIR, ExecAgent
 
 AGENT_DIR = "/synth/agent"
 

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from synth import atomic
 from synth.errors import UsageError
+from synth.util import atomic
 
 CELLS = "cells.jsonl"
 RECORD_FORMAT = 1

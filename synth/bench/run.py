@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synth import atomic
 from synth.bench.executors import ExecOptions, crashed, run_local, run_ray
 from synth.bench.matrix import AgentSpec, Cell, plan_cells
 from synth.bench.results import ResultsFolder
 from synth.bench.summary import render_markdown, summarize
 from synth.config import Settings
 from synth.errors import UsageError
-from synth.reb.results import write_results
-from synth.reb.scoring import bench_job
-from synth.store import parse_verify
+from synth.formats.store import parse_verify
+from synth.plugins.reb.results import write_results
+from synth.plugins.reb.scoring import bench_job
+from synth.util import atomic
 
 Say = Callable[[str], None]
 

@@ -7,7 +7,7 @@ import re
 
 from synth.distill.common import pkg_name
 from synth.distill.load import LoadedRun
-from synth.model import AptPlan
+from synth.formats.model import AptPlan
 
 
 def snapshot_timestamp(iso: str | None) -> str | None:

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
-from synth.model import CarriedFile
+from synth.formats.model import CarriedFile
 
 if TYPE_CHECKING:
-    from synth.fingerprint import Fingerprint
+    from synth.compare.fingerprint import Fingerprint
 
 CARRIED_SUMS = "carried.sha256"
 CARRIED_LATE_SUMS = "carried-after-builds.sha256"

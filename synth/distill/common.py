@@ -14,10 +14,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
-from synth import model
 from synth.config import CA_ENV_NAMES
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import Step, StepBase
+from synth.formats import model
 
 #: Variables never carried into a build: the CA (a secret at build time), shell noise.
 ENV_DENY = frozenset({*CA_ENV_NAMES, "PS1", "OLDPWD", "PWD", "SHLVL", "HOME", "_",

@@ -15,7 +15,7 @@ from synth.distill.common import DEBIAN_SITE, Notes, StepIndex
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import PipInstall, VenvCreate
-from synth.model import PythonEnvPlan
+from synth.formats.model import PythonEnvPlan
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 

@@ -37,7 +37,7 @@ from synth.distill.steps import (
     Unclassified,
     VenvCreate,
 )
-from synth.noise import is_env_file
+from synth.util.noise import is_env_file
 
 _PY = re.compile(r"^python(\d(\.\d+)?)?$")
 _PIP = re.compile(r"^pip(\d(\.\d+)?)?$")

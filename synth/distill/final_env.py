@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from synth.config import CA_ENV_NAMES
 from synth.distill.common import Notes
 from synth.distill.load import LoadedRun
-from synth.model import PythonEnvPlan
+from synth.formats.model import PythonEnvPlan
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -15,7 +15,7 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 def carried_variables(persisted: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """The variables the agent persisted in start-up files that the image's ``ENV`` carries
     (never a secret or the CA path), and a warning for each left out. The live image's
-    probes run with the same ones (synth.verify_cmd), as the agent's shells had them."""
+    probes run with the same ones (synth.verify.command), as the agent's shells had them."""
     env: dict[str, str] = {}
     warnings: list[str] = []
     for k, v in sorted(persisted.items()):

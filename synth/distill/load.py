@@ -1,7 +1,7 @@
 """Read a run directory (docs/formats.md) into a typed, immutable :class:`LoadedRun`.
 
 Loading is the only I/O of distillation: :func:`synth.distill.plan.distill` is a pure
-function of what this returns. Every file is read through :mod:`synth.store` (one loader
+function of what this returns. Every file is read through :mod:`synth.formats.store` (one loader
 per file, one error policy); unknown (newer) formats are refused, never guessed at.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from synth.errors import ExportError, InputFileError
-from synth.model import (
+from synth.formats.model import (
     AptState,
     AuditRecord,
     DebRecord,
@@ -23,7 +23,7 @@ from synth.model import (
     PathChange,
     Provenance,
 )
-from synth.store import CLAIMS, RunDir, is_file, sha256_file
+from synth.formats.store import CLAIMS, RunDir, is_file, sha256_file
 
 __all__ = [
     "AptState", "AuditRecord", "DebRecord", "Distribution", "Interpreter", "LoadedRun",
@@ -105,7 +105,7 @@ def repo_digest(ref: str, repo_digests: Sequence[Any]) -> str | None:
 def _load_repo(task_file: str | None) -> RepoRef | None:
     if not task_file or not is_file(task_file):
         return None
-    from synth.task import load_task
+    from synth.formats.task import load_task
 
     task = load_task(Path(task_file))
     path = task.repo_path

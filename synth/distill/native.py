@@ -18,7 +18,7 @@ from synth.distill.envs import AuditedEnvs, Installs, interp_for, lockable
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import Download, GitClone, NativeBuild, PipInstall
-from synth.model import NativeStep, PathChange, PythonEnvPlan
+from synth.formats.model import NativeStep, PathChange, PythonEnvPlan
 
 #: A native step with the position of its command in the log, ``(seq, index)``: the order
 #: :func:`~synth.distill.shell.simple_commands` gives the commands in.

@@ -34,7 +34,7 @@ from synth.distill.steps import (
     Unclassified,
     VenvCreate,
 )
-from synth.model import CommandOutcome, PythonEnvPlan
+from synth.formats.model import CommandOutcome, PythonEnvPlan
 
 Decision = tuple[str, str]
 _LOCK_KEPT = "requirements.lock (versions from the final state)"

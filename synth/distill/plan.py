@@ -35,7 +35,7 @@ from synth.distill.shell import simple_commands
 from synth.distill.source import source_plan
 from synth.distill.steps import Download, PipInstall
 from synth.distill.warnings import framework_replaced
-from synth.model import (
+from synth.formats.model import (
     AptPlan,
     BuildPlan,
     CommandOutcome,

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from packaging.utils import canonicalize_name
 
 from synth.distill.load import LoadedRun
-from synth.noise import noise_reason
+from synth.util.noise import noise_reason
 
 #: Variables that change which code runs, and how.
 CODE_LOADING_ENV: dict[str, str] = {

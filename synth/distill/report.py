@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from synth.distill.common import DEBIAN_SITE, Notes
 from synth.distill.envs import lockable
 from synth.distill.load import Interpreter, LoadedRun
-from synth.model import AptPlan, NativeStep, PythonEnvPlan
+from synth.formats.model import AptPlan, NativeStep, PythonEnvPlan
 
 #: What the apt layer explains: a package install touches these.
 _APT_ROOTS = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/libexec", "/usr/include",

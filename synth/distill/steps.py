@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
 
-from synth.frozen import cheap_init
+from synth.util.frozen import cheap_init
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@
   Docker. Verification only ever talks to this interface.
 * :class:`EngineContainer` — a runtime that is a container: files in and out as tar
   archives, its filesystem changes, a commit to an image, its labels. The session talks
-  only to this (through its one recording exec path, :mod:`synth.session.recorder`).
+  only to this (through its one recording exec path, :mod:`synth.record.recorder`).
 * :class:`Engine` — makes containers, inspects, imports and builds images.
 
 This module loads no engine library (docker-py stays unloaded until the Docker engine is

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from synth.atomic import write_text
+from synth.util.atomic import write_text
 
 LEDGER_NAME = "build-cache.jsonl"
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,

@@ -21,7 +21,6 @@ import docker.errors
 import docker.types
 from docker.models.containers import Container as DockerContainer
 
-from synth import safe_tar
 from synth.engine import build_cache
 from synth.engine.base import (
     TIMEOUT_EXIT,
@@ -38,6 +37,7 @@ from synth.errors import (
     GpuRuntimeUnavailableError,
     SynthError,
 )
+from synth.util import safe_tar
 
 #: Every object synth creates carries this label, so ``synth gc`` can find leftovers.
 MANAGED_LABEL = "synth.managed"

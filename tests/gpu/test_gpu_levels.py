@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from synth.engine.host import HostRuntime
-from synth.task import Task
-from synth.verify_cmd import pyramid_task
-from verify.result import Report
-from verify.runner import PyramidSpec, run_pyramid
+from synth.formats.task import Task
+from synth.pyramid.result import Report
+from synth.pyramid.runner import PyramidSpec, run_pyramid
+from synth.verify.command import pyramid_task
 
 pytestmark = pytest.mark.gpu
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from synth.base_images import BaseRecipe, bootstrap, ensure_base_image
 from synth.engine import ContainerSpec, DockerEngine
+from synth.engine.base_images import BaseRecipe, bootstrap, ensure_base_image
 from synth.errors import BaseImageError
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -49,7 +49,7 @@ def test_unknown_missing_base_is_a_clear_error(engine: DockerEngine) -> None:
 
 
 def test_known_bases_cover_tags(tmp_path: Path) -> None:
-    from synth.base_images import recipe_for
+    from synth.engine.base_images import recipe_for
 
     py = recipe_for("synth/python:bookworm")
     assert py is not None and "python3-venv" in py.include

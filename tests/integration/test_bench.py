@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from synth.reb.results import read_results
+from synth.plugins.reb.results import read_results
 from tests.conftest import REPO_ROOT
 
 TASK = REPO_ROOT / "tests" / "bench_task"

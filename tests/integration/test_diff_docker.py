@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from synth.compare.diff import DiffResult, diff_sides
+from synth.compare.fingerprint import compare_fingerprints, fingerprint_image
+from synth.compare.load import DiffOptions, SideLoader, diff_command
 from synth.config import Settings
-from synth.diff import DiffResult, diff_sides
-from synth.diff_load import DiffOptions, SideLoader, diff_command
-from synth.fingerprint import compare_fingerprints, fingerprint_image
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from synth.artifact_build import build_artifact
 from synth.config import Settings
 from synth.errors import BuildError
-from synth.export import export_run
+from synth.export.artifact import export_run
+from synth.verify.build import build_artifact
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

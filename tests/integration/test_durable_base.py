@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from synth.base_images import BaseRecipe, bootstrap, check_base, parse_recipe
 from synth.config import Settings
+from synth.engine.base_images import BaseRecipe, bootstrap, check_base, parse_recipe
 from synth.errors import BaseImageError
-from synth.verify_cmd import VerifyOptions, verify
+from synth.verify.command import VerifyOptions, verify
 
 pytestmark = [pytest.mark.docker]
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from synth.artifact_build import build_artifact
 from synth.config import Settings
 from synth.errors import BuildError
-from synth.export import export_run
-from synth.verify_cmd import VerifyOptions, verify
+from synth.export.artifact import export_run
+from synth.verify.build import build_artifact
+from synth.verify.command import VerifyOptions, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -64,7 +64,7 @@ def test_a_bundle_rebuilds_offline_and_a_changed_file_fails_naming_it(
     try:
         doc = offline.document
         assert doc["build"]["offline"] is True
-        from synth.schemas import validate
+        from synth.formats.schemas import validate
 
         assert validate(doc, "verify") == [] and validate(manifest, "manifest") == []
         got = _levels(doc)

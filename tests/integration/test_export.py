@@ -15,8 +15,8 @@ import pytest
 from image_layers import layers_containing
 
 from synth.config import Settings
-from synth.export import export_run
-from synth.task import discover_tasks, load_task
+from synth.export.artifact import export_run
+from synth.formats.task import discover_tasks, load_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -57,8 +57,8 @@ def test_rebuilt_image_matches_live_container(
     task: str, engine: object, exported: Callable[[str], tuple[Path, Path]],
     rebuilt: Callable[[str], str],
 ) -> None:
+    from synth.compare.fingerprint import compare_fingerprints, fingerprint_image
     from synth.engine import ContainerSpec
-    from synth.fingerprint import compare_fingerprints, fingerprint_image
 
     run_dir, art = exported(task)
     tag = rebuilt(task)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from synth.compare.fingerprint import compare_fingerprints, fingerprint, fingerprint_image
 from synth.engine.base import ContainerSpec
-from synth.fingerprint import compare_fingerprints, fingerprint, fingerprint_image
 
 PKG_SETUP = """\
 from setuptools import setup
@@ -102,7 +102,7 @@ def dpkg_images(engine: Any, base_image: str) -> Iterator[dict[str, str]]:
 
 def test_paths_of_a_changed_debian_package_are_explained_by_it(
         engine: Any, base_image: str, dpkg_images: dict[str, str]) -> None:
-    from synth.verify_cmd import compare_images
+    from synth.verify.command import compare_images
 
     out = compare_images(engine, base_image, dpkg_images["removed"], "python3", "python3",
                          "/workspace")
@@ -117,7 +117,7 @@ def test_paths_of_a_changed_debian_package_are_explained_by_it(
 
 def test_edited_file_of_a_debian_package_is_named_not_explained(
         engine: Any, base_image: str, dpkg_images: dict[str, str]) -> None:
-    from synth.verify_cmd import compare_images
+    from synth.verify.command import compare_images
 
     out = compare_images(engine, dpkg_images["edited"], base_image, "python3", "python3",
                          "/workspace")
@@ -174,8 +174,8 @@ def test_content_difference_at_the_same_version_is_named_file_by_file(
     content differs between two images at the same name and version."""
     import json
 
-    from synth.diff_load import DiffOptions, diff_command
-    from synth.verify_cmd import compare_images
+    from synth.compare.load import DiffOptions, diff_command
+    from synth.verify.command import compare_images
 
     live, rebuilt = same_version_images
     venv = "/opt/venv/bin/python"

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from synth.config import Settings
-from synth.session import ReplayAgent, RunOptions, run_session
-from synth.task import load_task
-from synth.verify_cmd import VerifyOptions, verify
+from synth.formats.task import load_task
+from synth.record import ReplayAgent, RunOptions, run_session
+from synth.verify.command import VerifyOptions, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

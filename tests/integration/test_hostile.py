@@ -27,9 +27,9 @@ from synth.config import Settings
 from synth.engine import Mount
 from synth.engine.docker import DockerEngine
 from synth.errors import ExportError
-from synth.export import export_run
-from synth.session import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
-from synth.task import Task, load_task
+from synth.export.artifact import export_run
+from synth.formats.task import Task, load_task
+from synth.record import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -141,7 +141,7 @@ def test_tampering_is_found_and_marks_the_audit_unverified(hostile: RunResult) -
 
 
 def test_a_killed_statement_takes_its_children(hostile: RunResult) -> None:
-    from synth.session.audit import load_audit
+    from synth.record.audit import load_audit
 
     _h, records = load_audit(hostile.run_dir / "audit.jsonl")
     by_cmd = {r["command"]: r for r in records if r.get("source") == "synth"}
@@ -229,7 +229,7 @@ def test_a_synth_killed_with_sigkill_leaves_no_running_container(
     time.sleep(2)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    from synth.session.rundir import list_runs, summarize
+    from synth.record.rundir import list_runs, summarize
 
     run_dir = list_runs(settings, "hostile")[-1]
     run_id = run_dir.name
@@ -256,7 +256,7 @@ def test_killing_every_process_does_not_end_the_session_container(
     the lease it forks: an agent that kills every process for seconds, as synth's own
     stop does once, must leave the session container running while its lease is fresh."""
     from synth.engine.base import ContainerSpec
-    from synth.session.lease import LEASE_DIR, lease_command
+    from synth.record.lease import LEASE_DIR, lease_command
 
     folder = tmp_path / "lease"
     folder.mkdir()

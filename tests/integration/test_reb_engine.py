@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from synth.engine.base import ContainerSpec
-from synth.reb.importer import RebRepo, task_toml
-from synth.verify_cmd import ProbeContext, _verify_image, load_task_copy, pyramid_task
-from verify.runner import PyramidSpec
+from synth.plugins.reb.importer import RebRepo, task_toml
+from synth.pyramid.runner import PyramidSpec
+from synth.verify.command import ProbeContext, _verify_image, load_task_copy, pyramid_task
 
 PREPARE = """#!/usr/bin/env bash
 set -euo pipefail
@@ -104,10 +104,10 @@ def test_reb_scoring_of_a_real_verification(
     or SYNTH_PYRIGHT=DIR); elsewhere it says why it was skipped."""
     from dataclasses import replace
 
-    from synth.reb.pyright import find_pyright
-    from synth.reb.results import read_results
-    from synth.schemas import validate
-    from synth.verify_cmd import _score
+    from synth.formats.schemas import validate
+    from synth.plugins.reb.pyright import find_pyright
+    from synth.plugins.reb.results import read_results
+    from synth.verify.command import _score
 
     outcome = verified("numpy-ext", "good.sh")
     said: list[str] = []

@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from synth.config import Settings
-from synth.export import export_run
-from synth.verify_cmd import VerifyOptions, parse_levels, verify
+from synth.export.artifact import export_run
+from synth.verify.command import VerifyOptions, parse_levels, verify
 
 pytestmark = [pytest.mark.docker]
 
@@ -117,8 +117,8 @@ def test_a_registry_base_is_pinned_by_digest_and_rebuilds(
     registry_base: str, registry: str, engine: Any, ca_bundle: Path | None,
     tmp_path: Path,
 ) -> None:
-    from synth.session import ReplayAgent, RunOptions, run_session
-    from synth.task import load_task
+    from synth.formats.task import load_task
+    from synth.record import ReplayAgent, RunOptions, run_session
 
     registry, _, log = registry.partition("|")
     digests = json.loads(_docker("image", "inspect", "--format", "{{json .RepoDigests}}",

@@ -25,10 +25,10 @@ from synth.config import Settings
 from synth.engine import Mount
 from synth.engine.docker import DockerEngine
 from synth.errors import EXIT_AGENT_FAILED, EXIT_AGENT_TIMEOUT
-from synth.session import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
-from synth.session.audit import load_audit
-from synth.session.rundir import find_run, list_runs
-from synth.task import Task, load_task
+from synth.formats.task import Task, load_task
+from synth.record import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
+from synth.record.audit import load_audit
+from synth.record.rundir import find_run, list_runs
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from synth.schemas import validate
+from synth.formats.schemas import validate
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from synth import artifact_files
 from synth.config import Settings
 from synth.engine.base import ContainerSpec
-from synth.export import export_run
-from synth.session import ReplayAgent, RunOptions, run_session
-from synth.task import load_task
-from synth.verify_cmd import VerifyOptions, verify
+from synth.export.artifact import export_run
+from synth.formats import artifact_files
+from synth.formats.task import load_task
+from synth.record import ReplayAgent, RunOptions, run_session
+from synth.verify.command import VerifyOptions, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from synth.engine import ContainerSpec, DockerEngine
-from synth.task import discover_tasks, load_task
+from synth.formats.task import discover_tasks, load_task
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 #: What each task's CPU entrypoint prints when its work succeeded.

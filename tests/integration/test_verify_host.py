@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from synth.engine.host import HostRuntime
-from synth.task import Task
-from synth.verify_cmd import pyramid_task
-from verify.runner import PyramidSpec, run_pyramid
+from synth.formats.task import Task
+from synth.pyramid.runner import PyramidSpec, run_pyramid
+from synth.verify.command import pyramid_task
 
 pytestmark = pytest.mark.slow
 

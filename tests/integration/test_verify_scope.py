@@ -62,7 +62,7 @@ def test_optional_imports_leave_a_working_setup_passing(verified: Callable[..., 
                                                                   "notes"}
     assert "not checked: env_name, env_tool, notes" in md
     # This real export is what exporting again would write: a second verify reuses it.
-    from synth.verify_rebuild import reusable_export
+    from synth.verify.rebuild import reusable_export
 
     assert doc["export"]["artifact_dir"] == doc["build"]["artifact_dir"]
     run_dir = Path(doc["target"]["path"])

@@ -18,7 +18,7 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import VerifyError
-from synth.verify_cmd import VerifyOptions, VerifyOutcome, verify
+from synth.verify.command import VerifyOptions, VerifyOutcome, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -118,7 +118,7 @@ def test_package_removed_from_lock_shows_the_fidelity_gap(
     task_run: Callable[[str, str], Path], ca_bundle: Path | None, wheelhouse: Path | None,
     engine: Any, tmp_path: Path,
 ) -> None:
-    from synth.export import export_run
+    from synth.export.artifact import export_run
 
     run_dir = task_run("undeclared-dep", "good.sh")
     settings = settings_for(run_dir, ca_bundle, wheelhouse)

@@ -1,4 +1,4 @@
-"""One rule for what a file of an artifact is (synth/artifact_files.py): a link is a link,
+"""One rule for what a file of an artifact is (synth/formats/artifact_files.py): a link is a link,
 hashed by its target path and never followed; export's manifest and verify's check agree on
 every kind of link; special files and setuid modes are refused with the path named."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from synth import artifact_files
 from synth.errors import InputFileError
-from synth.verify_rebuild import check_artifact
+from synth.formats import artifact_files
+from synth.verify.rebuild import check_artifact
 
 
 def _tree(root: Path, outside: Path) -> Path:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from synth.atomic import dumps_json, dumps_plain_json, dumps_plain_json_bytes
+from synth.util.atomic import dumps_json, dumps_plain_json, dumps_plain_json_bytes
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -81,7 +81,8 @@ def test_unserialisable_objects_are_refused_as_the_standard_encoder_refuses() ->
 
 
 def test_every_golden_and_schema_file_round_trips_byte_for_byte() -> None:
-    files = sorted([*REPO.glob("tests/golden/**/*.json"), *REPO.glob("synth/schemas/*.json")])
+    files = sorted([*REPO.glob("tests/golden/**/*.json"),
+                    *REPO.glob("synth/formats/schemas/*.json")])
     assert files
     for path in files:
         text = path.read_text(encoding="utf-8")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from synth.session.audit import Masker, RawEvents, SynthCommand, audit_findings
-from synth.session.collector import HookCollector, drain_folder, read_regular
+from synth.record.audit import Masker, RawEvents, SynthCommand, audit_findings
+from synth.record.collector import HookCollector, drain_folder, read_regular
 
 
 def _collector(tmp_path: Path) -> HookCollector:

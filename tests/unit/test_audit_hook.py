@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from synth.session.audit import Masker, merge_audit, read_raw_events
-from synth.session.runner import hook_dir
+from synth.record.audit import Masker, merge_audit, read_raw_events
+from synth.record.runner import hook_dir
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="no bash on this host")
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from synth.errors import InputFileError
-from synth.session.audit import (
+from synth.record.audit import (
     Masker,
     SynthCommand,
     load_audit,
@@ -91,7 +91,7 @@ def test_load_refuses_newer_formats(tmp_path: Path) -> None:
 
 
 def test_merged_records_are_typed_records_that_round_trip() -> None:
-    from synth.model import AUDIT_KEYS, AuditRecord
+    from synth.formats.model import AUDIT_KEYS, AuditRecord
 
     text = raw(
         SHELL,

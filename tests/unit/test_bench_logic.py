@@ -170,7 +170,7 @@ def test_pack_task_carries_the_task_folder(tmp_path: Path) -> None:
 
 def test_agent_presets(tmp_path: Path) -> None:
     from synth.bench.presets import preset_agent, prompt
-    from synth.task import load_task
+    from synth.formats.task import load_task
 
     binary = tmp_path / "agent-cli"
     binary.write_text("#!/bin/sh\n")

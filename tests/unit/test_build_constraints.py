@@ -16,18 +16,18 @@ from pathlib import Path
 import pytest
 from test_render_golden import _run, fake_locker
 
-from synth.distill.build_lock import (
+from synth.distill.load import load_run
+from synth.distill.plan import BuildPlan, NativeStep, distill
+from synth.export.build_lock import (
     DEFAULT_BUILD_REQUIRES,
     local_build_requires,
     lock_manifest,
     project_build_requires,
     sdist_build_requires,
 )
-from synth.distill.load import load_run
-from synth.distill.lock import Lock, LockedPin
-from synth.distill.plan import BuildPlan, NativeStep, distill
-from synth.model import DistillReport
-from synth.render import render_artifact
+from synth.export.lock import Lock, LockedPin
+from synth.export.render import render_artifact
+from synth.formats.model import DistillReport
 
 PYPROJECT = '[build-system]\nrequires = ["hatchling>=1.20", "hatch-vcs"]\n'
 
@@ -132,8 +132,8 @@ def test_sdist_pins_sets_aside_each_pin_without_a_wheel(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     import subprocess
 
-    from synth.distill import build_lock
-    from synth.distill.lock import LockTarget
+    from synth.export import build_lock
+    from synth.export.lock import LockTarget
 
     _plan, _report, locks = _locks_with_build(tmp_path)
     lock = replace(locks[0], pins=(*locks[0].pins, LockedPin("docopt", "0.6.2", ("c" * 64,)),
@@ -158,8 +158,7 @@ def test_sdist_pins_sets_aside_each_pin_without_a_wheel(tmp_path: Path,
 
 def test_a_bundled_isolated_local_build_takes_its_build_requirements_from_the_vendor(
         tmp_path: Path) -> None:
-    from synth import bundle
-
+    from synth.export import bundle
     plan, report, locks = _locks_with_build(tmp_path)
     step = NativeStep(ref="9.1", tool="pip-local",
                       argv=(*locks[0].env.pip, "install", "--no-deps", "-e", "/workspace"),

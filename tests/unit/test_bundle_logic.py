@@ -17,12 +17,12 @@ import pytest
 from distill_runs import cmd, deb, dist, make_run_dir, system_python, venv
 from test_render_golden import _task, fake_locker
 
-from synth import bundle
 from synth.config import Settings
-from synth.distill.lock import Lock
 from synth.errors import ExportError, UsageError
-from synth.export import export_run
-from synth.verify_cmd import check_offline
+from synth.export import bundle
+from synth.export.artifact import export_run
+from synth.export.lock import Lock
+from synth.verify.command import check_offline
 
 DEBS = {"gcc": deb("gcc", "4:12.2.0-3"), "hello": deb("hello", "2.10-3")}
 
@@ -111,7 +111,7 @@ def test_the_bundle_holds_every_file_and_the_dockerfile_needs_no_network(
     assert b["bytes"] == sum(len(v) for k, v in _files(art).items() if k.startswith("vendor/"))
     report = json.loads((art / "export-report.json").read_text())
     assert report["bundle"] == b
-    from synth.schemas import validate
+    from synth.formats.schemas import validate
 
     assert validate(manifest, "manifest") == [] and validate(report, "export-report") == []
     broken = {**manifest, "bundle": {**b, "by_kind": {"deb": {"files": "2"}}}}
@@ -219,7 +219,7 @@ def test_platforms_and_sizes() -> None:
 def test_a_bundled_download_is_copied_from_the_vendor_and_checked(tmp_path: Path) -> None:
     from synth.distill.load import load_run
     from synth.distill.plan import distill
-    from synth.render import render_artifact
+    from synth.export.render import render_artifact
 
     digest = "ab" * 32
     run = load_run(make_run_dir(tmp_path, [cmd("wget -O /data/w.ckpt https://example.org/w")],
@@ -236,7 +236,7 @@ def test_a_bundled_download_is_copied_from_the_vendor_and_checked(tmp_path: Path
 
 
 def test_offline_without_rebuild_is_a_usage_error(tmp_path: Path) -> None:
-    from synth.verify_cmd import VerifyOptions, verify
+    from synth.verify.command import VerifyOptions, verify
 
     with pytest.raises(UsageError, match="add --rebuild"):
         verify(VerifyOptions(target=str(tmp_path), offline=True),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from verify.c0_scan import (
+from synth.pyramid.c0_scan import (
     SCANNERS,
     ImportRef,
     evaluate,

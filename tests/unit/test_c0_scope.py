@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from verify.c0_scan import evaluate, install_hint, scan_repo
-from verify.c0_scope import (
+from synth.pyramid.c0_scan import evaluate, install_hint, scan_repo
+from synth.pyramid.c0_scope import (
     Declared,
     declared_distributions,
     import_check_modules,

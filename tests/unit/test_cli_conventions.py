@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from synth import __version__, errors
-from synth.model import VerifyDocument
+from synth.formats.model import VerifyDocument
 from tests.verify_outcomes import full_verify
 
 SYNTH = [sys.executable, "-m", "synth"]
@@ -144,8 +144,7 @@ def test_untrusted_text_prints_literally(tmp_path: Path) -> None:
 
 
 def test_console_helpers_print_literally(capsys: pytest.CaptureFixture[str]) -> None:
-    from synth import console
-
+    from synth.ui import console
     text = "[/] [bold]evil:x:0:0 :x: RUN [ -f a ]"
     console.say(text)
     console.warn(text)
@@ -156,7 +155,7 @@ def test_console_helpers_print_literally(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_verify_table_prints_reasons_literally(capsys: pytest.CaptureFixture[str]) -> None:
-    from synth.verify_cmd import print_table
+    from synth.verify.command import print_table
 
     reason = "RUN [ -f x ] && echo [/] :x: [bold]"
     doc = {"target": {"kind": "task", "path": "/t", "task": "t[/]"}, "decides": "host",
@@ -176,8 +175,8 @@ def test_verify_progress_is_checked() -> None:
 
 
 def test_global_flags_stop_at_the_agent_command() -> None:
-    from synth import console
     from synth.cli import _global_flags
+    from synth.ui import console
 
     before = dict(console.mode)
     try:

@@ -73,8 +73,9 @@ def test_missing_ca_bundle_is_a_usage_error() -> None:
 
 
 @pytest.mark.parametrize("module", [
-    "synth.cli", "synth.engine", "synth.task", "synth.base_images", "synth.doctor",
-    "synth.config", "synth.atomic", "synth.errors",
+    "synth.cli", "synth.engine", "synth.formats.task", "synth.engine.base_images",
+    "synth.engine.doctor",
+    "synth.config", "synth.util.atomic", "synth.errors",
 ])
 def test_module_imports_alone(module: str) -> None:
     proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
@@ -83,7 +84,7 @@ def test_module_imports_alone(module: str) -> None:
 
 
 def test_tls_verdicts_say_what_to_pass() -> None:
-    from synth.doctor import TlsAttempt, judge_tls
+    from synth.engine.doctor import TlsAttempt, judge_tls
 
     bundle = Path("/etc/ssl/certs/ca.crt")
     bad = TlsAttempt(None, False, "URLError [SSL: CERTIFICATE_VERIFY_FAILED] self-signed")

@@ -9,23 +9,23 @@ from typing import Any
 
 import pytest
 
-from synth.config import Settings
-from synth.diff import (
+from synth.compare.diff import (
     DIFF_FORMAT,
     DiffResult,
     dockerfile_steps,
     render_markdown,
     render_terminal,
 )
-from synth.diff_load import (
+from synth.compare.load import (
     DiffOptions,
     SideLoader,
     diff_command,
     parse_apt_lock,
     parse_requirements_lock,
 )
+from synth.config import Settings
 from synth.errors import EngineUnavailableError, InputFileError
-from synth.model import (
+from synth.formats.model import (
     AptPlan,
     BuildPlan,
     DistillReport,
@@ -174,7 +174,7 @@ def loader(tmp_path: Path) -> SideLoader:
 
 
 def diff(tmp_path: Path, a: str | Path, b: str | Path) -> DiffResult:
-    from synth.diff import diff_sides
+    from synth.compare.diff import diff_sides
 
     ld = loader(tmp_path)
     return diff_sides(ld.load(str(a)), ld.load(str(b)))
@@ -514,7 +514,7 @@ class FakeFingerprintLoader(SideLoader):
         self.asked: list[tuple[str, str]] = []
 
     def fingerprint_of(self, ref: str, python: str) -> Any:
-        from synth.fingerprint import Fingerprint
+        from synth.compare.fingerprint import Fingerprint
 
         self.asked.append((ref, python))
         return Fingerprint.from_json(self.prints[ref])
@@ -538,7 +538,8 @@ def image_print(numpy: str, so_hash: str) -> dict[str, Any]:
 def test_images_compare_through_fingerprints(tmp_path: Path) -> None:
     engine = FakeEngine({
         "live:1": {"Id": "sha256:1", "Size": 1000, "Config": {
-            "Env": None, "Labels": {"synth.task": "demo", "synth.run": "20261129-101500-aaaaaa",
+            "Env": None, "Labels": {"synth.task": "demo",
+                                    "synth.run": "20261129-101500-aaaaaa",
                                     "synth.kind": "live"}}},
         "rebuilt:1": {"Id": "sha256:2", "Size": 900, "Config": {
             "Env": ["VIRTUAL_ENV=/opt/venv"], "Labels": {}}},
@@ -546,7 +547,7 @@ def test_images_compare_through_fingerprints(tmp_path: Path) -> None:
     make_run(tmp_path, "20261129-101500-aaaaaa")
     ld = FakeFingerprintLoader(Settings.load(artifacts_dir=tmp_path), engine, {
         "live:1": image_print("2.1.0", "a" * 64), "rebuilt:1": image_print("2.1.0", "b" * 64)})
-    from synth.diff import diff_sides
+    from synth.compare.diff import diff_sides
 
     result = diff_sides(ld.load("live:1"), ld.load("image:rebuilt:1"))
     # live: the run's primary interpreter (from the labels); rebuilt: its VIRTUAL_ENV.
@@ -606,7 +607,7 @@ def test_patched_and_workspace_files_are_named_in_python_files(tmp_path: Path) -
                             "truncated": False}
     ld = FakeFingerprintLoader(Settings.load(artifacts_dir=tmp_path), engine,
                                {"live:1": live, "rebuilt:1": rebuilt})
-    from synth.diff import diff_sides
+    from synth.compare.diff import diff_sides
 
     result = diff_sides(ld.load("image:live:1"), ld.load("image:rebuilt:1"))
     assert items(result, "python_files") == [
@@ -621,7 +622,7 @@ def test_a_distributions_differing_files_are_items_of_python_files(tmp_path: Pat
     differing file is its own item; where they did not, the distribution is one item."""
     from dataclasses import replace
 
-    from synth.diff import diff_sides, render_markdown
+    from synth.compare.diff import diff_sides, render_markdown
 
     engine = FakeEngine({
         "live:1": {"Id": "sha256:1", "Size": 1000, "Config": {"Env": None, "Labels": {}}},
@@ -664,7 +665,7 @@ def test_a_run_and_its_artifact_describe_a_local_build_alike(
     from distill_runs import cmd, dist, make_run_dir, system_python, venv
     from test_render_golden import fake_locker
 
-    from synth.export import export_run
+    from synth.export.artifact import export_run
 
     editable = bool((installed.get("direct_url") or {}).get("dir_info", {}).get("editable"))
     line = ("cd /workspace/PythonAPI && /opt/venv/bin/pip install --no-build-isolation "
@@ -682,6 +683,6 @@ def test_a_run_and_its_artifact_describe_a_local_build_alike(
     assert run_side.distributions is not None and art_side.distributions is not None
     assert run_side.distributions["pycocotools"].source == source
     assert art_side.distributions["pycocotools"].source == source
-    from synth.diff import diff_sides
+    from synth.compare.diff import diff_sides
 
     assert diff_sides(run_side, art_side).section("python").status == "equal"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from distill_runs import cmd, make_run_dir, manifest
 
-from synth.artifact_build import assemble_context
 from synth.errors import BuildError
+from synth.verify.build import assemble_context
 
 REPO = Path(__file__).resolve().parents[2]
 

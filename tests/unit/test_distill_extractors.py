@@ -157,8 +157,8 @@ def test_env_persisted_in_a_startup_file(path: str) -> None:
 
 def test_env_files_are_one_list() -> None:
     """The files the session reads (state/env.json) are the files a redirect persists into."""
-    from synth.noise import ENV_FILES, is_env_file
-    from synth.session import snapshot
+    from synth.record import snapshot
+    from synth.util.noise import ENV_FILES, is_env_file
 
     assert "/etc/profile" in ENV_FILES
     assert all(is_env_file(f.replace("*", "x")) for f in ENV_FILES)
@@ -236,7 +236,7 @@ def _corpus() -> list[SimpleCommand]:
     import random
     from pathlib import Path
 
-    from synth.transcript import split_statements
+    from synth.record.transcript import split_statements
 
     tasks = Path(__file__).resolve().parents[2] / "tasks"
     lines = [s for script in sorted(tasks.glob("*/agents/*.sh"))

@@ -8,7 +8,7 @@ from pathlib import Path
 from synth.distill.fastshell import _bare_parse, _commands, _Decline, _tokens, fast_parse
 from synth.distill.load import AuditRecord
 from synth.distill.shell import parse_line
-from synth.transcript import split_statements
+from synth.record.transcript import split_statements
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from distill_runs import deb, make_run_dir
 
-from synth.diff_load import parse_apt_lock
-from synth.distill.apt_source import DEFAULT_APT_SNAPSHOT, apt_sources
+from synth.compare.load import parse_apt_lock
 from synth.distill.load import load_run
 from synth.distill.plan import distill, snapshot_timestamp
 from synth.engine.base import ExecResult
 from synth.errors import UsageError
-from synth.render import render_artifact
-from synth.session.snapshot import apt_pins, deb_records, parse_print_uris
+from synth.export.apt_source import DEFAULT_APT_SNAPSHOT, apt_sources
+from synth.export.render import render_artifact
+from synth.record.snapshot import apt_pins, deb_records, parse_print_uris
 
 SHA = "ba4f88f73dbc3ae9055f3c20f4523bfdbaf1ad13ff95e258924f77d20b4fbedf"
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from distill_runs import make_run_dir
 
-from synth.base_images import BaseRecipe, base_manifest, check_base, parse_recipe
 from synth.distill.load import load_run, repo_digest, repo_name
 from synth.distill.plan import distill
+from synth.engine.base_images import BaseRecipe, base_manifest, check_base, parse_recipe
 from synth.errors import BaseImageError
-from synth.render import render_artifact
+from synth.export.render import render_artifact
 
 L1, L2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
 
@@ -108,7 +108,7 @@ def test_a_missing_base_without_recipe_is_a_clear_error() -> None:
 ])
 def test_a_missing_base_is_recreated_from_its_recipe_and_checked(
         monkeypatch: pytest.MonkeyPatch, made_packages: str, allow: bool, expect: str) -> None:
-    import synth.base_images as bi
+    import synth.engine.base_images as bi
 
     made: list[tuple[str, BaseRecipe]] = []
     engine = FakeEngine({})

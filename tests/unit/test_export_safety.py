@@ -10,7 +10,7 @@ from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
 from synth.errors import ExportError
-from synth.export import export_run
+from synth.export.artifact import export_run
 
 
 def _export(run_dir: Path, out: Path | None, **kw: object) -> Path:
@@ -118,8 +118,8 @@ def test_untrustworthy_runs_need_allow_incomplete(
 
 
 def test_locks_never_carry_index_credentials() -> None:
-    from synth.distill.lock import lock_options
     from synth.distill.plan import PythonEnvPlan
+    from synth.export.lock import lock_options
 
     env = PythonEnvPlan(
         python="/opt/venv/bin/python", kind="venv", version="3.11.2", prefix="/opt/venv",

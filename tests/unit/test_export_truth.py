@@ -15,20 +15,21 @@ from typing import Any
 import pytest
 from distill_runs import cmd, dist, make_run_dir, venv
 
-from synth.distill import carried, final_state
+from synth.compare.fingerprint import DistributionPrint, Fingerprint
+from synth.distill import carried
 from synth.distill import warnings as warn
-from synth.distill.live_facts import LiveFacts
 from synth.distill.load import load_run
 from synth.distill.plan import distill
-from synth.distill.source_patch import (
+from synth.errors import ExportError
+from synth.export import final_state
+from synth.export.live_facts import LiveFacts
+from synth.export.source_patch import (
     MAX_ADDED_BYTES,
     apply_workspace,
     git_patch,
     source_patch,
     tree_patch,
 )
-from synth.errors import ExportError
-from synth.fingerprint import DistributionPrint, Fingerprint
 
 SITE = "/opt/venv/lib/python3.11/site-packages"
 
@@ -176,7 +177,7 @@ def test_modified_distribution_files_are_carried_after_the_lock_or_after_the_bui
                                 python=[venv(dists=[dist("numpy", "1.0")])]))
     plan, report = distill(run)
     plan = dataclasses.replace(plan, carried=files)
-    from synth.render import render_artifact
+    from synth.export.render import render_artifact
 
     out = render_artifact(plan, report, [])
     docker = out["Dockerfile"]
@@ -291,7 +292,7 @@ def test_missing_distributions_fail_the_export_unless_allowed(tmp_path: Path) ->
 
 def test_a_build_that_built_nothing_is_dropped_and_sigpipe_is_no_failure(
         tmp_path: Path) -> None:
-    from synth.distill.source_patch import SourceEdits
+    from synth.export.source_patch import SourceEdits
 
     run = load_run(make_run_dir(tmp_path, [
         cmd("cd /workspace/native && make"),
@@ -341,7 +342,7 @@ def test_a_run_whose_live_image_is_gone_exports_and_says_so(tmp_path: Path) -> N
     from test_render_golden import _run, fake_locker
 
     from synth.config import Settings
-    from synth.export import export_run
+    from synth.export.artifact import export_run
 
     run_dir = _run(tmp_path)
     art = export_run(run_dir, Settings.load(artifacts_dir=run_dir.parents[2]),
@@ -362,7 +363,7 @@ def test_a_host_repository_changed_since_the_run_is_noticed(tmp_path: Path) -> N
     assert not final_state.host_changed(load_run(run_dir), repo)  # no hash recorded
     ws = _tar(tmp_path, {"pkg": None, "pkg/__init__.py": b"x = 1\n",
                          "env.yml": b"numpy=1.26\n", "old.txt": b"gone soon\n"})
-    from synth.session import tree
+    from synth.record import tree
 
     doc = json.loads((run_dir / "run.json").read_text())
     doc["source_tree"]["before"] = tree.tree_hash(tree.entries_from_tar(ws.read_bytes()))
@@ -406,7 +407,7 @@ def test_a_checkout_git_cannot_diff_is_patched_against_the_original_copy(
     import shutil
     import subprocess
 
-    from synth.distill.source_patch import source_patch
+    from synth.export.source_patch import source_patch
 
     repo = tmp_path / "original"
     repo.mkdir()

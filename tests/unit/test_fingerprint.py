@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from synth.engine.host import HostRuntime
-from synth.errors import VerifyError
-from synth.fingerprint import (
+from synth.compare.fingerprint import (
     PROBE_PATH,
     Change,
     Fingerprint,
@@ -21,6 +19,8 @@ from synth.fingerprint import (
     distribution_source,
     fingerprint,
 )
+from synth.engine.host import HostRuntime
+from synth.errors import VerifyError
 
 
 def make_dist(
@@ -199,7 +199,7 @@ def test_a_file_patched_after_install_is_named_with_its_distribution(
         ("numpy: numpy/__init__.py", "as RECORD"),
         ("numpy: numpy/core/_multiarray.cpython-311-x86_64-linux-gnu.so", "as RECORD")]
     assert {(c.kind, c.key) for c in cmp.workspace} >= {("added", ".git/HEAD")}
-    from synth.fingerprint import differences
+    from synth.compare.fingerprint import differences
 
     lines = [d.line for d in differences(cmp) if d.explained is None]
     assert "patched: patched numpy: numpy/__init__.py" in "\n".join(lines)
@@ -207,7 +207,7 @@ def test_a_file_patched_after_install_is_named_with_its_distribution(
 
 
 def test_explained_differences() -> None:
-    from synth.fingerprint import Change, explain
+    from synth.compare.fingerprint import Change, explain
 
     assert explain("sources", Change("source", "x", "index", "local build"))
     assert explain("native", Change("debug-only", "/a.so", "1", "2"))
@@ -460,7 +460,7 @@ def make_legacy_egg(site: Path, name: str, version: str, files: dict[str, bytes]
 
 
 def test_legacy_egg_info_and_wheel_install_same_module_files(tmp_path: Path) -> None:
-    from synth.fingerprint import differences
+    from synth.compare.fingerprint import differences
 
     live_site, rebuilt_site, work = (tmp_path / "live" / "site-packages",
                                      tmp_path / "rebuilt" / "site-packages", tmp_path / "w")
@@ -493,7 +493,7 @@ def test_legacy_egg_info_and_wheel_install_same_module_files(tmp_path: Path) -> 
 
 
 def test_metadata_difference_in_one_layout_is_not_explained() -> None:
-    from synth.fingerprint import Change, explain
+    from synth.compare.fingerprint import Change, explain
 
     assert explain("content", Change("metadata", "x", "x-1.egg-info", "x-1.dist-info"))
     assert explain("content", Change("metadata", "x", "x-1.dist-info", "x-1.dist-info")) is None
@@ -554,7 +554,7 @@ def _deb_fp(version: str | None, digest: str, so_sha: str, modified: dict[str, s
 
 
 def test_debian_package_difference_explains_its_paths() -> None:
-    from synth.fingerprint import differences
+    from synth.compare.fingerprint import differences
 
     live = _deb_fp("6.0-3", "d1", "s1", pth="p1")
     rebuilt = _deb_fp("6.0-3+b1", "d2", "s2", pth="p2")
@@ -575,7 +575,7 @@ def test_debian_package_difference_explains_its_paths() -> None:
 
 
 def test_edit_of_a_debian_file_at_the_same_version_is_unexplained() -> None:
-    from synth.fingerprint import differences
+    from synth.compare.fingerprint import differences
 
     live = _deb_fp("6.0-3", "d1", "s1", modified={"yaml/__init__.py": "ab" * 32})
     rebuilt = _deb_fp("6.0-3", "d2", "s1")
@@ -590,7 +590,7 @@ def test_edit_of_a_debian_file_at_the_same_version_is_unexplained() -> None:
 
 
 def test_path_owned_on_one_side_only_is_not_explained_by_dpkg() -> None:
-    from synth.fingerprint import differences
+    from synth.compare.fingerprint import differences
 
     live = _deb_fp("6.0-3", "d1", "s1")
     data = fp_json([dist("pyyaml", "6.0", "d9", location="/usr/lib/python3/dist-packages")],
@@ -645,8 +645,8 @@ def test_files_probe_names_the_files_that_make_two_digests_differ(tmp_path: Path
 
 
 def test_file_names_are_capped_with_a_count() -> None:
-    from synth.fingerprint import content_file_changes, files_text
-    from synth.model import FILES_NAMED
+    from synth.compare.fingerprint import content_file_changes, files_text
+    from synth.formats.model import FILES_NAMED
 
     a = {f"pkg/m{i:02}.py": "a" * 64 for i in range(25)}
     b = {**dict.fromkeys(a, "b" * 64), "pkg/new.py": "c" * 64}
@@ -709,7 +709,7 @@ class _ListingEngine:
 def test_name_content_files_asks_each_image_once_and_checks_the_digest() -> None:
     from dataclasses import replace
 
-    from synth.fingerprint import name_content_files
+    from synth.compare.fingerprint import name_content_files
 
     def image(ref: str, digest: str) -> Fingerprint:
         return replace(Fingerprint.from_json(fp_json([dist("docopt", "0.6.2", digest),

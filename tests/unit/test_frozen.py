@@ -8,8 +8,8 @@ import pickle
 import pytest
 
 from synth.distill.steps import PipInstall, ReadOnly, VenvCreate
-from synth.frozen import cheap_init
-from synth.model import CommandOutcome
+from synth.formats.model import CommandOutcome
+from synth.util.frozen import cheap_init
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from synth.distill.source_patch import read_head, source_patch, tree_patch
+from synth.export.source_patch import read_head, source_patch, tree_patch
 
 
 def _git(cwd: Path, *args: str) -> str:

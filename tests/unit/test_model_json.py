@@ -1,4 +1,4 @@
-"""to_json/from_json of the run and artifact files (synth.model).
+"""to_json/from_json of the run and artifact files (synth.formats.model).
 
 ``Cls.from_json(x.to_json()) == x`` for each class, and ``to_json(from_json(doc))`` gives
 back a real document (the golden export's, or a generated run directory's) as far as the
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from synth import model
-from synth.schemas import validate
+from synth.formats import model
+from synth.formats.schemas import validate
 from tests.distill_runs import deb, dist, make_run_dir, system_python, venv
 from tests.verify_outcomes import GOLDEN_VERSION, full_outcome, full_verify
 
@@ -90,7 +90,7 @@ def test_manifest_round_trips() -> None:
 
 
 def test_export_report_round_trips_byte_for_byte() -> None:
-    from synth.atomic import dumps_json
+    from synth.util.atomic import dumps_json
 
     text = (GOLDEN / "export-report.json").read_text(encoding="utf-8")
     report = model.ExportReport.from_json(json.loads(text))
@@ -163,7 +163,7 @@ def test_verify_json_is_written_through_the_document_byte_for_byte() -> None:
     """verify's writer makes verify.json through VerifyDocument; its bytes are the golden
     file's (every section filled), and reading them back gives them again."""
     from synth import __version__
-    from synth.atomic import dumps_json
+    from synth.util.atomic import dumps_json
 
     text = VERIFY_GOLDEN.read_text(encoding="utf-8")
     written = full_outcome().document

@@ -1,4 +1,4 @@
-"""Each schema of synth/schemas/ against the model class that reads its file.
+"""Each schema of synth/formats/schemas/ against the model class that reads its file.
 
 Every dataclass field must be a property of the schema's object (the field's own name, or
 the dotted path of ``RENAMED``), unless ``DERIVED`` names it with the reason: so a field
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from synth import model
-from synth.schemas import load_schema
-from verify import result
+from synth.formats import model
+from synth.formats.schemas import load_schema
+from synth.pyramid import result
 
 SCHEMAS = Path(model.__file__).resolve().parent / "schemas"
 
@@ -147,7 +147,7 @@ def test_every_schema_is_checked() -> None:
 
 def test_the_claims_fields_are_the_schemas() -> None:
     """claims.json's fields are declared once for synth: model.Claims has exactly the
-    schema's properties (C5's own list, verify.claims, is checked against the schema in
+    schema's properties (C5's own list, synth.pyramid.claims, is checked against the schema in
     tests/unit/test_verify_claims.py)."""
     typed = {f.name for f in dataclasses.fields(model.Claims)} - {"raw"}
     assert typed == set(load_schema("claims")["properties"])

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from synth import model
-from synth.atomic import dumps_json, dumps_plain_json
 from synth.distill.steps import Step, StepBase
 from synth.errors import InputFileError
-from synth.schemas import load_schema, validate
-from synth.store import ArtifactDir
+from synth.formats import model
+from synth.formats.schemas import load_schema, validate
+from synth.formats.store import ArtifactDir
+from synth.util.atomic import dumps_json, dumps_plain_json
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
 
@@ -157,7 +157,7 @@ def test_plan_json_does_not_grow_with_the_log(tmp_path: Path) -> None:
     from test_render_golden import fake_locker
 
     from synth.config import Settings
-    from synth.export import export_run
+    from synth.export.artifact import export_run
 
     setup = [cmd("python3 -m venv /opt/venv"), cmd("/opt/venv/bin/pip install numpy")]
     texts, counts = [], []

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from synth.session.agents import (
+from synth.record.agents import (
     AgentContext,
     AgentLog,
     ExecAgent,
     make_agent,
     terminal_safe,
 )
-from synth.session.audit import Masker
-from synth.session.recorder import RecordingContainer
+from synth.record.audit import Masker
+from synth.record.recorder import RecordingContainer
 
 
 class FakeResult:

@@ -12,7 +12,7 @@ from pathlib import Path
 from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
-from synth.export import ExportResult, export_run
+from synth.export.artifact import ExportResult, export_run
 
 
 def _export(tmp: Path, run_dir: Path, name: str) -> ExportResult:
@@ -89,7 +89,7 @@ def test_ro_crate_has_its_required_entities(tmp_path: Path) -> None:
 
 
 def test_manifest_with_archive_validates(tmp_path: Path) -> None:
-    from synth.schemas import validate
+    from synth.formats.schemas import validate
 
     art = _export(tmp_path, _run(tmp_path), "a").artifact_dir
     assert validate(json.loads((art / "manifest.json").read_text()), "manifest") == []

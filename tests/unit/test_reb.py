@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from synth.errors import TaskError, UsageError
-from synth.model import VerifyDocument
-from synth.reb.importer import import_reb, read_manifest
-from synth.reb.results import read_results, write_results
-from synth.task import load_task
+from synth.formats.model import VerifyDocument
+from synth.formats.task import load_task
+from synth.plugins.reb.importer import import_reb, read_manifest
+from synth.plugins.reb.results import read_results, write_results
 from tests.verify_outcomes import full_verify
 
 SYNTH = [sys.executable, "-m", "synth"]

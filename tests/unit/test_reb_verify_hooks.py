@@ -16,19 +16,19 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import UsageError
-from synth.model import VerifyDocument
-from synth.reb.probes import (
+from synth.formats.model import VerifyDocument
+from synth.plugins.reb.probes import (
     clear_stage_results,
     probe_mounts,
     read_stage_skips,
     skip_reason,
     stage_skips,
 )
-from synth.reb.results import read_results
-from synth.reb.scoring import bench_job
-from synth.verify_cmd import ProbeContext, Target, VerifyOptions, probe_context, verify
+from synth.plugins.reb.results import read_results
+from synth.plugins.reb.scoring import bench_job
+from synth.pyramid.result import LevelResult, Report
+from synth.verify.command import ProbeContext, Target, VerifyOptions, probe_context, verify
 from tests.unit.test_reb_contract import _doc, _reb_task
-from verify.result import LevelResult, Report
 
 
 def _report(*levels: tuple[str, str]) -> Report:
@@ -158,7 +158,7 @@ def test_bench_writes_the_reb_job_of_each_finished_cell(
     from synth.bench import run as bench_run
     from synth.bench.cell import new_record, verify_summary
     from synth.bench.matrix import AgentSpec
-    from synth.reb.importer import RebRepo, task_toml
+    from synth.plugins.reb.importer import RebRepo, task_toml
 
     doc = _doc(tmp_path, None)
     task = tmp_path / "task"
@@ -194,7 +194,7 @@ def test_bench_writes_the_reb_job_of_each_finished_cell(
 
 
 def test_check_choices() -> None:
-    from synth.verify_cmd import check_choices
+    from synth.verify.command import check_choices
 
     check_choices(runtime="host", scanner="libcst", progress="quiet")
     for bad in ({"runtime": "vm"}, {"scanner": "x"}, {"progress": "x"}):
@@ -217,7 +217,7 @@ def test_cli_scoring_reaches_the_verify_options(tmp_path: Path,
         seen.append(opts.scoring)
         raise UsageError("stop here")
 
-    monkeypatch.setattr("synth.verify_cmd.verify", fake_verify)
+    monkeypatch.setattr("synth.verify.command.verify", fake_verify)
     monkeypatch.setenv("SYNTH_ARTIFACTS", str(tmp_path))
     runner = CliRunner()
     for word in ("reb", "synth"):

@@ -16,10 +16,10 @@ import pytest
 from distill_runs import cmd, deb, dist, make_run_dir, system_python, venv
 
 from synth.config import Settings
-from synth.distill.lock import Lock, LockedPin, LockTarget
 from synth.distill.plan import PythonEnvPlan
-from synth.export import export_run
-from synth.render import environment, shvalue, templates_dir
+from synth.export.artifact import export_run
+from synth.export.lock import Lock, LockedPin, LockTarget
+from synth.export.render import environment, shvalue, templates_dir
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
 UPDATE = os.environ.get("SYNTH_UPDATE_GOLDEN") == "1"
@@ -191,7 +191,7 @@ def test_compiled_templates_are_kept_and_a_bad_cache_is_no_cache(tmp_path: Path)
     read or written, only means compiling again."""
     import jinja2
 
-    from synth.render import _TemplateCodeCache
+    from synth.export.render import _TemplateCodeCache
 
     (tmp_path / "t.j2").write_text("{% for i in range(3) %}{{ name }}{{ i }} {% endfor %}")
 
@@ -228,7 +228,7 @@ def test_shvalue(value: str, rendered: str) -> None:
 def test_pinned_download_is_replayed_and_checked(tmp_path: Path) -> None:
     from synth.distill.load import load_run
     from synth.distill.plan import distill, download_candidates
-    from synth.render import render_artifact
+    from synth.export.render import render_artifact
 
     run = load_run(_run(tmp_path))
     assert download_candidates(run) == ("/data/w.ckpt",)
@@ -247,7 +247,7 @@ def test_reader_facts_url_source_cuda_and_labels(tmp_path: Path) -> None:
 
     from synth.distill.load import load_run
     from synth.distill.plan import SourcePlan, distill
-    from synth.render import ReaderFacts, check_line, render_artifact
+    from synth.export.render import ReaderFacts, check_line, render_artifact
 
     plan, report = distill(load_run(_run(tmp_path)))
     plan = replace(plan, source=SourcePlan("url", "/workspace", "https://example.org/r.git",

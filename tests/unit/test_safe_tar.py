@@ -1,4 +1,4 @@
-"""synth.safe_tar: tars from outside cannot write outside their destination, on a Python
+"""synth.util.safe_tar: tars from outside cannot write outside their destination, on a Python
 with the standard library's extraction filters and (its own check) on one without."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from synth import safe_tar
+from synth.util import safe_tar
 
 Spec = tuple[str, str, object, int]  # kind, name, content or link target, mode
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from synth.schemas import SCHEMA_NAMES, load_schema, validate
+from synth.formats.schemas import SCHEMA_NAMES, load_schema, validate
 from tests.distill_runs import make_run_dir
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
@@ -136,7 +136,7 @@ def test_schema_is_valid_draft_2020_12(name: str) -> None:
 
 
 def test_schemas_ship_as_package_data() -> None:
-    names = {p.name for p in resources.files("synth.schemas").iterdir()}
+    names = {p.name for p in resources.files("synth.formats.schemas").iterdir()}
     assert {f"{n}.schema.json" for n in SCHEMA_NAMES} <= names
 
 

@@ -14,12 +14,12 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import NotFoundError, UsageError
-from synth.session import ExecAgent, ReplayAgent, ShellAgent
-from synth.session.agents import make_agent, parse_mount, secret_values
-from synth.session.claims import validate_claims
-from synth.session.lease import lease_command
-from synth.session.rundir import RUN_ID_RE, find_run, list_runs, new_run_id
-from synth.session.snapshot import (
+from synth.record import ExecAgent, ReplayAgent, ShellAgent
+from synth.record.agents import make_agent, parse_mount, secret_values
+from synth.record.claims import validate_claims
+from synth.record.lease import lease_command
+from synth.record.rundir import RUN_ID_RE, find_run, list_runs, new_run_id
+from synth.record.snapshot import (
     apt_state,
     choose_primary,
     classify_diff,
@@ -29,7 +29,7 @@ from synth.session.snapshot import (
     parse_dpkg,
     parse_env_assignments,
 )
-from synth.session.tree import (
+from synth.record.tree import (
     compare_trees,
     entries_from_tar,
     is_build_output,

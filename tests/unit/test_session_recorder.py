@@ -10,9 +10,9 @@ import pytest
 
 from synth.engine.base import EngineContainer, ExecResult, OutputCallback
 from synth.errors import EngineError
-from synth.model import AuditLog
-from synth.session.audit import RawEvents, merge_audit
-from synth.session.recorder import RecordingContainer
+from synth.formats.model import AuditLog
+from synth.record.audit import RawEvents, merge_audit
+from synth.record.recorder import RecordingContainer
 
 
 class FakeContainer:
@@ -97,7 +97,7 @@ def test_the_audit_keeps_both_phases_and_distill_sees_the_agents_only(tmp_path: 
                           started="2026-12-01T04:00:00Z")
     assert [(r["phase"], r["seq"]) for r in records[1:]] == [
         ("synth", 1), ("agent", 2), ("synth", 3)]
-    from synth.schemas import validate
+    from synth.formats.schemas import validate
 
     for r in records:
         assert validate(r, "audit-record") == [], r

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from synth.session.audit import merge_audit, parse_raw_events
-from synth.session.trace import Tracer, parse_trace
+from synth.record.audit import merge_audit, parse_raw_events
+from synth.record.trace import Tracer, parse_trace
 
 LOG = r'''11    1795945336.948551 execve("/usr/bin/bash", ["bash", "-c", "cd /tmp && ls \"a b\""], 0x7ffe /* 3 vars */) = 0
 11    1795945336.955173 chdir("/tmp")   = 0

@@ -1,4 +1,4 @@
-"""The store (synth/store.py): one loader per file, one error policy; and the commands that
+"""The store (synth/formats/store.py): one loader per file, one error policy; and the commands that
 read through it (diff, runs list, verify's claims) on bad files."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from synth.errors import InputFileError
-from synth.model import PythonState
-from synth.schemas import validate
-from synth.schemas.fastcheck import compile_schema
-from synth.store import (
+from synth.formats.model import PythonState
+from synth.formats.schemas import validate
+from synth.formats.schemas.fastcheck import compile_schema
+from synth.formats.store import (
     AUDIT_LOG,
     CLAIMS,
     INPUT_FILES,
@@ -93,13 +93,13 @@ def test_an_oversized_claims_file_is_refused_unread(run_dir: Path,
     path = run_dir / "claims.json"
     with path.open("r+b") as fh:
         fh.truncate(200 << 20)  # sparse: 200 MB that must never be read
-    import synth.store
+    import synth.formats.store
 
     def no_reading(*_a: Any, **_k: Any) -> Any:
         raise AssertionError("the oversized file was opened for reading")
 
     with monkeypatch.context() as m:
-        m.setattr(synth.store.os, "fdopen", no_reading)
+        m.setattr(synth.formats.store.os, "fdopen", no_reading)
         with pytest.raises(InputFileError,
                            match=r"209715200 bytes, over the 1048576-byte limit"):
             RunDir(run_dir).claims()
@@ -127,7 +127,7 @@ def test_audit_lines_end_at_newline_only(run_dir: Path) -> None:
     """A command holding U+2028, U+2029 or U+0085 is written unescaped (JSON allows it,
     the session's writer does it); it stays one record, and its line is read as it was
     written. Any other character that ends a line of text does not end a record."""
-    from synth.session.audit import dumps_records
+    from synth.record.audit import dumps_records
 
     path = run_dir / "audit.jsonl"
     header, *records = [json.loads(line) for line in path.read_text().split("\n") if line]
@@ -196,7 +196,7 @@ def _documents() -> list[tuple[str, Any]]:
 def test_fast_check_never_accepts_what_jsonschema_refuses() -> None:
     from jsonschema import Draft202012Validator
 
-    from synth.schemas import load_schema
+    from synth.formats.schemas import load_schema
 
     checked = 0
     for name, doc in _documents():
@@ -215,8 +215,8 @@ def test_fast_check_never_accepts_what_jsonschema_refuses() -> None:
 def test_valid_files_pass_the_fast_check_alone(run_dir: Path) -> None:
     """Complete on what synth writes: a valid file never falls back to jsonschema (whose
     import and validation cost more than reading a long log)."""
-    from synth.schemas import fast_check
-    from synth.store import (
+    from synth.formats.schemas import fast_check
+    from synth.formats.store import (
         APT_STATE,
         AUDIT_LOG,
         DIFF_STATE,
@@ -270,7 +270,7 @@ def test_fast_check_of_a_record_schema_inlines_each_property_kind() -> None:
     assert not nullable({}) and not nullable("u")
     one_of = compile_schema({"oneOf": [{"type": "array", "maxItems": 2}, {"type": "null"}]})
     assert one_of(None) and one_of([1]) and not one_of([1, 2, 3]) and not one_of(1)
-    from synth.schemas.fastcheck import Unsupported
+    from synth.formats.schemas.fastcheck import Unsupported
 
     with pytest.raises(Unsupported):  # overlapping branches: "exactly one" is not anyOf
         compile_schema({"oneOf": [{"type": "integer"}, {"type": "number"}]})
@@ -315,11 +315,11 @@ APT_STATE_REL = "state/apt.json"
 
 def test_a_bad_claims_file_fails_c5_alone(tmp_path: Path) -> None:
     from synth.engine.host import HostRuntime
-    from synth.task import load_task
-    from synth.verify_cmd import _claims, parse_levels, pyramid_task
+    from synth.formats.task import load_task
+    from synth.pyramid.claims import BadClaims
+    from synth.pyramid.runner import PyramidSpec, run_pyramid
+    from synth.verify.command import _claims, parse_levels, pyramid_task
     from tests.unit.test_verify_cmd import make_task
-    from verify.claims import BadClaims
-    from verify.runner import PyramidSpec, run_pyramid
 
     (tmp_path / "claims.json").write_text('{"python_path": ')
     reason = _claims(RunDir(tmp_path))
@@ -342,12 +342,14 @@ def test_a_bad_claims_file_fails_c5_alone(tmp_path: Path) -> None:
 
 
 def test_pure_modules_do_not_load_docker() -> None:
-    modules = ["synth.diff", "synth.diff_load", "synth.distill.plan", "synth.distill.load",
+    modules = ["synth.compare.diff", "synth.compare.load", "synth.distill.plan",
+               "synth.distill.load",
                "synth.distill.envs", "synth.distill.native", "synth.distill.outcomes",
-               "synth.render", "synth.model", "synth.store", "synth.schemas",
-               "synth.fingerprint", "synth.engine", "synth.engine.base", "synth.distill",
-               "synth.session.audit", "synth.session.recorder", "synth.transcript",
-               "synth.base_images"]
+               "synth.export.render", "synth.formats.model", "synth.formats.store",
+               "synth.formats.schemas",
+               "synth.compare.fingerprint", "synth.engine", "synth.engine.base", "synth.distill",
+               "synth.record.audit", "synth.record.recorder", "synth.record.transcript",
+               "synth.engine.base_images"]
     code = ("import importlib, sys\n"
             f"for m in {modules!r}:\n"
             "    importlib.import_module(m)\n"
@@ -363,7 +365,7 @@ def test_python_json_has_one_reader() -> None:
                if '"python.json"' in p.read_text(encoding="utf-8")
                or "'python.json'" in p.read_text(encoding="utf-8")]
     # The runner writes it; the store reads it. Nothing else names it.
-    assert sorted(readers) == ["session/runner.py"], readers
+    assert sorted(readers) == ["record/runner.py"], readers
     assert PYTHON_STATE.rel == "state/python.json" and AUDIT_LOG.rel == "audit.jsonl"
 
 
@@ -372,7 +374,7 @@ def test_valid_files_never_load_jsonschema(run_dir: Path) -> None:
     # check must answer for every valid file, so that only a refusal pays for it.
     golden = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
     code = ("import sys\nfrom pathlib import Path\n"
-            "from synth.store import ArtifactDir, RunDir\n"
+            "from synth.formats.store import ArtifactDir, RunDir\n"
             f"run = RunDir(Path({str(run_dir)!r}))\n"
             "run.run_record(); run.audit(); run.apt_state(); run.python_state()\n"
             "run.diff_state(); run.env_state(); run.claims()\n"
@@ -386,7 +388,7 @@ def test_valid_files_never_load_jsonschema(run_dir: Path) -> None:
 
 def test_model_classes_read_every_schema_shaped_document() -> None:
     # The documents test_schemas.py proves valid are exactly what the typed classes read.
-    from synth import model
+    from synth.formats import model
     from tests.unit.test_schemas import APT, AUDIT, DIFF, ENV, PYTHON, RUN
 
     golden = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
@@ -411,9 +413,9 @@ def test_verify_json_reads_typed_and_its_text_is_checked_alike(
     bench worker sends it back) is checked as the file is: format, schema, size."""
     import dataclasses
 
-    import synth.store
-    from synth.model import VERIFY_FORMAT
-    from synth.store import VERIFY_DOCUMENT, parse_verify, read_verify
+    import synth.formats.store
+    from synth.formats.model import VERIFY_FORMAT
+    from synth.formats.store import VERIFY_DOCUMENT, parse_verify, read_verify
 
     text = (Path(__file__).resolve().parents[1] / "golden" / "verify" / "verify.json"
             ).read_text(encoding="utf-8")
@@ -432,7 +434,7 @@ def test_verify_json_reads_typed_and_its_text_is_checked_alike(
         read_verify(path)
     with pytest.raises(InputFileError, match=r"not a valid verify\.json: \$\.passed"):
         parse_verify(json.dumps({**json.loads(text), "passed": "yes"}), "cell/verify.json")
-    monkeypatch.setattr(synth.store, "VERIFY_DOCUMENT",
+    monkeypatch.setattr(synth.formats.store, "VERIFY_DOCUMENT",
                         dataclasses.replace(VERIFY_DOCUMENT, max_bytes=100))
     with pytest.raises(InputFileError, match="over the 100-byte limit"):
         parse_verify(text, "cell/verify.json")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from synth.errors import TaskError
-from synth.task import _locate, load_task
+from synth.formats.task import _locate, load_task
 
 GOOD = """\
 name = "demo"

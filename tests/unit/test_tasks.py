@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from synth.task import discover_tasks, load_task
-from synth.transcript import split_statements
+from synth.formats.task import discover_tasks, load_task
+from synth.record.transcript import split_statements
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 TASK_DIRS = discover_tasks(TASKS_DIR)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from synth import transcript
-from synth.transcript import split_statements
+from synth.record import transcript
+from synth.record.transcript import split_statements
 
 
 def both_ways(text: str) -> list[list[str]]:

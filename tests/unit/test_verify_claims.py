@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from verify.claims import Evidence, check_claims, version_matches
-from verify.result import Level, LevelResult
+from synth.pyramid.claims import Evidence, check_claims, version_matches
+from synth.pyramid.result import Level, LevelResult
 
 
 def levels(**status: str) -> dict[Level, LevelResult]:
@@ -155,7 +155,7 @@ def test_a_framework_version_not_probed_is_unverifiable() -> None:
 
 
 def test_the_facts_probe_is_asked_for_every_claimed_framework() -> None:
-    from verify.claims import claimed_distributions
+    from synth.pyramid.claims import claimed_distributions
 
     assert claimed_distributions({"jax_version": "0.7.1", "torch_version": None}) == ["jax"]
     assert "cupy-cuda12x" in claimed_distributions({"cupy_version": "13"})
@@ -175,8 +175,8 @@ def test_fields_not_checked_are_listed_with_why() -> None:
 
 
 def test_c5_knows_every_field_the_claims_schema_declares_or_lists_it() -> None:
-    from synth.schemas import load_schema
-    from verify.claims import KNOWN_FIELDS, unchecked_fields
+    from synth.formats.schemas import load_schema
+    from synth.pyramid.claims import KNOWN_FIELDS, unchecked_fields
 
     declared = set(load_schema("claims")["properties"])
     assert declared >= KNOWN_FIELDS  # the schema accepts (and types) every field C5 checks

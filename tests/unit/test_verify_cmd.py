@@ -13,9 +13,9 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import UsageError
-from synth.model import VerifyDocument
-from synth.verify_cmd import VerifyOptions, parse_levels, resolve_target, verify
-from synth.verify_view import render_markdown
+from synth.formats.model import VerifyDocument
+from synth.ui.verify_view import render_markdown
+from synth.verify.command import VerifyOptions, parse_levels, resolve_target, verify
 from tests.distill_runs import manifest
 from tests.verify_outcomes import full_verify
 
@@ -132,9 +132,9 @@ def test_markdown_side_by_side_with_gap() -> None:
 
 
 def test_fidelity_fails_on_an_unexplained_difference_and_says_so() -> None:
-    from synth.verify_cmd import judge_fidelity
-    from synth.verify_outcome import FingerprintOutcome
-    from verify.result import LevelResult, Report
+    from synth.pyramid.result import LevelResult, Report
+    from synth.verify.command import judge_fidelity
+    from synth.verify.outcome import FingerprintOutcome
 
     def report(c1: str) -> Report:
         return Report({"kind": "x"}, (LevelResult("C0", "pass"), LevelResult("C1", c1)))  # type: ignore[arg-type]
@@ -172,7 +172,7 @@ def _artifact(tmp_path: Path) -> Path:
 
 def test_a_modified_artifact_is_refused_naming_the_files(tmp_path: Path) -> None:
     from synth.errors import VerifyError
-    from synth.verify_rebuild import check_artifact, checked_artifact, rebuilt_tag
+    from synth.verify.rebuild import check_artifact, checked_artifact, rebuilt_tag
 
     art = _artifact(tmp_path)
     manifest = json.loads((art / "manifest.json").read_text())
@@ -200,7 +200,7 @@ def test_a_modified_artifact_is_refused_naming_the_files(tmp_path: Path) -> None
 
 def test_a_tls_failure_in_the_build_log_says_so(tmp_path: Path) -> None:
     from synth.errors import BuildError
-    from synth.verify_rebuild import tls_hint
+    from synth.verify.rebuild import tls_hint
 
     log = tmp_path / "build.log"
     log.write_text("pip._vendor...SSLError(SSLCertVerificationError(1, '[SSL: "
@@ -214,7 +214,7 @@ def test_a_tls_failure_in_the_build_log_says_so(tmp_path: Path) -> None:
 
 
 def test_verification_record() -> None:
-    from synth.verify_view import verification_record
+    from synth.ui.verify_view import verification_record
 
     doc = {"require": "C1", "passed": True, "decides": "rebuilt",
            "build": {"image": "synth-rebuilt/t:1", "artifact_dir": "/a"},
@@ -233,7 +233,7 @@ def _exported_run(tmp_path: Path) -> Path:
     import hashlib
 
     from synth import __version__
-    from synth.store import RunDir
+    from synth.formats.store import RunDir
     from tests.distill_runs import make_run_dir
 
     run_dir = make_run_dir(tmp_path, claims={"python_path": "/opt/venv/bin/python"})
@@ -247,14 +247,14 @@ def _exported_run(tmp_path: Path) -> Path:
         files=files, python="/opt/venv/bin/python", synth_version=__version__,
         inputs=RunDir(run_dir).input_hashes(), incomplete=[])))
     from synth import source_digest
-    from synth.export import EXPORT_STAMP
+    from synth.export.artifact import EXPORT_STAMP
 
     (run_dir / EXPORT_STAMP).write_text(source_digest() + "\n")
     return run_dir
 
 
 def test_an_identical_export_is_reused_not_redone(tmp_path: Path) -> None:
-    from synth.verify_rebuild import artifact_for_run, reusable_export
+    from synth.verify.rebuild import artifact_for_run, reusable_export
 
     run_dir = _exported_run(tmp_path)
     found, why = reusable_export(run_dir)
@@ -276,7 +276,7 @@ def test_an_identical_export_is_reused_not_redone(tmp_path: Path) -> None:
     ("none", "no earlier export"),
 ])
 def test_an_export_that_differs_is_not_reused(tmp_path: Path, change: str, why: str) -> None:
-    from synth.verify_rebuild import reusable_export
+    from synth.verify.rebuild import reusable_export
 
     run_dir = _exported_run(tmp_path)
     art = run_dir / "export"
@@ -303,7 +303,9 @@ def test_an_export_that_differs_is_not_reused(tmp_path: Path, change: str, why: 
 
 
 def test_the_typed_outcome_is_the_document(tmp_path: Path) -> None:
-    from synth.verify_outcome import (
+    from synth.pyramid.result import LevelResult, Report
+    from synth.ui.verify_view import extra_lines
+    from synth.verify.outcome import (
         BuildInfo,
         ExportUse,
         FidelityVerdict,
@@ -311,8 +313,6 @@ def test_the_typed_outcome_is_the_document(tmp_path: Path) -> None:
         TargetInfo,
         VerifyOutcome,
     )
-    from synth.verify_view import extra_lines
-    from verify.result import LevelResult, Report
 
     c5 = LevelResult("C5", "pass", None, {
         "hallucinations": 0, "path_hallucinations": 0, "version_hallucinations": 0,
@@ -337,7 +337,7 @@ def test_the_typed_outcome_is_the_document(tmp_path: Path) -> None:
                              "why": "its manifest matches the run"}
     assert doc["fingerprint"] == {"status": "error", "reason": "probe timed out"}
     assert doc["scores"] == {"other": {"score": 1}}
-    from synth.schemas import validate
+    from synth.formats.schemas import validate
 
     assert validate(json.loads(json.dumps(doc)), "verify") == []
     lines = extra_lines(outcome.verify_document)
@@ -350,7 +350,7 @@ def test_the_live_image_s_probes_get_the_persisted_variables(tmp_path: Path) -> 
     expanded against the image's own environment (seen on cocoapi: a PYTHONPATH written
     to ~/.bashrc made the live C1 fail while the rebuilt image, with ENV PYTHONPATH,
     passed, and fidelity called the rebuilt image's variable a difference)."""
-    from synth.verify_cmd import persisted_env
+    from synth.verify.command import persisted_env
     from tests.distill_runs import make_run_dir
 
     run_dir = make_run_dir(tmp_path, env={

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from verify.levels import SKIP_NO_GPU, SKIP_NO_GPU_RUNTIME, SKIP_NOT_SELECTED, gate
-from verify.result import LEVELS, Level, LevelResult, Status
+from synth.pyramid.levels import SKIP_NO_GPU, SKIP_NO_GPU_RUNTIME, SKIP_NOT_SELECTED, gate
+from synth.pyramid.result import LEVELS, Level, LevelResult, Status
 
 
 def run_all(

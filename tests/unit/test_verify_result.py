@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from verify.result import LEVELS, LevelResult, Report, fidelity, highest_level
+from synth.pyramid.result import LEVELS, LevelResult, Report, fidelity, highest_level
 
 
 def report(*statuses: str) -> Report:

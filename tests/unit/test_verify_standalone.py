@@ -1,4 +1,5 @@
-"""verify/ stands on its own: it imports nothing of synth (synth adapts to verify's types)."""
+"""synth/pyramid/ stands on its own: it imports nothing of synth outside itself (synth adapts
+to the pyramid's types), so it runs wherever its folder is, under any package name."""
 
 from __future__ import annotations
 
@@ -9,29 +10,43 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-VERIFY_MODULES = sorted(
+PYRAMID_MODULES = sorted(
     ".".join(p.relative_to(ROOT).with_suffix("").parts)
-    for p in (ROOT / "verify").glob("*.py") if p.name != "__init__.py")
+    for p in (ROOT / "synth" / "pyramid").glob("*.py") if p.name != "__init__.py")
 
 
 def test_there_is_something_to_import() -> None:
-    assert {"verify.runner", "verify.runtime", "verify.claims"} <= set(VERIFY_MODULES)
+    assert {"synth.pyramid.runner", "synth.pyramid.runtime",
+            "synth.pyramid.claims"} <= set(PYRAMID_MODULES)
 
 
-@pytest.mark.parametrize("module", VERIFY_MODULES)
-def test_a_verify_module_imports_no_synth(module: str) -> None:
+@pytest.mark.parametrize("module", PYRAMID_MODULES)
+def test_a_pyramid_module_imports_no_other_synth(module: str) -> None:
     code = ("import importlib, sys\n"
             f"importlib.import_module({module!r})\n"
-            "leaked = sorted(m for m in sys.modules if m == 'synth' or m.startswith('synth.'))\n"
+            "leaked = sorted(m for m in sys.modules if m.startswith('synth.')\n"
+            "                and not m.startswith('synth.pyramid'))\n"
             "assert not leaked, leaked\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
 
 
+def test_the_pyramid_runs_under_another_name(tmp_path: Path) -> None:
+    # Its imports are relative: copied anywhere as any package, it imports alone.
+    import shutil
+
+    shutil.copytree(ROOT / "synth" / "pyramid", tmp_path / "standalone_pyramid")
+    code = ("import sys; import standalone_pyramid.runner\n"
+            "assert not [m for m in sys.modules if m == 'synth' or m.startswith('synth.')]\n")
+    proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                          check=False, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_synth_task_adapts_to_the_pyramid_task(tmp_path: Path) -> None:
-    from synth.task import load_task
-    from synth.verify_cmd import pyramid_task
+    from synth.formats.task import load_task
+    from synth.verify.command import pyramid_task
     from tests.unit.test_verify_cmd import make_task
 
     task = load_task(make_task(tmp_path))
@@ -47,8 +62,8 @@ def test_synth_task_adapts_to_the_pyramid_task(tmp_path: Path) -> None:
 def test_a_runtime_that_cannot_host_the_probes_is_a_verify_error(tmp_path: Path) -> None:
     from synth.engine.base import ExecResult
     from synth.errors import VerifyError
-    from synth.verify_cmd import _pyramid
-    from verify.runner import PyramidSpec
+    from synth.pyramid.runner import PyramidSpec
+    from synth.verify.command import _pyramid
 
     class NoTmp:
         description = "a runtime without /tmp"

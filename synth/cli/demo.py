@@ -1,0 +1,55 @@
+"""``synth demo``: the whole pipeline on a bundled task, on a fresh machine.
+
+Prepares what it needs (the task's base image, made with debootstrap when missing; the CA
+bundle comes from ``--ca-bundle`` / ``SYNTH_CA_BUNDLE``), runs the task's transcript with the
+replay agent, then ``synth verify RUN --rebuild``: export, rebuild from scratch, the pyramid
+on the rebuilt and the live image side by side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from synth.config import Settings
+from synth.errors import RunError, UsageError
+from synth.verify.command import Say, VerifyOptions, VerifyOutcome, verify
+
+TASKS_DIR = Path(__file__).resolve().parent.parent / "tasks"
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    task: str = "numpy-ext"
+    script: str = "good.sh"
+    timeout: float = 1800
+
+
+def run_demo(opts: DemoOptions, settings: Settings, say: Say | None = None) -> VerifyOutcome:
+    from synth.engine.base_images import ensure_base_image
+    from synth.engine.docker import DockerEngine
+    from synth.formats.task import load_task
+    from synth.record.agents import make_agent
+    from synth.record.runner import RunOptions, run_session
+    from synth.ui import console
+
+    say = say or console.say
+    task = load_task(opts.task, TASKS_DIR)
+    script = task.agents_dir / opts.script
+    if not script.is_file():
+        raise UsageError(f"Task {task.name} has no transcript {opts.script} in "
+                         f"{task.agents_dir}.")
+    engine = DockerEngine.connect()
+    say(f"[1/3] base image {task.base_image}")
+    ensure_base_image(engine, task.base_image, say=say)
+    if settings.ca_bundle is None:
+        say("No CA bundle given (SYNTH_CA_BUNDLE); fine without an intercepting proxy.")
+    say(f"[2/3] audited run: {task.name} with {opts.script} (replay agent)")
+    agent = make_agent("replay", script=script)
+    result = run_session(RunOptions(task=task, agent=agent, settings=settings,
+                                    timeout=opts.timeout), engine=engine, say=say)
+    if not result.ok:
+        raise RunError(f"The demo run ended {result.status} (agent exit "
+                       f"{result.agent_exit_code}); see {result.run_dir}/logs/agent.log.")
+    say(f"[3/3] export, rebuild from scratch, verify: {result.run_dir}")
+    return verify(VerifyOptions(target=str(result.run_dir), rebuild=True), settings, say)

@@ -1,0 +1,773 @@
+"""Environment fingerprints: compare two environments by what they contain.
+
+Image IDs never repeat between builds, so "is the rebuilt image the live one?" is answered
+by content: the probe ``synth/pyramid/probes/fingerprint.py`` runs under the target's own Python
+(in a container or on a host) and reports the interpreter, glibc, every distribution with a
+digest of its files, unowned site files, native ``.so`` files and dpkg packages, with the
+Debian package owning each distribution and file (``dpkg -S``).
+:func:`compare_fingerprints` is pure and says exactly what differs. The fingerprint keeps one
+digest per distribution; where two images' digests of a distribution differ at the same
+version, :func:`name_content_files` asks each image's probe once more (``--files``) for just
+those distributions' files, and the comparison names each file that differs.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from synth.engine.base import ContainerSpec, Runtime
+from synth.errors import SynthError, VerifyError
+from synth.formats import model
+from synth.formats.model import distribution_source
+
+if TYPE_CHECKING:  # only the type: importing the pure comparison never loads docker-py
+    from synth.engine.docker import DockerEngine
+
+#: The fingerprint format this module reads; the probe writes it in ``format``.
+FINGERPRINT_FORMAT = 1
+#: The probe script, shipped next to the other probes (stdlib-only, Python >= 3.8).
+PROBE_PATH = Path(__file__).resolve().parent.parent / "pyramid" / "probes" / "fingerprint.py"
+#: How long the probe may take (torch's ~700 MB site-packages hashes in about 1 s warm).
+PROBE_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class DistributionPrint:
+    """One installed distribution as the probe saw it."""
+
+    name: str
+    version: str | None
+    installer: str | None
+    direct_url: str | None
+    #: None (installed by name from an index or find-links), "vcs", "dir", "archive",
+    #: "local-archive" — PEP 610 ``direct_url.json``.
+    direct_url_kind: str | None
+    editable: bool
+    location: str
+    files: int
+    #: sha256 over sorted (path relative to the site dir, sha256) of the files it installed.
+    digest: str
+    scripts_digest: str | None = None
+    shadowed: bool = False
+    requested: bool = False
+    #: The metadata directory's name (``numpy-1.26.4.dist-info``, ``foo-1.0.egg-info``).
+    metadata_dir: str = ""
+    #: Where the file list came from: "RECORD", "installed-files.txt", "top_level.txt".
+    files_from: str | None = None
+    #: Files (relative to the site dir) whose sha256 differs from RECORD's: path -> sha256.
+    modified: Mapping[str, str] = field(default_factory=dict)
+    #: Files RECORD lists that are gone.
+    missing_paths: tuple[str, ...] = ()
+    #: sha256 over the files outside the metadata folder (the installed code), and how
+    #: many; None from a probe that did not record it.
+    module_digest: str | None = None
+    module_files: int | None = None
+    #: The Debian package that owns the metadata folder (``dpkg -S``); then ``modified``
+    #: holds the files whose md5 differs from that package's ``md5sums`` (no RECORD).
+    dpkg: str | None = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> DistributionPrint:
+        """One entry of the probe's ``distributions``."""
+        return cls(
+            name=d["name"], version=d.get("version"), installer=d.get("installer"),
+            direct_url=d.get("direct_url"), direct_url_kind=d.get("direct_url_kind"),
+            editable=bool(d.get("editable")), location=d["location"],
+            files=int(d.get("files", 0)), digest=d["digest"],
+            scripts_digest=d.get("scripts_digest"),
+            shadowed=bool(d.get("shadowed")), requested=bool(d.get("requested")),
+            metadata_dir=str(d.get("metadata_dir", "")), files_from=d.get("files_from"),
+            modified={str(m["path"]): str(m["sha256"]) for m in d.get("modified") or []},
+            missing_paths=tuple(d.get("missing_paths") or ()),
+            module_digest=d.get("module_digest"), module_files=d.get("module_files"),
+            dpkg=d.get("dpkg"),
+        )
+
+    @property
+    def source(self) -> str:
+        """Where it came from, in words (see :func:`distribution_source`)."""
+        return distribution_source(
+            self.direct_url_kind, self.direct_url, self.editable,
+            installer=self.installer, metadata_dir=self.metadata_dir,
+            files_from=self.files_from,
+        )
+
+
+@dataclass(frozen=True)
+class NativeFile:
+    path: str
+    sha256: str | None
+    size: int | None
+    owner: str | None
+    #: "site" (a site-packages/dist-packages dir) or "workdir" (the repository).
+    where: str
+    symlink: str | None = None
+    #: sha256 of what the loader maps (allocated ELF sections, build-id note aside): equal
+    #: for two builds that differ only in debug info. None when not parsable as ELF.
+    code_sha256: str | None = None
+    #: The Debian package that owns the file (``dpkg -S``), if any.
+    dpkg: str | None = None
+
+
+@dataclass(frozen=True)
+class SiteFile:
+    """A file in a site dir that no distribution owns."""
+
+    site: str
+    path: str
+    sha256: str
+    #: The Debian package that owns the file (``dpkg -S``), if any.
+    dpkg: str | None = None
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    format: int
+    python_version: str
+    implementation: str
+    executable: str
+    glibc: str | None
+    machine: str
+    distributions: tuple[DistributionPrint, ...]
+    native: tuple[NativeFile, ...]
+    unowned: tuple[SiteFile, ...]
+    #: Debian packages name -> version, None where dpkg is absent.
+    dpkg: Mapping[str, str] | None
+    site_dirs: tuple[str, ...] = ()
+    workdir: str = "/workspace"
+    errors: tuple[str, ...] = ()
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    #: The working directory's files: relative path -> sha256 / "symlink:<target>"; None
+    #: when the probe that made this fingerprint did not record it.
+    workspace: Mapping[str, str] | None = None
+    workspace_truncated: bool = False
+    #: Environment variables the research code sees (volatile ones left out); None: unknown.
+    environment: Mapping[str, str] | None = None
+    #: Per-file digests of some distributions (canonical name -> path relative to its site
+    #: dir -> digest), asked for after a comparison (:func:`name_content_files`); the
+    #: comparison then names the files of a ``content`` change.
+    dist_files: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: Why distributions asked for are absent from ``dist_files``; None: none were refused.
+    dist_files_error: str | None = None
+    #: (image, interpreter) the fingerprint was taken from, where it was an image.
+    origin: tuple[str, str] | None = field(default=None, compare=False)
+    #: The probe's JSON as printed, for reports and ``--json``.
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def effective(self) -> dict[str, DistributionPrint]:
+        """Distributions that imports resolve to, by canonical name (shadowed ones apart)."""
+        return {d.name: d for d in self.distributions if not d.shadowed}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Fingerprint:
+        fmt = data.get("format")
+        if not isinstance(fmt, int) or fmt > FINGERPRINT_FORMAT:
+            raise VerifyError(
+                f"Fingerprint format {fmt!r} is not one this synth reads "
+                f"(up to {FINGERPRINT_FORMAT}).",
+                hint="Use the same synth version for the probe and the comparison.",
+            )
+        try:
+            py = data["python"]
+            return cls(
+                format=fmt,
+                python_version=str(py["version"]),
+                implementation=str(py["implementation"]),
+                executable=str(py["executable"]),
+                glibc=data.get("glibc"),
+                machine=str((data.get("platform") or {}).get("machine", "")),
+                distributions=tuple(map(DistributionPrint.from_json, data["distributions"])),
+                native=tuple(
+                    NativeFile(
+                        path=n["path"], sha256=n.get("sha256"), size=n.get("size"),
+                        owner=n.get("owner"), where=n.get("where", "site"),
+                        symlink=n.get("symlink"), code_sha256=n.get("code_sha256"),
+                        dpkg=n.get("dpkg"),
+                    )
+                    for n in data["native"]
+                ),
+                unowned=tuple(
+                    SiteFile(site=u["site"], path=u["path"], sha256=u["sha256"],
+                             dpkg=u.get("dpkg"))
+                    for u in data.get("unowned", [])
+                ),
+                dpkg=dict(data["dpkg"]) if data.get("dpkg") is not None else None,
+                site_dirs=tuple(data.get("site_dirs", ())),
+                workdir=str((data.get("workdir") or {}).get("path", "/workspace")),
+                errors=tuple(data.get("errors", ())),
+                stats=dict(data.get("stats", {})),
+                workspace=(dict(data["workspace"]["files"]) if isinstance(
+                    data.get("workspace"), Mapping) else None),
+                workspace_truncated=bool((data.get("workspace") or {}).get("truncated")),
+                environment=(dict(data["environment"]) if isinstance(
+                    data.get("environment"), Mapping) else None),
+                raw=dict(data),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise VerifyError(f"Malformed fingerprint: {exc!r}.") from exc
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.raw)
+
+
+# ----------------------------------------------------------------------------- probing
+def fingerprint(runtime: Runtime, python: str, workdir: str = "/workspace") -> Fingerprint:
+    """Run the fingerprint probe under ``python`` in ``runtime`` and parse what it printed."""
+    return Fingerprint.from_json(_run_probe(runtime, python, ["--workdir", workdir]))
+
+
+def list_dist_files(runtime: Runtime, python: str,
+                    names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The probe's ``--files`` answer: for each named distribution (canonical names) that
+    imports resolve to, ``location``, ``metadata_dir``, ``digest`` and ``files`` (path
+    relative to the site dir -> the digest it contributes to the distribution's digest)."""
+    data = _run_probe(runtime, python, ["--files", ",".join(sorted(names))])
+    return {str(k): dict(v) for k, v in dict(data.get("files") or {}).items()}
+
+
+def _run_probe(runtime: Runtime, python: str, args: list[str]) -> dict[str, Any]:
+    if not PROBE_PATH.is_file():
+        raise VerifyError(f"The fingerprint probe {PROBE_PATH} is missing from this install.")
+    tmp = f"/tmp/synth-fingerprint-{uuid.uuid4().hex[:12]}"
+    runtime.copy_in(PROBE_PATH, tmp)
+    try:
+        result = runtime.exec([python, f"{tmp}/{PROBE_PATH.name}", *args],
+                              timeout=PROBE_TIMEOUT_S)
+    finally:
+        runtime.exec(["rm", "-rf", tmp])
+    if result.timed_out:
+        raise VerifyError(
+            f"The fingerprint probe timed out after {PROBE_TIMEOUT_S}s in {runtime.description}."
+        )
+    if not result.ok:
+        raise VerifyError(
+            f"The fingerprint probe failed under {python} in {runtime.description} "
+            f"(exit {result.exit_code}): {result.stderr.strip()[-500:] or result.stdout[-500:]}",
+            hint="Is the interpreter path right? The probe needs Python >= 3.8.",
+        )
+    try:
+        data = json.loads(result.stdout)
+    except ValueError as exc:
+        raise VerifyError(
+            f"The fingerprint probe printed no JSON in {runtime.description}: "
+            f"{result.stdout[:300]!r}"
+        ) from exc
+    if not isinstance(data, dict):
+        raise VerifyError(f"The fingerprint probe printed {type(data).__name__}, not an object.")
+    return data
+
+
+def _probe_spec(image_ref: str, env: Mapping[str, str] | None = None) -> ContainerSpec:
+    return ContainerSpec(image=image_ref, network=False, labels={"synth.kind": "fingerprint"},
+                         env=dict(env or {}))
+
+
+def fingerprint_image(
+    engine: DockerEngine, image_ref: str, python: str, workdir: str = "/workspace",
+    env: Mapping[str, str] | None = None,
+) -> Fingerprint:
+    """Fingerprint an image in a throwaway container with the network off; ``env``: more
+    variables for the container (a live image's persisted ones)."""
+    with engine.container(_probe_spec(image_ref, env)) as container:
+        return replace(fingerprint(container, python, workdir), origin=(image_ref, python))
+
+
+def name_content_files(engine: DockerEngine, a: Fingerprint,
+                       b: Fingerprint) -> tuple[Fingerprint, Fingerprint]:
+    """``a`` and ``b`` with the per-file digests of every distribution whose content
+    differs between them (one more probe call per image), so that
+    :func:`compare_fingerprints` names the files that differ. A side that is not an image,
+    or whose probe fails, is returned with ``dist_files_error`` saying why."""
+    names = sorted(c.key for c in compare_fingerprints(a, b).content if c.kind == "content")
+    if not names:
+        return a, b
+    return _with_dist_files(engine, a, names), _with_dist_files(engine, b, names)
+
+
+def _with_dist_files(engine: DockerEngine, fp: Fingerprint, names: list[str]) -> Fingerprint:
+    """``fp`` with ``names``' files; only those whose listed files give the digest the
+    fingerprint recorded (the same files seen twice), the others named in the error."""
+    if fp.origin is None:
+        return replace(fp, dist_files_error="not an image: its files cannot be listed")
+    image, python = fp.origin
+    try:
+        with engine.container(_probe_spec(image)) as container:
+            listed = list_dist_files(container, python, names)
+    except SynthError as exc:
+        return replace(fp, dist_files_error=f"listing the files in {image} failed: "
+                       f"{exc.message}")
+    effective = fp.effective
+    files = {n: {str(p): str(d) for p, d in dict(v.get("files") or {}).items()}
+             for n, v in listed.items()
+             if n in effective and v.get("digest") == effective[n].digest}
+    unlisted = [n for n in names if n not in files]
+    return replace(fp, dist_files=files, dist_files_error=(
+        f"{', '.join(unlisted)}: the files listed in {image} do not give the fingerprint's "
+        "digest" if unlisted else None))
+
+
+# ---------------------------------------------------------------------------- comparing
+#: One difference (the shared :class:`synth.formats.model.Difference`).
+Change = model.Difference
+
+
+@dataclass(frozen=True)
+class DpkgOwner:
+    """The Debian package that owns a differing path or distribution, with its version in
+    each fingerprint (None: not installed there)."""
+
+    package: str
+    a: str | None
+    b: str | None
+
+    @property
+    def same_version(self) -> bool:
+        return self.a is not None and self.a == self.b
+
+    @property
+    def text(self) -> str:
+        if self.same_version:
+            return f"Debian package {self.package} {self.a} on both sides"
+        return f"Debian package {self.package} ({self.a or 'absent'} -> {self.b or 'absent'})"
+
+
+@dataclass(frozen=True)
+class FingerprintComparison:
+    """What differs between two fingerprints, by kind; every tuple is sorted by key."""
+
+    interpreter: tuple[Change, ...]
+    #: Distributions added / removed / at another version (kind "added", "removed", "version").
+    packages: tuple[Change, ...]
+    #: Same name and version, different files (kind "content", with ``files``: each file
+    #: that differs, where both sides listed them), the same files outside the
+    #: metadata folder and a different metadata folder ("metadata"), or scripts ("scripts").
+    content: tuple[Change, ...]
+    #: Same name and version, installed from elsewhere (kind "source"); informational.
+    sources: tuple[Change, ...]
+    #: Native .so files added / removed / with another sha256 (kind "added", "removed",
+    #: "changed", or "debug-only" when the loaded code is identical and only debug info,
+    #: symbols or the build-id differ).
+    native: tuple[Change, ...]
+    unowned: tuple[Change, ...]
+    dpkg: tuple[Change, ...]
+    #: Installed files that differ from their distribution's RECORD on one side and not on
+    #: the other (kind "patched"), key "<distribution>: <path in site dir>".
+    patched: tuple[Change, ...] = ()
+    #: The working directory's files added / removed / changed, by relative path.
+    workspace: tuple[Change, ...] = ()
+    #: Environment variables the research code sees.
+    environment: tuple[Change, ...] = ()
+    #: (section, key) -> the Debian package owning that difference's path or distribution
+    #: on every side where it is present (``dpkg -S``).
+    dpkg_owned: Mapping[tuple[str, str], DpkgOwner] = field(default_factory=dict)
+    #: The working directory both sides were fingerprinted in (the rebuilt side's).
+    workdir: str = "/workspace"
+
+    @property
+    def packages_equal(self) -> bool:
+        """Same distributions at the same versions."""
+        return not self.packages
+
+    @property
+    def content_equal(self) -> bool:
+        """Same distributions, versions and installed code (launcher scripts and the
+        metadata folder's layout aside: kinds ``scripts`` and ``metadata``)."""
+        return not self.packages and not any(c.kind == "content" for c in self.content)
+
+    @property
+    def native_equal(self) -> bool:
+        """Every native file byte-identical."""
+        return not self.native
+
+    @property
+    def native_code_equal(self) -> bool:
+        """Same native files with the same loaded code (debug info may differ)."""
+        return all(c.kind == "debug-only" for c in self.native)
+
+    @property
+    def equal(self) -> bool:
+        """Equal in everything the fingerprint sees except the informational sources."""
+        return not (self.interpreter or self.packages or self.content or self.native
+                    or self.unowned or self.dpkg or self.patched or self.workspace
+                    or self.environment)
+
+    def sections(self) -> dict[str, tuple[Change, ...]]:
+        return {
+            "interpreter": self.interpreter, "packages": self.packages,
+            "patched": self.patched, "content": self.content, "sources": self.sources,
+            "native": self.native, "unowned": self.unowned, "dpkg": self.dpkg,
+            "workspace": self.workspace, "environment": self.environment,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "equal": self.equal,
+            "packages_equal": self.packages_equal,
+            "content_equal": self.content_equal,
+            "native_equal": self.native_equal,
+            "native_code_equal": self.native_code_equal,
+            **{name: [c.to_json() for c in changes] for name, changes in self.sections().items()},
+        }
+
+    def summary(self) -> list[str]:
+        """One line per difference, most important first."""
+        return [
+            f"{name}: {c.kind} {c.key}" + (f" ({c.a} -> {c.b})" if c.a and c.b else "")
+            + (f" [{c.detail}]" if c.detail else "")
+            for name, changes in self.sections().items()
+            for c in changes
+        ]
+
+
+def _mapping_changes(a: Mapping[str, str], b: Mapping[str, str]) -> list[Change]:
+    out: list[Change] = []
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key), b.get(key)
+        if va == vb:
+            continue
+        kind = "added" if va is None else "removed" if vb is None else "changed"
+        out.append(Change(kind, key, va, vb))
+    return out
+
+
+def _native_key(n: NativeFile) -> str:
+    return n.path
+
+
+def _native_value(n: NativeFile) -> str:
+    return f"symlink:{n.symlink}" if n.symlink is not None else (n.sha256 or "")
+
+
+def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintComparison:
+    """What differs between ``a`` and ``b`` (pure; "added" means present in ``b`` only)."""
+    interp = [Change("changed", key, va, vb) for key, va, vb in (
+        ("python", a.python_version, b.python_version),
+        ("implementation", a.implementation, b.implementation),
+        ("glibc", a.glibc, b.glibc),
+        ("machine", a.machine, b.machine),
+    ) if va != vb]
+    packages, content, sources = _package_changes(a, b)
+    content = [_name_files(c, a, b) if c.kind == "content" else c for c in content]
+    unowned = _mapping_changes(
+        {f"{u.site}/{u.path}": u.sha256 for u in a.unowned},
+        {f"{u.site}/{u.path}": u.sha256 for u in b.unowned},
+    )
+    unowned = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in unowned]
+    dpkg = _mapping_changes(a.dpkg, b.dpkg) if a.dpkg is not None and b.dpkg is not None else []
+    workspace, env = _workspace_and_environment(a, b)
+    by_path = {"packages": packages, "content": content, "patched": _patched(a, b),
+               "native": _native_changes(a, b), "unowned": unowned}
+    owned = _dpkg_owned(a, b, by_path)
+    sections = {name: tuple(_with_owner(name, c, owned) for c in changes)
+                for name, changes in by_path.items()}
+    return FingerprintComparison(
+        interpreter=tuple(interp), sources=tuple(sources), dpkg=tuple(dpkg),
+        workspace=tuple(workspace), environment=tuple(env), dpkg_owned=owned,
+        workdir=b.workdir, **sections,
+    )
+
+
+def _with_owner(section: str, change: Change,
+                owned: Mapping[tuple[str, str], DpkgOwner]) -> Change:
+    """The change with its owning Debian package named in ``detail``."""
+    owner = owned.get((section, change.key))
+    if owner is None:
+        return change
+    return replace(change, detail="; ".join(filter(None, [change.detail, owner.text])))
+
+
+def _dpkg_owned(a: Fingerprint, b: Fingerprint, sections: Mapping[str, Iterable[Change]]
+                ) -> dict[tuple[str, str], DpkgOwner]:
+    """The Debian package owning each difference's distribution or path: the same package on
+    every side where it is present (a path apt owns on one side and something else wrote on
+    the other has no owner)."""
+    def maps(fp: Fingerprint) -> dict[str, dict[str, str | None]]:
+        return {"dist": {d.name: d.dpkg for d in fp.effective.values()},
+                "native": {n.path: n.dpkg for n in fp.native},
+                "unowned": {f"{u.site}/{u.path}": u.dpkg for u in fp.unowned}}
+
+    ma, mb = maps(a), maps(b)
+    out: dict[tuple[str, str], DpkgOwner] = {}
+    for section, changes in sections.items():
+        kind = section if section in ("native", "unowned") else "dist"
+        for c in changes:
+            key = c.key.split(": ", 1)[0] if section == "patched" else c.key
+            present = [m[kind][key] for m in (ma, mb) if key in m[kind]]
+            package = present[0] if present and len(set(present)) == 1 else None
+            if package:
+                out[(section, c.key)] = DpkgOwner(package, _dpkg_version(a, package),
+                                                  _dpkg_version(b, package))
+    return out
+
+
+def _dpkg_version(fp: Fingerprint, package: str) -> str | None:
+    """``package``'s version in ``fp`` (a ``name:arch`` list name matches ``name`` too)."""
+    if fp.dpkg is None:
+        return None
+    return fp.dpkg.get(package) or fp.dpkg.get(package.split(":", 1)[0])
+
+
+def _package_changes(a: Fingerprint,
+                     b: Fingerprint) -> tuple[list[Change], list[Change], list[Change]]:
+    """(distributions added, removed or of another version; same version with other
+    contents; same distribution installed from another source or by another installer)."""
+    da, db = a.effective, b.effective
+    packages: list[Change] = []
+    content: list[Change] = []
+    sources: list[Change] = []
+    for name in sorted(set(da) | set(db)):
+        x, y = da.get(name), db.get(name)
+        if x is None and y is not None:
+            packages.append(Change("added", name, None, y.version, y.source))
+        elif y is None and x is not None:
+            packages.append(Change("removed", name, x.version, None, x.source))
+        elif x is not None and y is not None:
+            if x.version != y.version:
+                packages.append(Change("version", name, x.version, y.version,
+                                       _source_detail(x, y)))
+                continue
+            content += _content_changes(name, x, y)
+            if x.source != y.source or x.installer != y.installer:
+                sources.append(Change("source", name, x.source, y.source,
+                                      f"installer {x.installer} vs {y.installer}"))
+    return packages, content, sources
+
+
+def _content_changes(name: str, x: DistributionPrint, y: DistributionPrint) -> list[Change]:
+    """Same name and version: ``content`` (the installed code differs), ``metadata`` (the
+    files outside the metadata folder are equal, the metadata folder is not: an egg-info
+    from ``setup.py install`` against a wheel's dist-info), ``scripts`` (launchers only)."""
+    if x.digest != y.digest and not (x.module_digest and x.module_digest == y.module_digest):
+        return [Change("content", name, x.digest[:12], y.digest[:12],
+                       f"{x.files} vs {y.files} files")]
+    out = []
+    if x.digest != y.digest:
+        out.append(Change("metadata", name, x.metadata_dir, y.metadata_dir,
+                          f"{x.module_files} module files equal; metadata from "
+                          f"{x.files_from} vs {y.files_from}"))
+    if x.scripts_digest != y.scripts_digest:
+        out.append(Change("scripts", name, x.installer, y.installer, "launcher scripts differ"))
+    return out
+
+
+def _name_files(change: Change, a: Fingerprint, b: Fingerprint) -> Change:
+    """A ``content`` change with the files that differ, where both sides listed them
+    (:func:`name_content_files`); else with why they are not named, where that is known."""
+    fa, fb = a.dist_files.get(change.key), b.dist_files.get(change.key)
+    if fa is None or fb is None:
+        why = "; ".join(e for e in (a.dist_files_error, b.dist_files_error) if e)
+        return replace(change, detail=f"{change.detail}; files not named: {why}") if why \
+            else change
+    files = content_file_changes(fa, fb)
+    return replace(change, files=files, detail=f"{change.detail}; {files_text(files)}")
+
+
+def content_file_changes(a: Mapping[str, str], b: Mapping[str, str]) -> tuple[Change, ...]:
+    """The files (path relative to the site dir -> digest) that differ between two listings
+    of one distribution: added / removed / changed, by path, with short digests."""
+    return tuple(Change(c.kind, c.key, _short_file(c.a), _short_file(c.b))
+                 for c in _mapping_changes(a, b))
+
+
+def files_text(files: Iterable[Change], limit: int = model.FILES_NAMED) -> str:
+    """``2 files differ: changed a.py, b.so; added c.py`` (the first ``limit`` by path,
+    grouped by kind, then how many more)."""
+    files = list(files)
+    if not files:
+        return "no file differs"
+    shown = files[:limit]
+    groups = [f"{kind} " + ", ".join(f.key for f in shown if f.kind == kind)
+              for kind in ("changed", "added", "removed") if any(f.kind == kind for f in shown)]
+    more = f" (and {len(files) - limit} more)" if len(files) > limit else ""
+    return (f"{len(files)} file{'s' if len(files) != 1 else ''} "
+            f"differ{'' if len(files) != 1 else 's'}: " + "; ".join(groups) + more)
+
+
+def _short_file(value: str | None) -> str | None:
+    """A file's digest, short: a native file's is its loaded code's (``code:…``)."""
+    if value is not None and value.startswith("elf-code:"):
+        return "code:" + value[len("elf-code:"):][:12]
+    return _short(value)
+
+
+def _native_changes(a: Fingerprint, b: Fingerprint) -> list[Change]:
+    """Native files that differ; where only debug info or symbols differ (the loaded code
+    is identical), a ``debug-only`` change."""
+    native = _mapping_changes(
+        {_native_key(n): _native_value(n) for n in a.native},
+        {_native_key(n): _native_value(n) for n in b.native},
+    )
+    owners = {n.path: n.owner for n in (*a.native, *b.native) if n.owner}
+    code_a = {n.path: n.code_sha256 for n in a.native}
+    code_b = {n.path: n.code_sha256 for n in b.native}
+    return [
+        Change("debug-only", c.key, _short(c.a), _short(c.b),
+               "; ".join(filter(None, [owners.get(c.key), "loaded code identical, "
+                                       "debug info or symbols differ"])))
+        if c.kind == "changed" and code_a.get(c.key) and code_a.get(c.key) == code_b.get(c.key)
+        else Change(c.kind, c.key, _short(c.a), _short(c.b), owners.get(c.key) or "")
+        for c in native
+    ]
+
+
+def _workspace_and_environment(a: Fingerprint,
+                               b: Fingerprint) -> tuple[list[Change], list[Change]]:
+    """Working-directory files (native ones left to the native section) and environment
+    variables that differ; nothing where either side did not record them."""
+    workspace = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in _mapping_changes(
+        a.workspace, b.workspace) if not _native_in_workdir(c.key, a, b)] if (
+        a.workspace is not None and b.workspace is not None) else []
+    env = _mapping_changes(a.environment, b.environment) if (
+        a.environment is not None and b.environment is not None) else []
+    return workspace, env
+
+
+def _native_in_workdir(rel: str, a: Fingerprint, b: Fingerprint) -> bool:
+    """A working-directory file the ``native`` section compares already (by its code)."""
+    return any(n.path == f"{fp.workdir.rstrip('/')}/{rel}" and n.where == "workdir"
+               for fp in (a, b) for n in fp.native)
+
+
+def _patched(a: Fingerprint, b: Fingerprint) -> list[Change]:
+    """Installed files that match their RECORD on one side and not on the other (or differ
+    from it differently): each named with its distribution."""
+    da, db = a.effective, b.effective
+    out: list[Change] = []
+    for name in sorted(set(da) & set(db)):
+        x, y = da[name], db[name]
+        gone_x, gone_y = set(x.missing_paths), set(y.missing_paths)
+        for path in sorted(set(x.modified) | set(y.modified) | (gone_x ^ gone_y)):
+            va = "missing" if path in gone_x else x.modified.get(path)
+            vb = "missing" if path in gone_y else y.modified.get(path)
+            if va == vb:
+                continue
+            pristine = "as packaged" if _apt_checked(x) else "as RECORD"
+            out.append(Change("patched", f"{name}: {path}", _short(va) or pristine,
+                              _short(vb) or pristine, _patched_how(x)))
+    return out
+
+
+def _apt_checked(d: DistributionPrint) -> bool:
+    """Whether ``d.modified`` was checked against a Debian package's md5sums (no RECORD)."""
+    return bool(d.dpkg) and d.files_from != "RECORD"
+
+
+def _patched_how(d: DistributionPrint) -> str:
+    if _apt_checked(d):
+        return f"modified after apt installed it (md5 differs from {d.dpkg}'s md5sums)"
+    return "modified after install (sha256 differs from RECORD)"
+
+
+def _source_detail(x: DistributionPrint, y: DistributionPrint) -> str:
+    return x.source if x.source == y.source else f"{x.source} -> {y.source}"
+
+
+def _short(value: str | None) -> str | None:
+    if value is None or value.startswith("symlink:"):
+        return value
+    return value[:12]
+
+
+def native_files(fp: Fingerprint, where: Iterable[str] = ("site", "workdir")) -> list[NativeFile]:
+    wanted = set(where)
+    return [n for n in fp.native if n.where in wanted]
+
+
+# ---------------------------------------------------------------------------- explaining
+#: Workspace paths that a rebuild regenerates rather than copies: build byproducts of the
+#: recorded build steps (setuptools' ``build/`` and ``*.egg-info``). docs/verify.md lists
+#: each rule with why.
+_REGENERATED_WORKSPACE = ("build/*", "*/build/*", "*.egg-info/*", ".eggs/*")
+
+
+def explain(section: str, change: Change,
+            rebuilt_env: Mapping[str, str] | None = None,
+            owner: DpkgOwner | None = None, workdir: str = "/workspace") -> str | None:
+    """Why a live (a) / rebuilt (b) difference is expected, or None when it is not (a failed
+    check). ``rebuilt_env``: the rebuilt image's environment, for the venv rule; ``owner``:
+    the Debian package that owns the path or distribution, for the dpkg rule; ``workdir``:
+    the working directory, for the build-byproduct rule of its native files.
+
+    Every rule here is documented line by line in docs/verify.md ("Explained differences").
+    """
+    import fnmatch
+
+    if owner is not None and not owner.same_version:
+        return (f"owned by the {owner.text}: apt's files, the package set is compared on "
+                "its own (dpkg section)")
+    if section == "content" and change.kind == "metadata":
+        return _explain_metadata(change)
+    if section == "environment":
+        return _explain_env(change, rebuilt_env or {})
+    if section == "sources":
+        return "same files, recorded as installed by another installer or from another source"
+    if section == "native" and change.kind == "debug-only":
+        return "loaded code identical; only debug info, symbols or the build-id differ"
+    if section == "content" and change.kind == "scripts":
+        return "launcher scripts are written by the installer at install time"
+    rel = change.key
+    if section == "native":  # a native file of the working directory, by its absolute path
+        root = workdir.rstrip("/") + "/"
+        rel = change.key[len(root):] if change.key.startswith(root) else ""
+    if section in ("workspace", "native") and rel and change.kind != "removed" and any(
+            fnmatch.fnmatchcase(rel, p) for p in _REGENERATED_WORKSPACE):
+        return "a build byproduct the rebuild regenerates"
+    return None
+
+
+def _explain_metadata(change: Change) -> str | None:
+    """Equal module files under two metadata layouts: an ``.egg-info`` (pip's legacy
+    ``setup.py install``, or a Debian package) against a ``.dist-info`` (a wheel)."""
+    layouts = {Path(v).suffix for v in (change.a or "", change.b or "")}
+    if layouts != {".egg-info", ".dist-info"}:
+        return None
+    return ("the same module files; only the metadata layout differs: an .egg-info (pip's "
+            "legacy `setup.py install`, or a Debian package) against a .dist-info (installed "
+            "from a built wheel)")
+
+
+def _explain_env(change: Change, rebuilt_env: Mapping[str, str]) -> str | None:
+    """The rebuilt image activates the primary venv (``ENV VIRTUAL_ENV``, its ``bin`` first
+    on PATH), as verify does for the live image's probes."""
+    venv = rebuilt_env.get("VIRTUAL_ENV")
+    if not venv:
+        return None
+    why = "the rebuilt image activates the primary environment, as verify does for the live one"
+    if change.key == "VIRTUAL_ENV" and change.kind == "added":
+        return why
+    if change.key == "PATH" and change.a is not None and change.b is not None:
+        first, _, rest = change.b.partition(":")
+        if first.rstrip("/") == f"{venv.rstrip('/')}/bin" and rest == change.a:
+            return why
+    return None
+
+
+@dataclass(frozen=True)
+class Difference:
+    section: str
+    change: Change
+    explained: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"section": self.section, **self.change.to_json(), "explained": self.explained}
+
+    @property
+    def line(self) -> str:
+        c = self.change
+        text = f"{self.section}: {c.kind} {c.key}" + (
+            f" ({c.a} -> {c.b})" if c.a and c.b else "") + (f" [{c.detail}]" if c.detail else "")
+        return text + (f" — explained: {self.explained}" if self.explained else "")
+
+
+def differences(cmp: FingerprintComparison,
+                rebuilt_env: Mapping[str, str] | None = None) -> list[Difference]:
+    """Every difference, each with its explanation or None (unexplained)."""
+    return [Difference(name, c, explain(name, c, rebuilt_env, cmp.dpkg_owned.get((name, c.key)),
+                                        cmp.workdir))
+            for name, changes in cmp.sections().items() for c in changes]

@@ -1,0 +1,530 @@
+"""``synth diff`` at the edges: resolve A and B, load them into :class:`synth.compare.diff.Side`.
+
+A and B are each a run (a run directory, a run id or unique prefix, ``<task>/<run-id>``,
+``latest``), an artifact (a directory with ``manifest.json`` or a ``Dockerfile``), or an
+image on the engine (compared through its environment fingerprint). ``run:``,
+``artifact:`` and ``image:`` prefixes force the kind. All I/O of the diff lives here;
+:mod:`synth.compare.diff` compares what this returns.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from synth.compare.diff import (
+    BUILD_AGAINST,
+    DiffResult,
+    NativeBuildInfo,
+    PyDist,
+    Side,
+    diff_sides,
+    dockerfile_steps,
+    render_markdown,
+    render_terminal,
+)
+from synth.compare.fingerprint import Fingerprint
+from synth.config import Settings
+from synth.errors import EngineUnavailableError, NotFoundError, SynthError, UsageError
+from synth.formats.model import PLAN_FILE, BuildPlan, Manifest, NativeStep, VerifyDocument
+from synth.formats.store import MANIFEST, ArtifactDir, RunDir, is_dir, read_verify
+from synth.ui import console
+
+#: Exit status of ``synth diff`` when it cannot compare (like diff(1)).
+DIFF_ERROR_EXIT = 2
+if TYPE_CHECKING:
+    from synth.distill.load import LoadedRun
+
+__all__ = ["DiffOptions", "SideLoader", "diff_command"]
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    a: str
+    b: str
+    json: bool = False
+    markdown: bool = False
+    #: The interpreter to fingerprint in images (default: the image's venv, else python3).
+    python: str | None = None
+    #: Also fingerprint the live image of runs (native .so and file hashes).
+    fingerprint: bool = False
+    artifacts_dir: Path | None = None
+
+
+def diff_command(opts: DiffOptions) -> int:
+    """Load, compare, print; 0 equal, 1 differ, 2 error (SynthError reported on stderr)."""
+    try:
+        settings = Settings.load(artifacts_dir=opts.artifacts_dir)
+        loader = SideLoader(settings, python=opts.python, fingerprint=opts.fingerprint)
+        result = diff_sides(*loader.name_content_files(_load_checked(loader, opts.a),
+                                                       _load_checked(loader, opts.b)))
+    except SynthError as exc:
+        console.print_error(code=DIFF_ERROR_EXIT, kind=type(exc).__name__,
+                            message=exc.message, hint=exc.hint)
+        return DIFF_ERROR_EXIT
+    emit(result, json_out=opts.json, markdown=opts.markdown)
+    return result.exit_code
+
+
+def _load_checked(loader: SideLoader, ref: str) -> Side:
+    """Load one side; a malformed file is an error (exit 2), never a crash that exits 1
+    and would read as "different"."""
+    try:
+        return loader.load(ref)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{ref}: malformed input ({type(exc).__name__}: {exc}).",
+                         hint="Check the file against docs/formats.md.") from exc
+
+
+def emit(result: DiffResult, *, json_out: bool, markdown: bool) -> None:
+    if json_out:
+        console.print_json(result.to_json())
+    elif markdown:
+        sys.stdout.write(render_markdown(result))
+        sys.stdout.flush()
+    else:
+        render_terminal(result, console.out)
+
+
+class SideLoader:
+    """Resolves references and loads sides; connects to the engine only when needed."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        python: str | None = None,
+        fingerprint: bool = False,
+        connect: Callable[[], Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.python = python
+        self.fingerprint = fingerprint
+        self._connect = connect
+        self._engine: Any = None
+        self._engine_error: SynthError | None = None
+
+    # ------------------------------------------------------------------ engine
+    def engine(self) -> Any:
+        """The DockerEngine, or None when no engine answers (the reason kept)."""
+        if self._engine is None and self._engine_error is None:
+            try:
+                if self._connect is not None:
+                    self._engine = self._connect()
+                else:
+                    from synth.engine.docker import DockerEngine
+
+                    self._engine = DockerEngine.connect(timeout=30)
+            except EngineUnavailableError as exc:
+                self._engine_error = exc
+        return self._engine
+
+    # --------------------------------------------------------------- resolving
+    def load(self, ref: str) -> Side:
+        kind, _, rest = ref.partition(":")
+        if kind in ("run", "artifact", "image") and rest:
+            return self._load_kind(kind, rest)
+        path = Path(ref)
+        if path.is_file() and path.name in ("run.json", "manifest.json", "Dockerfile"):
+            path = path.parent
+        if path.is_dir():
+            if os.path.lexists(path / "run.json"):
+                return load_run_side(path, self)
+            for cand in (path, path / "export"):
+                if os.path.lexists(cand / "manifest.json") or (cand / "Dockerfile").is_file():
+                    return load_artifact_side(cand, self)
+            raise NotFoundError(
+                f"{path} is neither a run directory (no run.json) nor an artifact "
+                "(no manifest.json or Dockerfile)."
+            )
+        try:
+            return load_run_side(self.find_run(ref), self)
+        except NotFoundError as run_error:
+            engine = self.engine()
+            if engine is not None and engine.image_exists(ref):
+                return load_image_side(ref, self)
+            why = (f"no engine to look for an image ({self._engine_error.message})"
+                   if self._engine_error else "no image of that name on the engine")
+            raise NotFoundError(
+                f"{ref} is not a run ({run_error.message.rstrip('.')}), not a directory, "
+                f"and {why}.",
+                hint="Name a run (`synth runs list`), an artifact directory, or an image "
+                "(`image:REF`).",
+            ) from run_error
+
+    def _load_kind(self, kind: str, ref: str) -> Side:
+        if kind == "run":
+            return load_run_side(self.find_run(ref), self)
+        if kind == "artifact":
+            path = Path(ref)
+            if os.path.lexists(path / "export" / "manifest.json"):
+                path = path / "export"
+            if not path.is_dir():
+                raise NotFoundError(f"Artifact directory {ref} does not exist.")
+            return load_artifact_side(path, self)
+        engine = self.engine()
+        if engine is None:
+            assert self._engine_error is not None
+            raise self._engine_error
+        if not engine.image_exists(ref):
+            raise NotFoundError(f"Image {ref} does not exist on this engine.")
+        return load_image_side(ref, self)
+
+    def find_run(self, ref: str) -> Path:
+        from synth.record.rundir import find_run
+
+        return find_run(self.settings, ref)
+
+    # ------------------------------------------------------------------ images
+    def image_size(self, ref: str | None) -> tuple[int | None, str | None]:
+        """Size of an image, or None with the reason."""
+        if not ref:
+            return None, None
+        engine = self.engine()
+        if engine is None:
+            return None, "no engine: image size unknown"
+        if not engine.image_exists(ref):
+            return None, f"image {ref} is gone from the engine: size unknown"
+        return int(engine.image_inspect(ref).get("Size") or 0), None
+
+    def fingerprint_of(self, ref: str, python: str) -> Fingerprint:
+        engine = self.engine()
+        if engine is None:
+            assert self._engine_error is not None
+            raise self._engine_error
+        from synth.compare.fingerprint import fingerprint_image
+
+        return fingerprint_image(engine, ref, python)
+
+    def name_content_files(self, a: Side, b: Side) -> tuple[Side, Side]:
+        """Where both sides carry an image's fingerprint: each distribution whose files
+        differ at the same version gets its files listed on both sides (named in the diff)."""
+        if a.fingerprint is None or b.fingerprint is None or self.engine() is None:
+            return a, b
+        from synth.compare.fingerprint import name_content_files
+
+        fa, fb = name_content_files(self.engine(), a.fingerprint, b.fingerprint)
+        return replace(a, fingerprint=fa), replace(b, fingerprint=fb)
+
+
+# ----------------------------------------------------------------------------- helpers
+def wheelhouse_index(path: str | Path | None) -> set[tuple[str, str]]:
+    """(canonical name, version) of every wheel in a wheelhouse folder on this machine."""
+    if not path:
+        return set()
+    folder = Path(path)
+    if not is_dir(folder):  # a path recorded in run.json is data: it may not even be a name
+        return set()
+    out = set()
+    for wheel in folder.glob("*.whl"):
+        try:
+            name, version, _build, _tags = parse_wheel_filename(wheel.name)
+        except InvalidWheelFilename:
+            continue
+        out.add((str(name), str(version)))
+    return out
+
+
+def _with_wheelhouse(d: PyDist, wheels: set[tuple[str, str]]) -> PyDist:
+    if d.source == "index" and d.version and (d.name, d.version) in wheels:
+        return PyDist(d.name, d.version, "wheelhouse", d.url)
+    return d
+
+
+def pyramid_from_verify(doc: VerifyDocument) -> dict[str, dict[str, str]]:
+    """target name -> level -> "status[: reason]", from a verify.json (read, its format
+    checked, by the store); a report is named by its target's kind, else by its key."""
+    out: dict[str, dict[str, str]] = {}
+    for key in sorted(doc.reports):
+        report = doc.reports[key]
+        name = str(report.target.get("kind") or key)
+        while name in out:
+            name += "'"
+        out[name] = {r.level: r.summary for r in report.levels}
+    return out
+
+
+def _verify_json(directory: Path) -> Path | None:
+    """Where ``synth verify`` left its verify.json for a run or an artifact directory (any
+    entry of that name: the store says what is wrong with one that is not a file)."""
+    for cand in (directory / "verify" / "verify.json", directory / "verify.json"):
+        if os.path.lexists(cand):
+            return cand
+    return None
+
+
+def _load_pyramid(directory: Path) -> dict[str, dict[str, str]] | None:
+    path = _verify_json(directory)
+    return pyramid_from_verify(read_verify(path)) if path else None
+
+
+def _against(dists: Mapping[str, PyDist]) -> tuple[tuple[str, str], ...]:
+    return tuple((n, dists[n].version or "?") for n in BUILD_AGAINST if n in dists)
+
+
+def _native_from_steps(steps: Iterable[NativeStep], dists: Mapping[str, PyDist]
+                       ) -> tuple[NativeBuildInfo, ...]:
+    """Native builds from the plan's steps; a later build of the same thing replaces an
+    earlier one."""
+    out: dict[str, NativeBuildInfo] = {}
+    against = _against(dists)
+    for s in steps:
+        key, version = _step_key(s)
+        out[key] = NativeBuildInfo(
+            key=key, tool=s.tool, command=shlex.join(s.argv), cwd=s.cwd,
+            env=tuple(sorted(s.env)), against=against, version=version)
+    return tuple(out[k] for k in sorted(out))
+
+
+def _step_key(step: NativeStep) -> tuple[str, str | None]:
+    """A native step's key (the canonical name of the distribution it installs, else its
+    command's first words) and the version it installs."""
+    name, _, version = step.distribution.partition("==") if step.distribution else ("", "", "")
+    return (str(canonicalize_name(name)) if name else " ".join(step.argv[:3])), version or None
+
+
+# --------------------------------------------------------------------------------- runs
+def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
+    """A run as a side: every file through the store, so a corrupt or missing one is an
+    error (exit 2), never an "equal" section."""
+    from synth.distill.load import load_run
+
+    run_dir = run_dir.resolve()
+    record = RunDir(run_dir).run_record()
+    loaded = load_run(run_dir, with_task=False)  # the task file is not the run's
+    warnings: list[str] = []
+    wheels = wheelhouse_index(record.wheelhouse) | wheelhouse_index(loader.settings.wheelhouse)
+    interpreter: dict[str, str] = {"base_image": record.base_ref}
+    dists: dict[str, PyDist] | None = None
+    interp = next((i for i in loaded.interpreters if i.path == loaded.primary), None)
+    if interp is None:
+        warnings.append("no primary interpreter in state/python.json")
+    else:
+        interpreter.update(python=interp.version, path=interp.path)
+        dists = {}
+        for d in interp.distributions:
+            pd = PyDist(name=str(canonicalize_name(d.name)), version=d.version or None,
+                        source=d.source, url=d.url)
+            dists[pd.name] = _with_wheelhouse(pd, wheels)
+    apt_added = dict(loaded.apt.added)
+    apt_added.update({k: v[1] for k, v in loaded.apt.changed.items()})
+    native = _run_native_builds(loaded, dists or {}, warnings)
+    size, fp = _live_image_facts(record.live_image, loaded.primary, loader, warnings)
+    exported = run_dir / "export" / "Dockerfile"
+    dockerfile = (dockerfile_steps(exported.read_text(encoding="utf-8"))
+                  if exported.is_file() else None)
+    return Side(
+        kind="run",
+        label=f"{record.task_name}/{record.run_id}",
+        identity={
+            "run_dir": str(run_dir), "run_id": record.run_id, "task": record.task_name,
+            "agent": record.agent_kind,
+            "script": Path(record.agent_script).name if record.agent_script else None,
+            "status": record.status, "live_image": record.live_image,
+        },
+        interpreter=interpreter, distributions=dists, apt_added=apt_added,
+        apt_all=dict(loaded.apt.final) or None, env=dict(loaded.persisted_env),
+        native_builds=native, dockerfile=dockerfile, pyramid=_load_pyramid(run_dir),
+        image_size=size, fingerprint=fp, warnings=tuple(warnings),
+    )
+
+
+def _live_image_facts(live: str | None, primary: str | None, loader: SideLoader,
+                      warnings: list[str]) -> tuple[int | None, Fingerprint | None]:
+    """The live image's size and (with --fingerprint) its fingerprint, when it is there."""
+    size, why = loader.image_size(live)
+    if why:
+        warnings.append(why)
+    if not (loader.fingerprint and live and primary):
+        return size, None
+    if size is None:
+        warnings.append(f"cannot fingerprint the live image {live} ({why})")
+        return size, None
+    return size, loader.fingerprint_of(live, primary)
+
+
+def _run_native_builds(
+    run: LoadedRun, dists: Mapping[str, PyDist], warnings: list[str]
+) -> tuple[NativeBuildInfo, ...] | None:
+    """The run's native builds as export would replay them (the distilled plan)."""
+    from synth.distill.plan import distill
+
+    try:
+        plan, _report = distill(run)
+    except SynthError as exc:
+        warnings.append(f"native builds unknown: the run does not distill ({exc.message})")
+        return None
+    return _native_from_steps(plan.native, dists)
+
+
+# ---------------------------------------------------------------------------- artifacts
+def parse_apt_lock(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, _, rest = line.partition("=")
+        # ``name=version`` then, since apt.lock has content hashes, more columns.
+        out[name.strip()] = rest.split()[0] if rest.split() else ""
+    return out
+
+
+def parse_requirements_lock(text: str) -> tuple[dict[str, str], bool]:
+    """``name==version`` pins of a pip hash-format lock, and whether it uses find-links."""
+    pins: dict[str, str] = {}
+    find_links = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith(("--find-links", "-f ", "--extra-index-url")):
+            find_links = find_links or not line.startswith("--extra")
+            continue
+        if not line or raw[:1].isspace() or line.startswith(("#", "-")):
+            continue
+        spec = line.split(";", 1)[0].split("\\", 1)[0].strip()
+        spec = spec.split(" --hash", 1)[0].strip()
+        if "==" in spec:
+            name, _, version = spec.partition("==")
+            pins[str(canonicalize_name(name.split("[", 1)[0].strip()))] = version.strip()
+    return pins, find_links
+
+
+def _artifact_dists(directory: Path, loader: SideLoader, warnings: list[str]
+                    ) -> dict[str, PyDist] | None:
+    """The primary environment's pins, from its requirements.lock."""
+    lock = directory / "requirements.lock"
+    if not lock.is_file():
+        warnings.append("no requirements.lock: Python distributions unknown")
+        return None
+    pins, _find_links = parse_requirements_lock(lock.read_text(encoding="utf-8"))
+    wheels = wheelhouse_index(loader.settings.wheelhouse)
+    return {n: _with_wheelhouse(PyDist(n, v, "index"), wheels) for n, v in pins.items()}
+
+
+def _artifact_plan(artifact: ArtifactDir, warnings: list[str]) -> BuildPlan | None:
+    """The plan the artifact was rendered from; None (with a warning) for an artifact
+    exported before synth wrote ``plan.json``: its native builds, ENV and Python version
+    are then unknown, never guessed from the Dockerfile's text."""
+    plan = artifact.plan()
+    if plan is None:
+        warnings.append(f"no {PLAN_FILE} (exported by an older synth): native builds, ENV "
+                        "and the Python version unknown; re-export the run to compare them")
+    return plan
+
+
+def _artifact_interpreter(manifest: Manifest | None, plan: BuildPlan | None
+                          ) -> dict[str, str]:
+    interpreter: dict[str, str] = {}
+    base_ref = manifest.base_ref if manifest else (plan.base_ref if plan else None)
+    if base_ref:
+        interpreter["base_image"] = base_ref
+    python = plan.python if plan else (manifest.python if manifest else None)
+    if python:
+        interpreter["path"] = python
+    if plan and plan.envs and plan.envs[0].version:
+        interpreter["python"] = plan.envs[0].version
+    return interpreter
+
+
+def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
+    """An artifact as a side: its plan.json and typed manifest, its lock files, and the
+    Dockerfile only as text to compare."""
+    directory = directory.resolve()
+    warnings: list[str] = []
+    artifact = ArtifactDir(directory)
+    manifest = artifact.manifest() if artifact.has(MANIFEST) else None
+    plan = _artifact_plan(artifact, warnings)
+    dockerfile_path = directory / "Dockerfile"
+    steps = (dockerfile_steps(dockerfile_path.read_text(encoding="utf-8"))
+             if dockerfile_path.is_file() else None)
+    dists = _artifact_dists(directory, loader, warnings)
+    native = _native_from_steps(plan.native, dists or {}) if plan else None
+    if plan and native and dists is not None:
+        # Built by a replayed step, so installed as the run had it (a format-1 plan.json
+        # does not say how: "local build").
+        sources = {_step_key(s)[0]: s.source for s in plan.native if s.distribution}
+        for n in native:
+            if n.version and n.key not in dists:
+                dists[n.key] = PyDist(n.key, n.version, sources.get(n.key) or "local build")
+    apt_lock = directory / "apt.lock"
+    apt_added = parse_apt_lock(apt_lock.read_text(encoding="utf-8")) if apt_lock.is_file() \
+        else None
+    image = _rebuilt_image(directory)
+    size, why = loader.image_size(image)
+    if why:
+        warnings.append(why)
+    identity: dict[str, Any] = {"artifact_dir": str(directory)}
+    if manifest is not None:
+        identity.update(task=manifest.task, run_id=manifest.run_id,
+                        synth_version=manifest.synth_version)
+    return Side(
+        kind="artifact", label=str(directory), identity={**identity, "image": image},
+        interpreter=_artifact_interpreter(manifest, plan) or None, distributions=dists,
+        apt_added=apt_added, env=dict(plan.env) if plan else None, native_builds=native,
+        dockerfile=steps, pyramid=_load_pyramid(directory), image_size=size,
+        warnings=tuple(warnings),
+    )
+
+
+def _rebuilt_image(directory: Path) -> str | None:
+    """The rebuilt image verify recorded for this artifact, if any."""
+    path = _verify_json(directory)
+    reports = read_verify(path).reports if path else {}
+    images = [str(r.target["image"]) for _k, r in sorted(reports.items())
+              if r.target.get("kind") == "rebuilt" and r.target.get("image")]
+    return images[0] if images else None
+
+
+# ------------------------------------------------------------------------------- images
+def load_image_side(ref: str, loader: SideLoader) -> Side:
+    engine = loader.engine()
+    info = engine.image_inspect(ref)
+    config = info.get("Config") or {}
+    labels = dict(config.get("Labels") or {})
+    env = dict(e.split("=", 1) if "=" in e else (e, "") for e in config.get("Env") or [])
+    python = (loader.python or labels.get("synth.python") or _run_primary(loader, labels)
+              or (f"{env['VIRTUAL_ENV']}/bin/python" if env.get("VIRTUAL_ENV") else "python3"))
+    fp = loader.fingerprint_of(ref, python)
+    wheels = wheelhouse_index(loader.settings.wheelhouse)
+    dists = {
+        d.name: _with_wheelhouse(PyDist(d.name, d.version, d.source, d.direct_url), wheels)
+        for d in fp.effective.values()
+    }
+    interpreter = {"python": fp.python_version, "path": fp.executable or python,
+                   "implementation": fp.implementation}
+    if fp.glibc:
+        interpreter["glibc"] = fp.glibc
+    return Side(
+        kind="image",
+        label=ref,
+        identity={"image": ref, "id": info.get("Id"),
+                  **{k: v for k, v in sorted(labels.items()) if k.startswith("synth.")}},
+        interpreter=interpreter,
+        distributions=dists,
+        apt_all=dict(fp.dpkg) if fp.dpkg is not None else None,
+        env=env,
+        native_builds=None,
+        pyramid=None,
+        image_size=int(info.get("Size") or 0),
+        fingerprint=fp,
+        warnings=tuple(f"fingerprint: {e}" for e in fp.errors),
+    )
+
+
+def _run_primary(loader: SideLoader, labels: Mapping[str, str]) -> str | None:
+    """The primary interpreter of the run a live image was committed from, if known here."""
+    run_id, task = labels.get("synth.run"), labels.get("synth.task")
+    if not run_id or not task:
+        return None
+    try:
+        run_dir = loader.find_run(f"{task}/{run_id}")
+    except NotFoundError:
+        return None
+    return RunDir(run_dir).python_state().primary

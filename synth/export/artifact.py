@@ -1,0 +1,475 @@
+"""``synth export``: a run directory in, an artifact folder out.
+
+load (I/O) -> :func:`distill` (pure) -> lock (asks the indexes) -> render (pure) -> write.
+The artifact is assembled in a temporary folder next to its destination and renamed into
+place, so a reader sees the old artifact or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synth import __version__, source_digest
+from synth.config import Settings
+from synth.distill.load import LoadedRun, load_run
+from synth.distill.plan import (
+    BuildPlan,
+    Classified,
+    PythonEnvPlan,
+    classify_log,
+    distill,
+    download_candidates,
+    gc_paused,
+)
+from synth.engine.base_images import base_manifest
+from synth.errors import ExportError, InputFileError, NotFoundError
+from synth.export import final_state, publish
+from synth.export.apt_source import AptSources, apt_sources
+from synth.export.build_lock import complete_lock, local_build_requires, lock_manifest
+from synth.export.lock import Lock, LockTarget, lock_env, target_for
+from synth.export.render import reader_facts, render_artifact
+from synth.formats import artifact_files
+from synth.formats.model import MANIFEST_FORMAT, DistillReport
+from synth.formats.store import (
+    CLAIMS,
+    MANIFEST,
+    ArtifactDir,
+    RunDir,
+    is_dir,
+    is_file,
+    parse_json,
+    read_text,
+)
+from synth.util import atomic
+from synth.util.atomic import dumps_json
+
+FORMATS = ("Dockerfile",)
+#: Beside a run's own ``export/``: the :func:`synth.source_digest` of the synth that wrote it.
+EXPORT_STAMP = "export.source-digest"
+#: Never copied with the source: bytecode and tool caches differ between machines. A git
+#: checkout's ``.git`` is kept: the session's /workspace had it, and research code asks git
+#: for its commit (``git rev-parse HEAD``) at import.
+_SOURCE_SKIP = ("__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
+
+Locker = Callable[[PythonEnvPlan, LockTarget], Lock]
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    artifact_dir: Path
+    plan: BuildPlan
+    warnings: tuple[str, ...]
+    #: With ``archive``: ``<task>-<run-id>.tar.gz`` beside the artifact, and its sha256.
+    archive: Path | None = None
+    archive_sha256: str | None = None
+    #: With ``bundle``: the vendored files' summary (size, breakdown by kind).
+    bundle: dict[str, object] | None = None
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    def ignore(_dir: str, names: list[str]) -> set[str]:
+        return {n for n in names if n in _SOURCE_SKIP or n.endswith((".pyc", ".pyo"))}
+
+    shutil.copytree(src, dest, ignore=ignore, symlinks=True)
+
+
+def _clone(url: str, commit: str | None, dest: Path) -> None:
+    try:
+        subprocess.run(["git", "clone", "--quiet", url, str(dest)], check=True,
+                       capture_output=True, text=True, timeout=600)
+        if commit:
+            subprocess.run(["git", "-C", str(dest), "checkout", "--quiet", commit], check=True,
+                           capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ExportError(f"Cloning {url} at {commit} for the artifact's source failed: "
+                          f"{exc}") from exc
+
+
+def _copy_includes(run: LoadedRun, includes: Sequence[str], dest: Path) -> None:
+    if not includes:
+        return
+    if not run.info.live_image:
+        raise ExportError("--include needs the run's live image, and this run has none.")
+    from synth.engine import ContainerSpec, DockerEngine
+
+    engine = DockerEngine.connect()
+    spec = ContainerSpec(image=run.info.live_image, network=False,
+                         labels={"synth.temporary": "1"})
+    with engine.container(spec) as c:
+        for path in includes:
+            if not path.startswith("/"):
+                raise ExportError(f"--include {path}: give an absolute path in the container.")
+            c.copy_out(path, dest / "include" / path.lstrip("/").rsplit("/", 1)[0]
+                       if "/" in path.strip("/") else dest / "include")
+
+
+def _original(run: LoadedRun) -> Callable[[Path], None]:
+    """Fills a folder with the repository as the session got it."""
+    def fill(dest: Path) -> None:
+        if run.repo and run.repo.path:
+            _copy_tree(Path(run.repo.path), dest)
+        elif run.repo and run.repo.url:
+            _clone(run.repo.url, run.repo.commit, dest)
+    return fill
+
+
+def _download_hashes(run: LoadedRun, classified: Sequence[Classified]) -> dict[str, str]:
+    """sha256 of the files downloads left in the final state, from the live image.
+
+    Without an engine or a live image the downloads are reported, not replayed."""
+    wanted = download_candidates(run, classified)
+    if not wanted or not run.info.live_image:
+        return {}
+    from synth.engine import ContainerSpec, DockerEngine
+    from synth.errors import SynthError
+
+    try:
+        engine = DockerEngine.connect(timeout=30)
+        spec = ContainerSpec(image=run.info.live_image, network=False,
+                             labels={"synth.temporary": "1"})
+        with engine.container(spec) as c:
+            res = c.exec(["sha256sum", "--", *wanted])
+    except SynthError:
+        return {}
+    out: dict[str, str] = {}
+    for line in res.stdout.splitlines():
+        digest, _, path = line.partition("  ")
+        if len(digest) == 64 and path in wanted:
+            out[path] = digest
+    return out
+
+
+def _file_digests(root: Path, known: Mapping[str, str]) -> dict[str, str]:
+    """The digest of every file and link under ``root`` by its path there (the one rule of
+    :mod:`synth.formats.artifact_files`); the ``known`` ones are not read again."""
+    return artifact_files.digests(root, known=known)
+
+
+def _apt_timestamp(run: LoadedRun) -> str | None:
+    from synth.distill.plan import snapshot_timestamp
+
+    return snapshot_timestamp(run.info.ended)
+
+
+def apt_manifest(plan: BuildPlan, apt: AptSources) -> dict[str, object]:
+    """The manifest's ``apt`` key: how the .debs are pinned and where they come from."""
+    return {
+        "packages": len(plan.apt.pins),
+        "hashed": len(plan.apt.debs),
+        "unhashed": [n for n, _ in plan.apt.unhashed],
+        "timestamp": plan.apt.timestamp,
+        "snapshot_template": apt.template,
+        "snapshot_url": apt.url,
+        "sources": list(apt.order),
+        "bytes": sum(d.size for d in plan.apt.debs),
+    }
+
+
+def run_wheelhouse(settings: Settings, run: LoadedRun) -> Path | None:
+    """The host wheelhouse: the one configured, else the one the run recorded."""
+    if settings.wheelhouse is not None:
+        return settings.wheelhouse
+    if run.info.wheelhouse and is_dir(run.info.wheelhouse):
+        return Path(run.info.wheelhouse)
+    return None
+
+
+def is_artifact_dir(path: Path) -> bool:
+    """True for a folder synth exported: its manifest.json names an export format."""
+    manifest = ArtifactDir(path).file(MANIFEST)
+    try:
+        data = parse_json(read_text(manifest, MANIFEST), str(manifest))
+    except InputFileError:  # missing, a link, oversized, not UTF-8 or not JSON
+        return False
+    return isinstance(data, dict) and data.get("export_format") in FORMATS
+
+
+def check_destination(dest: Path, run_dir: Path, *, explicit: bool, force: bool) -> None:
+    """Refuse to write the artifact where it would destroy something that is not ours.
+
+    ``dest`` may be new or an empty folder; an existing artifact folder is replaced only
+    when it is the run's own ``export/`` or ``--force`` is given for an explicit ``-o``.
+    A file, a symlink, the run directory or any folder above it, the working directory and
+    a folder synth did not export are never replaced."""
+    dest = dest.absolute()
+    where = f"-o {dest}" if explicit else str(dest)
+    if dest.is_symlink():
+        raise ExportError(f"{where} is a symlink; synth does not write through it.")
+    real = dest.resolve()
+    if real in (Path.cwd().resolve(), Path.home().resolve(), Path("/")) \
+            or run_dir.resolve().is_relative_to(real):
+        raise ExportError(f"{where} would replace {real}, which holds more than an artifact.",
+                          hint="Give a new folder, e.g. -o ./artifact.")
+    if not dest.exists():
+        return
+    if not dest.is_dir():
+        raise ExportError(f"{where} exists and is not a folder; synth will not replace it.")
+    if not any(dest.iterdir()):
+        return
+    if not is_artifact_dir(dest):
+        raise ExportError(f"{where} is not empty and is not an artifact synth exported; "
+                          "synth replaces only folders it made.",
+                          hint="Give a new or empty folder.")
+    if explicit and not force:
+        raise ExportError(f"{where} already holds an artifact.",
+                          hint="--force replaces it (atomically), or give a new folder.")
+
+
+def find_export_run(settings: Settings, run_ref: str | None) -> Path:
+    """The run ``synth export RUN`` names; a miss also says how a format is named."""
+    from synth.record.rundir import find_run
+
+    try:
+        return find_run(settings, run_ref)
+    except NotFoundError as exc:
+        raise NotFoundError(exc.message, hint=f"{exc.hint} (An artifact format is named with "
+                            "--format: Dockerfile.)") from exc
+
+
+def plan_json_of(run_dir: Path, include: Sequence[str] = ()) -> str:
+    """``synth export --plan``: the plan.json document (BuildPlan + DistillReport); nothing
+    is written."""
+    from synth.export.render import plan_json
+
+    return plan_json(*distill(load_run(run_dir), include=include))
+
+
+@dataclass(frozen=True)
+class ArtifactParts:
+    """What goes into one artifact folder, ready to be written."""
+
+    run: LoadedRun
+    plan: BuildPlan
+    report: DistillReport
+    locks: list[Lock]
+    apt: AptSources
+    #: With ``archive``: the SOURCE_DATE_EPOCH of the SBOM, the RO-Crate and the tarball.
+    archive: bool
+    epoch: int
+    #: With ``bundle``: every file the build needs goes to ``vendor/`` (synth.export.bundle).
+    bundle: bool
+    settings: Settings
+    #: ``source/`` (the final /workspace) and ``source.patch``, made beside the artifact.
+    staged: final_state.StagedSource
+
+
+@gc_paused()
+def export_run(
+    run_dir: Path,
+    settings: Settings,
+    *,
+    out_dir: Path | None = None,
+    include: Sequence[str] = (),
+    locker: str | Locker = "uv",
+    hash_downloads: bool = True,
+    force: bool = False,
+    allow_incomplete: bool = False,
+    allow_missing: bool = False,
+    apt_snapshot: str | None = None,
+    apt_snapshot_only: bool = False,
+    archive: bool = False,
+    bundle: bool = False,
+) -> ExportResult:
+    """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``).
+
+    ``hash_downloads``: take the sha256 of downloaded files from the live image (needs the
+    engine) so that the artifact replays those downloads pinned. ``apt_snapshot``: the
+    snapshot archive URL template for .debs (docs/export.md, Durability). ``archive``:
+    add an RO-Crate and a CycloneDX SBOM and write a deterministic ``.tar.gz`` beside.
+    ``bundle``: every file the build needs in ``vendor/`` (synth.export.bundle): builds offline.
+    A run that is not trustworthy (not ``succeeded``, audit unverified) is refused unless
+    ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact."""
+    problems = check_trust(run_dir, allow_incomplete=allow_incomplete)
+    dest = (out_dir or run_dir / "export").absolute()
+    check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
+    run = load_run(run_dir)
+    apt = apt_sources(apt_snapshot, _apt_timestamp(run), apt_snapshot_only)
+    classified = classify_log(run)
+    plan, report = distill(
+        run, include=include, classified=classified,
+        download_hashes=_download_hashes(run, classified) if hash_downloads else None)
+    report = dataclasses.replace(report, incomplete=tuple(problems))
+    # Before locking: the live image's final state can add pins (legacy egg-info installs).
+    plan, report, staged = final_state.prepare(run, plan, report, dest.parent, _original(run),
+                                               classified=classified,
+                                               ask=hash_downloads, allow_missing=allow_missing)
+    locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, locker,
+                      _source_dir(run, plan))
+    parts = ArtifactParts(
+        run=run, plan=plan, report=report, locks=locks, apt=apt, archive=archive,
+        epoch=publish.source_date_epoch(run) if archive else 0, bundle=bundle,
+        settings=settings, staged=staged)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
+        tmp = Path(tmp_str) / "artifact"
+        warnings, summary = assemble_artifact(tmp, parts)
+        # Checked again right before the swap: the folder may have changed meanwhile.
+        check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
+        swap_into_place(tmp, dest, Path(tmp_str) / "old")
+    if out_dir is None:  # which synth made the run's own export (verify reuses it)
+        atomic.write_text(run_dir / EXPORT_STAMP, source_digest() + "\n")
+    result = ExportResult(artifact_dir=dest, plan=plan, warnings=warnings, bundle=summary)
+    return write_archive(result, parts) if archive else result
+
+
+def check_trust(run_dir: Path, *, allow_incomplete: bool) -> list[str]:
+    """Why the run is not one synth can vouch for; refused unless ``allow_incomplete``."""
+    from synth.record.rundir import read_run, trust_problems
+
+    problems = trust_problems(read_run(run_dir), run_dir)
+    if problems and not allow_incomplete:
+        raise ExportError(f"{run_dir} is not a run synth can vouch for: "
+                          + "; ".join(problems) + ".",
+                          hint="--allow-incomplete exports it anyway; the export report "
+                          "then says why at its top.")
+    return problems
+
+
+def lock_plan(plan: BuildPlan, wheelhouse: Path | None, ca_bundle: Path | None,
+              locker: str | Locker, source_dir: Path | None = None) -> list[Lock]:
+    """One lock per Python environment of the plan, each with the uv that installs it and
+    the build requirements of what it builds from source (synth.export.build_lock)."""
+    locks = []
+    for env in plan.envs:
+        target = target_for(env, plan.glibc, wheelhouse, ca_bundle)
+        if isinstance(locker, str):
+            local = local_build_requires(plan, env, source_dir)
+            locks.append(complete_lock(lock_env(env, target, locker=locker), target, local))
+        else:
+            locks.append(locker(env, target))
+    return locks
+
+
+def _source_dir(run: LoadedRun, plan: BuildPlan) -> Path | None:
+    """The host folder the artifact's ``source/`` is copied from, where it is one."""
+    if plan.source.kind == "path" and run.repo and run.repo.path:
+        return Path(run.repo.path)
+    return None
+
+
+def assemble_artifact(
+    tmp: Path, parts: ArtifactParts
+) -> tuple[tuple[str, ...], dict[str, object] | None]:
+    """Write the whole artifact into the new folder ``tmp``; returns the export's warnings
+    and, with ``bundle``, the vendored files' summary."""
+    tmp.mkdir()
+    warnings = list(parts.report.warnings)
+    if parts.run.claims_error:
+        warnings.append(f"claims.json is not valid, so verify's C5 will fail on it: "
+                        f"{parts.run.claims_error}")
+    summary = make_bundle(tmp, parts) if parts.bundle else None
+    if summary is not None and summary["needs_network"]:
+        warnings.append("--bundle: these kept steps still reach the network, so the "
+                        "artifact does not build offline: "
+                        + "; ".join(map(str, summary["needs_network"])))  # type: ignore[call-overload]
+    files = render_artifact(parts.plan, parts.report, parts.locks, apt=parts.apt,
+                            reader=reader_facts(parts.run.info.task_file), bundle=summary)
+    digests = {}
+    for name, content in files.items():  # plan.json among them
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        (tmp / name).write_bytes(data)
+        digests[name] = hashlib.sha256(data).hexdigest()
+    warnings += copy_run_inputs(tmp, parts)
+    if parts.archive:
+        (tmp / publish.SBOM).write_text(publish.sbom_json(parts.plan, parts.locks, parts.epoch),
+                                        encoding="utf-8")
+    if parts.archive:  # it names every file; the manifest, written last, hashes it too
+        (tmp / publish.RO_CRATE).write_text(
+            publish.ro_crate_json(tmp, parts.plan, parts.run, parts.epoch), encoding="utf-8")
+    manifest = manifest_json(tmp, parts, warnings, summary, digests)
+    (tmp / MANIFEST.rel).write_text(dumps_json(manifest), encoding="utf-8")
+    return tuple(sorted(set(warnings))), summary
+
+
+def make_bundle(tmp: Path, parts: ArtifactParts) -> dict[str, object]:
+    """``vendor/`` in ``tmp``: every .deb, wheel and download the build needs, hash-checked."""
+    from synth.export import bundle
+    return bundle.make_bundle(parts.plan, parts.locks, parts.apt, parts.settings,
+                              run_wheelhouse(parts.settings, parts.run),
+                              parts.run.info.live_image, tmp)
+
+
+def copy_run_inputs(tmp: Path, parts: ArtifactParts) -> list[str]:
+    """The task's probes, the agent's claims, the source (with ``source.patch``), the
+    ``--include`` paths and the carried files; returns warnings."""
+    run, plan = parts.run, parts.plan
+    warnings = []
+    # The task's probes travel with the artifact: verify needs them.
+    if run.info.task_file and is_file(run.info.task_file):
+        shutil.copyfile(run.info.task_file, tmp / "task.toml")
+    else:
+        warnings.append("task file not found: the artifact carries no task.toml probes")
+    if run.claims_present:
+        shutil.copyfile(RunDir(run.run_dir).file(CLAIMS), tmp / CLAIMS.rel)
+    parts.staged.move_into(tmp)
+    _copy_includes(run, plan.includes, tmp)
+    final_state.copy_carried(run, plan, tmp)
+    return warnings
+
+
+def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
+                  summary: dict[str, object] | None = None,
+                  digests: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``manifest.json`` of the artifact in ``tmp``: it hashes every file written so far.
+    ``digests``: the sha256 of files already known by their path in the artifact (the
+    rendered ones, hashed from the bytes written: a long log's export report is 40 MB)."""
+    plan, run, locks = parts.plan, parts.run, parts.locks
+    wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
+    manifest: dict[str, Any] = {
+        "format": MANIFEST_FORMAT,
+        "synth_version": __version__,
+        "task": plan.task,
+        "run_id": plan.run_id,
+        "command": plan.regenerate_command,
+        "export_format": "Dockerfile",
+        "base_image": {"ref": plan.base_ref, "id": plan.base_id, "digest": plan.base_digest},
+        "apt": apt_manifest(plan, parts.apt),
+        "base": base_manifest(plan.base_ref, plan.base_id, plan.base_digest,
+                              run.info.base_rootfs, run.info.base_repo_digests,
+                              run.info.base_labels),
+        "python": plan.python,
+        "locks": {lk.env.lock_file: lock_manifest(lk) for lk in locks},
+        # A bundle carries the wheelhouse wheels in vendor/wheels.
+        "wheelhouse_required": bool(wheel_files) and summary is None,
+        "wheel_files": wheel_files,
+        "probes": "task.toml" if (tmp / "task.toml").is_file() else None,
+        "claims": "claims.json" if run.claims_present else None,
+        "source": {"kind": plan.source.kind, "dir": "source", "dest": plan.source.dest,
+                   "url": plan.source.url, "commit": plan.source.commit,
+                   **final_state.source_manifest(plan)},
+        "carried": [c.path for c in plan.carried],
+        "missing": list(plan.missing),
+        "inputs": dict(sorted(run.input_hashes.items())),
+        "files": _file_digests(tmp, digests or {}),
+        "warnings": sorted(set(warnings)),
+        "incomplete": list(parts.report.incomplete),
+    }
+    if summary is not None:
+        manifest["bundle"] = summary
+    if parts.archive:
+        manifest["archive"] = publish.archive_manifest(plan, parts.epoch)
+    return manifest
+
+
+def swap_into_place(tmp: Path, dest: Path, old: Path) -> None:
+    """Rename the new artifact ``tmp`` to ``dest``; a previous one moves to ``old`` first."""
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(tmp, dest)
+
+
+def write_archive(result: ExportResult, parts: ArtifactParts) -> ExportResult:
+    """``<task>-<run-id>.tar.gz`` beside the artifact, deterministic; its sha256."""
+    name = publish.archive_name(parts.plan)
+    path = result.artifact_dir.parent / f"{name}.tar.gz"
+    digest = publish.write_archive(result.artifact_dir, path, name, parts.epoch)
+    return dataclasses.replace(result, archive=path, archive_sha256=digest)

@@ -1,0 +1,286 @@
+"""``synth export --bundle``: every file the Dockerfile would fetch, inside the artifact.
+
+``vendor/`` holds the .debs of apt.lock (``vendor/debs/``, fetched from the recorded mirror
+or the snapshot archive), the wheels and sdists of every Python lock (``vendor/wheels/``:
+``pip download --no-deps --require-hashes`` for the image's Python and platform, plus the
+wheelhouse files the lock pins) and the files the run downloaded (``vendor/files/<sha256>``,
+read from the run's live image). Each file is checked against the hash its lock records
+before it is kept, so a bundled artifact builds with no network at all
+(``docker build --network none``; ``synth verify --rebuild --offline``).
+
+Fetched files are cached by sha256 under ``$XDG_CACHE_HOME/synth/vendor`` (a re-export
+costs no download); what lands in ``vendor/`` is the checked bytes, so two exports of one
+run give byte-identical bundles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from synth.config import Settings
+from synth.distill.plan import DEFAULT_INDEX, BuildPlan, NativeStep
+from synth.errors import ExportError
+from synth.export.apt_source import AptSources
+from synth.export.lock import Lock, wheelhouse_files
+from synth.formats.model import DebRecord
+from synth.formats.store import sha256_file
+
+VENDOR = "vendor"
+#: Where the build mounts ``vendor/`` (read-only bind mounts, nothing lands in a layer).
+BUILD_VENDOR = "/synth/vendor"
+KINDS = ("deb", "wheel", "sdist", "file")
+
+
+@dataclass(frozen=True)
+class BundleFile:
+    path: str  # relative to the artifact, e.g. vendor/debs/gcc-12_12.2.0-14_amd64.deb
+    kind: str
+    sha256: str
+    size: int
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "synth" / "vendor"
+
+
+def _ssl_context(settings: Settings) -> ssl.SSLContext:
+    if settings.ca_bundle is not None:
+        return ssl.create_default_context(cafile=str(settings.ca_bundle))
+    return ssl.create_default_context()
+
+
+def _fetch(url: str, sha256: str, settings: Settings) -> Path | None:
+    """The file at ``url`` if its bytes hash to ``sha256`` (cached by hash), else None."""
+    cached = _cache_dir() / sha256
+    if cached.is_file() and sha256_file(cached) == sha256:
+        return cached
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_name(f".{sha256}.{os.getpid()}.part")
+    try:
+        with urllib.request.urlopen(url, timeout=300, context=_ssl_context(settings)) as resp, \
+                tmp.open("wb") as fh:
+            shutil.copyfileobj(resp, fh)
+    except (OSError, ValueError):
+        tmp.unlink(missing_ok=True)
+        return None
+    if sha256_file(tmp) != sha256:
+        tmp.unlink(missing_ok=True)
+        return None
+    tmp.replace(cached)
+    return cached
+
+
+def _deb_urls(deb: DebRecord, apt: AptSources) -> list[str]:
+    archive = deb.mirror.rstrip("/").rsplit("/", 1)[-1]
+    archive = archive if archive in ("debian-security", "debian-ports",
+                                     "debian-debug") else "debian"
+    urls = {"mirror": f"{deb.mirror.rstrip('/')}/{deb.filename}",
+            "snapshot": (apt.url or "").replace("{archive}", archive) + deb.filename}
+    return [urls[src] for src in apt.order if src == "mirror" or apt.url]
+
+
+def vendor_debs(plan: BuildPlan, apt: AptSources, settings: Settings,
+                dest: Path) -> list[BundleFile]:
+    """Every hashed .deb of apt.lock under ``dest/vendor/debs/``; refuses unhashed pins."""
+    if plan.apt.unhashed:
+        raise ExportError(
+            "--bundle needs the .deb of every apt package, and apt's indexes in the run did "
+            f"not describe {', '.join(n for n, _ in plan.apt.unhashed)} (no sha256 recorded).",
+            hint="Export without --bundle; the build then installs those by version.")
+    out = []
+    for deb in plan.apt.debs:
+        urls = _deb_urls(deb, apt)
+        got = next((p for u in urls if (p := _fetch(u, deb.sha256, settings))), None)
+        if got is None:
+            raise ExportError(f"--bundle: no source gave {deb.name}={deb.version}'s .deb with "
+                              f"the sha256 apt.lock records ({deb.sha256[:12]}…); tried "
+                              + ", ".join(urls) + ".",
+                              hint="Check the network, or give a snapshot mirror that still "
+                              "has it with --apt-snapshot URL-TEMPLATE.")
+        rel = f"{VENDOR}/debs/{deb.filename.rsplit('/', 1)[-1]}"
+        _place(got, dest / rel)
+        out.append(BundleFile(rel, "deb", deb.sha256, got.stat().st_size))
+    return out
+
+
+def _place(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest)
+
+
+def _platforms(glibc: str | None) -> list[str]:
+    """pip's ``--platform`` list for the image's glibc (pip does not expand manylinux_2_X)."""
+    try:
+        minor = int((glibc or "2.28").split(".")[1])
+    except (IndexError, ValueError):
+        minor = 28
+    tags = [f"manylinux_2_{m}_x86_64" for m in range(minor, 4, -1)]
+    return [*tags, "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64",
+            "linux_x86_64"]
+
+
+def _pip_env(settings: Settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PIP_", "UV_")) and k != "VIRTUAL_ENV"}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    if settings.ca_bundle is not None:
+        env["PIP_CERT"] = env["SSL_CERT_FILE"] = str(settings.ca_bundle)
+    return env
+
+
+def _pip_download(lock: Lock, glibc: str | None, settings: Settings, into: Path) -> None:
+    pins = [p for p in lock.pins if not p.wheel_files]
+    if not pins:
+        return
+    req = into / "requirements.txt"
+    req.write_text("".join(f"{p.name}=={p.version} "
+                           + " ".join(f"--hash=sha256:{h}" for h in p.hashes) + "\n"
+                           for p in pins), encoding="utf-8")
+    major, _, minor = lock.env.version.partition(".")
+    minor = minor.split(".")[0] or "11"
+    argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
+            "--disable-pip-version-check", "--quiet", "--dest", str(into / "out"),
+            "--python-version", f"{major}.{minor}", "--implementation", "cp",
+            "--abi", f"cp{major}{minor}", "--abi", "abi3", "--abi", "none",
+            "--index-url", lock.env.index_url or DEFAULT_INDEX]
+    argv += [a for u in lock.env.extra_index_urls for a in ("--extra-index-url", u)]
+    argv += [a for fl in lock.env.find_links if "://" in fl and not fl.startswith("file://")
+             for a in ("--find-links", fl)]
+    argv += [a for p in _platforms(glibc) for a in ("--platform", p)]
+    try:
+        proc = subprocess.run([*argv, "-r", str(req)], capture_output=True, text=True,
+                              timeout=1800, env=_pip_env(settings), check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ExportError(f"--bundle: pip download could not run: {exc}") from exc
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-12:])
+        raise ExportError(f"--bundle: pip download of {lock.env.lock_file}'s pins failed "
+                          f"(exit {proc.returncode}):\n{tail}",
+                          hint="Is the index reachable (--ca-bundle behind a proxy)?")
+
+
+def _with_build_inputs(lock: Lock) -> Lock:
+    """The lock with the uv that installs it (installer.lock) and its build constraints:
+    the build needs their files too."""
+    extra = ((lock.installer,) if lock.installer else ()) + lock.build
+    return dataclasses.replace(lock, pins=(*lock.pins, *extra)) if extra else lock
+
+
+def vendor_python(locks: Sequence[Lock], glibc: str | None, settings: Settings,
+                  wheelhouse: Path | None, dest: Path) -> list[BundleFile]:
+    """Every pinned distribution's file under ``dest/vendor/wheels/``, each hash-checked."""
+    files: dict[str, BundleFile] = {}
+    local = {f.name: f for fs in wheelhouse_files(wheelhouse).values() for f in fs}
+    for lock in map(_with_build_inputs, locks):
+        allowed = {h for p in lock.pins for h in p.hashes}
+        with tempfile.TemporaryDirectory(prefix="synth-bundle-") as tmp:
+            _pip_download(lock, glibc, settings, Path(tmp))
+            got = sorted((Path(tmp) / "out").glob("*")) if (Path(tmp) / "out").is_dir() else []
+            for name in lock.wheel_files:
+                if name not in local:
+                    raise ExportError(f"--bundle: the wheelhouse lacks {name}, which "
+                                      f"{lock.env.lock_file} pins.",
+                                      hint="Pass --wheelhouse DIR holding it.")
+                got.append(local[name])
+            for path in got:
+                digest = sha256_file(path)
+                if digest not in allowed:
+                    raise ExportError(f"--bundle: {path.name} hashes to {digest}, which "
+                                      f"{lock.env.lock_file} does not list.")
+                rel = f"{VENDOR}/wheels/{path.name}"
+                _place(path, dest / rel)
+                kind = "wheel" if path.name.endswith(".whl") else "sdist"
+                files[rel] = BundleFile(rel, kind, digest, path.stat().st_size)
+    return [files[k] for k in sorted(files)]
+
+
+def vendor_downloads(plan: BuildPlan, live_image: str | None, dest: Path) -> list[BundleFile]:
+    """The downloaded files the Dockerfile replays, read from the run's live image."""
+    steps = [s for s in plan.native if s.check_sha256]
+    if not steps:
+        return []
+    if not live_image:
+        raise ExportError("--bundle: the run downloaded files and has no live image to "
+                          "read them from.")
+    from synth.engine import ContainerSpec, DockerEngine
+
+    out = []
+    engine = DockerEngine.connect()
+    spec = ContainerSpec(image=live_image, network=False, labels={"synth.temporary": "1"})
+    with engine.container(spec) as c:
+        for s in steps:
+            assert s.check_sha256 is not None
+            digest, path = s.check_sha256
+            data = c.read_file(path)
+            if data is None or hashlib.sha256(data).hexdigest() != digest:
+                raise ExportError(f"--bundle: {path} in the live image {live_image} is gone "
+                                  f"or no longer hashes to {digest[:12]}….")
+            rel = f"{VENDOR}/files/{digest}"
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).write_bytes(data)
+            out.append(BundleFile(rel, "file", digest, len(data)))
+    return sorted(out, key=lambda f: f.path)
+
+
+def online_steps(plan: BuildPlan, locks: Sequence[Lock] = ()) -> list[NativeStep]:
+    """Kept steps that still reach the network in a bundled build: no vendored input. An
+    isolated local build whose build requirements are locked (build-constraints.lock,
+    vendored) installs them from ``vendor/wheels`` instead."""
+    from synth.export.render import native_build_constraints
+
+    local = native_build_constraints(plan, locks)
+    return [s for s in plan.native if s.network and not s.check_sha256 and s.ref not in local]
+
+
+def summary(files: Sequence[BundleFile], plan: BuildPlan,
+            locks: Sequence[Lock] = ()) -> dict[str, object]:
+    """The bundle in the report and the manifest: size, breakdown by kind, offline or not."""
+    by_kind = {k: {"files": sum(1 for f in files if f.kind == k),
+                   "bytes": sum(f.size for f in files if f.kind == k)} for k in KINDS}
+    online = online_steps(plan, locks)
+    return {"dir": VENDOR, "files": len(files), "bytes": sum(f.size for f in files),
+            "by_kind": by_kind, "offline": not online,
+            "needs_network": [f"{s.ref}: {s.tool}" for s in online]}
+
+
+def make_bundle(plan: BuildPlan, locks: Sequence[Lock], apt: AptSources, settings: Settings,
+                wheelhouse: Path | None, live_image: str | None,
+                dest: Path) -> dict[str, object]:
+    """Fill ``dest/vendor`` and return its :func:`summary`."""
+    files = [*vendor_debs(plan, apt, settings, dest),
+             *vendor_python(locks, plan.glibc, settings, wheelhouse, dest),
+             *vendor_downloads(plan, live_image, dest)]
+    return summary(files, plan, locks)
+
+
+def human_size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    size = float(n)
+    for unit in ("KiB", "MiB", "GiB"):
+        size /= 1024
+        if size < 1024 or unit == "GiB":
+            break
+    return f"{size:.1f} {unit}"
+
+
+def describe(bundle: dict[str, object]) -> str:
+    """One line: ``vendor/: 42 files, 61.3 MiB (deb 30 files 40.1 MiB, wheel …)``."""
+    by_kind = bundle["by_kind"]
+    assert isinstance(by_kind, dict)
+    parts = [f"{k} {v['files']} files {human_size(int(v['bytes']))}"
+             for k, v in by_kind.items() if v["files"]]
+    return (f"vendor/: {bundle['files']} files, {human_size(int(str(bundle['bytes'])))}"
+            + (f" ({', '.join(parts)})" if parts else ""))

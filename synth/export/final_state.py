@@ -1,0 +1,275 @@
+"""The export's last look at the final state (glue): what the live image says
+(:mod:`synth.export.live_facts`) turned into the plan's carried files, its missing
+distributions, dpkg-explained paths and warnings, and the artifact's ``source/`` with its
+``source.patch`` (:mod:`synth.export.source_patch`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from synth.compare.fingerprint import Fingerprint
+from synth.distill import carried as carried_mod
+from synth.distill import warnings as warn
+from synth.distill.load import LoadedRun
+from synth.distill.plan import BuildPlan, Classified, classify_log
+from synth.errors import ExportError
+from synth.export import live_facts
+from synth.export.live_facts import LiveFacts
+from synth.export.source_patch import (
+    PATCH_NAME,
+    SourceEdits,
+    apply_workspace,
+    source_patch,
+    workspace_venvs,
+)
+from synth.formats import artifact_files
+from synth.formats.model import CarriedFile, DistillReport
+
+
+def _named_by_pip(run: LoadedRun, classified: Sequence[Classified] | None) -> set[str]:
+    """Distribution names that a successful audited pip/uv install named as requirements
+    (``classified``: the log's classified commands, when the exporter has them)."""
+    from synth.distill.steps import PipInstall
+
+    names: set[str] = set()
+    for cmd, _x, step in classified if classified is not None else classify_log(run):
+        if cmd.succeeded and isinstance(step, PipInstall):
+            names |= {carried_mod.norm_name(warn.requirement_name(r))
+                      for r in step.requirements}
+    return names
+
+
+def lock_legacy(run: LoadedRun, plan: BuildPlan, report: DistillReport,
+                fp: Fingerprint, classified: Sequence[Classified] | None = None
+                ) -> tuple[BuildPlan, DistillReport]:
+    """Pin the egg-info distributions pip installed by name through the legacy ``setup.py
+    install`` path (no INSTALLER, so the plan left them out) in the primary environment."""
+    if not plan.envs:
+        return plan, report
+    env = plan.envs[0]
+    pinned = {carried_mod.norm_name(n) for n, _ in env.pins}
+    named = _named_by_pip(run, classified)
+    legacy = sorted((d.name, d.version) for d in fp.distributions
+                    if d.source == "setup.py install" and d.version and not d.shadowed
+                    and carried_mod.norm_name(d.name) in named - pinned)
+    if not legacy:
+        return plan, report
+    names = {carried_mod.norm_name(n) for n, _ in legacy}
+    kept = [w for w in report.warnings
+            if not (w.startswith("distribution ") and " was not installed from an index" in w
+                    and carried_mod.norm_name(w.split()[1]) in names)]
+    kept += [f"{n} {v} was installed by pip's legacy `setup.py install` (egg-info, no "
+             "INSTALLER); it is locked by name like the others" for n, v in legacy]
+    env = dataclasses.replace(env, pins=tuple(sorted([*env.pins, *legacy])))
+    return (dataclasses.replace(plan, envs=(env, *plan.envs[1:])),
+            dataclasses.replace(report, warnings=tuple(sorted(set(kept)))))
+
+
+def _checks(plan: BuildPlan, facts: LiveFacts) -> tuple[
+        list[str], tuple[CarriedFile, ...], list[str]]:
+    """(warnings, carried, missing) from the live facts."""
+    warnings = warn.second_interpreters([(e.python, len(e.pins)) for e in plan.envs])
+    warnings += warn.pip_check(facts.pip_check)
+    pins = dict(plan.envs[0].pins) if plan.envs else {}
+    warnings += warn.overlaps(facts.overlaps, pins)
+    built = {s.distribution.split("==")[0] for s in plan.native if s.distribution}
+    carried: tuple[CarriedFile, ...] = ()
+    missing: list[str] = []
+    fp = facts.fingerprint
+    if fp is not None:
+        carried = carried_mod.modified_files(fp, built)
+        if plan.envs:
+            missing += carried_mod.unreproduced(fp, pins, built)
+    else:
+        warnings.append("the final state could not be checked file by file, so modified "
+                        "files of installed distributions and unreproduced distributions "
+                        "are not known: " + "; ".join(facts.errors or ("not asked",)))
+    return warnings, carried, missing
+
+
+def complete_plan(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: LiveFacts, *,
+                  allow_missing: bool = False, classified: Sequence[Classified] | None = None
+                  ) -> tuple[BuildPlan, DistillReport]:
+    """The plan with what the live image adds; refuses a plan that leaves something of the
+    final state unreproduced unless ``allow_missing``."""
+    if facts.fingerprint is not None:
+        plan, report = lock_legacy(run, plan, report, facts.fingerprint, classified)
+    warnings, carried, missing = _checks(plan, facts)
+    if missing and not allow_missing:
+        raise ExportError(
+            f"The artifact would not reproduce {len(missing)} thing(s) of the final state: "
+            + "; ".join(missing[:10]) + (" …" if len(missing) > 10 else ""),
+            hint="--allow-missing exports it anyway and says so at the top of the report; "
+                 "--include PATH carries a file from the live image.")
+    unexplained = carried_mod.dpkg_explained(report.unexplained, facts.dpkg_paths)
+    return (dataclasses.replace(plan, carried=carried, missing=tuple(missing)),
+            dataclasses.replace(report, unexplained=unexplained,
+                                warnings=tuple(sorted({*report.warnings, *warnings}))))
+
+
+@dataclass(frozen=True)
+class StagedSource:
+    """``source/`` (and ``source.patch``) made in a work folder, moved into the artifact."""
+
+    source: Path | None
+    patch: Path | None
+    edits: SourceEdits
+    work: tempfile.TemporaryDirectory[str] | None = None
+
+    def move_into(self, artifact: Path) -> None:
+        if self.source is not None:
+            shutil.move(str(self.source), artifact / "source")
+        if self.patch is not None:
+            shutil.move(str(self.patch), artifact / PATCH_NAME)
+        if self.work is not None:
+            self.work.cleanup()
+
+
+def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: LiveFacts,
+                 work: Path, fill_original: Callable[[Path], None],
+                 ) -> tuple[BuildPlan, DistillReport, StagedSource]:
+    """Make ``source/`` in ``work``: the original repository (``fill_original`` copies or
+    clones it) with the agent's edits from the final ``/workspace`` applied."""
+    if plan.source.kind == "none":
+        return plan, report, StagedSource(None, None, SourceEdits())
+    original, source = work / "original", work / "source"
+    fill_original(original)
+    shutil.copytree(original, source, symlinks=True)
+    edits = SourceEdits()
+    if facts.workspace_tar is not None:
+        venvs = workspace_venvs(i.prefix for i in run.interpreters)
+        edits = apply_workspace(facts.workspace_tar, source, venvs)
+    if facts.workspace_tar is not None and host_changed(run, original):
+        report = dataclasses.replace(report, warnings=tuple(sorted({*report.warnings, (
+            "the repository on the host changed since the run (its tree differs from "
+            "run.json's source_tree.before): source/ is the run's final /workspace all the "
+            "same, but a diff from the host copy also holds those changes")})))
+    outward = artifact_files.outward_links(work, "source")
+    if outward:
+        report = dataclasses.replace(report, warnings=tuple(sorted({*report.warnings, (
+            "links in the repository point outside it, and are carried as links, never "
+            "followed (the rebuilt image has whatever those paths hold there): "
+            + "; ".join(f"{rel} -> {target}" for rel, target in outward))})))
+    sp = source_patch(original, source,
+                      edited=bool(edits.modified or edits.added or edits.deleted))
+    if sp.note:
+        report = dataclasses.replace(report, warnings=tuple(sorted({*report.warnings, sp.note})))
+    patch = None
+    if sp.patch:
+        patch = work / PATCH_NAME
+        patch.write_bytes(sp.patch)
+    src = dataclasses.replace(
+        plan.source, commit=plan.source.commit or sp.commit, dirty=sp.dirty,
+        patch=PATCH_NAME if patch else None, changed=sp.files,
+        not_carried=edits.not_carried,
+        from_final=facts.workspace_tar is not None)
+    plan = dataclasses.replace(plan, source=src)
+    if facts.workspace_tar is not None:
+        plan, report = drop_idle_builds(plan, report, run, edits)
+    return plan, report, StagedSource(source, patch, edits)
+
+
+def host_changed(run: LoadedRun, original: Path) -> bool:
+    """The host's copy of the repository is not the tree the session started from."""
+    import tarfile
+
+    from synth.formats.store import RunDir
+    from synth.record import tree
+
+    before = (RunDir(run.run_dir).run_record().raw.get("source_tree") or {}).get("before")
+    if not isinstance(before, str) or set(before) == {"0"}:
+        return False
+    with tempfile.TemporaryFile() as fh:
+        with tarfile.open(fileobj=fh, mode="w") as tar:
+            tar.add(original, arcname="workspace")
+        fh.seek(0)
+        return tree.tree_hash(tree.entries_from_tar(fh)) != before
+
+
+#: Native steps that are builds (not clones, downloads or local installs).
+_BUILD_TOOLS = frozenset({"setup.py", "python -m build", "configure", "cmake", "make", "ninja",
+                          "nvcc", "gcc", "g++", "cc", "c++", "clang", "clang++", "meson",
+                          "scons", "bazel"})
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def drop_idle_builds(plan: BuildPlan, report: DistillReport, run: LoadedRun,
+                     edits: SourceEdits, workdir: str = "/workspace",
+                     ) -> tuple[BuildPlan, DistillReport]:
+    """A kept build step under whose working folder nothing changed in the final state
+    (it built nothing) is dropped, with that reason; one that installs is always kept."""
+    ws = [*edits.modified, *edits.added, *edits.deleted,
+          *(n.split(": ", 1)[0] for n in edits.not_carried)]
+    changed = {f"{workdir}/{p}" for p in ws}
+    changed |= {c.path for c in run.changes if not _under(c.path, workdir)}
+    idle = {s.ref: s.cwd for s in plan.native
+            if s.tool in _BUILD_TOOLS and s.distribution is None and s.check_sha256 is None
+            and not {"install", "develop"} & set(s.argv)
+            and not any(_under(p, s.cwd) for p in changed)}
+    if not idle:
+        return plan, report
+    outcomes = tuple(
+        dataclasses.replace(o, decision="dropped",
+                            reason=f"built nothing: no file under {idle[o.ref]} changed "
+                                   "in the final state")
+        if o.ref in idle and o.decision == "kept" else o
+        for o in report.outcomes)
+    return (dataclasses.replace(plan, native=tuple(s for s in plan.native if s.ref not in idle)),
+            dataclasses.replace(report, outcomes=outcomes))
+
+
+def prepare(run: LoadedRun, plan: BuildPlan, report: DistillReport, near: Path,
+            fill_original: Callable[[Path], None], *, ask: bool = True,
+            allow_missing: bool = False, classified: Sequence[Classified] | None = None,
+            ) -> tuple[BuildPlan, DistillReport, StagedSource]:
+    """Ask the live image (with ``ask``), complete the plan and stage ``source/`` in a work
+    folder beside the artifact (``near``); :meth:`StagedSource.move_into` removes it.
+    ``classified``: the log's classified commands (:func:`~synth.distill.plan.classify_log`)."""
+    near.mkdir(parents=True, exist_ok=True)
+    work = tempfile.TemporaryDirectory(prefix=".synth-source.", dir=near)
+    try:
+        facts = (live_facts.gather(run, plan.python, Path(work.name)) if ask
+                 else LiveFacts(errors=("the live image was not asked",)))
+        plan, report = complete_plan(run, plan, report, facts, allow_missing=allow_missing,
+                                     classified=classified)
+        plan, report, staged = stage_source(run, plan, report, facts, Path(work.name),
+                                            fill_original)
+    except BaseException:
+        work.cleanup()
+        raise
+    return plan, report, dataclasses.replace(staged, work=work)
+
+
+def copy_carried(run: LoadedRun, plan: BuildPlan, artifact: Path) -> None:
+    """The carried files, from the live image into ``carried/``."""
+    if not plan.carried or not run.info.live_image:
+        return
+    from synth.engine import ContainerSpec, DockerEngine
+
+    engine = DockerEngine.connect()
+    spec = ContainerSpec(image=run.info.live_image, network=False,
+                         labels={"synth.temporary": "1"})
+    with engine.container(spec) as c:
+        for f in plan.carried:
+            data = c.read_file(f.path)
+            if data is None:
+                raise ExportError(f"{f.path} ({f.distribution}) is gone from the live image.")
+            out = artifact / f.artifact_path
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+
+
+def source_manifest(plan: BuildPlan) -> dict[str, object]:
+    """The manifest's source keys beyond kind, url and commit."""
+    s = plan.source
+    return {"dirty": s.dirty, "patch": s.patch, "changed": list(s.changed),
+            "not_carried": list(s.not_carried), "from_final_workspace": s.from_final}

@@ -1,0 +1,124 @@
+"""Facts about the run's final state that only its live image holds (I/O).
+
+``state/*.json`` says which packages and distributions the session ended with; the export
+also needs what they *contain*: the final ``/workspace`` (the agent's edits to the
+research code), the paths Debian packages own (``/var/lib/dpkg/info/*.list``), every
+installed distribution's files checked against its RECORD (the fingerprint probe), the
+files two distributions both install, and ``pip check``. All come from one throwaway
+container of the live image with the network off. Without an engine or a live image the
+facts are empty and the export says what it could not check.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from synth.errors import SynthError
+
+if TYPE_CHECKING:
+    from synth.compare.fingerprint import Fingerprint
+    from synth.distill.load import LoadedRun
+    from synth.engine.docker import Container
+
+WORKDIR = "/workspace"
+DPKG_LISTS = "cat /var/lib/dpkg/info/*.list 2>/dev/null; true"
+
+#: Run under the environment's interpreter: ``{file: [distribution, …]}`` for every file
+#: that two or more installed distributions list (stdlib only, Python >= 3.8).
+OVERLAP_PROBE = r"""
+import json, os, sys
+from importlib import metadata
+owners = {}
+for dist in metadata.distributions():
+    name = (dist.metadata["Name"] or "?")
+    for f in dist.files or ():
+        p = str(f)
+        if p.endswith((".pyc", ".pyo")) or "__pycache__" in p or ".dist-info/" in p \
+                or ".egg-info/" in p or p.startswith(".."):
+            continue
+        path = os.path.normpath(os.path.join(str(dist.locate_file("")), p))
+        owners.setdefault(path, set()).add(name)
+print(json.dumps({k: sorted(v) for k, v in sorted(owners.items()) if len(v) > 1}))
+"""
+
+
+@dataclass(frozen=True)
+class LiveFacts:
+    """What the live image says; empty where it could not be asked (``errors`` say why)."""
+
+    #: The engine's tar archive of the final ``/workspace`` (a host temp file), if read.
+    workspace_tar: Path | None = None
+    #: Every path a Debian package owns (``dpkg -L`` of all packages).
+    dpkg_paths: frozenset[str] = frozenset()
+    #: The primary interpreter's fingerprint (RECORD checks per distribution).
+    fingerprint: Fingerprint | None = None
+    #: Files two or more distributions of the primary interpreter install.
+    overlaps: dict[str, list[str]] = field(default_factory=dict)
+    #: ``pip check``'s complaint lines (empty: no conflicts, or not run).
+    pip_check: tuple[str, ...] = ()
+    pip_check_ran: bool = False
+    errors: tuple[str, ...] = ()
+
+
+def _pip_check(c: Container, python: str) -> tuple[tuple[str, ...], bool]:
+    res = c.exec([python, "-m", "pip", "check"], env={"PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+                 timeout=300)
+    if "No module named pip" in res.output:
+        res = c.exec(["python3", "-m", "pip", "--python", python, "check"],
+                     env={"PIP_DISABLE_PIP_VERSION_CHECK": "1"}, timeout=300)
+    if res.ok:
+        return (), True
+    lines = tuple(ln.strip() for ln in res.stdout.splitlines()
+                  if ln.strip() and ("requires" in ln or "has requirement" in ln
+                                     or "not supported" in ln))
+    return lines, bool(lines)
+
+
+def _ask(c: Container, python: str, tmp: Path) -> tuple[LiveFacts, list[str]]:
+    from synth.compare.fingerprint import fingerprint
+
+    errors: list[str] = []
+    tar = tmp / "workspace.tar" if c.save_archive(WORKDIR, tmp / "workspace.tar") else None
+    dpkg = c.sh(DPKG_LISTS, timeout=300)
+    paths = frozenset(p for p in dpkg.stdout.splitlines() if p.startswith("/"))
+    fp = None
+    try:
+        fp = fingerprint(c, python, WORKDIR)
+    except SynthError as exc:
+        errors.append(f"fingerprint of the live image: {exc.message}")
+    overlap = c.exec([python, "-c", OVERLAP_PROBE], timeout=300)
+    overlaps: dict[str, list[str]] = {}
+    if overlap.ok:
+        overlaps = json.loads(overlap.stdout or "{}")
+    else:
+        errors.append(f"file overlap probe failed: {overlap.output.strip()[-200:]}")
+    check, ran = _pip_check(c, python)
+    return LiveFacts(workspace_tar=tar, dpkg_paths=paths, fingerprint=fp, overlaps=overlaps,
+                     pip_check=check, pip_check_ran=ran), errors
+
+
+def gather(run: LoadedRun, python: str, tmp: Path) -> LiveFacts:
+    """Ask the run's live image; never raises for an engine or image that is not there."""
+    if not run.info.live_image:
+        return LiveFacts(errors=("the run has no live image",))
+    import docker.errors
+
+    from synth.engine import ContainerSpec, DockerEngine
+
+    try:
+        engine = DockerEngine.connect(timeout=30)
+        spec = ContainerSpec(image=run.info.live_image, network=False,
+                             labels={"synth.temporary": "1"})
+        with engine.container(spec) as c:
+            facts, errors = _ask(c, python, tmp)
+    except (SynthError, OSError, ValueError, docker.errors.DockerException) as exc:
+        msg = exc.message if isinstance(exc, SynthError) else str(exc)
+        return LiveFacts(errors=(f"the live image could not be read: {msg}",))
+    if errors:
+        from dataclasses import replace
+
+        facts = replace(facts, errors=tuple(errors))
+    return facts

@@ -1,0 +1,335 @@
+"""C5: the agent's claims (``claims.json``) against the probes' evidence.
+
+Counted as in ResearchEnvBench, by kind:
+
+* **path** — ``python_path`` names an interpreter that does not exist;
+* **version** — ``python_version`` or a framework's version (``torch_version``,
+  ``jax_version``, ``jaxlib_version``, ``tensorflow_version``, ``cupy_version``) differs from
+  what is installed, or names a framework that is not installed;
+* **capability** — ``cuda_available``, ``gpu_count`` or ``ddp_expected_ok`` claimed beyond
+  what the evidence shows, or claimed where the level that would show it failed or was not
+  reached; also, without any GPU, ``cuda_available`` where no installed framework can use
+  CUDA at all (none installed, or CPU-only builds) and ``ddp_expected_ok`` where torch is
+  missing or a CPU-only build.
+
+``null`` means "unknown" and is never counted. A capability whose level was *skipped* here
+(no GPU runtime, too few GPUs) or does not apply is ``unverifiable``: neither true nor false.
+Claiming *less* than the evidence shows (``understated``) is reported but not counted.
+Every other field (the descriptive ``env_tool``, ``env_name``, ``notes``, and any extra field)
+is listed as *not checked*, with why.
+
+This module is the one list of the claims fields C5 knows; synth's ``claims.schema.json`` is
+checked against it by a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from .result import Level, LevelResult
+
+
+@dataclass(frozen=True)
+class BadClaims:
+    """A claims.json that exists but cannot be used (not JSON, not in its schema, too
+    large): C5 fails with ``reason``, every other level is unchanged."""
+
+    reason: str
+
+
+#: The agent's claims: the object, None when it wrote none, or why they cannot be used.
+Claims: TypeAlias = Mapping[str, Any] | BadClaims | None
+
+Verdict = Literal["true", "hallucination", "unverifiable", "understated", "unknown"]
+Kind = Literal["path", "version", "capability"]
+
+#: A framework's version claim -> the distributions that provide it (the first installed
+#: one is compared; cupy ships under a name per CUDA major).
+FRAMEWORK_VERSIONS: dict[str, tuple[str, ...]] = {
+    "torch_version": ("torch",),
+    "jax_version": ("jax",),
+    "jaxlib_version": ("jaxlib",),
+    "tensorflow_version": ("tensorflow", "tensorflow-cpu"),
+    "cupy_version": ("cupy", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x"),
+}
+
+CLAIM_KINDS: dict[str, Kind] = {
+    "python_path": "path",
+    "python_version": "version",
+    **dict.fromkeys(FRAMEWORK_VERSIONS, "version"),
+    "cuda_available": "capability",
+    "gpu_count": "capability",
+    "ddp_expected_ok": "capability",
+}
+
+#: Fields of the claims schema that C5 does not check, and why.
+DESCRIPTIVE_FIELDS: dict[str, str] = {
+    "env_tool": "descriptive (the tool the agent says it used); not a checkable fact",
+    "env_name": "descriptive (the environment's name); not a checkable fact",
+    "notes": "free text",
+}
+
+#: Every field the claims schema declares (synth/formats/schemas/claims.schema.json).
+KNOWN_FIELDS: frozenset[str] = frozenset(CLAIM_KINDS) | frozenset(DESCRIPTIVE_FIELDS)
+
+
+def claimed_distributions(claims: Mapping[str, Any]) -> list[str]:
+    """The distributions whose installed version the facts probe must read for ``claims``."""
+    return sorted({d for name, dists in FRAMEWORK_VERSIONS.items()
+                   if claims.get(name) is not None for d in dists})
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the probes showed about the target environment."""
+
+    #: path -> exists, for every path a claim names.
+    paths: Mapping[str, bool] = field(default_factory=dict)
+    #: interpreter path -> its version (only interpreters that exist and ran).
+    interpreter_versions: Mapping[str, str] = field(default_factory=dict)
+    #: The version of the target interpreter the pyramid ran under.
+    python_version: str | None = None
+    #: torch's installed version in the target environment (None: not installed).
+    torch_version: str | None = None
+    #: distribution -> installed version (None: not installed), for every distribution the
+    #: facts probe read; a distribution left out was not probed.
+    distributions: Mapping[str, str | None] = field(default_factory=dict)
+    #: Did any framework see a GPU (C2's probe); None when C2's probe did not run.
+    cuda_available: bool | None = None
+    #: GPUs the frameworks (or, lacking them, the driver) saw; None when unknown.
+    gpu_count: int | None = None
+    #: Could any installed framework use CUDA at all (False: none, or only CPU-only builds;
+    #: None: unknown)? Read from metadata and files, so known even where C2 cannot run.
+    cuda_capable: bool | None = None
+    #: Why not, when ``cuda_capable`` is False.
+    cuda_capable_note: str = ""
+    #: torch's CUDA version from its build (None: CPU-only or not installed; "" unknown).
+    torch_cuda_build: str | None = ""
+    levels: Mapping[Level, LevelResult] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    field: str
+    kind: Kind
+    claimed: Any
+    observed: Any
+    verdict: Verdict
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"field": self.field, "kind": self.kind, "claimed": self.claimed,
+                "observed": self.observed, "verdict": self.verdict, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Unchecked:
+    """A claims field C5 did not check, and why."""
+
+    field: str
+    claimed: Any
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"field": self.field, "claimed": self.claimed, "why": self.why}
+
+
+@dataclass(frozen=True)
+class ClaimsOutcome:
+    checks: tuple[ClaimCheck, ...]
+    unchecked: tuple[Unchecked, ...] = ()
+
+    def count(self, kind: Kind | None = None, verdict: Verdict = "hallucination") -> int:
+        return sum(1 for c in self.checks
+                   if c.verdict == verdict and (kind is None or c.kind == kind))
+
+    @property
+    def hallucinations(self) -> int:
+        return self.count()
+
+    def metrics(self) -> dict[str, int]:
+        return {
+            "hallucinations": self.hallucinations,
+            "path_hallucinations": self.count("path"),
+            "version_hallucinations": self.count("version"),
+            "capability_hallucinations": self.count("capability"),
+            "checked": sum(1 for c in self.checks if c.verdict in ("true", "hallucination",
+                                                                    "understated")),
+            "unverifiable": self.count(verdict="unverifiable"),
+            "unknown": self.count(verdict="unknown"),
+            "understated": self.count(verdict="understated"),
+            "not_checked": len(self.unchecked),
+        }
+
+
+def version_matches(claimed: str, observed: str) -> bool:
+    """``3.11`` matches ``3.11.2``; ``2.3.0`` matches ``2.3.0+cpu``; a claimed local part
+    (``+cu121``) must match exactly."""
+    claimed, observed = str(claimed).strip(), str(observed).strip()
+    if claimed == observed:
+        return True
+    if "+" in claimed:
+        return False
+    public = observed.split("+", 1)[0]
+    return public == claimed or public.startswith(claimed + ".")
+
+
+def _level_says(level: LevelResult | None) -> str:
+    if level is None:
+        return "not run"
+    return level.summary
+
+
+Add = Callable[[str, Any, Any, Verdict, str], None]
+
+
+def check_claims(claims: Mapping[str, Any], ev: Evidence) -> ClaimsOutcome:
+    """Every field C5 knows, checked against ``ev``; the others listed as not checked."""
+    checks: list[ClaimCheck] = []
+
+    def add(name: str, claimed: Any, observed: Any, verdict: Verdict, note: str = "") -> None:
+        checks.append(ClaimCheck(name, CLAIM_KINDS[name], claimed, observed, verdict, note))
+
+    _check_path(claims, ev, add)
+    _check_python_version(claims, ev, add)
+    for name, dists in FRAMEWORK_VERSIONS.items():
+        # torch_version is one of ResearchEnvBench's fields: always reported, as the others;
+        # the other frameworks' versions only when the agent named them.
+        if name == "torch_version" or name in claims:
+            _check_framework_version(name, dists, claims.get(name), ev, add)
+    _check_cuda(claims.get("cuda_available"), ev, add)
+    _check_gpu_count(claims.get("gpu_count"), ev, add)
+    _check_ddp(claims.get("ddp_expected_ok"), ev, add)
+    return ClaimsOutcome(tuple(checks), unchecked_fields(claims))
+
+
+def unchecked_fields(claims: Mapping[str, Any]) -> tuple[Unchecked, ...]:
+    """The fields present in ``claims`` that C5 does not check, sorted by name."""
+    out = []
+    for name in sorted(set(claims) - set(CLAIM_KINDS)):
+        why = DESCRIPTIVE_FIELDS.get(name, "not a field C5 knows (not in the claims schema)")
+        out.append(Unchecked(name, claims[name], why))
+    return tuple(out)
+
+
+def _check_path(claims: Mapping[str, Any], ev: Evidence, add: Add) -> None:
+    path = claims.get("python_path")
+    if path is None:
+        add("python_path", None, None, "unknown", "")
+        return
+    exists = ev.paths.get(str(path))
+    if exists is None:
+        add("python_path", path, None, "unverifiable", "path was not probed")
+    else:
+        add("python_path", path, exists, "true" if exists else "hallucination",
+            "" if exists else "no such file in the environment")
+
+
+def _check_python_version(claims: Mapping[str, Any], ev: Evidence, add: Add) -> None:
+    pyver, path = claims.get("python_version"), claims.get("python_path")
+    if pyver is None:
+        add("python_version", None, None, "unknown", "")
+        return
+    observed = ev.interpreter_versions.get(str(path)) if path else None
+    source = f"{path}" if observed else "the target interpreter"
+    observed = observed or ev.python_version
+    if observed is None:
+        add("python_version", pyver, None, "unverifiable", "no interpreter ran")
+        return
+    ok = version_matches(str(pyver), observed)
+    add("python_version", pyver, observed, "true" if ok else "hallucination",
+        f"version of {source}")
+
+
+def installed_version(ev: Evidence, dists: tuple[str, ...]) -> tuple[bool, str | None, str]:
+    """(probed, the installed version or None, the distribution it came from) for the first
+    of ``dists`` that is installed. torch falls back to ``ev.torch_version``."""
+    probed = False
+    for dist in dists:
+        if dist in ev.distributions:
+            probed = True
+            version = ev.distributions[dist]
+            if version is not None:
+                return True, version, dist
+    if dists == ("torch",) and not probed:
+        return True, ev.torch_version, "torch"
+    return probed, None, dists[0]
+
+
+def _check_framework_version(name: str, dists: tuple[str, ...], claimed: Any, ev: Evidence,
+                             add: Add) -> None:
+    probed, observed, dist = installed_version(ev, dists)
+    if claimed is None:
+        add(name, None, observed, "unknown", "")
+    elif not probed:
+        add(name, claimed, None, "unverifiable", f"{' / '.join(dists)} not probed")
+    elif observed is None:
+        add(name, claimed, None, "hallucination", f"{' / '.join(dists)} is not installed")
+    else:
+        ok = version_matches(str(claimed), observed)
+        add(name, claimed, observed, "true" if ok else "hallucination",
+            "" if dist == dists[0] else f"version of {dist}")
+
+
+def _check_cuda(cuda: Any, ev: Evidence, add: Add) -> None:
+    c2 = ev.levels.get("C2")
+    if cuda is None:
+        add("cuda_available", None, ev.cuda_available, "unknown", "")
+    elif cuda and not (c2 is not None and c2.ran) and ev.cuda_capable is False:
+        # No GPU needed to refute this: nothing installed could ever use CUDA.
+        add("cuda_available", cuda, False, "hallucination", ev.cuda_capable_note)
+    else:
+        add("cuda_available", cuda, ev.cuda_available,
+            *_capability(bool(cuda), ev.cuda_available, c2))
+
+
+def _check_gpu_count(count: Any, ev: Evidence, add: Add) -> None:
+    c2 = ev.levels.get("C2")
+    if count is None or not isinstance(count, int) or isinstance(count, bool):
+        add("gpu_count", count, ev.gpu_count, "unknown",
+            "" if count is None else "not an integer; not counted")
+    elif c2 is not None and c2.ran and ev.gpu_count is not None:
+        verdict: Verdict = ("true" if count == ev.gpu_count else
+                            "hallucination" if count > ev.gpu_count else "understated")
+        add("gpu_count", count, ev.gpu_count, verdict, "")
+    elif count == 0:
+        add("gpu_count", 0, ev.gpu_count, "true" if not ev.gpu_count else "understated", "")
+    elif c2 is not None and c2.status == "not_reached":
+        add("gpu_count", count, ev.gpu_count, "hallucination",
+            f"could not be shown: C2 {_level_says(c2)}")
+    else:
+        add("gpu_count", count, ev.gpu_count, "unverifiable", f"C2 {_level_says(c2)}")
+
+
+def _check_ddp(ddp: Any, ev: Evidence, add: Add) -> None:
+    c4 = ev.levels.get("C4")
+    if ddp is None:
+        add("ddp_expected_ok", None, None, "unknown", "")
+        return
+    observed = (c4.status == "pass") if c4 is not None and c4.ran else None
+    if ddp and observed is None and (ev.torch_version is None or ev.torch_cuda_build is None):
+        why = ("torch is not installed" if ev.torch_version is None
+               else f"torch {ev.torch_version} is a CPU-only build")
+        add("ddp_expected_ok", ddp, False, "hallucination",
+            f"DDP over NCCL needs a CUDA build of torch: {why}")
+    else:
+        add("ddp_expected_ok", ddp, observed, *_capability(bool(ddp), observed, c4))
+
+
+def _capability(
+    claimed: bool, observed: bool | None, level: LevelResult | None
+) -> tuple[Verdict, str]:
+    """Verdict for a yes/no capability shown (or not) by ``level``."""
+    if level is not None and level.ran and observed is not None:
+        if claimed == observed:
+            return "true", ""
+        return ("hallucination", f"{level.level} {level.summary}") if claimed else (
+            "understated", f"{level.level} {level.summary}")
+    if not claimed:
+        return "true", f"{_level_says(level)}; nothing claimed"
+    if level is not None and level.status in ("not_reached", "fail"):
+        return "hallucination", f"could not be shown: {level.level} {level.summary}"
+    where = f"{level.level} {level.summary}" if level is not None else "level not run"
+    return "unverifiable", where

@@ -1,0 +1,335 @@
+"""Agents: who works in the session container.
+
+* :class:`ReplayAgent` — a setup script; each top-level statement runs as its own
+  ``bash -c`` call in ``/workspace`` (as LLM agents' command tools run them). Working
+  directory and variables do not carry over between statements.
+* :class:`ExecAgent` — any program run inside the container; its tooling is mounted
+  read-only, its secrets passed through the exec environment only.
+* :class:`ShellAgent` — an interactive, audited terminal for a person.
+
+An agent gets an :class:`AgentContext` and returns its exit code; the runner owns the
+container's lifecycle, the timeout and the capture of the final state.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from synth.engine.base import Mount
+from synth.errors import RunError, UsageError
+from synth.record.audit import Masker
+from synth.record.recorder import RecordingContainer
+
+WORKDIR = "/workspace"
+#: Where the hook's directory is mounted; the hook is sourced from there by BASH_ENV.
+CONTAINER_HOOK_DIR = "/synth/hook"
+CONTAINER_HOOK = CONTAINER_HOOK_DIR + "/audit_hook.sh"
+CONTAINER_SHELL_RC = CONTAINER_HOOK_DIR + "/shell_rc.sh"
+#: Runs a statement in its own process group, killed whole when the statement is killed.
+CONTAINER_RUN_GROUP = CONTAINER_HOOK_DIR + "/run_group.sh"
+#: Writable bind mount of the run's ``logs/hook`` folder: raw events stream there.
+CONTAINER_AUDIT_DIR = "/synth/audit"
+CONTAINER_AUDIT_FILE = CONTAINER_AUDIT_DIR + "/events.jsonl"
+CONTAINER_CLAIMS = "/synth/claims.json"
+
+
+class AgentLog:
+    """``logs/agent.log``: the agent's output, secrets masked, written line by line."""
+
+    def __init__(self, path: Path, masker: Masker) -> None:
+        self.masker = masker
+        self._fh: IO[bytes] = path.open("ab")
+        self._pending: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def write(self, stream: str, data: bytes) -> bytes:
+        """Log the complete lines in ``data``; returns them as written (masked)."""
+        with self._lock:
+            buf = self._pending.get(stream, b"") + data
+            head, sep, tail = buf.rpartition(b"\n")
+            self._pending[stream] = tail
+            if not sep:
+                return b""
+            masked = self.masker.mask_bytes(head + sep)
+            self._fh.write(masked)
+            self._fh.flush()
+            return masked
+
+    def note(self, text: str) -> None:
+        self.flush()
+        with self._lock:
+            self._fh.write(self.masker.mask(text).encode("utf-8") + b"\n")
+            self._fh.flush()
+
+    def flush(self) -> bytes:
+        """Log what is left of unfinished lines; returns it as written (masked)."""
+        written = b""
+        with self._lock:
+            for rest in self._pending.values():
+                if rest:
+                    written += self.masker.mask_bytes(rest) + b"\n"
+            self._fh.write(written)
+            self._pending.clear()
+            self._fh.flush()
+        return written
+
+    def close(self) -> None:
+        self.flush()
+        self._fh.close()
+
+
+@dataclass
+class AgentContext:
+    #: The session's one exec path: every command it runs is recorded.
+    container: RecordingContainer
+    #: Exec environment of every agent command: the hook, the CA variables, secrets.
+    env: dict[str, str]
+    log: AgentLog
+    say: Callable[[str], None]
+    cancelled: threading.Event
+    docker_cli: str | None = None
+    #: Wraps an agent command before it is executed (``--trace-exec``: in strace).
+    wrap: Callable[[Sequence[str]], list[str]] | None = None
+
+    def wrapped(self, argv: Sequence[str]) -> list[str]:
+        return self.wrap(argv) if self.wrap is not None else list(argv)
+
+    def run(self, argv: Sequence[str], *, command: str | None = None,
+            group: bool = False, echo: Callable[[bytes], None] | None = None) -> int:
+        """Exec ``argv`` in /workspace, recorded host-side as a ``synth`` command; its output
+        goes to the log and, masked as there, to ``echo`` (the terminal) if given.
+
+        ``group``: in a process group of its own, killed whole if the command is killed."""
+        self.log.note(f"$ {command or shlex.join(argv)}")
+
+        def on_output(stream: str, data: bytes) -> None:
+            written = self.log.write(stream, data)
+            if echo is not None and written:
+                echo(written)
+
+        full = self.wrapped(argv)
+        if group:
+            full = ["sh", CONTAINER_RUN_GROUP, *full]
+        res = self.container.agent_exec(argv, full, command=command, env=self.env,
+                                        workdir=WORKDIR, on_output=on_output,
+                                        timed_out=self.cancelled.is_set)
+        rest = self.log.flush()
+        if echo is not None and rest:
+            echo(rest)
+        return res.exit_code
+
+
+class Agent(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def agent_mounts(self) -> list[Mount]: ...
+
+    def secret_names(self) -> list[str]: ...
+
+    def run(self, ctx: AgentContext) -> int: ...
+
+
+def first_line(text: str, width: int = 100) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    more = "…" if len(line) > width or "\n" in text.strip() else ""
+    return line[:width] + more
+
+
+@dataclass(frozen=True)
+class ReplayAgent:
+    script: Path
+    stop_on_error: bool = False
+    kind: str = field(default="replay", init=False)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "script": str(self.script.resolve()), "argv": None,
+                "stop_on_error": self.stop_on_error}
+
+    def agent_mounts(self) -> list[Mount]:
+        return []
+
+    def secret_names(self) -> list[str]:
+        return []
+
+    def statements(self) -> list[str]:
+        from synth.record.transcript import split_statements
+
+        try:
+            text = self.script.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"Cannot read the replay script {self.script}: {exc}") from exc
+        return split_statements(text)
+
+    def run(self, ctx: AgentContext) -> int:
+        statements = self.statements()
+        exit_code = 0
+        for number, stmt in enumerate(statements, start=1):
+            if ctx.cancelled.is_set():
+                break
+            ctx.say(f"[{number}/{len(statements)}] $ {ctx.log.masker.mask(first_line(stmt))}")
+            exit_code = ctx.run(["bash", "-c", stmt], command=stmt, group=True)
+            if ctx.cancelled.is_set():
+                break
+            if exit_code != 0:
+                ctx.say(f"    exit {exit_code}")
+                if self.stop_on_error:
+                    ctx.say("    stopping (--stop-on-error)")
+                    break
+        return exit_code
+
+
+@dataclass(frozen=True)
+class ExecAgent:
+    argv: Sequence[str]
+    mounts: Sequence[Mount] = ()
+    env_names: Sequence[str] = ()
+    #: Stream the agent's output to the terminal as well as logs/agent.log (not --quiet).
+    echo: bool = True
+    kind: str = field(default="exec", init=False)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "script": None, "argv": list(self.argv),
+            "mounts": [{"source": str(m.source), "target": m.target, "read_only": m.read_only}
+                       for m in self.mounts],
+            "env_names": list(self.env_names),
+        }
+
+    def agent_mounts(self) -> list[Mount]:
+        return list(self.mounts)
+
+    def secret_names(self) -> list[str]:
+        return list(self.env_names)
+
+    def run(self, ctx: AgentContext) -> int:
+        if not self.argv:
+            raise UsageError(
+                "The exec agent needs a command: `synth run TASK --agent exec -- CMD…`."
+            )
+        ctx.say(f"$ {ctx.log.masker.mask(shlex.join(self.argv))}")
+        return ctx.run(list(self.argv), echo=echo_to_terminal if self.echo else None)
+
+
+#: CSI sequences (colours, cursor), OSC sequences (window title…), other control characters.
+_CONTROL = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]"
+                      rb"|\x1b\][^\x07\x1b]*(\x07|\x1b\\\\)?"
+                      rb"|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def terminal_safe(data: bytes) -> str:
+    """An agent's output as plain text: no escape sequences or control characters (its
+    text must not drive our terminal), tabs and newlines kept."""
+    return _CONTROL.sub(b"", data).decode("utf-8", errors="replace")
+
+
+def echo_to_terminal(data: bytes) -> None:
+    sys.stderr.write(terminal_safe(data))
+    sys.stderr.flush()
+
+
+@dataclass(frozen=True)
+class ShellAgent:
+    """An interactive bash in the container (``docker exec -it``), audited by the hook."""
+
+    kind: str = field(default="shell", init=False)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "script": None, "argv": None}
+
+    def agent_mounts(self) -> list[Mount]:
+        return []
+
+    def secret_names(self) -> list[str]:
+        return []
+
+    def run(self, ctx: AgentContext) -> int:
+        cli = ctx.docker_cli or shutil.which("docker")
+        if cli is None:
+            raise RunError("The shell agent needs the docker CLI, and none is on PATH.",
+                           hint="Install docker.io or set SYNTH_DOCKER_CLI.")
+        env = {**ctx.env, "SYNTH_AUDIT_HOOK": CONTAINER_HOOK}
+        env.pop("BASH_ENV", None)  # an interactive shell sources the hook from its rc file
+        argv = [cli, "exec", "-i"] + (["-t"] if sys.stdin.isatty() else [])
+        argv += ["-w", WORKDIR]
+        for name in sorted(env):
+            argv += ["-e", name]  # values come from the CLI's environment, not its argv
+        argv += [ctx.container.id, *ctx.wrapped(["bash", "--rcfile", CONTAINER_SHELL_RC, "-i"])]
+        ctx.say("Interactive shell in the session container; every command is audited. "
+                "Type `exit` when done.")
+        with ctx.container.recording(("bash", "-i"), command="bash -i (interactive shell)",
+                                     cwd=WORKDIR, phase="agent") as rec:
+            proc = subprocess.run(argv, env={**os.environ, **env}, check=False)
+            rec.exit = proc.returncode
+        return proc.returncode
+
+
+def secret_values(names: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Values of ``--agent-env`` names from the host environment; a missing one is an error."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, str] = {}
+    for name in names:
+        if not name.isidentifier():
+            raise UsageError(f"--agent-env {name!r} is not a variable name.")
+        if name not in environ:
+            raise UsageError(f"--agent-env {name}: not set in this environment.",
+                             hint=f"export {name}=… before `synth run`.")
+        values[name] = environ[name]
+    return values
+
+
+def parse_mount(text: str) -> Mount:
+    """``HOST:CONTAINER`` (read-only) as given to ``--agent-mount``."""
+    host, sep, target = text.partition(":")
+    if not sep or not host or not target.startswith("/"):
+        raise UsageError(f"--agent-mount {text!r}: expected HOST:CONTAINER with an absolute "
+                         "container path.")
+    source = Path(host).expanduser().resolve()
+    if not source.exists():
+        raise UsageError(f"--agent-mount {text!r}: {source} does not exist.")
+    return Mount(source, target, read_only=True)
+
+
+def make_agent(
+    kind: str,
+    *,
+    script: Path | None = None,
+    stop_on_error: bool = False,
+    command: Sequence[str] = (),
+    mounts: Sequence[str] = (),
+    env_names: Sequence[str] = (),
+    quiet: bool = False,
+) -> Agent:
+    """The agent the command line asks for, with its options checked."""
+    if kind != "exec" and (command or mounts or env_names):
+        raise UsageError("--agent-mount, --agent-env and a trailing command belong to "
+                         "`--agent exec`.")
+    if kind == "replay":
+        if script is None:
+            raise UsageError("`--agent replay` needs --script FILE.")
+        if not script.is_file():
+            raise UsageError(f"Replay script {script} does not exist.")
+        return ReplayAgent(script.resolve(), stop_on_error=stop_on_error)
+    if script is not None or stop_on_error:
+        raise UsageError("--script and --stop-on-error belong to `--agent replay`.")
+    if kind == "exec":
+        if not command:
+            raise UsageError("`--agent exec` needs the command after `--`: "
+                             "synth run TASK --agent exec -- CMD ARGS…")
+        return ExecAgent(list(command), [parse_mount(m) for m in mounts], list(env_names),
+                         echo=not quiet)
+    if kind == "shell":
+        return ShellAgent()
+    raise UsageError(f"Unknown agent {kind!r}: use replay, exec or shell.")

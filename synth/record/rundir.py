@@ -1,0 +1,229 @@
+"""Run directories: ``<artifacts>/runs/<task>/<run-id>/`` — naming, finding, listing."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shlex
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from synth.config import Settings
+from synth.errors import InputFileError, NotFoundError
+from synth.formats.model import RUN_FORMAT
+from synth.formats.store import RunDir
+
+__all__ = ["RUN_FORMAT", "describe_run", "find_run", "list_runs", "read_run", "summarize"]
+T = TypeVar("T")
+RUN_ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def iso(ts: float | None = None) -> str:
+    dt = datetime.fromtimestamp(ts, UTC) if ts is not None else datetime.now(UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def list_runs(settings: Settings, task: str | None = None) -> list[Path]:
+    """Every run directory (holding a run.json), oldest first (run ids sort by time)."""
+    root = settings.runs_dir
+    if not root.is_dir():
+        return []
+    pattern = f"{task}/*/run.json" if task else "*/*/run.json"
+    dirs = [p.parent for p in root.glob(pattern) if RUN_ID_RE.match(p.parent.name)]
+    return sorted(dirs, key=lambda d: (d.name, d.parent.name))
+
+
+def find_run(settings: Settings, ref: str | Path | None = None) -> Path:
+    """A run directory named by path, run id (or a unique prefix), ``<task>/<run-id>``,
+    or ``latest`` / None for the most recent run."""
+    if ref is None or str(ref) == "latest":
+        runs = list_runs(settings)
+        if not runs:
+            raise NotFoundError(
+                f"No runs under {settings.runs_dir}.",
+                hint="Make one with `synth run TASK --agent …`, or point --artifacts at "
+                "the folder holding runs/.",
+            )
+        return runs[-1]
+    text = str(ref)
+    path = Path(text)
+    if os.path.lexists(path / "run.json"):
+        return path.resolve()
+    if path.name == "run.json" and path.is_file():
+        return path.parent.resolve()
+    if "/" in text.strip("/"):
+        cand = settings.runs_dir / text.strip("/")
+        if os.path.lexists(cand / "run.json"):
+            return cand
+    matches = [d for d in list_runs(settings) if d.name == text]
+    if not matches:
+        matches = [d for d in list_runs(settings) if d.name.startswith(text)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        names = ", ".join(f"{d.parent.name}/{d.name}" for d in matches[:5])
+        raise NotFoundError(f"Run {text} is ambiguous: {names}.",
+                            hint="Name it as <task>/<run-id>.")
+    raise NotFoundError(
+        f"No run {text} under {settings.runs_dir}.",
+        hint="`synth runs list` shows the runs there.",
+    )
+
+
+def read_run(run_dir: Path) -> dict[str, Any]:
+    """``run.json`` as a validated document (:meth:`synth.formats.store.RunDir.run_record`)."""
+    return dict(RunDir(run_dir).run_record().raw)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def effective_status(data: dict[str, Any], run_dir: Path) -> str:
+    """The run's status as it truly is: a run still marked ``running`` whose synth died
+    (its lease lapsed, or its process is gone from this host) is ``abandoned``."""
+    status = str(data.get("status"))
+    if status != "running":
+        return status
+    from synth.record.lease import lapsed
+
+    owner = data.get("owner") or {}
+    pid = owner.get("pid")
+    if lapsed(run_dir / "logs" / "lease"):
+        return "abandoned"
+    if owner.get("host") == socket.gethostname() and isinstance(pid, int) \
+            and not _pid_alive(pid):
+        return "abandoned"
+    return status
+
+
+def trust_problems(data: dict[str, Any], run_dir: Path) -> list[str]:
+    """Why an export of this run would not be trustworthy; empty when it is."""
+    problems: list[str] = []
+    status = effective_status(data, run_dir)
+    if status != "succeeded":
+        error = data.get("error")
+        problems.append(f"the run ended `{status}`" + (f": {error}" if error else ""))
+    audit = data.get("audit") or {}
+    if audit.get("verified") is False:
+        findings = [str(f) for f in audit.get("findings") or []]
+        problems.append("its audit log is unverified: " + "; ".join(findings))
+    return problems
+
+
+def summarize(run_dir: Path) -> dict[str, Any]:
+    """One line's worth of a run, for ``synth runs list``; a run whose run.json cannot be
+    read has ``status`` ``unreadable`` and the ``error``."""
+    try:
+        rec = RunDir(run_dir).run_record()
+    except InputFileError as exc:
+        return {"run_dir": str(run_dir), "run_id": run_dir.name, "task": run_dir.parent.name,
+                "status": "unreadable", "error": exc.message}
+    return {
+        "run_dir": str(run_dir), "run_id": rec.run_id, "task": rec.task_name,
+        "agent": rec.agent_kind, "status": effective_status(dict(rec.raw), run_dir),
+        "audit_verified": (rec.raw.get("audit") or {}).get("verified"),
+        "started": rec.started,
+        "ended": rec.ended, "violations": rec.violations, "claims": rec.claims_status,
+    }
+
+
+def _part(load: Callable[[], T], unreadable: list[str]) -> T | None:
+    """One file of a run for ``runs show``: a bad one is listed, not fatal."""
+    try:
+        return load()
+    except InputFileError as exc:
+        unreadable.append(exc.message)
+        return None
+
+
+def describe_run(run_dir: Path) -> dict[str, Any]:
+    """``run.json`` plus a summary of the state files and the audit log."""
+    store = RunDir(run_dir)
+    run = dict(store.run_record().raw)
+    unreadable: list[str] = []
+    apt = _part(store.apt_state, unreadable)
+    py = _part(store.python_state, unreadable)
+    env = _part(store.env_state, unreadable)
+    audit = _part(store.audit, unreadable)
+    hooks = [r for r in (audit.commands() if audit else ()) if r.source == "bash-hook"]
+    prim = py.primary_interpreter() if py else None
+    run["status"] = effective_status(run, run_dir)
+    return {
+        "run_dir": str(run_dir),
+        "run": run,
+        "summary": {
+            "commands": len(hooks),
+            "failed_commands": sum(r.exit not in (0, None) for r in hooks),
+            "apt_added": dict(apt.added) if apt else {},
+            "apt_manual": list(apt.manual) if apt else [],
+            "python_primary": py.primary if py else None,
+            "python_distributions": {d.name: d.version for d in (prim.distributions
+                                                                 if prim else ())},
+            "interpreters": [i.path for i in py.interpreters] if py else [],
+            "persisted_env": sorted(env.persisted) if env else [],
+            "unreadable": unreadable,
+        },
+    }
+
+
+def _agent_line(agent: Any) -> str:
+    """``replay script /x/good.sh`` / ``exec argv my-agent --task …`` (the recorded fields)."""
+    if not isinstance(agent, dict):
+        return "-"
+    parts = [str(agent.get("kind") or "-")]
+    for key, value in sorted(agent.items()):
+        if key == "kind" or value in (None, [], {}, ""):
+            continue
+        shown = shlex.join(map(str, value)) if isinstance(value, list) else str(value)
+        parts.append(f"{key} {shown}")
+    return "  ".join(parts)
+
+
+def format_run(info: dict[str, Any]) -> str:
+    run, s = info["run"], info["summary"]
+    lines = [
+        f"run        {run.get('task', {}).get('name')}/{run.get('run_id')}  ({info['run_dir']})",
+        f"status     {run.get('status')}  (agent exit {run.get('agent_exit_code')})",
+        f"agent      {_agent_line(run.get('agent'))}",
+        f"time       {run.get('started')} -> {run.get('ended')}",
+        f"live image {(run.get('live_image') or {}).get('ref')}",
+        f"claims     {(run.get('claims') or {}).get('status')}",
+        f"commands   {s['commands']} audited, {s['failed_commands']} failed",
+        f"apt        {len(s['apt_added'])} added; asked for: {' '.join(s['apt_manual']) or '-'}",
+        f"python     primary {s['python_primary']} "
+        f"({len(s['python_distributions'])} distributions); "
+        f"interpreters: {' '.join(s['interpreters']) or '-'}",
+        f"env        {' '.join(s['persisted_env']) or '-'}",
+    ]
+    if run.get("error"):
+        lines.append(f"error      {run['error']}")
+    for v in run.get("violations") or []:
+        lines.append(f"VIOLATION  {v.get('detail')}")
+    for e in run.get("capture_errors") or []:
+        lines.append(f"capture    {e}")
+    audit = run.get("audit") or {}
+    if audit.get("verified") is False:
+        lines.append("audit      UNVERIFIED")
+        lines += [f"  finding  {f}" for f in audit.get("findings") or []]
+    for path in run.get("secret_findings") or []:
+        lines.append(f"SECRET     a secret value is in {path} of the live image "
+                     "(labelled not shareable)")
+    for e in s.get("unreadable") or []:
+        lines.append(f"unreadable {e}")
+    return "\n".join(lines)

@@ -1,0 +1,218 @@
+"""What `synth runs list` and `synth runs show` print: enough to tell runs apart.
+
+The display side only: runs are read with synth.record.rundir's loader; a run that does not
+load is skipped with a warning, never a crash. Each run gains its agent's label, its claims
+status after C5 (when `synth verify` checked them), the latest verify verdict per level and
+the size of its images where the engine answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synth.config import Settings
+from synth.errors import InputFileError, SynthError
+from synth.formats.model import VerifyDocument
+from synth.formats.store import VERIFY_DOCUMENT, read_verify
+from synth.record.rundir import effective_status, read_run
+
+#: A size lookup: image ref -> bytes, or None where the engine does not know it.
+SizeOf = Callable[[str], int | None]
+_SHORT = {"pass": "pass", "fail": "FAIL", "skipped": "skip", "not_applicable": "n/a",
+          "not_reached": "not-reached"}
+
+
+def agent_label(agent: Mapping[str, Any] | None) -> str:
+    """`replay:good.sh`, `exec:my-agent`, `shell`, or the preset a run names."""
+    if not agent:
+        return "-"
+    kind = str(agent.get("kind") or "?")
+    if agent.get("preset"):
+        return f"{kind}:{agent['preset']}"
+    if agent.get("script"):
+        return f"{kind}:{Path(str(agent['script'])).name}"
+    argv = agent.get("argv") or []
+    if argv:
+        return f"{kind}:{Path(str(argv[0])).name}"
+    return kind
+
+
+def latest_verify(run_dir: Path) -> VerifyDocument | None:
+    """The run's verify.json (`synth verify RUN` writes it to <run>/verify/), if there is
+    one the store reads (a refused one is not shown: `synth diff` says why)."""
+    path = run_dir / "verify" / VERIFY_DOCUMENT.rel
+    try:
+        return read_verify(path)
+    except InputFileError:
+        return None
+
+
+def verify_levels(doc: VerifyDocument) -> tuple[str, dict[str, str]]:
+    """(report name, level -> status) of the report that decided the verdict."""
+    report = doc.reports.get(doc.decides)
+    return doc.decides, {r.level: r.status for r in report.levels} if report else {}
+
+
+def claims_status(run: Mapping[str, Any], verify_doc: VerifyDocument | None) -> str:
+    """`valid`/`absent`… as recorded, or `3 false` once C5 found false claims."""
+    recorded = str((run.get("claims") or {}).get("status") or "-")
+    if verify_doc is None:
+        return recorded
+    report = verify_doc.reports.get(verify_doc.decides)
+    c5 = report.get("C5") if report is not None else None
+    metrics = c5.metrics if c5 is not None else {}
+    if "hallucinations" not in metrics:
+        return recorded
+    false = int(metrics["hallucinations"])
+    if false:
+        return f"{false} false"
+    return f"{recorded}, 0 false" if recorded == "valid" else recorded
+
+
+def view(run_dir: Path, size_of: SizeOf | None = None) -> dict[str, Any]:
+    """One run for display; raises SynthError or ValueError if run.json does not load."""
+    run = read_run(run_dir)
+    doc = latest_verify(run_dir)
+    row: dict[str, Any] = {
+        "run_dir": str(run_dir),
+        "run_id": run.get("run_id", run_dir.name),
+        "task": (run.get("task") or {}).get("name", run_dir.parent.name),
+        "agent": agent_label(run.get("agent")),
+        "status": effective_status(run, run_dir),
+        "audit_verified": (run.get("audit") or {}).get("verified"),
+        "started": run.get("started"),
+        "violations": len(run.get("violations") or []),
+        "claims": claims_status(run, doc),
+        "verify": None,
+        "images": {},
+    }
+    if doc is not None:
+        key, levels = verify_levels(doc)
+        row["verify"] = {"report": key, "passed": doc.passed, "levels": levels}
+    refs = {"live": (run.get("live_image") or {}).get("ref"),
+            "rebuilt": doc.build.image if doc is not None and doc.build else None}
+    if size_of is not None:
+        for name, ref in refs.items():
+            if ref and (size := size_of(str(ref))) is not None:
+                row["images"][name] = {"ref": ref, "size": size}
+    return row
+
+
+def views(run_dirs: list[Path], size_of: SizeOf | None,
+          warn: Callable[[str], None]) -> list[dict[str, Any]]:
+    rows = []
+    for d in run_dirs:
+        try:
+            rows.append(view(d, size_of))
+        except (SynthError, ValueError, TypeError, AttributeError) as exc:
+            warn(f"skipped {d}: {exc}")
+    return rows
+
+
+@dataclass(frozen=True)
+class RunList:
+    """``synth runs list``'s outcome: one row per run that loads, a message per skipped one."""
+
+    rows: list[dict[str, Any]]
+    skipped: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runs": self.rows, "skipped": self.skipped}
+
+
+def list_runs_view(settings: Settings, task: str | None,
+                   warn: Callable[[str], None]) -> RunList:
+    """Every recorded run (of ``task``), oldest first; ``warn`` hears of each skipped one."""
+    from synth.record.rundir import list_runs
+
+    dirs = list_runs(settings, task)
+    skipped: list[str] = []
+
+    def skip(message: str) -> None:
+        skipped.append(message)
+        warn(message)
+
+    return RunList(views(dirs, engine_sizes() if dirs else None, skip), skipped)
+
+
+@dataclass(frozen=True)
+class RunShow:
+    """``synth runs show``'s outcome: the run as rundir describes it, and its view."""
+
+    info: dict[str, Any]
+    row: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.info, "view": self.row}
+
+
+def show_run_view(settings: Settings, run_ref: str | None) -> RunShow:
+    """The run ``run_ref`` names (default the latest)."""
+    from synth.record.rundir import describe_run, find_run
+
+    run_dir = find_run(settings, run_ref)
+    return RunShow(describe_run(run_dir), view(run_dir, engine_sizes()))
+
+
+def engine_sizes() -> SizeOf | None:
+    """Image sizes from the engine, or None when no engine answers (sizes are then left out)."""
+    try:
+        from synth.engine.docker import DockerEngine
+
+        engine = DockerEngine.connect(timeout=5)
+    except SynthError:
+        return None
+
+    def size_of(ref: str) -> int | None:
+        try:
+            return int(engine.image_inspect(ref).get("Size") or 0) or None
+        except SynthError:
+            return None
+
+    return size_of
+
+
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f}{unit}" if unit == "B" else f"{size:.1f}{unit}"
+        size /= 1000
+    return f"{size:.1f}GB"  # pragma: no cover - the loop returns
+
+
+def verdict_text(row: Mapping[str, Any]) -> str:
+    """The latest verdict, then its levels: ``PASSED C0=pass …`` or ``FAILED C0=pass …``
+    (failed where every level passed means fidelity failed: the rebuilt image differs from
+    the live one)."""
+    v = row.get("verify")
+    if not v:
+        return "-"
+    levels = " ".join(f"{lv}={_SHORT.get(st, st)}" for lv, st in sorted(v["levels"].items()))
+    return f"{'PASSED' if v.get('passed') else 'FAILED'} {levels}"
+
+
+def verify_text(row: Mapping[str, Any]) -> str:
+    v = row.get("verify")
+    return f"verify[{v['report']}] {verdict_text(row)}" if v else "verify=-"
+
+
+def list_line(row: Mapping[str, Any]) -> str:
+    sizes = " ".join(f"{k}={human_size(i['size'])}" for k, i in sorted(row["images"].items()))
+    return (f"{row['task']}/{row['run_id']}  {row['status'] or '-':<11} {row['agent']:<18} "
+            f"violations={row['violations']} claims={row['claims']}  {verify_text(row)}"
+            + ("  audit=UNVERIFIED" if row.get("audit_verified") is False else "")
+            + (f"  {sizes}" if sizes else ""))
+
+
+def show_lines(row: Mapping[str, Any]) -> list[str]:
+    """What `runs show` adds to rundir.format_run: label, checked claims, verdicts, sizes."""
+    lines = [f"agent-as   {row['agent']}", f"claims-now {row['claims']}",
+             f"verify     {verdict_text(row)}"
+             + (f"  ({row['verify']['report']})" if row.get("verify") else "")]
+    lines += [f"image      {name} {i['ref']} {human_size(i['size'])}"
+              for name, i in sorted(row["images"].items())]
+    return lines

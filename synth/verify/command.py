@@ -1,0 +1,620 @@
+"""``synth verify``: rebuild an artifact from scratch and prove it with the pyramid.
+
+TARGET is a run (directory, id, ``latest``) or an artifact directory (holding
+``manifest.json``); for ``--runtime host`` it may also be a task. What gets verified:
+
+* an artifact, ``--rebuild``: the image rebuilt from it;
+* a run: its live image (committed at the end of the session); with ``--rebuild`` the run is
+  exported (or its identical earlier export reused), the artifact rebuilt, and both images
+  verified side by side, with the fidelity (does the rebuilt image reach the live image's
+  level) and the fingerprint comparison;
+* ``--runtime host --python PATH``: that interpreter on this machine (GPU hosts without
+  Docker), the repo from ``--repo DIR`` or the task's repo path.
+
+The exit code is 0 only if the image that decides (the rebuilt one where there is one, else
+the single target) has no failed or unreached level up to ``--require``; skipped and
+not-applicable levels do not fail it. See docs/verify.md.
+
+This module orchestrates and returns a typed :class:`~synth.verify.outcome.VerifyOutcome`;
+:mod:`synth.ui.verify_view` presents it, :mod:`synth.verify.rebuild` holds the artifact side.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from synth.config import Settings
+from synth.errors import (
+    GpuRuntimeUnavailableError,
+    InputFileError,
+    NotFoundError,
+    SynthError,
+    UsageError,
+    VerifyError,
+)
+from synth.formats import model
+from synth.formats.store import ENV_STATE, VERIFY_DOCUMENT, ArtifactDir, RunDir, is_file
+from synth.formats.task import Task, load_task
+from synth.pyramid.claims import BadClaims
+from synth.pyramid.claims import Claims as PyramidClaims
+from synth.pyramid.result import LEVELS, Level, Report, fidelity, parse_level
+from synth.pyramid.runner import PyramidSpec, run_pyramid
+from synth.pyramid.runtime import (
+    C0Scope,
+    Command,
+    DdpCommand,
+    PyramidTask,
+    Runtime,
+    RuntimeFailure,
+)
+from synth.ui.verify_view import print_table, render_markdown, verification_record
+from synth.util import atomic
+from synth.verify.outcome import (
+    ArtifactCheck,
+    BuildInfo,
+    ExportUse,
+    FidelityVerdict,
+    FingerprintOutcome,
+    ReportKey,
+    RuntimeKind,
+    TargetInfo,
+    VerifyOptions,
+    VerifyOutcome,
+)
+from synth.verify.rebuild import (
+    VERIFICATION_FILE,
+    artifact_for_run,
+    check_offline,
+    checked_artifact,
+    rebuild,
+    rebuilt_tag,
+)
+
+if TYPE_CHECKING:
+    from synth.engine.docker import DockerEngine
+    from synth.formats.model import Manifest, RunRecord
+
+Say = Callable[[str], None]
+
+#: Re-exported for callers of the command (cli.py's ``demo`` and ``verify``).
+__all__ = ["Say", "VerifyOptions", "VerifyOutcome", "check_choices", "parse_levels",
+           "parse_require", "parse_scoring", "print_table", "resolve_target", "verify"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """What TARGET named, resolved: a run, an artifact, or (host runtime) a task."""
+
+    kind: Literal["run", "artifact", "task"]
+    path: Path
+    task: Task | None
+    #: The agent's claims (None: it wrote none; :class:`BadClaims`: why they cannot be used).
+    claims: model.Claims | BadClaims | None
+    run: RunRecord | None = None
+    manifest: Manifest | None = None
+
+    @property
+    def pyramid_claims(self) -> PyramidClaims:
+        """The claims as C5 takes them: the document as the agent wrote it."""
+        return self.claims.to_json() if isinstance(self.claims, model.Claims) else self.claims
+
+    @property
+    def claims_file(self) -> Path | None:
+        """The agent's claims file (a run's or an artifact's), for REB's report path."""
+        path = self.path / "claims.json"
+        return path if self.kind != "task" and is_file(path) else None
+
+    @property
+    def name(self) -> str:
+        if self.task is not None:
+            return self.task.name
+        if self.manifest is not None:
+            return self.manifest.task
+        return self.path.name
+
+    @property
+    def info(self) -> TargetInfo:
+        return TargetInfo(self.kind, self.path, self.name)
+
+
+# ------------------------------------------------------------------------ resolving
+def load_task_copy(path: Path) -> Task:
+    """A task from a ``task.toml`` whose repo folder may not sit beside it (an artifact's copy)."""
+    return load_task(path, require_repo=False)
+
+
+def pyramid_task(task: Task) -> PyramidTask:
+    """The parts of a synth task the pyramid reads (synth/pyramid/ defines them; it imports
+    no other synth)."""
+    probes, c0 = task.probes, task.verify.c0
+    return PyramidTask(
+        name=task.name, workdir=probes.workdir,
+        cpu=Command(probes.cpu.command, probes.cpu.timeout) if probes.cpu else None,
+        gpu=Command(probes.gpu.command, probes.gpu.timeout) if probes.gpu else None,
+        ddp=(DdpCommand(probes.ddp.command, probes.ddp.timeout, probes.ddp.gpus)
+             if probes.ddp else None),
+        native_modules=tuple(probes.native_modules),
+        not_applicable=dict(task.not_applicable),
+        c0=C0Scope(include=tuple(c0.include) if c0.include is not None else None,
+                   exclude=tuple(c0.exclude) if c0.exclude is not None else None,
+                   max_missing_ratio=c0.max_missing_ratio),
+    )
+
+
+def _claims(folder: RunDir | ArtifactDir) -> model.Claims | BadClaims | None:
+    """The folder's claims, None when there are none, or why they are bad."""
+    try:
+        return folder.claims()
+    except InputFileError as exc:
+        return BadClaims(exc.message)
+
+
+def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) -> Target:
+    path = Path(ref) if ref else None
+    if path is not None and os.path.lexists(path / "manifest.json"):
+        path = path.resolve()
+        artifact = ArtifactDir(path)
+        task = load_task_copy(path / "task.toml") if (path / "task.toml").is_file() else None
+        return Target("artifact", path, task, _claims(artifact), manifest=artifact.manifest())
+    if runtime == "host" and path is not None and (
+        (path / "task.toml").is_file() or path.name == "task.toml"
+    ):
+        task = load_task(path)
+        return Target("task", task.task_dir, task, None)
+    from synth.record.rundir import find_run
+
+    try:
+        run_dir = find_run(settings, ref)
+    except NotFoundError:
+        if runtime == "host" and ref:
+            # A task by name, looked up as `synth run TASK` does (under ./tasks).
+            try:
+                task = load_task(ref, Path("tasks"))
+                return Target("task", task.task_dir, task, None)
+            except NotFoundError:
+                pass
+        raise
+    run_files = RunDir(run_dir)
+    run = run_files.run_record()
+    task_file = run.task_file
+    task = load_task_copy(Path(task_file)) if task_file and is_file(task_file) else None
+    return Target("run", run_dir, task, _claims(run_files), run=run)
+
+
+def _host_repo(target: Target) -> Path | None:
+    """A host copy of the repository for C0's scan: the artifact's ``source/`` (what the image
+    holds), else the task's repo path; None: copied out of the container."""
+    if target.kind == "artifact" and (target.path / "source").is_dir():
+        return target.path / "source"
+    repo = target.task.repo_path if target.task is not None else None
+    return repo if repo is not None and repo.is_dir() else None
+
+
+def default_out_dir(target: Target, settings: Settings, runtime: RuntimeKind) -> Path:
+    if runtime == "host":
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        return settings.artifacts_dir / "verify" / f"{target.name}-host-{stamp}"
+    if target.kind == "run":
+        return target.path / "verify"
+    if target.path.name == "export":
+        return target.path.parent / "verify"
+    return target.path.with_name(target.path.name + "-verify")
+
+
+def _run_python(run_dir: Path) -> str:
+    primary = RunDir(run_dir).python_state().primary
+    if not primary:
+        raise VerifyError(f"{run_dir}/state/python.json names no primary interpreter.",
+                          hint="Was the run's final state captured? `synth runs show RUN`.")
+    return str(primary)
+
+
+def _manifest_python(manifest: Manifest, artifact_dir: Path) -> str:
+    if not manifest.python:
+        raise VerifyError(f"{artifact_dir}/manifest.json names no `python` interpreter.")
+    return manifest.python
+
+
+def _source_dest(manifest: Manifest) -> str:
+    """Where the artifact puts the source tree (the fingerprint compares it there)."""
+    source = manifest.raw.get("source")
+    return str((source.get("dest") if isinstance(source, Mapping) else None) or "/workspace")
+
+
+# ------------------------------------------------------------------------ pyramid
+def _pyramid(runtime: Runtime, spec: PyramidSpec, say: Say) -> Report:
+    """run_pyramid, a runtime that cannot host the probes turned into a VerifyError."""
+    try:
+        return run_pyramid(runtime, spec, say)
+    except RuntimeFailure as exc:
+        raise VerifyError(str(exc)) from exc
+
+
+@dataclass(frozen=True)
+class ProbeContext:
+    """What a task's probe container needs besides the image: for a task imported from REB,
+    the assets step, the agent's report at REB's path and REB's ``skipped`` stages
+    (:mod:`synth.plugins.reb.assets`, :mod:`synth.plugins.reb.probes`); nothing for synth's
+    own tasks."""
+
+    task_dir: Path | None = None
+    claims: Path | None = None
+    workdir: str = "/workspace"
+    assets_cache: Path | None = None
+    assets_offline: bool = False
+
+
+def probe_context(opts: VerifyOptions, target: Target) -> ProbeContext:
+    task = target.task
+    return ProbeContext(task.task_dir if task else None, target.claims_file,
+                        task.probes.workdir if task else "/workspace",
+                        opts.assets_cache, opts.assets_offline)
+
+
+def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
+                  ctx: ProbeContext = ProbeContext(),
+                  env: Mapping[str, str] | None = None) -> Report:
+    from synth.engine.base import ContainerSpec
+    from synth.plugins.reb.assets import assets_for
+    from synth.plugins.reb.probes import clear_stage_results, is_reb, probe_mounts, read_stage_skips
+
+    reb = is_reb(ctx.task_dir)
+    labels = {"synth.kind": "verify"}
+    mounts = probe_mounts(ctx.task_dir, ctx.claims)
+    with assets_for(engine, image, ctx.task_dir, workdir=ctx.workdir, cache_dir=ctx.assets_cache,
+                    offline=ctx.assets_offline, claims=ctx.claims, say=say) as install:
+        def pyramid(gpus: bool) -> Report:
+            with engine.container(ContainerSpec(image=image, network=False, gpus=gpus,
+                                                mounts=mounts, labels=labels,
+                                                env=dict(env or {}))) as c:
+                if reb:
+                    clear_stage_results(c, ctx.workdir)
+                if install:
+                    install(c)
+                report = _pyramid(c, replace(spec, gpu_access="probe" if gpus else "none"),
+                                  say)
+                return read_stage_skips(c, report, ctx.workdir) if reb else report
+
+        try:
+            return pyramid(engine.has_gpu_runtime())
+        except GpuRuntimeUnavailableError:
+            return pyramid(False)
+
+
+def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say: Say) -> Report:
+    from synth.engine.host import HostRuntime
+
+    assert opts.python is not None
+    rt = HostRuntime(opts.python)
+    repo = opts.repo or (task.repo_path if task else None)
+    if repo is None or not repo.is_dir():
+        raise UsageError("The host runtime needs the repository: pass --repo DIR.",
+                         hint="Or name a task whose repo.path exists on this machine.")
+    repo = repo.resolve()
+    say(f"Verifying {rt.python} on this host (repo {repo})")
+    spec = replace(base, python=str(rt.python), repo_dir=repo, workdir=str(repo),
+                   gpu_access="probe", target={"kind": "host", "host_python": str(rt.python)})
+    return _pyramid(rt, spec, say)
+
+
+# ------------------------------------------------------------------------ fidelity
+def compare_images(engine: DockerEngine, live: str, rebuilt: str, python_live: str,
+                   python_rebuilt: str, workdir: str,
+                   live_env: Mapping[str, str] | None = None) -> FingerprintOutcome:
+    """The live and rebuilt images' fingerprints, compared; each distribution whose files
+    differ at the same version has the differing files named. ``live_env``: the live
+    image's persisted variables (:class:`LiveImage`)."""
+    from synth.compare.fingerprint import (
+        compare_fingerprints,
+        differences,
+        fingerprint_image,
+        name_content_files,
+    )
+
+    try:
+        a, b = name_content_files(
+            engine, fingerprint_image(engine, live, python_live, workdir, env=live_env),
+            fingerprint_image(engine, rebuilt, python_rebuilt, workdir))
+    except SynthError as exc:
+        return FingerprintOutcome("error", exc.message)
+    cmp = compare_fingerprints(a, b)
+    diffs = differences(cmp, b.environment)
+    return FingerprintOutcome(
+        "compared", comparison={**cmp.to_json(), "differences": [d.to_json() for d in diffs]},
+        unexplained=tuple(d.line for d in diffs if d.explained is None),
+        explained=tuple(d.line for d in diffs if d.explained is not None),
+        summary=tuple(cmp.summary()))
+
+
+def judge_fidelity(rebuilt: Report, live: Report,
+                   fp: FingerprintOutcome | None) -> FidelityVerdict:
+    """The rebuilt image reaches the live one only with no level gap and a fingerprint that
+    agrees with the live one up to explained differences."""
+    levels = fidelity(rebuilt, live)
+    gaps = tuple(levels["gaps"])
+    if fp is None:
+        failures = [f"gap {g['level']}" for g in gaps] + ["the fingerprints were not compared"]
+        status = "not compared"
+    else:
+        failures = [f"gap {g['level']}" for g in gaps]
+        if fp.status != "compared":
+            failures.append(f"fingerprint {fp.status}: {fp.reason}")
+        else:
+            failures += [f"differs: {line}" for line in fp.unexplained]
+        status = fp.status
+    return FidelityVerdict(levels["live_highest"], levels["rebuilt_highest"], gaps, status,
+                           tuple(failures))
+
+
+# ------------------------------------------------------------------------ docker
+@dataclass(frozen=True)
+class LiveImage:
+    """The run's live image (committed at the end of the session) and its interpreter."""
+
+    ref: str
+    python: str
+    #: The variables the agent persisted in start-up files (``state/env.json``) that the
+    #: artifact's ``ENV`` carries: its probes run with them, as the agent's shells had them
+    #: (a ``docker exec`` reads no ``~/.bashrc``).
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def persisted_env(run_dir: Path, image_env: Sequence[str]) -> dict[str, str]:
+    """The run's carried persisted variables (synth.distill.final_env), each ``$VAR``
+    expanded against the image's own environment as the Dockerfile's one ``ENV`` does (an
+    unset one is empty)."""
+    from synth.distill.final_env import carried_variables
+
+    if not RunDir(run_dir).has(ENV_STATE):
+        return {}
+    config = {name: value for name, _, value in (e.partition("=") for e in image_env)}
+    carried, _ = carried_variables(RunDir(run_dir).env_state().persisted)
+    return {k: _VARIABLE.sub(lambda m: config.get(m.group(1) or m.group(2), ""), v)
+            for k, v in carried.items()}
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    """What the rebuild of an artifact produced."""
+
+    export: ExportUse | None
+    check: ArtifactCheck
+    build: BuildInfo
+    manifest: Manifest
+    python: str
+    report: Report
+
+
+def _live_image(opts: VerifyOptions, settings: Settings, target: Target,
+                engine: DockerEngine) -> LiveImage | None:
+    """The live image to verify (or compare with): a run's own, or, for an artifact with
+    --live, the run it was exported from. None where there is none and none is needed."""
+    needed = opts.live or not opts.rebuild
+    run_dir: Path | None = target.path if target.kind == "run" else None
+    run = target.run
+    if target.kind == "artifact" and opts.live:
+        run_dir = _artifact_run(target, settings)
+        run = RunDir(run_dir).run_record()
+    if run_dir is None or run is None:
+        return None
+    ref = run.live_image
+    if not ref:
+        if needed:
+            raise VerifyError(f"Run {run_dir} has no live image (run.json live_image).",
+                              hint="Verify its artifact instead: --rebuild.")
+        return None
+    if not engine.image_exists(ref):
+        if needed:
+            raise NotFoundError(f"The live image {ref} is not on this engine.")
+        return None
+    config = engine.image_inspect(ref).get("Config") or {}
+    return LiveImage(ref, _run_python(run_dir),
+                     persisted_env(run_dir, [str(e) for e in config.get("Env") or ()]))
+
+
+def _artifact_run(target: Target, settings: Settings) -> Path:
+    """The run an artifact was exported from (its manifest's task and run_id)."""
+    from synth.record.rundir import find_run
+
+    task = target.manifest.task if target.manifest else None
+    run_id = target.manifest.run_id if target.manifest else None
+    if not task or not run_id:
+        raise VerifyError(f"{target.path}/manifest.json names no run; --live has no image "
+                          "to compare with.")
+    try:
+        return find_run(settings, f"{task}/{run_id}")
+    except NotFoundError as exc:
+        raise NotFoundError(
+            f"The run {task}/{run_id} this artifact was exported from is not under "
+            f"{settings.runs_dir}, so --live has no image to compare with.",
+            hint="Point --artifacts at the folder holding its runs/, or drop --live.",
+        ) from exc
+
+
+def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
+                        base: PyramidSpec, out_dir: Path, engine: DockerEngine,
+                        say: Say) -> Rebuilt:
+    """Export the run (or reuse its identical export) or take the artifact; check it against
+    its manifest, rebuild it from scratch, and run the pyramid on the new image."""
+    export = (artifact_for_run(target.path, settings, say, bundle=opts.offline)
+              if target.kind == "run" else None)
+    artifact_dir = export.artifact_dir if export else target.path
+    manifest = ArtifactDir(artifact_dir).manifest()
+    if opts.offline:
+        check_offline(artifact_dir, manifest.raw)
+    python = _manifest_python(manifest, artifact_dir)
+    check = checked_artifact(artifact_dir, opts.allow_modified, say)
+    if isinstance(manifest.raw.get("base"), Mapping):
+        from synth.engine.base_images import check_base
+
+        say("Base image: " + check_base(engine, manifest.raw["base"],
+                                        allow_mismatch=opts.allow_base_mismatch, say=say))
+    tag = rebuilt_tag(target.name, check.files, ArtifactDir(artifact_dir).manifest_bytes())
+    build = rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress, opts.offline)
+    say(f"Verifying the rebuilt image {tag}")
+    report = _verify_image(engine, tag, replace(base, python=python,
+                                                target={"kind": "rebuilt", "image": tag}), say,
+                           probe_context(opts, target))
+    return Rebuilt(export, check, build, manifest, python, report)
+
+
+def _check_docker_target(opts: VerifyOptions, target: Target) -> None:
+    if target.kind == "artifact" and not opts.rebuild:
+        raise UsageError(f"{target.path} is an artifact: verify it with --rebuild.",
+                         hint="`synth verify ARTIFACT_DIR --rebuild` builds it from scratch "
+                         "and runs the pyramid on the new image.")
+    if target.kind == "task":
+        raise UsageError("A task is verified through a run or an artifact (or --runtime host).")
+
+
+def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target,
+                   base: PyramidSpec, out_dir: Path, say: Say) -> VerifyOutcome:
+    from synth.engine.docker import DockerEngine
+
+    _check_docker_target(opts, target)
+    engine = DockerEngine.connect()
+    live = _live_image(opts, settings, target, engine)
+    rebuilt = (_rebuild_and_verify(opts, settings, target, base, out_dir, engine, say)
+               if opts.rebuild else None)
+    fp: FingerprintOutcome | None = None
+    if rebuilt is not None and live is not None and opts.fingerprint:
+        say("Comparing environment fingerprints (live vs rebuilt)")
+        # The source tree lives where the artifact puts it, whatever folder the task's
+        # probes run in (a task may run them from /tmp, away from an unbuilt checkout).
+        fp = compare_images(engine, live.ref, rebuilt.build.image, live.python,
+                            rebuilt.python, _source_dest(rebuilt.manifest), live.env)
+    reports: dict[ReportKey, Report] = {}
+    if rebuilt is not None:
+        reports["rebuilt"] = rebuilt.report
+    if live is not None:
+        say(f"Verifying the live image {live.ref}")
+        reports["live"] = _verify_image(
+            engine, live.ref, replace(base, python=live.python,
+                                      target={"kind": "live", "image": live.ref}), say,
+            probe_context(opts, target), env=live.env)
+    verdict = None
+    if rebuilt is not None and live is not None:
+        verdict = judge_fidelity(rebuilt.report, reports["live"], fp if opts.fingerprint
+                                 else FingerprintOutcome("compared"))
+    return VerifyOutcome(
+        options=opts, target=target.info, out_dir=out_dir, reports=reports,
+        decides="rebuilt" if rebuilt is not None else "live",
+        export=rebuilt.export if rebuilt else None,
+        artifact_check=rebuilt.check if rebuilt else None,
+        build=rebuilt.build if rebuilt else None, fingerprint=fp, fidelity=verdict)
+
+
+# --------------------------------------------------------------------------- verify
+def _check_options(opts: VerifyOptions) -> None:
+    if opts.runtime == "host" and opts.python is None:
+        raise UsageError("--runtime host needs --python PATH (the environment's interpreter).")
+    if opts.runtime == "docker" and opts.python is not None:
+        raise UsageError("--python belongs to --runtime host; in a container the interpreter "
+                         "comes from the artifact's manifest or the run's state.")
+    if opts.offline and not opts.rebuild:
+        raise UsageError("--offline is about the rebuild: add --rebuild.")
+    if opts.runtime == "host" and (opts.assets_cache is not None or opts.assets_offline):
+        raise UsageError("--assets-cache and --assets-offline belong to --runtime docker "
+                         "(the assets step of a REB task runs in a container).")
+    if opts.assets_cache is not None and not opts.assets_cache.is_dir():
+        raise UsageError(f"--assets-cache {opts.assets_cache}: not a folder.")
+    if opts.assets_offline and opts.assets_cache is None:
+        raise UsageError("--assets-offline needs --assets-cache DIR.",
+                         hint="Give the folder REB's benchmark_assets/cache was saved to.")
+    for name in opts.scoring:
+        if name not in SCORINGS:
+            raise UsageError(f"Unknown scoring {name!r}.",
+                             hint=f"Known: {', '.join(sorted(SCORINGS))}.")
+
+
+#: Scorings beside synth's own, by name -> "module:function" (imported only when asked for,
+#: ``--scoring NAME``). The function gets the outcome and the progress printer, and returns
+#: the section verify.json carries as ``scores.<name>``.
+SCORINGS: dict[str, str] = {"reb": "synth.plugins.reb.scoring:score_verification"}
+Scorer = Callable[[VerifyOutcome, Say], Mapping[str, Any]]
+
+
+def _score(outcome: VerifyOutcome, say: Say) -> VerifyOutcome:
+    """The outcome with a section per scoring asked for in ``options.scoring``."""
+    scores: dict[str, Mapping[str, Any]] = {}
+    for name in outcome.options.scoring:
+        module, _, func = SCORINGS[name].partition(":")
+        scorer: Scorer = getattr(importlib.import_module(module), func)
+        scores[name] = scorer(outcome, say)
+    return replace(outcome, scores=scores) if scores else outcome
+
+
+def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> VerifyOutcome:
+    """Resolve TARGET, verify it (host, or rebuilt/live images), score it and write
+    verify.json, verify.md (and the artifact's verification.json after a rebuild)."""
+    from synth.ui import console
+    say = say or console.say
+    _check_options(opts)
+    target = resolve_target(opts.target, settings, opts.runtime)
+    out_dir = (opts.out_dir or default_out_dir(target, settings, opts.runtime)).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    base = PyramidSpec(python="", task=pyramid_task(target.task) if target.task else None,
+                       claims=target.pyramid_claims, levels=opts.levels, scanner=opts.scanner,
+                       repo_dir=_host_repo(target))
+    if opts.runtime == "host":
+        outcome = VerifyOutcome(opts, target.info, out_dir,
+                                {"host": _verify_host(opts, base, target.task, say)}, "host")
+    else:
+        outcome = _verify_docker(opts, settings, target, base, out_dir, say)
+    outcome = _score(outcome, say)
+    _write(outcome)
+    return outcome
+
+
+def _write(outcome: VerifyOutcome) -> None:
+    doc = outcome.verify_document
+    atomic.write_json(outcome.out_dir / VERIFY_DOCUMENT.rel, doc.to_json())
+    atomic.write_text(outcome.out_dir / "verify.md", render_markdown(doc))
+    if outcome.build is not None:
+        atomic.write_json(outcome.build.artifact_dir / VERIFICATION_FILE,
+                          verification_record(doc))
+
+
+def check_choices(*, runtime: str, scanner: str, progress: str) -> None:
+    """The verify command's options that take one of a few words."""
+    if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
+        raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
+    if progress not in ("steps", "plain", "quiet"):
+        raise UsageError("--progress is steps, plain or quiet.")
+
+
+def parse_scoring(text: str) -> tuple[str, ...]:
+    """``--scoring``: ``synth`` (synth's verdicts only) or a name of :data:`SCORINGS`, whose
+    section verify.json then carries beside them."""
+    if text == "synth":
+        return ()
+    if text not in SCORINGS:
+        raise UsageError(f"--scoring {text!r}: expected one of "
+                         f"{', '.join(('synth', *sorted(SCORINGS)))}.")
+    return (text,)
+
+
+def parse_levels(text: str | None) -> frozenset[Level]:
+    if not text:
+        return frozenset(LEVELS)
+    try:
+        return frozenset(parse_level(p) for p in text.split(",") if p.strip())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def parse_require(text: str) -> Level:
+    try:
+        return parse_level(text)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc

@@ -1,0 +1,192 @@
+"""What ``synth verify`` found, as typed values: the orchestration (:mod:`synth.verify.command`)
+returns a :class:`VerifyOutcome`; the presentation (:mod:`synth.ui.verify_view`) turns it into
+``verify.json``, ``verify.md`` and the terminal table. Pure: no I/O, no engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from synth.formats.model import VerifyDocument
+from synth.pyramid.c0_scan import DEFAULT_SCANNER, Scanner
+from synth.pyramid.result import LEVELS, Level, Report
+
+RuntimeKind = Literal["docker", "host"]
+ReportKey = Literal["rebuilt", "live", "host"]
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    target: str | None
+    rebuild: bool = False
+    live: bool = False
+    levels: frozenset[Level] = frozenset(LEVELS)
+    require: Level = "C1"
+    runtime: RuntimeKind = "docker"
+    python: Path | None = None
+    repo: Path | None = None
+    out_dir: Path | None = None
+    scanner: Scanner = DEFAULT_SCANNER
+    fingerprint: bool = True
+    #: The rebuild's progress on the terminal: `steps` (each BuildKit step as it starts),
+    #: `plain` (every line, as `docker build --progress plain`), or `quiet`.
+    progress: str = "steps"
+    #: Rebuild on a base whose rootfs differs from the one manifest.json records.
+    allow_base_mismatch: bool = False
+    #: Rebuild an artifact whose files differ from its manifest (the report says so).
+    allow_modified: bool = False
+    #: Rebuild with the network disabled (``docker build --network none``): the artifact
+    #: must be bundled (``export --bundle``).
+    offline: bool = False
+    #: Scorings beside synth's own (names in ``synth.verify.command.SCORINGS``; ``--scoring``),
+    #: each written into verify.json as ``scores.<name>``.
+    scoring: tuple[str, ...] = ()
+    #: A task imported from REB: the folder its assets step copies REB's
+    #: ``benchmark_assets/cache`` from (read-only), and whether the step runs without network.
+    assets_cache: Path | None = None
+    assets_offline: bool = False
+
+
+@dataclass(frozen=True)
+class ArtifactCheck:
+    """The artifact's files against its manifest.json, checked before a rebuild."""
+
+    files: Mapping[str, str]
+    problems: tuple[str, ...]
+    allow_modified: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"files": len(self.files), "problems": list(self.problems),
+                "allow_modified": self.allow_modified}
+
+
+@dataclass(frozen=True)
+class ExportUse:
+    """The artifact ``verify RUN --rebuild`` rebuilt: exported now, or an identical one reused."""
+
+    artifact_dir: Path
+    reused: bool
+    #: Why it was (re-)exported, or why the existing one could be reused.
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"artifact_dir": str(self.artifact_dir), "reused": self.reused, "why": self.why}
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    """One rebuild from scratch."""
+
+    image: str
+    image_id: str | None
+    seconds: float
+    artifact_dir: Path
+    log: str = "build.log"
+    no_cache: bool = True
+    offline: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"image": self.image, "image_id": self.image_id, "seconds": self.seconds,
+                "log": self.log, "no_cache": self.no_cache, "offline": self.offline,
+                "artifact_dir": str(self.artifact_dir)}
+
+
+@dataclass(frozen=True)
+class FingerprintOutcome:
+    """Live vs rebuilt fingerprints: compared (``comparison`` is the comparison's JSON), or
+    not (``reason`` says why)."""
+
+    status: Literal["compared", "error"]
+    reason: str | None = None
+    comparison: Mapping[str, Any] = field(default_factory=dict)
+    unexplained: tuple[str, ...] = ()
+    explained: tuple[str, ...] = ()
+    summary: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        if self.status != "compared":
+            return {"status": self.status, "reason": self.reason}
+        return {"status": "compared", "a": "live", "b": "rebuilt", **self.comparison,
+                "unexplained": list(self.unexplained), "explained": list(self.explained),
+                "summary": list(self.summary)}
+
+
+@dataclass(frozen=True)
+class FidelityVerdict:
+    """Does the rebuilt image do all the live one does (levels, imports, fingerprint)?"""
+
+    live_highest: Level | None
+    rebuilt_highest: Level | None
+    gaps: tuple[Mapping[str, Any], ...]
+    fingerprint: str
+    failures: tuple[str, ...]
+
+    @property
+    def reaches_live_level(self) -> bool:
+        return not self.failures
+
+    def to_json(self) -> dict[str, Any]:
+        return {"live_highest": self.live_highest, "rebuilt_highest": self.rebuilt_highest,
+                "reaches_live_level": self.reaches_live_level,
+                "gaps": [dict(g) for g in self.gaps], "fingerprint": self.fingerprint,
+                "failures": list(self.failures)}
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """What TARGET named, as the report shows it."""
+
+    kind: Literal["run", "artifact", "task"]
+    path: Path
+    name: str
+
+
+@dataclass(frozen=True)
+class VerifyOutcome:
+    """Everything one ``synth verify`` found; ``document`` is its ``verify.json``."""
+
+    options: VerifyOptions
+    target: TargetInfo
+    out_dir: Path
+    reports: Mapping[ReportKey, Report]
+    #: The report whose levels decide the exit code.
+    decides: ReportKey
+    export: ExportUse | None = None
+    artifact_check: ArtifactCheck | None = None
+    build: BuildInfo | None = None
+    fingerprint: FingerprintOutcome | None = None
+    fidelity: FidelityVerdict | None = None
+    #: Sections added by other scorings (e.g. ``--scoring reb``), by name; verify.json
+    #: carries them as ``scores.<name>``, beside synth's own verdict.
+    scores: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def levels_passed(self) -> bool:
+        return self.reports[self.decides].passes_up_to(self.options.require)
+
+    @property
+    def passed(self) -> bool:
+        """No failed level up to --require on the deciding report, and fidelity (when the
+        rebuilt and live images were both verified) holds."""
+        return self.levels_passed and (self.fidelity is None
+                                       or self.fidelity.reaches_live_level)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    @cached_property
+    def verify_document(self) -> VerifyDocument:
+        """``verify.json``, typed (docs/verify.md)."""
+        from synth.ui.verify_view import to_document
+
+        return to_document(self)
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """``verify.json``'s JSON, as written."""
+        return self.verify_document.to_json()
