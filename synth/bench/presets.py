@@ -23,8 +23,8 @@ from pathlib import Path
 from synth.engine.base import Mount
 from synth.errors import UsageError
 from synth.formats.task import Task
-from synth.plugins.reb.profile import report_fields
 from synth.record.agents import CONTAINER_CLAIMS, WORKDIR, ExecAgent
+from synth.record.claims import report_fields
 
 AGENT_DIR = "/synth/agent"
 

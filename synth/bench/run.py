@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from synth import profiles
 from synth.bench.executors import ExecOptions, crashed, run_local, run_ray
 from synth.bench.matrix import AgentSpec, Cell, plan_cells
 from synth.bench.results import ResultsFolder
@@ -20,8 +21,6 @@ from synth.bench.summary import render_markdown, summarize
 from synth.config import Settings
 from synth.errors import UsageError
 from synth.formats.store import parse_verify
-from synth.plugins.reb.results import write_results
-from synth.plugins.reb.scoring import bench_job
 from synth.util import atomic
 
 Say = Callable[[str], None]
@@ -112,12 +111,11 @@ def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
     def on_done(rec: dict[str, Any]) -> None:
         files = rec.pop("files", None) or {}
         folder.write_files(rec["cell"], files)
-        if "verify.json" in files:  # REB's per-stage results beside synth's own
-            doc = parse_verify(files["verify.json"],
-                               str(folder.cell_dir(rec["cell"]) / "verify.json"))
-            write_results(doc, rec["task"], folder.cell_dir(rec["cell"]))
-            bench_job(doc, Path(by_id[rec["cell"]].task_dir), rec, files.get("claims.json"),
-                      folder.cell_dir(rec["cell"]) / "reb")
+        if "verify.json" in files:  # each plug-in's files beside synth's own (REB's results)
+            cell_dir = folder.cell_dir(rec["cell"])
+            doc = parse_verify(files["verify.json"], str(cell_dir / "verify.json"))
+            for profile in profiles.plugins():
+                profile.bench_cell(doc, Path(by_id[rec["cell"]].task_dir), rec, files, cell_dir)
         folder.append(rec)
         count["n"] += 1
         say(f"[{count['n']}/{len(todo)}] {rec['cell']}: {_verdict(rec)} in "

@@ -298,9 +298,11 @@ def runs_list(
     json_out: JsonOpt = False,
 ) -> None:
     """List recorded runs, oldest first: agent, claims after C5, verify verdicts, image sizes."""
-    from synth.ui import runs_view
+    from synth.engine.docker import image_sizes
+    from synth.record import runs_view
+
     listing = runs_view.list_runs_view(Settings.load(artifacts_dir=artifacts), task,
-                                       warn=console.warn)
+                                       warn=console.warn, sizes=image_sizes)
     if json_out:
         console.print_json(listing.to_json())
         return
@@ -316,10 +318,12 @@ def runs_show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show one run: outcome, violations, claims, and what it installed."""
+    from synth.engine.docker import image_sizes
+    from synth.record import runs_view
     from synth.record.rundir import format_run
-    from synth.ui import runs_view
 
-    shown = runs_view.show_run_view(Settings.load(artifacts_dir=artifacts), run_ref)
+    shown = runs_view.show_run_view(Settings.load(artifacts_dir=artifacts), run_ref,
+                                    sizes=image_sizes)
     if json_out:
         console.print_json(shown.to_json())
     else:
@@ -342,10 +346,11 @@ def diff(
 ) -> None:
     """Compare two runs, artifacts or images; exit 0 equal, 1 differ, 2 error."""
     from synth.compare.load import DiffOptions, diff_command
+    from synth.engine.fingerprint import ImageProbe
 
     raise typer.Exit(diff_command(DiffOptions(
         a=a, b=b, json=json_out, markdown=md, python=python, fingerprint=fingerprint,
-        artifacts_dir=artifacts)))
+        artifacts_dir=artifacts), connect=ImageProbe.connect))
 
 
 @app.command("export")

@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from synth.compare.fingerprint import Fingerprint, compare_fingerprints
+from synth.compare.fingerprint import compare_fingerprints
+from synth.formats.fingerprint import Fingerprint
 from synth.formats.model import Difference
 
 #: The JSON format of ``synth diff --json``; bumped on any incompatible change.

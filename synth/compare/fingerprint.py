@@ -1,315 +1,31 @@
-"""Environment fingerprints: compare two environments by what they contain.
+"""Comparing two environment fingerprints (:mod:`synth.formats.fingerprint`): pure.
 
 Image IDs never repeat between builds, so "is the rebuilt image the live one?" is answered
-by content: the probe ``synth/pyramid/probes/fingerprint.py`` runs under the target's own Python
-(in a container or on a host) and reports the interpreter, glibc, every distribution with a
-digest of its files, unowned site files, native ``.so`` files and dpkg packages, with the
-Debian package owning each distribution and file (``dpkg -S``).
-:func:`compare_fingerprints` is pure and says exactly what differs. The fingerprint keeps one
-digest per distribution; where two images' digests of a distribution differ at the same
-version, :func:`name_content_files` asks each image's probe once more (``--files``) for just
-those distributions' files, and the comparison names each file that differs.
+by content. :func:`compare_fingerprints` says exactly what differs; where two images'
+digests of a distribution differ at the same version, :func:`name_content_files` asks each
+side's probe (:class:`DistFiles`, :mod:`synth.engine.fingerprint` for images) once more for
+just those distributions' files, and the comparison names each file that differs.
 """
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from synth.engine.base import ContainerSpec, Runtime
-from synth.errors import SynthError, VerifyError
 from synth.formats import model
-from synth.formats.model import distribution_source
-
-if TYPE_CHECKING:  # only the type: importing the pure comparison never loads docker-py
-    from synth.engine.docker import DockerEngine
-
-#: The fingerprint format this module reads; the probe writes it in ``format``.
-FINGERPRINT_FORMAT = 1
-#: The probe script, shipped next to the other probes (stdlib-only, Python >= 3.8).
-PROBE_PATH = Path(__file__).resolve().parent.parent / "pyramid" / "probes" / "fingerprint.py"
-#: How long the probe may take (torch's ~700 MB site-packages hashes in about 1 s warm).
-PROBE_TIMEOUT_S = 600
+from synth.formats.fingerprint import (
+    DistributionPrint,
+    Fingerprint,
+    NativeFile,
+)
 
 
-@dataclass(frozen=True)
-class DistributionPrint:
-    """One installed distribution as the probe saw it."""
+class DistFiles(Protocol):
+    """What lists a distribution's files on one side of a comparison."""
 
-    name: str
-    version: str | None
-    installer: str | None
-    direct_url: str | None
-    #: None (installed by name from an index or find-links), "vcs", "dir", "archive",
-    #: "local-archive" — PEP 610 ``direct_url.json``.
-    direct_url_kind: str | None
-    editable: bool
-    location: str
-    files: int
-    #: sha256 over sorted (path relative to the site dir, sha256) of the files it installed.
-    digest: str
-    scripts_digest: str | None = None
-    shadowed: bool = False
-    requested: bool = False
-    #: The metadata directory's name (``numpy-1.26.4.dist-info``, ``foo-1.0.egg-info``).
-    metadata_dir: str = ""
-    #: Where the file list came from: "RECORD", "installed-files.txt", "top_level.txt".
-    files_from: str | None = None
-    #: Files (relative to the site dir) whose sha256 differs from RECORD's: path -> sha256.
-    modified: Mapping[str, str] = field(default_factory=dict)
-    #: Files RECORD lists that are gone.
-    missing_paths: tuple[str, ...] = ()
-    #: sha256 over the files outside the metadata folder (the installed code), and how
-    #: many; None from a probe that did not record it.
-    module_digest: str | None = None
-    module_files: int | None = None
-    #: The Debian package that owns the metadata folder (``dpkg -S``); then ``modified``
-    #: holds the files whose md5 differs from that package's ``md5sums`` (no RECORD).
-    dpkg: str | None = None
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> DistributionPrint:
-        """One entry of the probe's ``distributions``."""
-        return cls(
-            name=d["name"], version=d.get("version"), installer=d.get("installer"),
-            direct_url=d.get("direct_url"), direct_url_kind=d.get("direct_url_kind"),
-            editable=bool(d.get("editable")), location=d["location"],
-            files=int(d.get("files", 0)), digest=d["digest"],
-            scripts_digest=d.get("scripts_digest"),
-            shadowed=bool(d.get("shadowed")), requested=bool(d.get("requested")),
-            metadata_dir=str(d.get("metadata_dir", "")), files_from=d.get("files_from"),
-            modified={str(m["path"]): str(m["sha256"]) for m in d.get("modified") or []},
-            missing_paths=tuple(d.get("missing_paths") or ()),
-            module_digest=d.get("module_digest"), module_files=d.get("module_files"),
-            dpkg=d.get("dpkg"),
-        )
-
-    @property
-    def source(self) -> str:
-        """Where it came from, in words (see :func:`distribution_source`)."""
-        return distribution_source(
-            self.direct_url_kind, self.direct_url, self.editable,
-            installer=self.installer, metadata_dir=self.metadata_dir,
-            files_from=self.files_from,
-        )
-
-
-@dataclass(frozen=True)
-class NativeFile:
-    path: str
-    sha256: str | None
-    size: int | None
-    owner: str | None
-    #: "site" (a site-packages/dist-packages dir) or "workdir" (the repository).
-    where: str
-    symlink: str | None = None
-    #: sha256 of what the loader maps (allocated ELF sections, build-id note aside): equal
-    #: for two builds that differ only in debug info. None when not parsable as ELF.
-    code_sha256: str | None = None
-    #: The Debian package that owns the file (``dpkg -S``), if any.
-    dpkg: str | None = None
-
-
-@dataclass(frozen=True)
-class SiteFile:
-    """A file in a site dir that no distribution owns."""
-
-    site: str
-    path: str
-    sha256: str
-    #: The Debian package that owns the file (``dpkg -S``), if any.
-    dpkg: str | None = None
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    format: int
-    python_version: str
-    implementation: str
-    executable: str
-    glibc: str | None
-    machine: str
-    distributions: tuple[DistributionPrint, ...]
-    native: tuple[NativeFile, ...]
-    unowned: tuple[SiteFile, ...]
-    #: Debian packages name -> version, None where dpkg is absent.
-    dpkg: Mapping[str, str] | None
-    site_dirs: tuple[str, ...] = ()
-    workdir: str = "/workspace"
-    errors: tuple[str, ...] = ()
-    stats: Mapping[str, Any] = field(default_factory=dict)
-    #: The working directory's files: relative path -> sha256 / "symlink:<target>"; None
-    #: when the probe that made this fingerprint did not record it.
-    workspace: Mapping[str, str] | None = None
-    workspace_truncated: bool = False
-    #: Environment variables the research code sees (volatile ones left out); None: unknown.
-    environment: Mapping[str, str] | None = None
-    #: Per-file digests of some distributions (canonical name -> path relative to its site
-    #: dir -> digest), asked for after a comparison (:func:`name_content_files`); the
-    #: comparison then names the files of a ``content`` change.
-    dist_files: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    #: Why distributions asked for are absent from ``dist_files``; None: none were refused.
-    dist_files_error: str | None = None
-    #: (image, interpreter) the fingerprint was taken from, where it was an image.
-    origin: tuple[str, str] | None = field(default=None, compare=False)
-    #: The probe's JSON as printed, for reports and ``--json``.
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def effective(self) -> dict[str, DistributionPrint]:
-        """Distributions that imports resolve to, by canonical name (shadowed ones apart)."""
-        return {d.name: d for d in self.distributions if not d.shadowed}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Fingerprint:
-        fmt = data.get("format")
-        if not isinstance(fmt, int) or fmt > FINGERPRINT_FORMAT:
-            raise VerifyError(
-                f"Fingerprint format {fmt!r} is not one this synth reads "
-                f"(up to {FINGERPRINT_FORMAT}).",
-                hint="Use the same synth version for the probe and the comparison.",
-            )
-        try:
-            py = data["python"]
-            return cls(
-                format=fmt,
-                python_version=str(py["version"]),
-                implementation=str(py["implementation"]),
-                executable=str(py["executable"]),
-                glibc=data.get("glibc"),
-                machine=str((data.get("platform") or {}).get("machine", "")),
-                distributions=tuple(map(DistributionPrint.from_json, data["distributions"])),
-                native=tuple(
-                    NativeFile(
-                        path=n["path"], sha256=n.get("sha256"), size=n.get("size"),
-                        owner=n.get("owner"), where=n.get("where", "site"),
-                        symlink=n.get("symlink"), code_sha256=n.get("code_sha256"),
-                        dpkg=n.get("dpkg"),
-                    )
-                    for n in data["native"]
-                ),
-                unowned=tuple(
-                    SiteFile(site=u["site"], path=u["path"], sha256=u["sha256"],
-                             dpkg=u.get("dpkg"))
-                    for u in data.get("unowned", [])
-                ),
-                dpkg=dict(data["dpkg"]) if data.get("dpkg") is not None else None,
-                site_dirs=tuple(data.get("site_dirs", ())),
-                workdir=str((data.get("workdir") or {}).get("path", "/workspace")),
-                errors=tuple(data.get("errors", ())),
-                stats=dict(data.get("stats", {})),
-                workspace=(dict(data["workspace"]["files"]) if isinstance(
-                    data.get("workspace"), Mapping) else None),
-                workspace_truncated=bool((data.get("workspace") or {}).get("truncated")),
-                environment=(dict(data["environment"]) if isinstance(
-                    data.get("environment"), Mapping) else None),
-                raw=dict(data),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise VerifyError(f"Malformed fingerprint: {exc!r}.") from exc
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.raw)
-
-
-# ----------------------------------------------------------------------------- probing
-def fingerprint(runtime: Runtime, python: str, workdir: str = "/workspace") -> Fingerprint:
-    """Run the fingerprint probe under ``python`` in ``runtime`` and parse what it printed."""
-    return Fingerprint.from_json(_run_probe(runtime, python, ["--workdir", workdir]))
-
-
-def list_dist_files(runtime: Runtime, python: str,
-                    names: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The probe's ``--files`` answer: for each named distribution (canonical names) that
-    imports resolve to, ``location``, ``metadata_dir``, ``digest`` and ``files`` (path
-    relative to the site dir -> the digest it contributes to the distribution's digest)."""
-    data = _run_probe(runtime, python, ["--files", ",".join(sorted(names))])
-    return {str(k): dict(v) for k, v in dict(data.get("files") or {}).items()}
-
-
-def _run_probe(runtime: Runtime, python: str, args: list[str]) -> dict[str, Any]:
-    if not PROBE_PATH.is_file():
-        raise VerifyError(f"The fingerprint probe {PROBE_PATH} is missing from this install.")
-    tmp = f"/tmp/synth-fingerprint-{uuid.uuid4().hex[:12]}"
-    runtime.copy_in(PROBE_PATH, tmp)
-    try:
-        result = runtime.exec([python, f"{tmp}/{PROBE_PATH.name}", *args],
-                              timeout=PROBE_TIMEOUT_S)
-    finally:
-        runtime.exec(["rm", "-rf", tmp])
-    if result.timed_out:
-        raise VerifyError(
-            f"The fingerprint probe timed out after {PROBE_TIMEOUT_S}s in {runtime.description}."
-        )
-    if not result.ok:
-        raise VerifyError(
-            f"The fingerprint probe failed under {python} in {runtime.description} "
-            f"(exit {result.exit_code}): {result.stderr.strip()[-500:] or result.stdout[-500:]}",
-            hint="Is the interpreter path right? The probe needs Python >= 3.8.",
-        )
-    try:
-        data = json.loads(result.stdout)
-    except ValueError as exc:
-        raise VerifyError(
-            f"The fingerprint probe printed no JSON in {runtime.description}: "
-            f"{result.stdout[:300]!r}"
-        ) from exc
-    if not isinstance(data, dict):
-        raise VerifyError(f"The fingerprint probe printed {type(data).__name__}, not an object.")
-    return data
-
-
-def _probe_spec(image_ref: str, env: Mapping[str, str] | None = None) -> ContainerSpec:
-    return ContainerSpec(image=image_ref, network=False, labels={"synth.kind": "fingerprint"},
-                         env=dict(env or {}))
-
-
-def fingerprint_image(
-    engine: DockerEngine, image_ref: str, python: str, workdir: str = "/workspace",
-    env: Mapping[str, str] | None = None,
-) -> Fingerprint:
-    """Fingerprint an image in a throwaway container with the network off; ``env``: more
-    variables for the container (a live image's persisted ones)."""
-    with engine.container(_probe_spec(image_ref, env)) as container:
-        return replace(fingerprint(container, python, workdir), origin=(image_ref, python))
-
-
-def name_content_files(engine: DockerEngine, a: Fingerprint,
-                       b: Fingerprint) -> tuple[Fingerprint, Fingerprint]:
-    """``a`` and ``b`` with the per-file digests of every distribution whose content
-    differs between them (one more probe call per image), so that
-    :func:`compare_fingerprints` names the files that differ. A side that is not an image,
-    or whose probe fails, is returned with ``dist_files_error`` saying why."""
-    names = sorted(c.key for c in compare_fingerprints(a, b).content if c.kind == "content")
-    if not names:
-        return a, b
-    return _with_dist_files(engine, a, names), _with_dist_files(engine, b, names)
-
-
-def _with_dist_files(engine: DockerEngine, fp: Fingerprint, names: list[str]) -> Fingerprint:
-    """``fp`` with ``names``' files; only those whose listed files give the digest the
-    fingerprint recorded (the same files seen twice), the others named in the error."""
-    if fp.origin is None:
-        return replace(fp, dist_files_error="not an image: its files cannot be listed")
-    image, python = fp.origin
-    try:
-        with engine.container(_probe_spec(image)) as container:
-            listed = list_dist_files(container, python, names)
-    except SynthError as exc:
-        return replace(fp, dist_files_error=f"listing the files in {image} failed: "
-                       f"{exc.message}")
-    effective = fp.effective
-    files = {n: {str(p): str(d) for p, d in dict(v.get("files") or {}).items()}
-             for n, v in listed.items()
-             if n in effective and v.get("digest") == effective[n].digest}
-    unlisted = [n for n in names if n not in files]
-    return replace(fp, dist_files=files, dist_files_error=(
-        f"{', '.join(unlisted)}: the files listed in {image} do not give the fingerprint's "
-        "digest" if unlisted else None))
+    def with_dist_files(self, fp: Fingerprint, names: list[str]) -> Fingerprint: ...
 
 
 # ---------------------------------------------------------------------------- comparing
@@ -771,3 +487,15 @@ def differences(cmp: FingerprintComparison,
     return [Difference(name, c, explain(name, c, rebuilt_env, cmp.dpkg_owned.get((name, c.key)),
                                         cmp.workdir))
             for name, changes in cmp.sections().items() for c in changes]
+
+
+def name_content_files(probe: DistFiles, a: Fingerprint,
+                       b: Fingerprint) -> tuple[Fingerprint, Fingerprint]:
+    """``a`` and ``b`` with the per-file digests of every distribution whose content
+    differs between them (one more probe call per image), so that
+    :func:`compare_fingerprints` names the files that differ. A side that is not an image,
+    or whose probe fails, is returned with ``dist_files_error`` saying why."""
+    names = sorted(c.key for c in compare_fingerprints(a, b).content if c.kind == "content")
+    if not names:
+        return a, b
+    return probe.with_dist_files(a, names), probe.with_dist_files(b, names)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
@@ -30,9 +30,10 @@ from synth.compare.diff import (
     render_markdown,
     render_terminal,
 )
-from synth.compare.fingerprint import Fingerprint
+from synth.compare.fingerprint import name_content_files
 from synth.config import Settings
 from synth.errors import EngineUnavailableError, NotFoundError, SynthError, UsageError
+from synth.formats.fingerprint import Fingerprint
 from synth.formats.model import PLAN_FILE, BuildPlan, Manifest, NativeStep, VerifyDocument
 from synth.formats.store import MANIFEST, ArtifactDir, RunDir, is_dir, read_verify
 from synth.ui import console
@@ -58,11 +59,13 @@ class DiffOptions:
     artifacts_dir: Path | None = None
 
 
-def diff_command(opts: DiffOptions) -> int:
-    """Load, compare, print; 0 equal, 1 differ, 2 error (SynthError reported on stderr)."""
+def diff_command(opts: DiffOptions, connect: Callable[[], ImageSource] | None = None) -> int:
+    """Load, compare, print; 0 equal, 1 differ, 2 error (SynthError reported on stderr).
+    ``connect``: the images' source (the command line gives the engine's)."""
     try:
         settings = Settings.load(artifacts_dir=opts.artifacts_dir)
-        loader = SideLoader(settings, python=opts.python, fingerprint=opts.fingerprint)
+        loader = SideLoader(settings, python=opts.python, fingerprint=opts.fingerprint,
+                            connect=connect)
         result = diff_sides(*loader.name_content_files(_load_checked(loader, opts.a),
                                                        _load_checked(loader, opts.b)))
     except SynthError as exc:
@@ -93,8 +96,23 @@ def emit(result: DiffResult, *, json_out: bool, markdown: bool) -> None:
         render_terminal(result, console.out)
 
 
+class ImageSource(Protocol):
+    """What ``synth diff`` asks of images: the engine's inspection and the fingerprint
+    probe (:class:`synth.engine.fingerprint.ImageProbe`, made by the command line)."""
+
+    def image_exists(self, ref: str) -> bool: ...
+
+    def image_inspect(self, ref: str) -> dict[str, Any]: ...
+
+    def fingerprint(self, image_ref: str, python: str, workdir: str = "/workspace",
+                    env: Mapping[str, str] | None = None) -> Fingerprint: ...
+
+    def with_dist_files(self, fp: Fingerprint, names: list[str]) -> Fingerprint: ...
+
+
 class SideLoader:
-    """Resolves references and loads sides; connects to the engine only when needed."""
+    """Resolves references and loads sides; ``connect`` gives the images' source (the
+    engine), asked only when a side needs it (an image, a size, a fingerprint)."""
 
     def __init__(
         self,
@@ -102,29 +120,35 @@ class SideLoader:
         *,
         python: str | None = None,
         fingerprint: bool = False,
-        connect: Callable[[], Any] | None = None,
+        connect: Callable[[], ImageSource] | None = None,
     ) -> None:
         self.settings = settings
         self.python = python
         self.fingerprint = fingerprint
         self._connect = connect
-        self._engine: Any = None
+        self._engine: ImageSource | None = None
         self._engine_error: SynthError | None = None
 
     # ------------------------------------------------------------------ engine
-    def engine(self) -> Any:
-        """The DockerEngine, or None when no engine answers (the reason kept)."""
+    def engine(self) -> ImageSource | None:
+        """The images' source, or None when no engine answers (the reason kept)."""
         if self._engine is None and self._engine_error is None:
+            if self._connect is None:
+                self._engine_error = EngineUnavailableError(
+                    "this comparison was not given a container engine")
+                return None
             try:
-                if self._connect is not None:
-                    self._engine = self._connect()
-                else:
-                    from synth.engine.docker import DockerEngine
-
-                    self._engine = DockerEngine.connect(timeout=30)
+                self._engine = self._connect()
             except EngineUnavailableError as exc:
                 self._engine_error = exc
         return self._engine
+
+    def _engine_or_raise(self) -> ImageSource:
+        engine = self.engine()
+        if engine is None:
+            assert self._engine_error is not None
+            raise self._engine_error
+        return engine
 
     # --------------------------------------------------------------- resolving
     def load(self, ref: str) -> Side:
@@ -169,11 +193,7 @@ class SideLoader:
             if not path.is_dir():
                 raise NotFoundError(f"Artifact directory {ref} does not exist.")
             return load_artifact_side(path, self)
-        engine = self.engine()
-        if engine is None:
-            assert self._engine_error is not None
-            raise self._engine_error
-        if not engine.image_exists(ref):
+        if not self._engine_or_raise().image_exists(ref):
             raise NotFoundError(f"Image {ref} does not exist on this engine.")
         return load_image_side(ref, self)
 
@@ -195,22 +215,15 @@ class SideLoader:
         return int(engine.image_inspect(ref).get("Size") or 0), None
 
     def fingerprint_of(self, ref: str, python: str) -> Fingerprint:
-        engine = self.engine()
-        if engine is None:
-            assert self._engine_error is not None
-            raise self._engine_error
-        from synth.compare.fingerprint import fingerprint_image
-
-        return fingerprint_image(engine, ref, python)
+        return self._engine_or_raise().fingerprint(ref, python)
 
     def name_content_files(self, a: Side, b: Side) -> tuple[Side, Side]:
         """Where both sides carry an image's fingerprint: each distribution whose files
         differ at the same version gets its files listed on both sides (named in the diff)."""
-        if a.fingerprint is None or b.fingerprint is None or self.engine() is None:
+        engine = self.engine()
+        if a.fingerprint is None or b.fingerprint is None or engine is None:
             return a, b
-        from synth.compare.fingerprint import name_content_files
-
-        fa, fb = name_content_files(self.engine(), a.fingerprint, b.fingerprint)
+        fa, fb = name_content_files(engine, a.fingerprint, b.fingerprint)
         return replace(a, fingerprint=fa), replace(b, fingerprint=fb)
 
 
@@ -484,8 +497,7 @@ def _rebuilt_image(directory: Path) -> str | None:
 
 # ------------------------------------------------------------------------------- images
 def load_image_side(ref: str, loader: SideLoader) -> Side:
-    engine = loader.engine()
-    info = engine.image_inspect(ref)
+    info = loader._engine_or_raise().image_inspect(ref)
     config = info.get("Config") or {}
     labels = dict(config.get("Labels") or {})
     env = dict(e.split("=", 1) if "=" in e else (e, "") for e in config.get("Env") or [])

@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name
 from synth.formats.model import CarriedFile
 
 if TYPE_CHECKING:
-    from synth.compare.fingerprint import Fingerprint
+    from synth.formats.fingerprint import Fingerprint
 
 CARRIED_SUMS = "carried.sha256"
 CARRIED_LATE_SUMS = "carried-after-builds.sha256"

@@ -16,6 +16,7 @@ used); every engine error surfaces as :class:`synth.errors.EngineError`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -131,6 +132,10 @@ class Engine(Protocol):
     """A container engine: containers from specs, images inspected, imported and built."""
 
     def create(self, spec: ContainerSpec) -> EngineContainer: ...
+
+    def container(self, spec: ContainerSpec) -> AbstractContextManager[EngineContainer]:
+        """A container from ``spec``, removed on every way out of the ``with``."""
+        ...
 
     def image_exists(self, ref: str) -> bool: ...
 

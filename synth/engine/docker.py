@@ -535,3 +535,19 @@ def _owner_alive(labels: Mapping[str, str]) -> bool:
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[-1] if text else type(exc).__name__
+
+
+def image_sizes() -> Callable[[str], int | None] | None:
+    """Image sizes from the engine, or None when no engine answers (sizes are then left out)."""
+    try:
+        engine = DockerEngine.connect(timeout=5)
+    except SynthError:
+        return None
+
+    def size_of(ref: str) -> int | None:
+        try:
+            return int(engine.image_inspect(ref).get("Size") or 0) or None
+        except SynthError:
+            return None
+
+    return size_of

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import posixpath
 import re
 import ssl
 import subprocess
@@ -262,3 +263,27 @@ def lock_manifest(lock: Lock) -> dict[str, object]:
             "installer": f"uv=={lock.installer.version}" if lock.installer else None,
             "build_constraints": lock.build_file if lock.build else None,
             "sdists": list(lock.sdists)}
+
+
+def native_build_constraints(plan: BuildPlan,
+                             locks: Sequence[Lock]) -> dict[str, dict[str, str]]:
+    """For each isolated local build (a native step that builds a project with build
+    isolation), the build constraints it takes: a step run by the environment's pip reads
+    the pins of the environment's ``build-constraints.lock`` through ``PIP_CONSTRAINT``
+    (versions only: pip turns hash checking on for the whole install when a constraint has
+    a hash), a step run by uv reads the hashed file through ``UV_BUILD_CONSTRAINT``."""
+    out: dict[str, dict[str, str]] = {}
+    for step in plan.native:
+        if not (step.network and step.tool.endswith("-local")):
+            continue
+        for lk in (lk for lk in locks if lk.build):
+            if tuple(step.argv[:len(lk.env.pip)]) == lk.env.pip:
+                out[step.ref] = {"file": lk.build_file, "var": "PIP_CONSTRAINT",
+                                 "value": "/tmp/synth/pip-build-constraints.txt"}
+            elif step.argv and posixpath.basename(step.argv[0]) == "uv":
+                out[step.ref] = {"file": lk.build_file, "var": "UV_BUILD_CONSTRAINT",
+                                 "value": f"/tmp/synth/{lk.build_file}"}
+            else:
+                continue
+            break
+    return out

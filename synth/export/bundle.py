@@ -238,7 +238,7 @@ def online_steps(plan: BuildPlan, locks: Sequence[Lock] = ()) -> list[NativeStep
     """Kept steps that still reach the network in a bundled build: no vendored input. An
     isolated local build whose build requirements are locked (build-constraints.lock,
     vendored) installs them from ``vendor/wheels`` instead."""
-    from synth.export.render import native_build_constraints
+    from synth.export.build_lock import native_build_constraints
 
     local = native_build_constraints(plan, locks)
     return [s for s in plan.native if s.network and not s.check_sha256 and s.ref not in local]

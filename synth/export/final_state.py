@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from synth.compare.fingerprint import Fingerprint
 from synth.distill import carried as carried_mod
 from synth.distill import warnings as warn
 from synth.distill.load import LoadedRun
@@ -29,6 +28,7 @@ from synth.export.source_patch import (
     workspace_venvs,
 )
 from synth.formats import artifact_files
+from synth.formats.fingerprint import Fingerprint
 from synth.formats.model import CarriedFile, DistillReport
 
 

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from synth.errors import SynthError
 
 if TYPE_CHECKING:
-    from synth.compare.fingerprint import Fingerprint
     from synth.distill.load import LoadedRun
     from synth.engine.docker import Container
+    from synth.formats.fingerprint import Fingerprint
 
 WORKDIR = "/workspace"
 DPKG_LISTS = "cat /var/lib/dpkg/info/*.list 2>/dev/null; true"
@@ -78,7 +78,7 @@ def _pip_check(c: Container, python: str) -> tuple[tuple[str, ...], bool]:
 
 
 def _ask(c: Container, python: str, tmp: Path) -> tuple[LiveFacts, list[str]]:
-    from synth.compare.fingerprint import fingerprint
+    from synth.engine.fingerprint import fingerprint
 
     errors: list[str] = []
     tar = tmp / "workspace.tar" if c.save_archive(WORKDIR, tmp / "workspace.tar") else None

@@ -27,6 +27,8 @@ from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
 from synth.distill.load import repo_name
 from synth.export.apt_source import AptSources, apt_sources
+from synth.export.build_lock import native_build_constraints
+from synth.export.bundle import BUILD_VENDOR, describe
 from synth.export.lock import Lock, render_lock
 from synth.formats.model import (
     PLAN_FILE,
@@ -415,8 +417,6 @@ def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt:
              reader: ReaderFacts, bundle: dict[str, Any] | None,
              py_source: Mapping[str, str] | None) -> dict[str, Any]:
     """What the templates see."""
-    from synth.export.bundle import BUILD_VENDOR, describe
-
     if py_source is None and bundle is not None:
         py_source = {"kind": "vendor", "source": "vendor/wheels", "dir": f"{BUILD_VENDOR}/wheels"}
     wheel_files = sorted({f for lk in locks for f in lk.wheel_files})
@@ -459,30 +459,6 @@ def by_decision(outcomes: Sequence[CommandOutcome]) -> dict[str, list[CommandOut
     for o in outcomes:
         split.setdefault(o.decision, []).append(o)
     return split
-
-
-def native_build_constraints(plan: BuildPlan,
-                             locks: Sequence[Lock]) -> dict[str, dict[str, str]]:
-    """For each isolated local build (a native step that builds a project with build
-    isolation), the build constraints it takes: a step run by the environment's pip reads
-    the pins of the environment's ``build-constraints.lock`` through ``PIP_CONSTRAINT``
-    (versions only: pip turns hash checking on for the whole install when a constraint has
-    a hash), a step run by uv reads the hashed file through ``UV_BUILD_CONSTRAINT``."""
-    out: dict[str, dict[str, str]] = {}
-    for step in plan.native:
-        if not (step.network and step.tool.endswith("-local")):
-            continue
-        for lk in (lk for lk in locks if lk.build):
-            if tuple(step.argv[:len(lk.env.pip)]) == lk.env.pip:
-                out[step.ref] = {"file": lk.build_file, "var": "PIP_CONSTRAINT",
-                                 "value": "/tmp/synth/pip-build-constraints.txt"}
-            elif step.argv and posixpath.basename(step.argv[0]) == "uv":
-                out[step.ref] = {"file": lk.build_file, "var": "UV_BUILD_CONSTRAINT",
-                                 "value": f"/tmp/synth/{lk.build_file}"}
-            else:
-                continue
-            break
-    return out
 
 
 def render_installer_lock(lock: Lock, plan: BuildPlan) -> str:

@@ -1255,7 +1255,8 @@ def _optional(cls: Any, value: Any) -> Any:
 @dataclass(frozen=True)
 class VerifyDocument:
     """``verify.json``: what one ``synth verify`` found (docs/verify.md). The writer
-    (:mod:`synth.ui.verify_view`) makes one from the typed outcome and writes its ``to_json``;
+    (:func:`synth.verify.outcome.to_document`) makes one from the typed outcome and writes
+    its ``to_json``;
     readers get one from :func:`synth.formats.store.read_verify`. ``reports`` are verify's own
     :class:`~synth.pyramid.result.Report` by key (rebuilt, live, host); ``scores`` the sections
     of other scorings (``scores.<name>``), kept as written."""

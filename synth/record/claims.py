@@ -7,17 +7,28 @@ Invalid or missing claims are recorded as such in ``run.json``, never guessed or
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import cache
+from typing import Any, Literal, Protocol
 
 from synth.errors import InputFileError
-from synth.formats.schemas import validate
+from synth.formats.schemas import load_schema, validate
 from synth.formats.store import CLAIMS, parse_json
 
 #: A self-report is a few hundred bytes; past this it is refused, never loaded.
 MAX_CLAIMS_BYTES = CLAIMS.max_bytes
 
 ClaimsStatus = Literal["valid", "invalid", "missing"]
+
+
+@cache
+def report_fields() -> tuple[str, ...]:
+    """The self-report's fields in ResearchEnvBench's order (claims.json is compatible with
+    REB's ``report.json``): the claims schema's ``reb`` profile required list, which an
+    agent's prompt names (the schema types each; :class:`synth.formats.model.Claims` reads
+    them)."""
+    return tuple(load_schema("claims")["$defs"]["reb"]["required"])
 
 
 @dataclass(frozen=True)
@@ -48,3 +59,31 @@ def validate_claims(raw: bytes | None) -> ClaimsCheck:
         return ClaimsCheck("invalid", [f"top level must be an object, not {type(data).__name__}"])
     errors = validate(data, CLAIMS.schema)
     return ClaimsCheck("invalid" if errors else "valid", errors, data)
+
+
+class _Readable(Protocol):
+    def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes | None: ...
+
+
+def read_claims(container: _Readable, paths: Sequence[str]) -> bytes | None:
+    """The first of ``paths`` the container holds as a regular file (synth's
+    ``/synth/claims.json`` first, then the task profile's names), read through the
+    engine's archive API, which never follows a symlink (a link reads as absent)."""
+    for path in paths:
+        raw = container.read_file(path, max_bytes=MAX_CLAIMS_BYTES)
+        if raw is not None:
+            return raw
+    return None
+
+
+def check_claims(raw: bytes | None,
+                 profile_errors: Callable[[dict[str, Any]], list[str]]) -> ClaimsCheck:
+    """synth's check of the claims, then the task profile's rules (REB's report.json for a
+    task imported from ResearchEnvBench)."""
+    check = validate_claims(raw)
+    if check.claims is None:
+        return check
+    errors = profile_errors(check.claims)
+    if not errors:
+        return check
+    return ClaimsCheck("invalid", [*check.errors, *errors], check.claims)

@@ -26,13 +26,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from synth import __version__
+from synth import __version__, profiles
 from synth.config import CONTAINER_CA_PATH, CONTAINER_WHEELHOUSE, Settings, ca_env
 from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.engine.base_images import ensure_base_image
 from synth.errors import EngineError, RunError, SynthError
 from synth.formats.task import Task
-from synth.plugins.reb import session as reb_session
 from synth.record import claims as claims_mod
 from synth.record import snapshot, trace, tree
 from synth.record.agents import (
@@ -350,9 +349,10 @@ class _Session:
             self.record["live_image"] = None
 
     def capture_claims(self, c: Container) -> ClaimsCheck:
-        raw_claims = self.guarded("claims", lambda: reb_session.read_claims(
-            c, claims_mod.MAX_CLAIMS_BYTES))
-        check = reb_session.validate_claims(self.task, raw_claims)
+        profile = profiles.for_task(self.task.task_dir)
+        raw_claims = self.guarded("claims", lambda: claims_mod.read_claims(
+            c, (CONTAINER_CLAIMS, *profile.claims_paths())))
+        check = claims_mod.check_claims(raw_claims, profile.claims_errors)
         if raw_claims is not None and len(raw_claims) <= claims_mod.MAX_CLAIMS_BYTES:
             (self.run_dir / "claims.json").write_bytes(self.masker.mask_bytes(raw_claims))
         self.record["claims"] = check.to_json()
@@ -499,7 +499,7 @@ class _Session:
         """Set up, let the agent work, capture; returns how the agent's part ended."""
         c = self.start()
         self.copy_repo(c)
-        reb_session.offer_report_path(c)
+        profiles.for_task(self.task.task_dir).session_setup(c)
         before = self.workspace_entries(c)
         self.base_dpkg = self.guarded("base dpkg packages", lambda: snapshot.dpkg_snapshot(c))
         self.base_env = self.guarded("base environment files",

@@ -1,60 +1,21 @@
-"""How a ``synth verify`` outcome is shown: ``verify.json`` (:func:`to_document`), the
-markdown report (:func:`render_markdown`), the terminal table (:func:`print_table`) and the
-``verification.json`` record left in a rebuilt artifact (:func:`verification_record`).
+"""How a ``synth verify`` result is shown: the markdown report (:func:`render_markdown`)
+and the terminal table (:func:`print_table`).
 
-The renderers read the document (:class:`synth.formats.model.VerifyDocument`), never the outcome,
-so a ``verify.json`` read back from disk (:func:`synth.formats.store.read_verify`) renders the same
-way.
+The renderers read the document (:class:`synth.formats.model.VerifyDocument`), never the
+outcome, so a ``verify.json`` read back from disk (:func:`synth.formats.store.read_verify`)
+renders the same way.
 """
 
 from __future__ import annotations
 
 import json
-import platform
-import subprocess
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
-from synth import __version__
 from synth.formats.model import (
-    VerifyArtifactCheck,
-    VerifyBuild,
     VerifyDocument,
-    VerifyExport,
-    VerifyFidelity,
-    VerifyFingerprint,
-    VerifyTarget,
 )
 from synth.pyramid.result import LEVEL_TITLES, LEVELS, LevelResult, passed_levels
-from synth.verify.outcome import VerifyOutcome
-
-
-def to_document(outcome: VerifyOutcome) -> VerifyDocument:
-    """``verify.json`` for ``outcome`` (docs/verify.md,
-    synth/formats/schemas/verify.schema.json)."""
-    art = outcome.build.artifact_dir if outcome.build is not None else None
-    target = VerifyTarget(outcome.target.kind, str(outcome.target.path), outcome.target.name,
-                          str(art) if art is not None else None)
-    fid = outcome.fidelity
-    return VerifyDocument(
-        synth_version=__version__, target=target, require=outcome.options.require,
-        levels_selected=tuple(sorted(outcome.options.levels)),
-        build=_part(VerifyBuild, outcome.build), fidelity=_part(VerifyFidelity, fid),
-        fingerprint=_part(VerifyFingerprint, outcome.fingerprint),
-        reports={str(k): r for k, r in outcome.reports.items()}, decides=outcome.decides,
-        passed=outcome.passed,
-        export=_part(VerifyExport, outcome.export),
-        artifact_check=_part(VerifyArtifactCheck, outcome.artifact_check),
-        fidelity_failed=("; ".join(fid.failures[:3]) if fid is not None
-                         and not fid.reaches_live_level else None),
-        scores={name: dict(section) for name, section in outcome.scores.items()})
-
-
-def _part(cls: Any, value: Any) -> Any:
-    """A section of the document, made through its model class from the outcome's JSON."""
-    return cls.from_json(value.to_json()) if value is not None else None
-
 
 _MARK = {"pass": "pass", "fail": "FAIL", "skipped": "skipped", "not_applicable": "n/a",
          "not_reached": "not reached"}
@@ -265,43 +226,3 @@ def print_table(doc: VerifyDocument) -> None:
         console.out.print(line, markup=False, highlight=False)
     style = "bold green" if doc.passed else "bold red"
     console.out.print(f"[{style}]{escape(verdict_line(doc))}[/]")
-
-
-def verification_record(doc: VerifyDocument) -> dict[str, Any]:
-    """What verify leaves in the artifact folder: levels, verdict, date and the machine."""
-    rebuilt = doc.reports.get("rebuilt")
-    return {
-        "format": 1,
-        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "synth_version": __version__,
-        "docker_version": _docker_version(),
-        "architecture": platform.machine(),
-        "gpu_driver": _gpu_driver(),
-        "require": doc.require,
-        "passed": doc.passed,
-        "verdict": verdict_line(doc),
-        "image": doc.build.image if doc.build else None,
-        "levels": {r.level: r.status for r in rebuilt.levels} if rebuilt else {},
-        "highest": rebuilt.highest if rebuilt else None,
-        "fidelity": doc.fidelity.reaches_live_level if doc.fidelity else None,
-        "allow_modified": bool(doc.artifact_check and doc.artifact_check.problems),
-    }
-
-
-def _command_output(argv: list[str]) -> str | None:
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-def _docker_version() -> str | None:
-    return _command_output(["docker", "version", "--format", "{{.Server.Version}}"])
-
-
-def _gpu_driver() -> str:
-    out = _command_output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
-    return out.splitlines()[0] if out else "none"
-
-

@@ -16,12 +16,12 @@ the single target) has no failed or unreached level up to ``--require``; skipped
 not-applicable levels do not fail it. See docs/verify.md.
 
 This module orchestrates and returns a typed :class:`~synth.verify.outcome.VerifyOutcome`;
-:mod:`synth.ui.verify_view` presents it, :mod:`synth.verify.rebuild` holds the artifact side.
+:mod:`synth.ui.verify_view` presents it, :mod:`synth.verify.rebuild` holds the artifact
+side.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from synth import profiles
 from synth.config import Settings
+from synth.engine.base import ContainerSpec
 from synth.errors import (
     GpuRuntimeUnavailableError,
     InputFileError,
@@ -54,7 +56,7 @@ from synth.pyramid.runtime import (
     Runtime,
     RuntimeFailure,
 )
-from synth.ui.verify_view import print_table, render_markdown, verification_record
+from synth.ui.verify_view import print_table, render_markdown
 from synth.util import atomic
 from synth.verify.outcome import (
     ArtifactCheck,
@@ -76,6 +78,7 @@ from synth.verify.rebuild import (
     rebuild,
     rebuilt_tag,
 )
+from synth.verify.record import verification_record
 
 if TYPE_CHECKING:
     from synth.engine.docker import DockerEngine
@@ -239,16 +242,19 @@ def _pyramid(runtime: Runtime, spec: PyramidSpec, say: Say) -> Report:
 
 @dataclass(frozen=True)
 class ProbeContext:
-    """What a task's probe container needs besides the image: for a task imported from REB,
-    the assets step, the agent's report at REB's path and REB's ``skipped`` stages
-    (:mod:`synth.plugins.reb.assets`, :mod:`synth.plugins.reb.probes`); nothing for synth's
-    own tasks."""
+    """What a task's probe container needs besides the image, for its task profile
+    (:mod:`synth.profiles`: for a task imported from REB, the assets step, the agent's report
+    at REB's path and REB's ``skipped`` stages); synth's own tasks add nothing."""
 
     task_dir: Path | None = None
     claims: Path | None = None
     workdir: str = "/workspace"
     assets_cache: Path | None = None
     assets_offline: bool = False
+
+    def site(self, image: str) -> profiles.ProbeSite:
+        return profiles.ProbeSite(self.task_dir, image, self.workdir, self.claims,
+                                  self.assets_cache, self.assets_offline)
 
 
 def probe_context(opts: VerifyOptions, target: Target) -> ProbeContext:
@@ -261,26 +267,20 @@ def probe_context(opts: VerifyOptions, target: Target) -> ProbeContext:
 def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
                   ctx: ProbeContext = ProbeContext(),
                   env: Mapping[str, str] | None = None) -> Report:
-    from synth.engine.base import ContainerSpec
-    from synth.plugins.reb.assets import assets_for
-    from synth.plugins.reb.probes import clear_stage_results, is_reb, probe_mounts, read_stage_skips
-
-    reb = is_reb(ctx.task_dir)
-    labels = {"synth.kind": "verify"}
-    mounts = probe_mounts(ctx.task_dir, ctx.claims)
-    with assets_for(engine, image, ctx.task_dir, workdir=ctx.workdir, cache_dir=ctx.assets_cache,
-                    offline=ctx.assets_offline, claims=ctx.claims, say=say) as install:
+    """The pyramid in a throwaway container of ``image`` (a GPU one where the engine has a
+    GPU runtime), with what the task's profile adds around it."""
+    profile, site = profiles.for_task(ctx.task_dir), ctx.site(image)
+    with profile.assets(engine, site, say) as install:
         def pyramid(gpus: bool) -> Report:
-            with engine.container(ContainerSpec(image=image, network=False, gpus=gpus,
-                                                mounts=mounts, labels=labels,
-                                                env=dict(env or {}))) as c:
-                if reb:
-                    clear_stage_results(c, ctx.workdir)
+            with engine.container(ContainerSpec(
+                    image=image, network=False, gpus=gpus, mounts=profile.probe_mounts(site),
+                    labels={"synth.kind": "verify"}, env=dict(env or {}))) as c:
+                profile.before_probes(c, site)
                 if install:
                     install(c)
                 report = _pyramid(c, replace(spec, gpu_access="probe" if gpus else "none"),
                                   say)
-                return read_stage_skips(c, report, ctx.workdir) if reb else report
+                return profile.after_probes(c, report, site)
 
         try:
             return pyramid(engine.has_gpu_runtime())
@@ -311,17 +311,14 @@ def compare_images(engine: DockerEngine, live: str, rebuilt: str, python_live: s
     """The live and rebuilt images' fingerprints, compared; each distribution whose files
     differ at the same version has the differing files named. ``live_env``: the live
     image's persisted variables (:class:`LiveImage`)."""
-    from synth.compare.fingerprint import (
-        compare_fingerprints,
-        differences,
-        fingerprint_image,
-        name_content_files,
-    )
+    from synth.compare.fingerprint import compare_fingerprints, differences, name_content_files
+    from synth.engine.fingerprint import ImageProbe
 
+    probe = ImageProbe(engine)
     try:
         a, b = name_content_files(
-            engine, fingerprint_image(engine, live, python_live, workdir, env=live_env),
-            fingerprint_image(engine, rebuilt, python_rebuilt, workdir))
+            probe, probe.fingerprint(live, python_live, workdir, env=live_env),
+            probe.fingerprint(rebuilt, python_rebuilt, workdir))
     except SynthError as exc:
         return FingerprintOutcome("error", exc.message)
     cmp = compare_fingerprints(a, b)
@@ -531,26 +528,20 @@ def _check_options(opts: VerifyOptions) -> None:
     if opts.assets_offline and opts.assets_cache is None:
         raise UsageError("--assets-offline needs --assets-cache DIR.",
                          hint="Give the folder REB's benchmark_assets/cache was saved to.")
+    known = profiles.scorings()
     for name in opts.scoring:
-        if name not in SCORINGS:
+        if name not in known:
             raise UsageError(f"Unknown scoring {name!r}.",
-                             hint=f"Known: {', '.join(sorted(SCORINGS))}.")
-
-
-#: Scorings beside synth's own, by name -> "module:function" (imported only when asked for,
-#: ``--scoring NAME``). The function gets the outcome and the progress printer, and returns
-#: the section verify.json carries as ``scores.<name>``.
-SCORINGS: dict[str, str] = {"reb": "synth.plugins.reb.scoring:score_verification"}
-Scorer = Callable[[VerifyOutcome, Say], Mapping[str, Any]]
+                             hint=f"Known: {', '.join(sorted(known)) or 'none installed'}.")
 
 
 def _score(outcome: VerifyOutcome, say: Say) -> VerifyOutcome:
-    """The outcome with a section per scoring asked for in ``options.scoring``."""
-    scores: dict[str, Mapping[str, Any]] = {}
-    for name in outcome.options.scoring:
-        module, _, func = SCORINGS[name].partition(":")
-        scorer: Scorer = getattr(importlib.import_module(module), func)
-        scores[name] = scorer(outcome, say)
+    """The outcome with a section per scoring asked for in ``options.scoring``: each
+    plug-in's scoring (:mod:`synth.profiles`) gets the outcome and the progress printer and
+    returns the section verify.json carries as ``scores.<name>``."""
+    known = profiles.scorings()
+    scores: dict[str, Mapping[str, Any]] = {
+        name: known[name].score(name, outcome, say) for name in outcome.options.scoring}
     return replace(outcome, scores=scores) if scores else outcome
 
 
@@ -594,13 +585,14 @@ def check_choices(*, runtime: str, scanner: str, progress: str) -> None:
 
 
 def parse_scoring(text: str) -> tuple[str, ...]:
-    """``--scoring``: ``synth`` (synth's verdicts only) or a name of :data:`SCORINGS`, whose
-    section verify.json then carries beside them."""
+    """``--scoring``: ``synth`` (synth's verdicts only) or a plug-in's scoring
+    (:func:`synth.profiles.scorings`), whose section verify.json then carries beside them."""
     if text == "synth":
         return ()
-    if text not in SCORINGS:
+    known = profiles.scorings()
+    if text not in known:
         raise UsageError(f"--scoring {text!r}: expected one of "
-                         f"{', '.join(('synth', *sorted(SCORINGS)))}.")
+                         f"{', '.join(('synth', *sorted(known)))}.")
     return (text,)
 
 

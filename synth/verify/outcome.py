@@ -1,6 +1,7 @@
 """What ``synth verify`` found, as typed values: the orchestration (:mod:`synth.verify.command`)
-returns a :class:`VerifyOutcome`; the presentation (:mod:`synth.ui.verify_view`) turns it into
-``verify.json``, ``verify.md`` and the terminal table. Pure: no I/O, no engine.
+returns a :class:`VerifyOutcome`, whose :attr:`~VerifyOutcome.document` is ``verify.json``
+(:func:`to_document`); :mod:`synth.ui.verify_view` renders that document as ``verify.md``
+and the terminal table. Pure: no I/O, no engine.
 """
 
 from __future__ import annotations
@@ -11,7 +12,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from synth.formats.model import VerifyDocument
+from synth import __version__
+from synth.formats.model import (
+    VerifyArtifactCheck,
+    VerifyBuild,
+    VerifyDocument,
+    VerifyExport,
+    VerifyFidelity,
+    VerifyFingerprint,
+    VerifyTarget,
+)
 from synth.pyramid.c0_scan import DEFAULT_SCANNER, Scanner
 from synth.pyramid.result import LEVELS, Level, Report
 
@@ -42,8 +52,8 @@ class VerifyOptions:
     #: Rebuild with the network disabled (``docker build --network none``): the artifact
     #: must be bundled (``export --bundle``).
     offline: bool = False
-    #: Scorings beside synth's own (names in ``synth.verify.command.SCORINGS``; ``--scoring``),
-    #: each written into verify.json as ``scores.<name>``.
+    #: Scorings beside synth's own (plug-ins' names, :func:`synth.profiles.scorings`;
+    #: ``--scoring``), each written into verify.json as ``scores.<name>``.
     scoring: tuple[str, ...] = ()
     #: A task imported from REB: the folder its assets step copies REB's
     #: ``benchmark_assets/cache`` from (read-only), and whether the step runs without network.
@@ -182,11 +192,35 @@ class VerifyOutcome:
     @cached_property
     def verify_document(self) -> VerifyDocument:
         """``verify.json``, typed (docs/verify.md)."""
-        from synth.ui.verify_view import to_document
-
         return to_document(self)
 
     @property
     def document(self) -> dict[str, Any]:
         """``verify.json``'s JSON, as written."""
         return self.verify_document.to_json()
+
+
+def to_document(outcome: VerifyOutcome) -> VerifyDocument:
+    """``verify.json`` for ``outcome`` (docs/verify.md,
+    synth/formats/schemas/verify.schema.json)."""
+    art = outcome.build.artifact_dir if outcome.build is not None else None
+    target = VerifyTarget(outcome.target.kind, str(outcome.target.path), outcome.target.name,
+                          str(art) if art is not None else None)
+    fid = outcome.fidelity
+    return VerifyDocument(
+        synth_version=__version__, target=target, require=outcome.options.require,
+        levels_selected=tuple(sorted(outcome.options.levels)),
+        build=_part(VerifyBuild, outcome.build), fidelity=_part(VerifyFidelity, fid),
+        fingerprint=_part(VerifyFingerprint, outcome.fingerprint),
+        reports={str(k): r for k, r in outcome.reports.items()}, decides=outcome.decides,
+        passed=outcome.passed,
+        export=_part(VerifyExport, outcome.export),
+        artifact_check=_part(VerifyArtifactCheck, outcome.artifact_check),
+        fidelity_failed=("; ".join(fid.failures[:3]) if fid is not None
+                         and not fid.reaches_live_level else None),
+        scores={name: dict(section) for name, section in outcome.scores.items()})
+
+
+def _part(cls: Any, value: Any) -> Any:
+    """A section of the document, made through its model class from the outcome's JSON."""
+    return cls.from_json(value.to_json()) if value is not None else None

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from synth.compare.diff import DiffResult, diff_sides
-from synth.compare.fingerprint import compare_fingerprints, fingerprint_image
+from synth.compare.fingerprint import compare_fingerprints
 from synth.compare.load import DiffOptions, SideLoader, diff_command
 from synth.config import Settings
+from synth.engine.fingerprint import ImageProbe
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -28,7 +29,8 @@ def artifacts_of(run_dir: Path) -> Path:
 
 
 def run_diff(a: Path | str, b: Path | str, artifacts: Path, **kw: Any) -> DiffResult:
-    loader = SideLoader(Settings.load(artifacts_dir=artifacts), **kw)
+    loader = SideLoader(Settings.load(artifacts_dir=artifacts), connect=ImageProbe.connect,
+                        **kw)
     return diff_sides(loader.load(str(a)), loader.load(str(b)))
 
 
@@ -36,7 +38,8 @@ def test_run_against_itself_is_equal(task_run: Callable[[str, str], Path],
                                      capsys: pytest.CaptureFixture[str]) -> None:
     run = task_run(TASK, "good.sh")
     code = diff_command(DiffOptions(a=str(run), b=str(run), json=True,
-                                    artifacts_dir=artifacts_of(run)))
+                                    artifacts_dir=artifacts_of(run)),
+                        connect=ImageProbe.connect)
     data = json.loads(capsys.readouterr().out)["result"]
     assert code == 0, [s for s in data["sections"] if s["status"] == "differ"]
     assert data["equal"] is True
@@ -77,8 +80,8 @@ def test_live_image_against_rebuild(rebuilt: tuple[Path, Path, str], engine: Any
     run, _, image = rebuilt
     live = json.loads((run / "run.json").read_text())["live_image"]["ref"]
     python = json.loads((run / "state" / "python.json").read_text())["primary"]
-    cmp = compare_fingerprints(fingerprint_image(engine, live, python),
-                               fingerprint_image(engine, image, python))
+    cmp = compare_fingerprints(ImageProbe(engine).fingerprint(live, python),
+                               ImageProbe(engine).fingerprint(image, python))
     assert cmp.packages_equal, cmp.summary()
     assert cmp.content_equal, cmp.summary()
     # The compiled extension is rebuilt byte for byte (same source path, flags, compiler).

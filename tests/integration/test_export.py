@@ -57,14 +57,15 @@ def test_rebuilt_image_matches_live_container(
     task: str, engine: object, exported: Callable[[str], tuple[Path, Path]],
     rebuilt: Callable[[str], str],
 ) -> None:
-    from synth.compare.fingerprint import compare_fingerprints, fingerprint_image
+    from synth.compare.fingerprint import compare_fingerprints
     from synth.engine import ContainerSpec
+    from synth.engine.fingerprint import ImageProbe
 
     run_dir, art = exported(task)
     tag = rebuilt(task)
     python = json.loads((art / "manifest.json").read_text())["python"]
-    live = fingerprint_image(engine, _live_image(run_dir), python)  # type: ignore[arg-type]
-    new = fingerprint_image(engine, tag, python)  # type: ignore[arg-type]
+    live = ImageProbe(engine).fingerprint(_live_image(run_dir), python)  # type: ignore[arg-type]
+    new = ImageProbe(engine).fingerprint(tag, python)  # type: ignore[arg-type]
     cmp = compare_fingerprints(live, new)
     assert cmp.packages_equal, [c.to_json() for c in cmp.packages]
     assert not cmp.dpkg, [c.to_json() for c in cmp.dpkg]

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from synth.compare.fingerprint import compare_fingerprints, fingerprint, fingerprint_image
+from synth.compare.fingerprint import compare_fingerprints
 from synth.engine.base import ContainerSpec
+from synth.engine.fingerprint import ImageProbe, fingerprint
 
 PKG_SETUP = """\
 from setuptools import setup
@@ -44,8 +45,8 @@ def extra_image(engine: Any, base_image: str, tmp_path_factory: pytest.TempPathF
 
 
 def test_same_image_twice_is_equal(engine: Any, base_image: str) -> None:
-    a = fingerprint_image(engine, base_image, "python3")
-    b = fingerprint_image(engine, base_image, "python3")
+    a = ImageProbe(engine).fingerprint(base_image, "python3")
+    b = ImageProbe(engine).fingerprint(base_image, "python3")
     cmp = compare_fingerprints(a, b)
     assert cmp.equal, cmp.summary()
     assert a.glibc and a.glibc.startswith("2.")
@@ -55,14 +56,14 @@ def test_same_image_twice_is_equal(engine: Any, base_image: str) -> None:
 
 def test_extra_package_and_native_file_differ(engine: Any, base_image: str,
                                               extra_image: str) -> None:
-    base = fingerprint_image(engine, base_image, "python3")
-    same_interp = fingerprint_image(engine, extra_image, "python3")
+    base = ImageProbe(engine).fingerprint(base_image, "python3")
+    same_interp = ImageProbe(engine).fingerprint(extra_image, "python3")
     # The system interpreter sees the same packages; the .so in /workspace is new.
     cmp = compare_fingerprints(base, same_interp)
     assert cmp.packages_equal and cmp.content_equal, cmp.summary()
     assert [(c.kind, c.key) for c in cmp.native] == [("added", "/workspace/_native.so")]
 
-    venv = fingerprint_image(engine, extra_image, "/opt/venv/bin/python")
+    venv = ImageProbe(engine).fingerprint(extra_image, "/opt/venv/bin/python")
     added = {c.key: c for c in compare_fingerprints(base, venv).packages if c.kind == "added"}
     assert "tiny-extra" in added
     assert added["tiny-extra"].b == "0.3.0"
@@ -191,7 +192,7 @@ def test_content_difference_at_the_same_version_is_named_file_by_file(
             in line), line
 
     code = diff_command(DiffOptions(a=f"image:{live}", b=f"image:{rebuilt}", json=True,
-                                    python=venv))
+                                    python=venv), connect=ImageProbe.connect)
     data = json.loads(capsys.readouterr().out)["result"]
     assert code == 1
     files = next(s for s in data["sections"] if s["name"] == "python_files")

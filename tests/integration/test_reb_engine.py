@@ -99,7 +99,8 @@ def test_reb_scoring_of_a_real_verification(
     verified: Callable[..., Any], tmp_path: Path
 ) -> None:
     """`--scoring reb` on the shared numpy-ext/good verification, through verify's scoring
-    hook (SCORINGS): REB's files beside it, its summary as verify.json's `scores.reb`.
+    hook (the reb profile's scoring): REB's files beside it, its summary as verify.json's
+    `scores.reb`.
     C0 runs pyright in the rebuilt image where the host has pyright[nodejs] (importable,
     or SYNTH_PYRIGHT=DIR); elsewhere it says why it was skipped."""
     from dataclasses import replace

@@ -514,7 +514,7 @@ class FakeFingerprintLoader(SideLoader):
         self.asked: list[tuple[str, str]] = []
 
     def fingerprint_of(self, ref: str, python: str) -> Any:
-        from synth.compare.fingerprint import Fingerprint
+        from synth.formats.fingerprint import Fingerprint
 
         self.asked.append((ref, python))
         return Fingerprint.from_json(self.prints[ref])

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from distill_runs import cmd, dist, make_run_dir, venv
 
-from synth.compare.fingerprint import DistributionPrint, Fingerprint
 from synth.distill import carried
 from synth.distill import warnings as warn
 from synth.distill.load import load_run
@@ -30,6 +29,7 @@ from synth.export.source_patch import (
     source_patch,
     tree_patch,
 )
+from synth.formats.fingerprint import DistributionPrint, Fingerprint
 
 SITE = "/opt/venv/lib/python3.11/site-packages"
 

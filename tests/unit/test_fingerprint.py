@@ -11,16 +11,11 @@ from typing import Any
 
 import pytest
 
-from synth.compare.fingerprint import (
-    PROBE_PATH,
-    Change,
-    Fingerprint,
-    compare_fingerprints,
-    distribution_source,
-    fingerprint,
-)
+from synth.compare.fingerprint import Change, compare_fingerprints
+from synth.engine.fingerprint import PROBE_PATH, ImageProbe, fingerprint
 from synth.engine.host import HostRuntime
 from synth.errors import VerifyError
+from synth.formats.fingerprint import Fingerprint, distribution_source
 
 
 def make_dist(
@@ -721,7 +716,8 @@ def test_name_content_files_asks_each_image_once_and_checks_the_digest() -> None
         # A listing whose files do not give the fingerprint's digest is not used.
         "rebuilt": {"docopt": {"digest": "other", "files": {"docopt.py": "2" * 64}}},
     })
-    a, b = name_content_files(engine, image("live", "d1"), image("rebuilt", "d2"))  # type: ignore[arg-type]
+    a, b = name_content_files(ImageProbe(engine), image("live", "d1"),  # type: ignore[arg-type]
+                              image("rebuilt", "d2"))
     assert engine.runtimes["live"].argv[0][-2:] == ["--files", "docopt"]
     assert len(engine.runtimes["rebuilt"].argv) == 2  # the probe, then removing its copy
     assert a.dist_files == {"docopt": {"docopt.py": "1" * 64}} and a.dist_files_error is None

@@ -57,15 +57,21 @@ def test_a_task_imported_from_reb_uses_the_profile(tmp_path: Path) -> None:
         ("reb", None, None)
     task = Task.model_validate({"name": "t", "base_image": "b", "repo": {"path": "r"},
                                 "not_applicable": {"C1": "-", "C3": "-", "C4": "-"}})
+    from synth import profiles
+    from synth.record.claims import check_claims
+
+    def checked(task_dir: Path | None, raw: bytes | None) -> Any:
+        return check_claims(raw, profiles.for_task(task_dir).claims_errors)
+
     loose = json.dumps({"python_path": "/usr/bin/python3", "notes": ["a"]}).encode()
-    assert reb_session.validate_claims(task, loose).status == "valid"  # synth's own rules
-    reb_task = task.model_copy(update={"task_dir": reb_dir})
-    check = reb_session.validate_claims(reb_task, loose)
+    assert checked(task.task_dir, loose).status == "valid"  # synth's own rules
+    assert profiles.for_task(reb_dir).name == "reb"
+    check = checked(reb_dir, loose)
     assert check.status == "invalid" and check.claims is not None
     assert any("'env_tool' is a required property" in e for e in check.errors)
     assert any(e.startswith("$.notes:") for e in check.errors)  # REB: a string, not a list
-    assert reb_session.validate_claims(reb_task, json.dumps(REPORT).encode()).status == "valid"
-    assert reb_session.validate_claims(reb_task, None).status == "missing"
+    assert checked(reb_dir, json.dumps(REPORT).encode()).status == "valid"
+    assert checked(reb_dir, None).status == "missing"
 
 
 # ---------------------------------------------------------------- the report path
@@ -89,10 +95,14 @@ def test_report_path_is_a_second_name_of_the_claims_file() -> None:
     assert argv[:2] == ["sh", "-c"]
     assert "ln -sfn /synth/claims.json /opt/scimlopsbench/report.json" in argv[2]
     # synth's name first; a file the agent left at REB's name when synth's is absent
+    from synth.plugins.reb.plugin import PROFILE
+    from synth.record.claims import read_claims
+
+    paths = ("/synth/claims.json", *PROFILE.claims_paths())
     both = _FakeContainer({"/synth/claims.json": b"{}", reb_session.REPORT_PATH: b"[]"})
-    assert reb_session.read_claims(both, 100) == b"{}"
-    assert reb_session.read_claims(_FakeContainer({reb_session.REPORT_PATH: b"[]"}), 9) == b"[]"
-    assert reb_session.read_claims(_FakeContainer({}), 9) is None
+    assert read_claims(both, paths) == b"{}"
+    assert read_claims(_FakeContainer({reb_session.REPORT_PATH: b"[]"}), paths) == b"[]"
+    assert read_claims(_FakeContainer({}), paths) is None
 
 
 # ---------------------------------------------------------------- C5
@@ -276,9 +286,11 @@ def test_score_writes_a_reb_job_folder(tmp_path: Path) -> None:
 
 def test_reb_scoring_through_the_verify_hook(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """`--scoring reb`: SCORINGS' hook scores the outcome, says REB's lines, writes REB's
+    """`--scoring reb`: the plug-in's scoring scores the outcome, says REB's lines, writes REB's
     files, and the summary is verify.json's scores.reb."""
-    from synth.verify.command import SCORINGS, _score, parse_scoring
+    from synth import profiles
+    from synth.plugins.reb.plugin import PROFILE
+    from synth.verify.command import _score, parse_scoring
     from synth.verify.outcome import BuildInfo, TargetInfo, VerifyOptions, VerifyOutcome
 
     monkeypatch.setattr("synth.plugins.reb.pyright.find_pyright", lambda: None)
@@ -286,7 +298,7 @@ def test_reb_scoring_through_the_verify_hook(tmp_path: Path,
     run = Path(doc["target"]["path"])
     for level in doc["reports"]["rebuilt"]["levels"]:  # verify.json words why it did not pass
         level["reason"] = None if level["status"] == "pass" else "not here"
-    assert SCORINGS["reb"] == "synth.plugins.reb.scoring:score_verification"
+    assert profiles.scorings()["reb"] is PROFILE  # the installed entry point
     assert parse_scoring("synth") == () and parse_scoring("reb") == ("reb",)
     with pytest.raises(UsageError, match="--scoring"):
         parse_scoring("bogus")

@@ -19,7 +19,6 @@ from synth.errors import UsageError
 from synth.formats.model import VerifyDocument
 from synth.plugins.reb.probes import (
     clear_stage_results,
-    probe_mounts,
     read_stage_skips,
     skip_reason,
     stage_skips,
@@ -90,6 +89,12 @@ def test_probe_context_of_a_target(tmp_path: Path) -> None:
 def test_report_path_only_for_reb_tasks(tmp_path: Path) -> None:
     claims = tmp_path / "claims.json"
     claims.write_text("{}")
+    from synth import profiles
+
+    def probe_mounts(task_dir: Path, claims_file: Path | None) -> list[Any]:
+        site = ProbeContext(task_dir, claims_file).site("image")
+        return profiles.for_task(task_dir).probe_mounts(site)
+
     assert probe_mounts(tmp_path, claims) == []  # synth's own task
     (mount,) = probe_mounts(_reb_task(tmp_path / "t"), claims)
     assert (mount.source, mount.target, mount.read_only) == \

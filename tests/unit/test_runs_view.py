@@ -11,7 +11,7 @@ from pathlib import Path
 
 from distill_runs import make_run_dir
 
-from synth.ui import runs_view
+from synth.record import runs_view
 from tests.verify_outcomes import full_verify
 
 DEAD = {"DOCKER_HOST": "unix:///tmp/synth-no-daemon.sock"}

@@ -304,7 +304,8 @@ def _modules(package: str, skip: tuple[str, ...] = ()) -> list[str]:
     return mods
 
 
-@pytest.mark.parametrize("package", ["synth.distill", "synth.pyramid", "synth.formats"])
+@pytest.mark.parametrize("package", ["synth.distill", "synth.pyramid", "synth.formats",
+                                     "synth.compare"])
 def test_pure_packages_do_not_load_docker(package: str) -> None:
     # tests/unit/test_store.py::test_pure_modules_do_not_load_docker checks the named pure
     # modules (model, render, diff, store, engine.base, distill.plan/load); this covers every

@@ -214,7 +214,7 @@ def test_a_tls_failure_in_the_build_log_says_so(tmp_path: Path) -> None:
 
 
 def test_verification_record() -> None:
-    from synth.ui.verify_view import verification_record
+    from synth.verify.record import verification_record
 
     doc = {"require": "C1", "passed": True, "decides": "rebuilt",
            "build": {"image": "synth-rebuilt/t:1", "artifact_dir": "/a"},

@@ -1,8 +1,8 @@
 """REB's contract in synth's verification containers: what verify adds around the
 container a REB task's probes run in (synth's own tasks get nothing from here).
 
-* :func:`probe_mounts`: the agent's report, read-only, at REB's report path (some of REB's
-  scripts pick their interpreter from it).
+* the agent's report, read-only, at REB's report path (some of REB's scripts pick their
+  interpreter from it): :func:`synth.plugins.reb.session.report_mount`.
 * :func:`clear_stage_results` before the pyramid, :func:`stage_skips` after it: REB's stage
   scripts may write ``build_output/<stage>/results.json`` with ``status: skipped`` (and a
   ``skip_reason``) and exit 0, e.g. a multi-GPU stage on a machine with one GPU. synth's probe
@@ -18,12 +18,8 @@ import json
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Protocol
 
-from synth.engine.base import Mount
-from synth.plugins.reb.profile import task_profile
-from synth.plugins.reb.session import report_mount
 from synth.pyramid.result import LevelResult, Report
 
 #: synth level -> the REB stage whose script its probe runs.
@@ -34,15 +30,6 @@ _MAX_BYTES = 1 << 20
 class _Container(Protocol):
     def exec(self, argv: Sequence[str]) -> Any: ...
     def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes | None: ...
-
-
-def is_reb(task_dir: Path | None) -> bool:
-    return task_profile(task_dir) == "reb"
-
-
-def probe_mounts(task_dir: Path | None, claims: Path | None) -> list[Mount]:
-    """The mounts a REB task's probe container gets (none for synth's own tasks)."""
-    return report_mount(claims) if is_reb(task_dir) else []
 
 
 def _results_path(workdir: str, stage: str) -> str:

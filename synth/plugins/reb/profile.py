@@ -26,13 +26,6 @@ def task_profile(task_dir: Path | None) -> str | None:
 
 
 @cache
-def report_fields() -> tuple[str, ...]:
-    """REB's ``report.json`` fields in REB's order: the ``reb`` profile's required list (the
-    claims schema types each; :class:`synth.formats.model.Claims` reads them)."""
-    return tuple(load_schema("claims")["$defs"]["reb"]["required"])
-
-
-@cache
 def _validator(profile: str) -> Any:
     from jsonschema import Draft202012Validator
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from synth.errors import UsageError
 from synth.formats.model import VerifyDocument
+from synth.plugins.reb.stages import cuda_stage
 from synth.pyramid.result import Level, LevelResult
 from synth.util import atomic
 
@@ -34,8 +35,6 @@ def stage_results(doc: VerifyDocument, repo_id: str,
                   overrides: Mapping[str, Mapping[str, Any]] | None = None,
                   ) -> dict[str, dict[str, Any]]:
     """REB stage -> its results.json; ``overrides`` (stage -> fields) win over synth's."""
-    from synth.plugins.reb.scoring import cuda_stage
-
     key, report = doc.decides, doc.deciding
     out = {}
     for stage, level in STAGES.items():

@@ -28,7 +28,9 @@ from synth.errors import InputFileError
 from synth.formats.model import Claims, VerifyDocument
 from synth.formats.store import ArtifactDir, RunDir, is_file
 from synth.plugins.reb.results import write_job
-from synth.pyramid.result import Level, Report
+from synth.plugins.reb.stages import checks as _checks
+from synth.plugins.reb.stages import cuda_stage, multi_gpu_stage
+from synth.pyramid.result import Report
 from synth.util import atomic
 
 if TYPE_CHECKING:
@@ -36,39 +38,6 @@ if TYPE_CHECKING:
     from synth.verify.outcome import VerifyOutcome
 
 _MISSING_IMPORT = re.compile(r'Import "([^."]+)')
-
-
-def _checks(report: Report) -> dict[str, Mapping[str, Any]]:
-    c5 = report.get("C5")
-    details = c5.details if c5 is not None else {}
-    return {str(c["field"]): c for c in details.get("checks") or []}
-
-
-def _status(report: Report, level: Level) -> str | None:
-    r = report.get(level)
-    return r.status if r is not None else None
-
-
-def cuda_stage(report: Report) -> dict[str, Any] | None:
-    """What REB's CUDA stage would record: success only where C2 passed; None (no
-    evidence) where C2 was not run or not reached."""
-    status = _status(report, "C2")
-    if status is None or status == "not_reached":
-        return None
-    observed = _checks(report).get("gpu_count", {}).get("observed")
-    gpus = observed if isinstance(observed, int) and not isinstance(observed, bool) else 0
-    ok = status == "pass"
-    return {"status": "success" if ok else "failure", "exit_code": 0 if ok else 1,
-            "observed": {"cuda_available": ok, "gpu_count": gpus if ok else 0}}
-
-
-def multi_gpu_stage(report: Report) -> dict[str, Any] | None:
-    status = _status(report, "C4")
-    if status is None:
-        return None
-    word = {"pass": "success", "skipped": "skipped", "not_applicable": "skipped"}.get(
-        status, "failure")
-    return {"status": word, "exit_code": 0 if word != "failure" else 1}
 
 
 def _item(kind: str, reported: dict[str, Any], observed: dict[str, Any]) -> dict[str, Any]:
@@ -320,7 +289,7 @@ def score(doc: VerifyDocument, out_dir: Path, *, run_pyright: bool = True
 
 
 def score_verification(outcome: VerifyOutcome, say: Say) -> dict[str, Any]:
-    """``synth verify --scoring reb`` (``reb`` in :data:`synth.verify.command.SCORINGS`):
+    """``synth verify --scoring reb`` (the ``reb`` profile's scoring):
     :func:`score` on the outcome's document, REB's files under ``<out>/reb/``, the two
     summary lines said; the summary is what verify.json carries as ``scores.reb``."""
     result = score(outcome.verify_document, outcome.out_dir)

@@ -9,9 +9,9 @@ of either name, synth never reads a host path. An agent that replaced the symlin
 file of its own (an atomic rename does) is read at the REB name when the synth name is
 absent (:func:`read_claims`).
 
-Session code calls three functions here: :func:`offer_report_path` after the repository is
-copied in, :func:`read_claims` and :func:`validate_claims` at capture (the second applies
-the ``reb`` claims profile to tasks imported from REB).
+The profile (:mod:`synth.plugins.reb.plugin`) calls :func:`offer_report_path` after the
+repository is copied in, and names :data:`REPORT_PATH` as a second place to read the claims
+from at capture (the core reads ``/synth/claims.json`` first).
 """
 
 from __future__ import annotations
@@ -22,13 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from synth.engine.base import Mount
-from synth.plugins.reb.profile import profile_errors, task_profile
 from synth.record.agents import CONTAINER_CLAIMS
-from synth.record.claims import ClaimsCheck
-from synth.record.claims import validate_claims as synth_validate
 
 if TYPE_CHECKING:
-    from synth.formats.task import Task
+    pass
 
 REPORT_DIR = "/opt/scimlopsbench"
 REPORT_PATH = REPORT_DIR + "/report.json"
@@ -55,24 +52,3 @@ def report_mount(claims: Path | None) -> list[Mount]:
 
 def offer_report_path(container: _Container) -> None:
     container.exec(link_command())  # the session's commands run as root
-
-
-def read_claims(container: _Container, max_bytes: int) -> bytes | None:
-    """The claims file's bytes: ``/synth/claims.json``, else a regular file the agent left at
-    REB's path (a symlink at either name is not followed: it reads as absent)."""
-    raw = container.read_file(CONTAINER_CLAIMS, max_bytes=max_bytes)
-    if raw is None:
-        raw = container.read_file(REPORT_PATH, max_bytes=max_bytes)
-    return raw
-
-
-def validate_claims(task: Task | None, raw: bytes | None) -> ClaimsCheck:
-    """synth's check of the claims, then the task's profile (``reb`` for a REB task)."""
-    check = synth_validate(raw)
-    profile = task_profile(task.task_dir if task is not None else None)
-    if profile is None or check.claims is None:
-        return check
-    errors = profile_errors(check.claims, profile)
-    if not errors:
-        return check
-    return ClaimsCheck("invalid", [*check.errors, *errors], check.claims)

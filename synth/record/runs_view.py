@@ -123,9 +123,10 @@ class RunList:
         return {"runs": self.rows, "skipped": self.skipped}
 
 
-def list_runs_view(settings: Settings, task: str | None,
-                   warn: Callable[[str], None]) -> RunList:
-    """Every recorded run (of ``task``), oldest first; ``warn`` hears of each skipped one."""
+def list_runs_view(settings: Settings, task: str | None, warn: Callable[[str], None],
+                   sizes: Callable[[], SizeOf | None] = lambda: None) -> RunList:
+    """Every recorded run (of ``task``), oldest first; ``warn`` hears of each skipped one;
+    ``sizes`` gives the images' size lookup (the engine's), asked only when there are runs."""
     from synth.record.rundir import list_runs
 
     dirs = list_runs(settings, task)
@@ -135,7 +136,7 @@ def list_runs_view(settings: Settings, task: str | None,
         skipped.append(message)
         warn(message)
 
-    return RunList(views(dirs, engine_sizes() if dirs else None, skip), skipped)
+    return RunList(views(dirs, sizes() if dirs else None, skip), skipped)
 
 
 @dataclass(frozen=True)
@@ -149,30 +150,13 @@ class RunShow:
         return {**self.info, "view": self.row}
 
 
-def show_run_view(settings: Settings, run_ref: str | None) -> RunShow:
-    """The run ``run_ref`` names (default the latest)."""
+def show_run_view(settings: Settings, run_ref: str | None,
+                  sizes: Callable[[], SizeOf | None] = lambda: None) -> RunShow:
+    """The run ``run_ref`` names (default the latest); ``sizes`` as for the list."""
     from synth.record.rundir import describe_run, find_run
 
     run_dir = find_run(settings, run_ref)
-    return RunShow(describe_run(run_dir), view(run_dir, engine_sizes()))
-
-
-def engine_sizes() -> SizeOf | None:
-    """Image sizes from the engine, or None when no engine answers (sizes are then left out)."""
-    try:
-        from synth.engine.docker import DockerEngine
-
-        engine = DockerEngine.connect(timeout=5)
-    except SynthError:
-        return None
-
-    def size_of(ref: str) -> int | None:
-        try:
-            return int(engine.image_inspect(ref).get("Size") or 0) or None
-        except SynthError:
-            return None
-
-    return size_of
+    return RunShow(describe_run(run_dir), view(run_dir, sizes()))
 
 
 def human_size(n: int) -> str:
