@@ -175,7 +175,7 @@ def test_verify_progress_is_checked() -> None:
 
 
 def test_global_flags_stop_at_the_agent_command() -> None:
-    from synth.cli import _global_flags
+    from synth.cli.app import _global_flags
     from synth.ui import console
 
     before = dict(console.mode)

@@ -1,0 +1,188 @@
+"""The command line's frame: the typer app and its sub-apps, the options every command
+shares, ``--json``/``--debug`` anywhere on the line, and :func:`main`, which turns every
+``SynthError`` into its message, hint and exit code. The commands live beside it, one
+module per area; each builds one options object and calls one function."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from synth import __version__
+from synth.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    SynthError,
+    exit_codes,
+)
+from synth.ui import console
+
+if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
+    pass
+
+
+def _epilog() -> str:
+    from synth.errors import error_kinds
+
+    outcomes = ". ".join(f"{code} = {meaning}" for code, meaning in exit_codes()
+                         if code < SynthError.exit_code or code == EXIT_INTERRUPTED)
+    kinds = ", ".join(f"{k.exit_code} = {k.__name__}" for k in error_kinds())
+    return ("--json and --debug are accepted anywhere on the command line.\n\n"
+            f"Exit codes: {outcomes}.\n\nErrors (README.md, synth/errors.py): {kinds}.")
+
+
+app = typer.Typer(
+    help="Audit an agent's setup of a research repo, distill it into a rebuildable artifact, "
+    "and prove the artifact research-ready.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    epilog=_epilog(),
+)
+base_app = typer.Typer(help="Base images made locally (debootstrap), for air-gapped sites.")
+task_app = typer.Typer(help="Task files: tasks/<name>/task.toml.")
+app.add_typer(base_app, name="base")
+app.add_typer(task_app, name="task")
+
+
+JsonOpt = Annotated[bool, typer.Option(
+    "--json", help="Print machine-readable JSON on stdout (errors too).")]
+CaBundleOpt = Annotated[
+    Optional[Path],  # noqa: UP045 - typer needs Optional here
+    typer.Option("--ca-bundle", help="CA bundle for a TLS-intercepting proxy "
+                 "(env SYNTH_CA_BUNDLE). Mounted at run time, a BuildKit secret at build "
+                 "time; never stored in an image."),
+]
+ArtifactsOpt = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option("--artifacts", help="Where runs and exports go (env SYNTH_ARTIFACTS).",
+                 envvar="SYNTH_ARTIFACTS"),
+]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    # main() takes --debug and --json off the command line wherever they are; these two
+    # options only document them.
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print machine-readable JSON on stdout (errors too).")] = False,
+    show_version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print synth's version and exit.")] = False,
+) -> None:
+    """The options every command takes."""
+
+
+@app.command()
+def version(json_out: JsonOpt = False) -> None:
+    """Print synth's version."""
+    if json_out:
+        console.print_json({"version": __version__, "python": sys.version.split()[0]})
+    else:
+        typer.echo(__version__)
+
+
+runs_app = typer.Typer(help="Recorded agent sessions under <artifacts>/runs/.")
+app.add_typer(runs_app, name="runs")
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # Let `finally` blocks remove containers, exactly as for Ctrl-C.
+    raise KeyboardInterrupt
+
+
+def _global_flags(argv: list[str]) -> list[str]:
+    """Take --debug and --json from anywhere before `--`: --debug is remembered, --json moves
+    to the end, where the (sub)command that is run takes it. Sets console.mode."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    head, tail = argv[:cut], argv[cut:]
+    console.mode["debug"] = "--debug" in head
+    console.mode["json"] = "--json" in head
+    head = [a for a in head if a not in ("--debug", "--json")]
+    console.mode["command"] = _command_path(head)
+    return head + (["--json"] if console.mode["json"] else []) + tail
+
+
+def _command_path(args: list[str]) -> str:
+    """The (sub)command the words of the command line name, e.g. `runs list`."""
+    # Tests may stand the click command typer builds in for the app (built once).
+    cmd: object = typer.main.get_command(app) if isinstance(app, typer.Typer) else app
+    words: list[str] = []
+    for arg in args:
+        if arg.startswith("-"):
+            continue
+        sub = getattr(cmd, "commands", {}).get(arg)
+        if sub is None:
+            break
+        words.append(arg)
+        cmd = sub
+    return " ".join(words)
+
+
+def _plain_help() -> None:
+    """Typer's help shows a type for every option (`--rebuild <bool>`): a flag has none.
+    Its usage line writes a required argument `{TASK}`: the convention is `TASK`."""
+    from typer.core import TyperArgument, TyperOption
+
+    original = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        return None if self.is_flag else original(self, ctx)
+
+    def usage_name(self: TyperArgument) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    setattr(TyperOption, "display_type_rich", display_type_rich)  # noqa: B010
+    if hasattr(TyperArgument, "_usage_display_name"):
+        setattr(TyperArgument, "_usage_display_name", usage_name)  # noqa: B010
+
+
+_plain_help()
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    argv = _global_flags(sys.argv[1:])
+    try:
+        # Without standalone mode click returns a command's exit code instead of exiting.
+        code = app(args=argv, standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
+    except SynthError as exc:
+        if console.mode["debug"]:
+            raise
+        console.print_error(code=exc.exit_code, kind=type(exc).__name__, message=exc.message,
+                            hint=exc.hint)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        console.err.print("interrupted; cleaned up.", markup=False)
+        sys.exit(EXIT_INTERRUPTED)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as exc:
+        # Usage errors of the (vendored) click surface here without standalone mode.
+        show = getattr(exc, "show", None)
+        code = getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            if console.mode["json"] and code == EXIT_USAGE:
+                console.print_error(code=code, kind="CommandLineError",
+                                    message=str(getattr(exc, "message", exc)),
+                                    hint="`synth --help` lists the commands and options.")
+            else:
+                show()
+            sys.exit(code)
+        raise

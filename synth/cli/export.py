@@ -1,0 +1,111 @@
+"""``synth export``: a run distilled into an artifact folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from synth.config import Settings
+from synth.errors import (
+    UsageError,
+)
+from synth.ui import console
+
+if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
+    from synth.export.artifact import ExportResult
+from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app
+
+
+@app.command("export")
+def export_cmd(
+    run_arg: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        metavar="RUN", help="Run dir, run id, <task>/<run-id> or `latest` (default).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Artifact format.")] = "Dockerfile",
+    run_opt: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--run", help="The run, as an option (the older form `synth export Dockerfile "
+        "--run RUN`).")] = None,
+    out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "-o", "--out", help="Artifact folder (default <run>/export).")] = None,
+    include: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--include", help="Container path to carry into the artifact (repeatable).")] = None,
+    plan_only: Annotated[bool, typer.Option("--plan", help="Print plan.json "
+                                            "and write nothing.")] = False,
+    locker: Annotated[str, typer.Option(help="uv or pip-tools.")] = "uv",
+    force: Annotated[bool, typer.Option(
+        "--force", help="Let -o replace an artifact synth exported there before (never "
+        "anything else).")] = False,
+    allow_incomplete: Annotated[bool, typer.Option(
+        "--allow-incomplete", help="Export a run that did not succeed or whose audit is "
+        "unverified; the report says why at its top.")] = False,
+    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Export even if the artifact leaves part of the final state out; the report says what at its top.")] = False,  # noqa: E501
+    artifacts: ArtifactsOpt = None,
+    ca_bundle: CaBundleOpt = None,
+    wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        help="Wheel folder the run used (env SYNTH_WHEELHOUSE).")] = None,
+    apt_snapshot: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--apt-snapshot", metavar="URL-TEMPLATE",
+        help="Snapshot archive for .debs the mirror dropped; {timestamp} = the run's end, "
+        "{archive} = debian or debian-security (default "
+        "https://snapshot.debian.org/archive/{archive}/{timestamp}/).")] = None,
+    apt_snapshot_only: Annotated[bool, typer.Option(
+        "--apt-snapshot-only", help="Fetch .debs from the snapshot archive only.")] = False,
+    archive: Annotated[bool, typer.Option(
+        "--archive", help="Also write <task>-<run-id>.tar.gz (deterministic) beside the "
+        "artifact, with an RO-Crate and a CycloneDX SBOM inside; print its sha256.")] = False,
+    bundle: Annotated[bool, typer.Option("--bundle", help="Put every .deb, wheel and "
+                                         "download under vendor/: it builds offline.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Distill a run into a rebuildable artifact (Dockerfile, locks, manifest, report)."""
+    from synth.export.artifact import export_run, find_export_run, plan_json_of
+
+    fmt, run_ref = _export_target(run_arg, fmt, run_opt)
+    settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    run_dir = find_export_run(settings, run_ref)
+    if plan_only:
+        sys.stdout.write(plan_json_of(run_dir, include or ()))
+        return
+    result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
+                        force=force, allow_incomplete=allow_incomplete, allow_missing=allow_missing,
+                        apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only,
+                        archive=archive, bundle=bundle)
+    _print_export(result, run_dir, json_out)
+
+
+def _print_export(result: ExportResult, run_dir: Path, json_out: bool) -> None:
+    if json_out:
+        console.print_json({"artifact_dir": str(result.artifact_dir), "run_dir": str(run_dir),
+                            "warnings": list(result.warnings),
+                            **({"bundle": result.bundle} if result.bundle else {}),
+                            **({"archive": str(result.archive),
+                                "archive_sha256": result.archive_sha256}
+                               if result.archive else {})})
+        return
+    for w in result.warnings:
+        console.warn(w)
+    console.say(f"artifact: {result.artifact_dir}")
+    if result.bundle:
+        from synth.export.bundle import describe
+
+        console.say(describe(result.bundle))
+    if result.archive:
+        for line in (f"archive: {result.archive}", f"sha256: {result.archive_sha256}"):
+            console.err.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _export_target(run_arg: str | None, fmt: str, run_opt: str | None) -> tuple[str, str | None]:
+    """(format, run) from `export RUN [--format F]` or the older `export FORMAT [--run RUN]`."""
+    from synth.export.artifact import FORMATS
+
+    if run_arg is not None and run_arg in FORMATS:
+        fmt, run_arg = run_arg, None
+    if run_arg is not None and run_opt is not None:
+        raise UsageError(f"Two runs named: {run_arg} and --run {run_opt}.",
+                         hint="Name the run once: `synth export RUN`.")
+    if fmt not in FORMATS:
+        raise UsageError(f"Unknown export format {fmt!r}.",
+                         hint=f"Supported: {', '.join(FORMATS)}.")
+    return fmt, run_arg if run_arg is not None else run_opt

@@ -1,0 +1,119 @@
+"""Recording: ``synth run`` and ``synth runs list|show``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from synth.config import Settings
+from synth.errors import (
+    EXIT_AGENT_FAILED,
+    EXIT_AGENT_TIMEOUT,
+    EXIT_INTERRUPTED,
+    RunError,
+)
+from synth.ui import console
+
+if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
+    pass
+from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, runs_app
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Argument(
+        metavar="TASK", help="A task directory or a task name under ./tasks.")],
+    command: Annotated[Optional[list[str]], typer.Argument(  # noqa: UP045
+        metavar="COMMAND", help="With --agent exec: the agent's command, after `--`.")] = None,
+    agent: Annotated[str, typer.Option(help="replay, exec or shell.")] = "replay",
+    script: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        help="Replay: the setup script (one `bash -c` per top-level statement).")] = None,
+    stop_on_error: Annotated[bool, typer.Option(
+        "--stop-on-error", help="Replay: stop at the first failure.")] = False,
+    agent_mount: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        help="Exec: HOST:CONTAINER mounted read-only (the agent's tooling).")] = None,
+    agent_env: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        help="Exec: a variable passed from this environment; its value is masked as ***.")]
+    = None,
+    timeout: Annotated[float, typer.Option(help="Seconds before the agent is killed.")] = 3600,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", help="Exec: do not stream the agent's output to the terminal "
+        "(logs/agent.log has it either way).")] = False,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the session container.")] = False,
+    trace_exec: Annotated[bool, typer.Option(
+        "--trace-exec",
+        help="Also record every exec with the host's strace (mounted, never installed).")]
+    = False,
+    wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        help="Wheel folder mounted read-only at /synth/wheelhouse (env SYNTH_WHEELHOUSE).")]
+    = None,
+    ca_bundle: CaBundleOpt = None,
+    artifacts: ArtifactsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run an agent in an audited session container and record what it did."""
+    from synth.formats.task import load_task
+    from synth.record import RunOptions, run_session
+    from synth.record.agents import make_agent
+
+    opts = RunOptions(
+        task=load_task(task, tasks_root=Path("tasks")),
+        agent=make_agent(agent, script=script, stop_on_error=stop_on_error,
+                         command=command or (), mounts=agent_mount or (),
+                         env_names=agent_env or (), quiet=quiet),
+        settings=Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
+                               wheelhouse=wheelhouse),
+        timeout=timeout, keep=keep, trace_exec=trace_exec,
+    )
+    result = run_session(opts, say=console.say)
+    if json_out:
+        console.print_json(result.to_json())
+    if not result.ok:
+        raise typer.Exit(_RUN_EXIT.get(result.status, RunError.exit_code))
+
+
+#: `synth run`'s exit code per run status other than succeeded (errors/exit codes).
+_RUN_EXIT = {"failed": EXIT_AGENT_FAILED, "timeout": EXIT_AGENT_TIMEOUT,
+             "interrupted": EXIT_INTERRUPTED, "error": RunError.exit_code}
+
+
+@runs_app.command("list")
+def runs_list(
+    task: Annotated[Optional[str], typer.Option(help="Only this task's runs.")] = None,  # noqa: UP045
+    artifacts: ArtifactsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List recorded runs, oldest first: agent, claims after C5, verify verdicts, image sizes."""
+    from synth.engine.docker import image_sizes
+    from synth.record import runs_view
+
+    listing = runs_view.list_runs_view(Settings.load(artifacts_dir=artifacts), task,
+                                       warn=console.warn, sizes=image_sizes)
+    if json_out:
+        console.print_json(listing.to_json())
+        return
+    for r in listing.rows:
+        console.out.print(runs_view.list_line(r), markup=False, soft_wrap=True)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_ref: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        metavar="RUN", help="Run dir, run id, <task>/<run-id> or `latest` (default).")] = None,
+    artifacts: ArtifactsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show one run: outcome, violations, claims, and what it installed."""
+    from synth.engine.docker import image_sizes
+    from synth.record import runs_view
+    from synth.record.rundir import format_run
+
+    shown = runs_view.show_run_view(Settings.load(artifacts_dir=artifacts), run_ref,
+                                    sizes=image_sizes)
+    if json_out:
+        console.print_json(shown.to_json())
+    else:
+        console.out.print("\n".join([format_run(shown.info), *runs_view.show_lines(shown.row)]),
+                          markup=False, soft_wrap=True)
