@@ -147,6 +147,17 @@ class DockerEngine:
         finally:
             c.remove()
 
+    def kill_container(self, name: str) -> None:
+        """Kill a container's processes by name or id (it stays, stopped); one that is gone
+        or not running is left as it is."""
+        try:
+            self.client.containers.get(name).kill()
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as exc:
+            if "is not running" not in str(exc):
+                raise EngineError(f"Cannot stop container {name}: {_short(exc)}") from exc
+
     def managed_containers(self, extra_label: str | None = None) -> list[DockerContainer]:
         filters = [MANAGED_LABEL + "=1"] + ([extra_label] if extra_label else [])
         return list(self.client.containers.list(all=True, filters={"label": filters}))

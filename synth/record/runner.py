@@ -60,6 +60,7 @@ from synth.record.collector import HookCollector, drain_folder
 from synth.record.lease import LEASE_DIR, Lease, lease_command
 from synth.record.recorder import RecordingContainer
 from synth.record.rundir import RUN_FORMAT, iso, new_run_id
+from synth.record.watchdog import Watchdog
 from synth.util.atomic import write_json
 
 Say = Callable[[str], None]
@@ -127,6 +128,7 @@ class _Session:
         self.cancelled = threading.Event()
         self.timed_out = threading.Event()
         self.container: Container | None = None
+        self.watchdog: Watchdog | None = None
         self.log: AgentLog | None = None
         self.exit_code: int | None = None
         self.strace_dir: Path | None = None
@@ -258,6 +260,9 @@ class _Session:
                  f"from {self.task.base_image}")
         self.container = RecordingContainer(self.engine.create(spec), self.commands,
                                             default_cwd=WORKDIR)
+        # From here on a host process of its own stops the container if synth goes away.
+        self.watchdog = Watchdog(self.container.name)
+        self.watchdog.start()
         self.record["container"] = self.container.name
         self.write_record()
         self._poller = threading.Thread(target=self.poll_stream, daemon=True)
@@ -546,6 +551,8 @@ class _Session:
             else:
                 with suppress(EngineError):
                     self.container.remove()
+        if self.watchdog is not None:
+            self.watchdog.release()
         self.record["status"] = status
         self.record["ended"] = iso()
         self.write_record()

@@ -216,9 +216,18 @@ def _synth(*args: str, **kw: Any) -> subprocess.Popen[str]:
 def test_a_synth_killed_with_sigkill_leaves_no_running_container(
     engine: DockerEngine, world: dict[str, Any]
 ) -> None:
+    """kill -9 of synth, after the agent replaced the tools the in-container lease loop
+    calls: the watchdog (a host process of its own) stops the container at once."""
     settings: Settings = world["settings"]
     script = world["root"] / "long.sh"
-    script.write_text("echo started\nsleep 600\n")
+    # The agent defeats the lease loop inside the container: every tool it calls, on PATH
+    # and at its own path, now says the lease was renewed this second. Only the host-side
+    # watchdog can stop this container once synth is gone.
+    script.write_text(
+        "printf '#!/bin/sh\\nexec /bin/date +%%s\\n' > /tmp/fresh && chmod +x /tmp/fresh\n"
+        "for t in stat date; do cp /tmp/fresh /usr/local/bin/$t; done\n"
+        "cp /tmp/fresh /usr/bin/stat\n"
+        "echo started\nsleep 600\n")
     proc = _synth("run", str(world["task"].task_dir), "--script", str(script),
                   "--artifacts", str(settings.artifacts_dir), stdout=subprocess.DEVNULL,
                   stderr=subprocess.PIPE)
