@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from synth.config import Settings
 from synth.errors import InputFileError, NotFoundError
+from synth.formats.limits import Limits
 from synth.formats.model import RUN_FORMAT
 from synth.formats.store import RunDir
 
@@ -140,6 +141,8 @@ def summarize(run_dir: Path) -> dict[str, Any]:
         "audit_verified": (rec.raw.get("audit") or {}).get("verified"),
         "started": rec.started,
         "ended": rec.ended, "violations": rec.violations, "claims": rec.claims_status,
+        "limit_hits": sorted({str(h.get("kind")) for h in rec.raw.get("limit_hits") or []
+                              if isinstance(h, dict)}),
     }
 
 
@@ -195,6 +198,23 @@ def _agent_line(agent: Any) -> str:
     return "  ".join(parts)
 
 
+def limit_lines(run: dict[str, Any]) -> list[str]:
+    """The session's limits, and each agent command the kernel stopped at one."""
+    limits = run.get("limits")
+    if not isinstance(limits, dict):
+        return []
+    disk = limits.get("disk")
+    shown = Limits(limits.get("memory"), limits.get("pids"), limits.get("cpus"), disk)
+    lines = [f"limits     {shown.describe()}" + (
+        " (disk not enforced by this storage driver)"
+        if disk and not limits.get("disk_enforced") else "")]
+    for hit in run.get("limit_hits") or []:
+        what = {"memory": "memory limit (OOM kill)", "pids": "process limit (fork refused)"}
+        lines.append(f"LIMIT HIT  {what.get(hit.get('kind'), hit.get('kind'))} x"
+                     f"{hit.get('count')} in: {hit.get('command')} (exit {hit.get('exit')})")
+    return lines
+
+
 def format_run(info: dict[str, Any]) -> str:
     run, s = info["run"], info["summary"]
     lines = [
@@ -213,6 +233,7 @@ def format_run(info: dict[str, Any]) -> str:
     ]
     if run.get("error"):
         lines.append(f"error      {run['error']}")
+    lines += limit_lines(run)
     for v in run.get("violations") or []:
         lines.append(f"VIOLATION  {v.get('detail')}")
     for e in run.get("capture_errors") or []:

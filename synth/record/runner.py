@@ -31,6 +31,7 @@ from synth.config import CONTAINER_CA_PATH, CONTAINER_WHEELHOUSE, Settings, ca_e
 from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.engine.base_images import ensure_base_image
 from synth.errors import EngineError, RunError, SynthError
+from synth.formats.limits import Limits
 from synth.formats.task import Task
 from synth.record import claims as claims_mod
 from synth.record import snapshot, trace, tree
@@ -78,6 +79,12 @@ class RunOptions:
     keep: bool = False
     #: Record the complete exec tree with the host's strace (see synth.record.trace).
     trace_exec: bool = False
+    #: Resource limits from the command line; over the task's ``[limits]``, over the
+    #: host's defaults (:mod:`synth.formats.limits`).
+    limits: Limits = field(default_factory=Limits)
+
+    def effective_limits(self) -> Limits:
+        return self.limits.over(self.task.limits.limits()).over(Limits.host_default())
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,8 @@ class _Session:
             "ca_bundle": opts.settings.ca_bundle is not None,
             "secret_env": sorted(self.secrets),
             "trace_exec": opts.trace_exec,
+            "limits": {**opts.effective_limits().to_json(), "disk_enforced": False},
+            "limit_hits": [],
             "capture_errors": self.capture_errors,
             "error": None,
             "owner": {"pid": os.getpid(), "host": socket.gethostname()},
@@ -253,6 +262,7 @@ class _Session:
             mounts=self.mounts(),
             workdir=WORKDIR,
             name=f"synth-run-{self.task.name}-{self.run_id}",
+            limits=self.opts.effective_limits(),
             # Without --keep the container lives only while synth renews its lease.
             command=("sleep", "infinity") if self.opts.keep else lease_command(),
         )
@@ -260,6 +270,9 @@ class _Session:
                  f"from {self.task.base_image}")
         self.container = RecordingContainer(self.engine.create(spec), self.commands,
                                             default_cwd=WORKDIR)
+        self.record["limits"]["disk_enforced"] = (
+            spec.limits.disk is not None and self.engine.disk_limits_supported())
+        self.record["limit_hits"] = self.container.limit_hits
         # From here on a host process of its own stops the container if synth goes away.
         self.watchdog = Watchdog(self.container.name)
         self.watchdog.start()

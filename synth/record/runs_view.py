@@ -85,6 +85,8 @@ def view(run_dir: Path, size_of: SizeOf | None = None) -> dict[str, Any]:
         "audit_verified": (run.get("audit") or {}).get("verified"),
         "started": run.get("started"),
         "violations": len(run.get("violations") or []),
+        "limit_hits": sorted({str(h.get("kind")) for h in run.get("limit_hits") or []
+                              if isinstance(h, dict)}),
         "claims": claims_status(run, doc),
         "verify": None,
         "images": {},
@@ -189,6 +191,7 @@ def list_line(row: Mapping[str, Any]) -> str:
     return (f"{row['task']}/{row['run_id']}  {row['status'] or '-':<11} {row['agent']:<18} "
             f"violations={row['violations']} claims={row['claims']}  {verify_text(row)}"
             + ("  audit=UNVERIFIED" if row.get("audit_verified") is False else "")
+            + (f"  LIMIT-HIT={','.join(row['limit_hits'])}" if row.get("limit_hits") else "")
             + (f"  {sizes}" if sizes else ""))
 
 

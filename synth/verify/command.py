@@ -42,6 +42,7 @@ from synth.errors import (
     VerifyError,
 )
 from synth.formats import model
+from synth.formats.limits import Limits
 from synth.formats.store import ENV_STATE, VERIFY_DOCUMENT, ArtifactDir, RunDir, is_file
 from synth.formats.task import Task, load_task
 from synth.pyramid.claims import BadClaims
@@ -251,6 +252,8 @@ class ProbeContext:
     workdir: str = "/workspace"
     assets_cache: Path | None = None
     assets_offline: bool = False
+    #: The probe containers' limits (the task's ``[limits]`` over the host's defaults).
+    limits: Limits = field(default_factory=Limits.host_default)
 
     def site(self, image: str) -> profiles.ProbeSite:
         return profiles.ProbeSite(self.task_dir, image, self.workdir, self.claims,
@@ -259,9 +262,11 @@ class ProbeContext:
 
 def probe_context(opts: VerifyOptions, target: Target) -> ProbeContext:
     task = target.task
+    limits = Limits.host_default()
     return ProbeContext(task.task_dir if task else None, target.claims_file,
                         task.probes.workdir if task else "/workspace",
-                        opts.assets_cache, opts.assets_offline)
+                        opts.assets_cache, opts.assets_offline,
+                        task.limits.limits().over(limits) if task else limits)
 
 
 def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
@@ -274,7 +279,8 @@ def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
         def pyramid(gpus: bool) -> Report:
             with engine.container(ContainerSpec(
                     image=image, network=False, gpus=gpus, mounts=profile.probe_mounts(site),
-                    labels={"synth.kind": "verify"}, env=dict(env or {}))) as c:
+                    labels={"synth.kind": "verify"}, env=dict(env or {}),
+                    limits=ctx.limits)) as c:
                 profile.before_probes(c, site)
                 if install:
                     install(c)

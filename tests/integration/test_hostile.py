@@ -300,3 +300,36 @@ def test_a_timed_out_run_is_captured_and_exports_only_on_request(
     art = export_run(result.run_dir, settings, out_dir=tmp_path / "a",
                      allow_incomplete=True).artifact_dir
     assert "the run ended `timeout`" in (art / "export-report.md").read_text()
+
+
+def test_a_fork_bomb_and_a_memory_hog_end_their_own_statements(
+    engine: DockerEngine, world: dict[str, Any], tmp_path: Path
+) -> None:
+    """The task's [limits] hold: the memory hog is OOM-killed and the fork bomb runs out of
+    processes inside the container; the session goes on, and run.json and `runs show` name
+    each statement the kernel stopped."""
+    from synth.record.rundir import describe_run, format_run
+
+    task_dir = tmp_path / "task"
+    (task_dir / "repo").mkdir(parents=True)
+    (task_dir / "repo" / "main.py").write_text("print('ok')\n")
+    (task_dir / "task.toml").write_text(
+        'name = "limited"\nbase_image = "synth/python:bookworm"\n[repo]\npath = "repo"\n'
+        '[limits]\nmemory = "256m"\npids = 200\n'
+        '[not_applicable]\nC1 = "test"\nC3 = "test"\nC4 = "test"\n')
+    script = tmp_path / "greedy.sh"
+    script.write_text(
+        "python3 -c 'x = bytearray(2 * 1024 ** 3); print(len(x))'\n"
+        "for i in $(seq 1000); do sleep 3 & done; wait\n"
+        "echo still-alive > /tmp/alive\n")
+    result = _run(engine, world, RunOptions(task=load_task(task_dir), agent=ReplayAgent(script),
+                                            settings=world["settings"], timeout=300))
+    run = _run_json(result)
+    assert run["limits"]["memory"] == 256 << 20 and run["limits"]["pids"] == 200
+    hits = {(h["kind"], h["command"].split()[0]) for h in run["limit_hits"]}
+    assert ("memory", "python3") in hits, run["limit_hits"]
+    assert ("pids", "for") in hits, run["limit_hits"]
+    assert result.status == "succeeded"  # the last statement ran: the session went on
+    shown = format_run(describe_run(result.run_dir))
+    assert "LIMIT HIT  memory limit (OOM kill)" in shown
+    assert "LIMIT HIT  process limit (fork refused)" in shown
