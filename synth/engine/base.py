@@ -130,6 +130,11 @@ class EngineContainer(Runtime, Protocol):
 
     def labels(self) -> dict[str, str]: ...
 
+    def processes(self) -> list[dict[str, Any]]:
+        """Its processes but the main one (``pid``, ``ppid``, ``command``), listed from
+        outside the container."""
+        ...
+
     def limit_events(self) -> dict[str, int]:
         """How often its limits were enforced so far: ``memory`` (OOM kills), ``pids``
         (forks refused); read outside the container, empty where it cannot be read."""

@@ -527,6 +527,27 @@ class Container:
             raise EngineError(f"Cannot inspect {self.description}: {_short(exc)}") from exc
         return dict(self.raw.labels or {})
 
+    def processes(self) -> list[dict[str, Any]]:
+        """The container's processes as the engine lists them from the host (``ps`` run by
+        the daemon, which nothing in the container can fake), its main process left out:
+        ``{"pid", "ppid", "command"}`` with host pids."""
+        try:
+            self.raw.reload()
+            main = int((self.raw.attrs.get("State") or {}).get("Pid") or 0)
+            top = self.raw.top()
+        except (docker.errors.DockerException, ValueError) as exc:
+            raise EngineError(f"Cannot list the processes of {self.description}: "
+                              f"{_short(exc)}") from exc
+        titles = [str(t) for t in top.get("Titles") or []]
+        col = {t: i for i, t in enumerate(titles)}
+        out = []
+        for row in top.get("Processes") or []:
+            pid, ppid = int(row[col["PID"]]), int(row[col["PPID"]])
+            if pid != main:
+                out.append({"pid": pid, "ppid": ppid, "command": str(row[col["CMD"]]),
+                            "main_child": ppid == main})
+        return out
+
     def limit_events(self) -> dict[str, int]:
         """How often the kernel enforced this container's limits so far: ``memory`` (the
         OOM killer's kills in its cgroup) and ``pids`` (forks refused at the process limit),

@@ -120,5 +120,8 @@ class RecordingContainer:
     def limit_events(self) -> dict[str, int]:
         return self.inner.limit_events()
 
+    def processes(self) -> list[dict[str, Any]]:
+        return self.inner.processes()
+
     def remove(self) -> None:
         self.inner.remove()

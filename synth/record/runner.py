@@ -54,6 +54,7 @@ from synth.record.audit import (
     audit_findings,
     merge_audit,
     parse_raw_events,
+    read_raw_events,
     write_audit,
 )
 from synth.record.claims import ClaimsCheck
@@ -329,6 +330,10 @@ class _Session:
         """Capture the final state; each step's failure is recorded and the others run."""
         self.say("Capturing the final state")
         self.guarded("container restart", c.ensure_running)
+        # Nothing of the agent's may still run while the state is read: what it left
+        # running (a daemon) is listed, then stopped.
+        self.record["leftover_processes"] = self.guarded(
+            "leftover processes", lambda: stop_leftovers(c, self.masker)) or []
         changes = self.guarded("docker diff", c.diff) or []
         write_json(self.run_dir / "state" / "diff.json",
                    self.masker.mask_json(snapshot.classify_diff(changes)))
@@ -488,12 +493,12 @@ class _Session:
         ``audit.jsonl`` from synth's own copy of the stream."""
         self.stop_polling()
         self.collector.finish()
+        cut = self.collector.cut()
         logs = self.run_dir / "logs"
         trace_files, leftovers = drain_folder(self.collector.source.parent,
                                               self.collector.source.name, logs / "trace",
                                               self.masker)
-        text = self.collector.dest.read_text(encoding="utf-8", errors="replace")
-        raw = parse_raw_events(text)
+        raw = read_raw_events(self.collector.dest)
         traces: list[dict[str, Any]] = []
         for path in sorted(trace_files, key=lambda p: int(re.sub(r"\D", "", p.name) or 0)):
             traces += trace.parse_trace(path.read_text(encoding="utf-8", errors="replace"))
@@ -503,7 +508,8 @@ class _Session:
         if raw.unparsed:
             findings.append(f"{len(raw.unparsed)} line(s) of the hook stream are not records")
         self.record["audit"] = {"verified": not findings,
-                                "findings": [self.masker.mask(f) for f in findings]}
+                                "findings": [self.masker.mask(f) for f in findings],
+                                "cut": cut}
         for f in findings:
             self.say(f"audit: {self.masker.mask(f)}")
         records = merge_audit(raw, self.commands, session=self.run_id,
@@ -570,6 +576,26 @@ class _Session:
         self.record["ended"] = iso()
         self.write_record()
         return status
+
+
+def stop_leftovers(c: Container, masker: Masker) -> list[dict[str, Any]]:
+    """The agent's processes still running after its part ended (listed by the engine from
+    the host), each named; then every one stopped, the container's main process spared. A
+    process left after that is a capture error: the final state would not hold still."""
+    left = [p for p in c.processes() if not _lease_sleep(p)]
+    if not left:
+        return []
+    stop_agent(c)
+    still = [p for p in c.processes() if p["pid"] in {q["pid"] for q in left}]
+    if still:
+        raise EngineError(f"{len(still)} process(es) of the agent survived being killed: "
+                          + "; ".join(masker.mask(p["command"]) for p in still[:5]))
+    return [{**p, "command": masker.mask(p["command"])} for p in left]
+
+
+def _lease_sleep(p: dict[str, Any]) -> bool:
+    """The lease loop's own ``sleep 2`` (a child of the main process), not the agent's."""
+    return bool(p.get("main_child")) and p.get("command") == "sleep 2"
 
 
 def stop_agent(c: Container) -> None:

@@ -59,6 +59,7 @@ echo 'export PYTHONPATH=/tmp/evil' >> /root/.bashrc
 echo 'import os' > /opt/venv/lib/python3.11/site-packages/sitecustomize.py
 cp /bin/true /usr/local/bin/rootme && chmod u+s /usr/local/bin/rootme
 (sleep 321 &) ; kill -9 $$
+setsid sh -c 'while :; do date +%s.%N >> /opt/daemon.txt; sleep 0.1; done' </dev/null >/dev/null 2>&1 &
 {sleepers}
 """
 
@@ -106,6 +107,13 @@ def hostile(engine: DockerEngine, world: dict[str, Any]) -> RunResult:
                                           settings=world["settings"], timeout=600))
 
 
+def _synth_records(result: RunResult) -> list[dict[str, Any]]:
+    from synth.record.audit import load_audit
+
+    _h, records = load_audit(result.run_dir / "audit.jsonl")
+    return [r for r in records if r.get("source") == "synth" and r.get("phase") == "agent"]
+
+
 def _run_json(result: RunResult) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((result.run_dir / "run.json").read_text())
     return data
@@ -138,6 +146,21 @@ def test_tampering_is_found_and_marks_the_audit_unverified(hostile: RunResult) -
         [sys.executable, "-m", "synth", "runs", "show", str(hostile.run_dir)],
         capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert "UNVERIFIED" in shown.stdout
+
+
+def test_a_daemon_left_running_is_listed_and_stopped_before_the_capture(
+        hostile: RunResult) -> None:
+    """A daemon the agent left writing is named and killed before `docker diff`: nothing
+    changes between the diff and the commit of the live image (the probe's daemon edited
+    files there, unlisted)."""
+    run = _run_json(hostile)
+    left = [p["command"] for p in run["leftover_processes"]]
+    assert any("date +%s.%N >> /opt/daemon.txt" in c for c in left), left
+    assert run["capture_errors"] == [], run["capture_errors"]
+    times = json.loads((hostile.run_dir / "state" / "provenance.json").read_text())
+    last_write = times["file_times"]["/opt/daemon.txt"]
+    last_statement = max(r["end"] for r in _synth_records(hostile))
+    assert last_write < last_statement + 1.0  # stopped at once, not during the capture
 
 
 def test_a_killed_statement_takes_its_children(hostile: RunResult) -> None:
