@@ -101,8 +101,8 @@ def audited_windows(run: LoadedRun, programs: frozenset[str] | None = None) -> _
     them (a new distribution is explained by an installer, not by any command)."""
     spans: list[tuple[float, float]] = []
     for r in run.records:
-        if r.start is None or r.source == "exec-trace":
-            continue
+        if r.start is None or r.source == "exec-trace" or r.seq in run.unconfirmed:
+            continue  # an installer record no process seen from the host confirmed
         if r.source == "synth" and (r.phase not in (None, "agent") or run.agent_kind != "replay"):
             continue  # synth's own work, or an exec agent's whole program, explains nothing
         if programs is not None and (r.source != "bash-hook"

@@ -130,6 +130,10 @@ class EngineContainer(Runtime, Protocol):
 
     def labels(self) -> dict[str, str]: ...
 
+    def main_pid(self) -> int:
+        """The host's pid of its main process (0: not running or not known)."""
+        ...
+
     def processes(self) -> list[dict[str, Any]]:
         """Its processes but the main one (``pid``, ``ppid``, ``command``), listed from
         outside the container."""

@@ -527,6 +527,14 @@ class Container:
             raise EngineError(f"Cannot inspect {self.description}: {_short(exc)}") from exc
         return dict(self.raw.labels or {})
 
+    def main_pid(self) -> int:
+        """The host pid of the container's main process (0 when it is not running)."""
+        try:
+            self.raw.reload()
+            return int((self.raw.attrs.get("State") or {}).get("Pid") or 0)
+        except (docker.errors.DockerException, ValueError):
+            return 0
+
     def processes(self) -> list[dict[str, Any]]:
         """The container's processes as the engine lists them from the host (``ps`` run by
         the daemon, which nothing in the container can fake), its main process left out:

@@ -123,5 +123,8 @@ class RecordingContainer:
     def processes(self) -> list[dict[str, Any]]:
         return self.inner.processes()
 
+    def main_pid(self) -> int:
+        return self.inner.main_pid()
+
     def remove(self) -> None:
         self.inner.remove()

@@ -60,6 +60,7 @@ from synth.record.audit import (
 from synth.record.claims import ClaimsCheck
 from synth.record.collector import HookCollector, drain_folder
 from synth.record.lease import LEASE_DIR, Lease, lease_command
+from synth.record.processes import ProcessSampler, unconfirmed_installers, write_processes
 from synth.record.recorder import RecordingContainer
 from synth.record.rundir import RUN_FORMAT, iso, new_run_id
 from synth.record.watchdog import Watchdog
@@ -137,6 +138,7 @@ class _Session:
         self.timed_out = threading.Event()
         self.container: Container | None = None
         self.watchdog: Watchdog | None = None
+        self.sampler = ProcessSampler(None)
         self.log: AgentLog | None = None
         self.exit_code: int | None = None
         self.strace_dir: Path | None = None
@@ -274,9 +276,12 @@ class _Session:
         self.record["limits"]["disk_enforced"] = (
             spec.limits.disk is not None and self.engine.disk_limits_supported())
         self.record["limit_hits"] = self.container.limit_hits
-        # From here on a host process of its own stops the container if synth goes away.
+        # From here on a host process of its own stops the container if synth goes away,
+        # and synth watches its processes from the host.
         self.watchdog = Watchdog(self.container.name)
         self.watchdog.start()
+        self.sampler = ProcessSampler.for_pid(self.container.main_pid())
+        self.sampler.start()
         self.record["container"] = self.container.name
         self.write_record()
         self._poller = threading.Thread(target=self.poll_stream, daemon=True)
@@ -507,14 +512,21 @@ class _Session:
             match_top_level=self.opts.agent.kind == "replay", masker=self.masker)
         if raw.unparsed:
             findings.append(f"{len(raw.unparsed)} line(s) of the hook stream are not records")
-        self.record["audit"] = {"verified": not findings,
-                                "findings": [self.masker.mask(f) for f in findings],
-                                "cut": cut}
-        for f in findings:
-            self.say(f"audit: {self.masker.mask(f)}")
         records = merge_audit(raw, self.commands, session=self.run_id,
                               started=iso(self.started_ts), masker=self.masker,
                               exec_traces=traces)
+        seen = self.sampler.stop()
+        unconfirmed = unconfirmed_installers(records, seen) if self.sampler.works else []
+        if self.sampler.works:
+            write_processes(logs / "processes.jsonl", seen)
+        findings += [text for _seq, text in unconfirmed]
+        self.record["audit"] = {"verified": not findings,
+                                "findings": [self.masker.mask(f) for f in findings],
+                                "cut": cut, "unconfirmed": [seq for seq, _ in unconfirmed],
+                                "processes": {"sampled": self.sampler.works,
+                                              "seen": len(seen)}}
+        for f in findings:
+            self.say(f"audit: {self.masker.mask(f)}")
         write_audit(self.run_dir / "audit.jsonl", records)
 
 

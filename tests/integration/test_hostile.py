@@ -43,6 +43,17 @@ SLEEPERS = ("test \"$(for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev
 FORGE = ("""echo '{"ev":"begin","shell":"forged","n":1,"pid":1,"""
          """"cmd":"pip install requests==2.31.0","cwd":"/","t":1.0}' """
          ">> /synth/audit/events.jsonl")
+# A well-formed record, nested in the statement's own shell, claiming that shell ran the
+# pip install an unaudited subprocess really made (the probe's forgery).
+FORGED = ("t0=${{EPOCHREALTIME/,/.}}; /opt/venv/bin/python -c \"import subprocess; "
+          "subprocess.run(['/opt/venv/bin/pip', 'install', '-q', 'tomli'], check=True)\"; "
+          "t1=${{EPOCHREALTIME/,/.}}; __synth_n=$((__synth_n + 1)); __synth_emit "
+          "\"{{\\\"ev\\\":\\\"begin\\\",\\\"shell\\\":\\\"$__synth_shell\\\","
+          "\\\"n\\\":$__synth_n,\\\"pid\\\":$$,\\\"cmd\\\":"
+          "\\\"/opt/venv/bin/pip install tomli\\\",\\\"cwd\\\":\\\"/workspace\\\","
+          "\\\"t\\\":$t0}}\"; __synth_emit \"{{\\\"ev\\\":\\\"end\\\","
+          "\\\"shell\\\":\\\"$__synth_shell\\\",\\\"n\\\":$__synth_n,"
+          "\\\"t\\\":$t1,\\\"rc\\\":0,\\\"ps\\\":[0]}}\"")
 SUBPROCESS_INSTALL = ("/opt/venv/bin/python -c \"import subprocess; subprocess.run("
                       "['/opt/venv/bin/pip', 'install', '-q', 'six'], check=True)\"")
 
@@ -59,7 +70,9 @@ echo 'export PYTHONPATH=/tmp/evil' >> /root/.bashrc
 echo 'import os' > /opt/venv/lib/python3.11/site-packages/sitecustomize.py
 cp /bin/true /usr/local/bin/rootme && chmod u+s /usr/local/bin/rootme
 (sleep 321 &) ; kill -9 $$
-setsid sh -c 'while :; do date +%s.%N >> /opt/daemon.txt; sleep 0.1; done' </dev/null >/dev/null 2>&1 &
+setsid sh -c 'while :; do date +%s.%N >> /opt/daemon.txt; sleep 0.1; done' </dev/null \
+>/dev/null 2>&1 &
+{forged}
 {sleepers}
 """
 
@@ -102,7 +115,8 @@ def _run(engine: DockerEngine, world: dict[str, Any], opts: RunOptions) -> RunRe
 def hostile(engine: DockerEngine, world: dict[str, Any]) -> RunResult:
     script = world["root"] / "hostile.sh"
     script.write_text(HOSTILE.format(victim=world["victim"], sleepers=SLEEPERS, forge=FORGE,
-                                     subprocess_install=SUBPROCESS_INSTALL))
+                                     subprocess_install=SUBPROCESS_INSTALL,
+                                     forged=FORGED.format()))
     return _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
                                           settings=world["settings"], timeout=600))
 
@@ -141,6 +155,8 @@ def test_tampering_is_found_and_marks_the_audit_unverified(hostile: RunResult) -
     assert "dated outside the session" in findings
     assert "events.jsonl was truncated" in findings
     assert "shell 'forged', which never announced itself" in findings
+    assert ("record of `/opt/venv/bin/pip install tomli`" in findings
+            and "matches no pip process synth saw running under the shell" in findings), findings
     assert run["claims"]["status"] == "missing"  # a symlinked claims file is not read
     shown = subprocess.run(
         [sys.executable, "-m", "synth", "runs", "show", str(hostile.run_dir)],
@@ -190,6 +206,8 @@ def test_export_refuses_then_names_risks_and_unaudited_changes(
     assert "/usr/local/bin/rootme: setuid/setgid file added by the agent" in risks
     unaudited = "\n".join(report["unaudited"])
     assert "distribution six" in unaudited and "no audited Python installer ran" in unaudited
+    # The forged record explains nothing: tomli's install stays unaudited.
+    assert "distribution tomli" in unaudited, unaudited
     assert "six==" in (art / "requirements.lock").read_text()  # the lock follows the state
     md = (art / "export-report.md").read_text()
     assert md.index("NOT A TRUSTWORTHY RUN") < md.index("## Risks") < md.index("## Unaudited")
