@@ -68,6 +68,10 @@ sleep 1
 {subprocess_install}
 echo 'export PYTHONPATH=/tmp/evil' >> /root/.bashrc
 echo 'import os' > /opt/venv/lib/python3.11/site-packages/sitecustomize.py
+cd /opt/venv/lib/python3.11/site-packages && echo "import os; os.environ['H'] = '1'" >> \
+distutils-precedence.pth
+echo 'import os  # hostile' >> /opt/venv/lib/python3.11/site-packages/six.py
+echo /lib/x86_64-linux-gnu/libc.so.6 > /etc/ld.so.preload
 cp /bin/true /usr/local/bin/rootme && chmod u+s /usr/local/bin/rootme
 (sleep 321 &) ; kill -9 $$
 setsid sh -c 'while :; do date +%s.%N >> /opt/daemon.txt; sleep 0.1; done' </dev/null \
@@ -204,6 +208,12 @@ def test_export_refuses_then_names_risks_and_unaudited_changes(
     assert "ENV PYTHONPATH points into /tmp/evil, which export does not carry" in risks
     assert "sitecustomize.py: runs at every Python start" in risks
     assert "/usr/local/bin/rootme: setuid/setgid file added by the agent" in risks
+    # Code-loading changes by name: an installed .pth changed after install, a patched
+    # module the artifact carries, the dynamic linker's preload list.
+    assert "distutils-precedence.pth: a .pth file of setuptools changed after install" in risks
+    assert "six.py: code of six changed after install" in risks
+    assert "/etc/ld.so.preload: loads /lib/x86_64-linux-gnu/libc.so.6 into every process" \
+        in risks
     unaudited = "\n".join(report["unaudited"])
     assert "distribution six" in unaudited and "no audited Python installer ran" in unaudited
     # The forged record explains nothing: tomli's install stays unaudited.
