@@ -562,7 +562,7 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
     out_dir.mkdir(parents=True, exist_ok=True)
     base = PyramidSpec(python="", task=pyramid_task(target.task) if target.task else None,
                        claims=target.pyramid_claims, levels=opts.levels, scanner=opts.scanner,
-                       repo_dir=_host_repo(target))
+                       repo_dir=_host_repo(target), redact=secret_values(target))
     if opts.runtime == "host":
         outcome = VerifyOutcome(opts, target.info, out_dir,
                                 {"host": _verify_host(opts, base, target.task, say)}, "host")
@@ -588,6 +588,14 @@ def check_choices(*, runtime: str, scanner: str, progress: str) -> None:
         raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
     if progress not in ("steps", "plain", "quiet"):
         raise UsageError("--progress is steps, plain or quiet.")
+
+
+def secret_values(target: Target) -> tuple[str, ...]:
+    """The values of the run's ``--agent-env`` secrets where this environment has them:
+    an entrypoint that prints one has it masked in the level's reason and details."""
+    names = (target.run.raw.get("secret_env") or []) if target.run is not None else []
+    return tuple(sorted({os.environ[n] for n in names
+                         if isinstance(n, str) and os.environ.get(n)}))
 
 
 def parse_scoring(text: str) -> tuple[str, ...]:
