@@ -86,7 +86,8 @@ def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
                   "status": result.status, "agent_exit_code": result.agent_exit_code,
                   "audit_verified": (info.get("audit") or {}).get("verified"),
                   "claims": (info.get("claims") or {}).get("status"),
-                  "violations": len(result.violations)}
+                  "violations": len(result.violations),
+                  "failed_statements": len(info.get("failed_statements") or [])}
     rec["images"]["live"] = {"ref": result.live_image,
                              "size": _image_size(engine, result.live_image)}
     problems = trust_problems(info, result.run_dir)

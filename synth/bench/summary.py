@@ -82,9 +82,11 @@ def summarize(records: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 def _cell_line(rec: Mapping[str, Any]) -> dict[str, Any]:
     v = rec.get("verify") or {}
+    failed = (rec.get("run") or {}).get("failed_statements")
     return {"cell": rec["cell"], "status": rec.get("status"), "passed": v.get("passed"),
             "highest": v.get("highest") or {}, "error": rec.get("error")
-            or v.get("error") or (rec.get("export") or {}).get("error")}
+            or v.get("error") or (rec.get("export") or {}).get("error")
+            or (f"{failed} statement(s) of the agent failed" if failed else None)}
 
 
 def _pct(rate: float | None) -> str:

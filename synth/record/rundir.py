@@ -143,6 +143,7 @@ def summarize(run_dir: Path) -> dict[str, Any]:
         "ended": rec.ended, "violations": rec.violations, "claims": rec.claims_status,
         "limit_hits": sorted({str(h.get("kind")) for h in rec.raw.get("limit_hits") or []
                               if isinstance(h, dict)}),
+        "failed_statements": len(rec.raw.get("failed_statements") or []),
     }
 
 
@@ -234,6 +235,11 @@ def format_run(info: dict[str, Any]) -> str:
     if run.get("error"):
         lines.append(f"error      {run['error']}")
     lines += limit_lines(run)
+    failed = run.get("failed_statements") or []
+    if failed:
+        lines.append(f"FAILED     {len(failed)} statement(s) of the agent failed (the final "
+                     "state is exported all the same):")
+        lines += [f"  exit {f.get('exit')}  {f.get('command')}" for f in failed[:20]]
     for v in run.get("violations") or []:
         lines.append(f"VIOLATION  {v.get('detail')}")
     for e in run.get("capture_errors") or []:

@@ -575,6 +575,10 @@ class _Session:
         if self.strace_dir is not None:
             shutil.rmtree(self.strace_dir, ignore_errors=True)
         self.guarded("audit log", self.finish_audit)
+        # The final state is the truth for export, but a statement that failed is said.
+        self.record["failed_statements"] = [
+            {"command": self.masker.mask(first_line(c.command)), "exit": c.exit}
+            for c in self.commands if c.phase == "agent" and c.exit not in (0, None)]
         status = _truthful_status(status, self.capture_errors, self.record)
         if self.container is not None:
             if self.opts.keep:

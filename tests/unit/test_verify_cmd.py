@@ -399,3 +399,19 @@ def test_a_failing_gpu_level_says_what_the_entrypoint_said() -> None:
     assert why({"stderr_tail": "token=s3cr3t failed\n"}, ("s3cr3t",)) == "token=*** failed"
     assert why({"stdout_tail": "only stdout\n"}) == "only stdout"
     assert why({}) == ""
+
+
+def test_the_report_says_when_the_live_environment_itself_fails() -> None:
+    from synth.ui.verify_view import extra_lines
+
+    def report(c1: str) -> dict[str, object]:
+        return {"target": {"image": "img"}, "highest": None,
+                "levels": [{"level": "C1", "status": c1, "reason": "CPU entrypoint failed"}]}
+
+    doc = {"target": {"task": "t", "kind": "run", "path": "/r"}, "require": "C1",
+           "decides": "rebuilt", "passed": False, "build": None, "fingerprint": None,
+           "reports": {"rebuilt": report("fail"), "live": report("fail")},
+           "fidelity": {"live_highest": None, "rebuilt_highest": None,
+                        "reaches_live_level": True, "gaps": []}}
+    lines = extra_lines(VerifyDocument.from_json(full_verify(doc)))
+    assert any(line.startswith("the live environment itself fails C1") for line in lines)
