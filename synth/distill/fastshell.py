@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from synth.util.shell_lexer import Token, lex
+from synth.util.shell_lexer import Token, lex_simple
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 #: A parameter's name takes all of its characters (``$ab`` is never ``$a`` then ``b``).
@@ -43,6 +43,9 @@ _PLAIN_WORD = re.compile(
     rf"|\"{_DQ_PLAIN}(?:{_PARAM}{_DQ_PLAIN})*\""
     rf"|{_PARAM})*"
 )
+#: Printable ASCII but the quotes, ``$`` and what the plain pieces exclude: a word of
+#: these alone is plain, and its own value.
+_PLAIN_CHARACTERS = frozenset(c for c in map(chr, range(33, 127)) if c not in "'\"\\`$!|&;<>(){}")
 _QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
 _SPECIAL_IN_SINGLE = re.compile(r"[\"$`\\]")
 _ASSIGNMENT = re.compile(rf"{_NAME}=")
@@ -87,6 +90,8 @@ def _value(word: str) -> str | None:
     anything else in it. So a word holds at most one quoted string, and its value is the
     word without that string's quotes (what :func:`~synth.util.shell_lexer.unquote` gives
     too: a test checks it)."""
+    if _PLAIN_CHARACTERS.issuperset(word):  # the common word: nothing in it to read
+        return None if word in _RESERVED else word
     if (_PLAIN_WORD.match(word).end() != len(word)  # type: ignore[union-attr]
             or word in _RESERVED):
         return None
@@ -180,11 +185,13 @@ def _commands(source: str, tokens: Sequence[Token]) -> tuple[FastCommand, ...]:
 
 
 def _token_parse(source: str) -> tuple[FastCommand, ...] | None:
-    """The commands of a line read from its tokens, or None outside the grammar."""
+    """The commands of a line read from its tokens, or None outside the grammar. What the
+    lexer reads only with its scanner (parentheses, escapes, substitutions, …) is outside
+    it: the one-pass reading is enough."""
     if "\n" in source:
         return None  # a newline is never in the grammar, nor a line continuation
-    tokens, _heredocs, error = lex(source)
-    if error is not None or not tokens:
+    tokens = lex_simple(source)
+    if not tokens:
         return None
     if "\t" in source and not _blanks_are_spaces(source, tokens):
         return None  # a tab is a blank to bash, and outside the grammar between words
@@ -195,6 +202,7 @@ def _token_parse(source: str) -> tuple[FastCommand, ...] | None:
 
 
 def _blanks_are_spaces(source: str, tokens: Sequence[Token]) -> bool:
+    """Whether no tab is outside the tokens."""
     pos = 0
     for token in tokens:
         if source.count("\t", pos, token.start):

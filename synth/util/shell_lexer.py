@@ -66,7 +66,7 @@ _NEXT = re.compile(
     rf"|(#[^\n]*)|({_PIECES}+)"
     r"|(&&|\|\||;;&|;;|;&|\|&|[;&|])|(\n)|([()])|([0-9]*<<-?))?")
 _REDIRECT, _COMMENT, _WORD, _OPERATOR, _NEWLINE, _PAREN, _HEREDOC = range(1, 8)
-#: The same tokens for :func:`_lex_simple`, all of a text at once: the blanks before each
+#: The same tokens for :func:`lex_simple`, all of a text at once: the blanks before each
 #: token, then one group per kind, and a last group for a character that needs the
 #: scanner (a quote it cannot read, a ``$(``, a parenthesis, …), so that every position
 #: matches and ``findall`` never searches (a search would retry the blanks at each place).
@@ -155,7 +155,7 @@ class Lexed(NamedTuple):
 
 def lex(text: str) -> Lexed:
     """The tokens of a shell text; never raises (see the module's docstring)."""
-    simple = _lex_simple(text)
+    simple = lex_simple(text)
     if simple is not None:
         return Lexed(simple, (), None)
     lexer = _Lexer(text)
@@ -166,12 +166,14 @@ def lex(text: str) -> Lexed:
 _new_token = tuple.__new__
 
 
-def _lex_simple(text: str) -> tuple[Token, ...] | None:
-    """The tokens of a text that needs no scanner — no parenthesis, here-document, escape,
-    substitution or quote it cannot close, the common audited line — read by one
-    ``findall``; None for any other text, which :class:`_Lexer` then reads (to the same
-    tokens where both read it: a test checks that)."""
+def lex_simple(text: str) -> tuple[Token, ...] | None:
+    """The tokens :func:`lex` gives a text that needs no scanner — no parenthesis,
+    here-document, escape, substitution beyond ``$NAME``/``${NAME}``, or quote it cannot
+    close: the common audited line — read by one ``findall``; None for any other text
+    (:func:`lex` then reads it with the scanner; a test checks that both give the same
+    tokens). For a caller that declines such text anyway."""
     out: list[Token] = []
+    append, new = out.append, _new_token  # locals: looked up once, not once a token
     pos = 0
     for blank, redirect, comment, word, operator, newline, other in _SIMPLE.findall(text):
         start = pos + len(blank)
@@ -191,7 +193,7 @@ def _lex_simple(text: str) -> tuple[Token, ...] | None:
         else:
             break  # the end of the text
         pos = start + len(token)
-        out.append(_new_token(Token, (kind, token, start, pos)))
+        append(new(Token, (kind, token, start, pos)))
     return tuple(out)
 
 

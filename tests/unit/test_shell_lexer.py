@@ -228,7 +228,7 @@ def test_the_one_pass_reading_equals_the_scanner() -> None:
     taken = 0
     for _ in range(5000):
         text = _fuzz(rng)
-        simple = shell_lexer._lex_simple(text)
+        simple = shell_lexer.lex_simple(text)
         if simple is None:
             continue
         taken += 1
