@@ -66,7 +66,8 @@ def split_statements(text: str) -> list[str]:
 class _Statement:
     """What is open in the statement being read, token by token."""
 
-    __slots__ = ("blocks", "command", "function", "last", "parens", "pattern", "subject")
+    __slots__ = ("blocks", "command", "function", "last", "name", "parens", "pattern",
+                 "subject")
 
     def __init__(self) -> None:
         #: The open compound commands' first words, innermost last.
@@ -81,8 +82,12 @@ class _Statement:
         #: In a ``case``, where a pattern is read (up to its ``)``).
         self.pattern = False
         #: A function definition: 1 after ``function`` (its name comes next), 2 after the
-        #: name or ``NAME ()``, when its body may still start on a later line.
+        #: name or ``NAME ()``, when its body may still start on a later line; 3 after
+        #: ``NAME (``.
         self.function = 0
+        #: The last token was a word where a command starts that can name a function
+        #: (``x=`` of ``x=()`` cannot).
+        self.name = False
         #: The last token that is not a comment or a newline.
         self.last = ""
 
@@ -93,8 +98,9 @@ class _Statement:
     def word(self, word: str) -> None:
         command = self.command
         self.last = word
+        self.name = command and "=" not in word
         if self.function == 1:  # the name after ``function``
-            self.function, self.command = 2, True
+            self.function, self.command, self.name = 2, True, True
             return
         self.function = 0
         if self.subject:
@@ -119,22 +125,26 @@ class _Statement:
         self.pattern = False
 
     def operator(self, op: str) -> None:
-        header = self.last == "(" and op == ")"  # ``NAME ()``: a function's body follows
+        # ``NAME (`` then ``)``: a function's body follows.
+        header = op == ")" and self.function == 3 and self.last == "("
+        opens_header = op == "(" and self.name
         if self.pattern:
             self.pattern = op != ")"  # ``(a|b)``: its ``)`` ends the pattern
         elif op in ("(", ")") and not self.blocks:
             self.parens = self.parens + 1 if op == "(" else max(self.parens - 1, 0)
         elif op in _CASE_ITEM_ENDS and self.blocks[-1:] == ["case"]:
             self.pattern = True
-        self.function = 2 if header else 0
+        self.function = 2 if header else 3 if opens_header else 0
         self.command = True
         self.last = op
+        self.name = False
 
     def other(self, text: str) -> None:
         """A redirection or an arithmetic command: no command starts after it."""
         self.function = 0
         self.command = False
         self.last = text
+        self.name = False
 
 
 def _spans(tokens: Sequence[Token], n: int) -> list[tuple[int, int]]:

@@ -95,10 +95,20 @@ def test_reserved_words_count_only_where_a_command_starts() -> None:
                                       "find . -name x -exec rm {} \\;", "ls"]
 
 
+def test_function_headers_and_empty_arrays() -> None:
+    """A function's body may start on the line after its header; ``x=()`` is no header."""
+    text = ("f()\n{\n  :\n}\nfunction g\n{ :; }\nfunction h()\n{ :; }\nx=()\n"
+            "declare -a y=()\narr=(\n  a\n  b\n)\nls\n")
+    assert split_statements(text) == ["f()\n{\n  :\n}", "function g\n{ :; }",
+                                      "function h()\n{ :; }", "x=()", "declare -a y=()",
+                                      "arr=(\n  a\n  b\n)", "ls"]
+
+
 def test_substitutions_and_blank_lines_after_an_operator() -> None:
     text = "x=$(\n  ls )\necho `date\n`\nmake &&\n\n  # then\n  make install\nf()\n{\n  :\n}\n"
     assert split_statements(text) == ["x=$(\n  ls )", "echo `date\n`",
-                                      "make &&\n\n  # then\n  make install", "f()\n{\n  :\n}"]
+                                      "make &&\n\n  # then\n  make install",
+                                      "f()\n{\n  :\n}"]
 
 
 def test_unterminated_constructs_never_raise() -> None:
@@ -164,7 +174,7 @@ _STATEMENTS = (
     "cat > f <<EOF\nhello $x\n  # no comment\nEOF", "cat > f <<'EOF'\n{\"a\": 1}\nEOF",
     "cat <<-A | tee x && cat > y <<B\n\tone\n\tA\ntwo\nB", "python - <<< 'print(1)'",
     "if x; then\n  cat <<EOF\n  body\nEOF\nfi", "trap 'echo bye' EXIT", "# a comment", "",
-    "#!/bin/bash", "  # indented",
+    "#!/bin/bash", "  # indented", "f()\n{\n  :\n}", "function h()\n{ :; }",
 )
 
 
