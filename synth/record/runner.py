@@ -154,7 +154,12 @@ class _Session:
         self.base_dpkg: snapshot.DpkgSnapshot | None = None
         self.base_env: dict[str, str] | None = None
         self.base_setuid: list[str] | None = None
-        self.record: dict[str, Any] = {
+        self.record: dict[str, Any] = self._initial_record()
+
+    def _initial_record(self) -> dict[str, Any]:
+        """run.json as first written (status ``running``), before anything happens."""
+        opts = self.opts
+        return {
             "format": RUN_FORMAT,
             "run_id": self.run_id,
             "synth_version": __version__,
