@@ -23,7 +23,7 @@ import json
 import posixpath
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,9 +168,12 @@ class ProcessSampler:
         return sorted([*self.done, *self.seen.values()], key=lambda s: (s.first, s.pid))
 
 
-def write_processes(path: Path, seen: Sequence[Seen]) -> None:
-    write_private(path, b"".join(json.dumps(s.to_json(), sort_keys=True).encode() + b"\n"
-                                 for s in seen))
+def write_processes(path: Path, seen: Sequence[Seen], mask: Callable[[str], str]) -> None:
+    """``logs/processes.jsonl``, each command line masked (an agent's secret passed on a
+    command line must not reach the run directory)."""
+    write_private(path, b"".join(
+        json.dumps({**s.to_json(), "argv": [mask(a) for a in s.argv]}, sort_keys=True).encode()
+        + b"\n" for s in seen))
 
 
 def _programs(argv: Sequence[str]) -> set[str]:

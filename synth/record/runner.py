@@ -383,8 +383,11 @@ class _Session:
 
     def capture_claims(self, c: Container) -> ClaimsCheck:
         profile = profiles.for_task(self.task.task_dir)
+        # Every installed plug-in's report path is read where synth's own is absent (an
+        # agent used to ResearchEnvBench writes its report there, whatever the task).
+        others = tuple(p for plugin in profiles.plugins() for p in plugin.claims_paths())
         raw_claims = self.guarded("claims", lambda: claims_mod.read_claims(
-            c, (CONTAINER_CLAIMS, *profile.claims_paths())))
+            c, (CONTAINER_CLAIMS, *others)))
         check = claims_mod.check_claims(raw_claims, profile.claims_errors)
         if raw_claims is not None and len(raw_claims) <= claims_mod.MAX_CLAIMS_BYTES:
             (self.run_dir / "claims.json").write_bytes(self.masker.mask_bytes(raw_claims))
@@ -523,7 +526,7 @@ class _Session:
         seen = self.sampler.stop()
         unconfirmed = unconfirmed_installers(records, seen) if self.sampler.works else []
         if self.sampler.works:
-            write_processes(logs / "processes.jsonl", seen)
+            write_processes(logs / "processes.jsonl", seen, self.masker.mask)
         findings += [text for _seq, text in unconfirmed]
         self.record["audit"] = {"verified": not findings,
                                 "findings": [self.masker.mask(f) for f in findings],
@@ -540,7 +543,8 @@ class _Session:
         """Set up, let the agent work, capture; returns how the agent's part ended."""
         c = self.start()
         self.copy_repo(c)
-        profiles.for_task(self.task.task_dir).session_setup(c)
+        for plugin in profiles.plugins():  # each plug-in's conventions, in every session
+            plugin.session_setup(c)
         before = self.workspace_entries(c)
         self.base_dpkg = self.guarded("base dpkg packages", lambda: snapshot.dpkg_snapshot(c))
         self.base_env = self.guarded("base environment files",

@@ -80,3 +80,13 @@ def test_the_sampler_sees_this_hosts_processes(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_process_log_masks_secrets_on_command_lines(tmp_path: Path) -> None:
+    from synth.record.audit import Masker
+    from synth.record.processes import write_processes
+
+    seen = [Seen(1, 0, ("agent", "--api-key", "sk-s3cret", "--key=sk-s3cret"), 1.0, 2.0, 1)]
+    write_processes(tmp_path / "p.jsonl", seen, Masker(["sk-s3cret"]).mask)
+    text = (tmp_path / "p.jsonl").read_text()
+    assert "s3cret" not in text and '"--key=***"' in text
