@@ -119,14 +119,16 @@ def test_reb_scoring_of_a_real_verification(
     assert [line.split(":")[0] for line in said] == ["REB scoring", "REB scoring"]
     assert validate(json.loads(json.dumps(scored.document)), "verify") == []
     assert result["C5"] == {"reb": "success", "synth": "pass", "path": 0, "version": 0,
-                            "capability": 0, "failure_category": ""}
+                            "capability": 0, "failure_category": "", "by": "synth"}
     pyright = json.loads((tmp_path / "reb" / "benchmark" / "build_output" / "pyright" /
                           "results.json").read_text())
-    if find_pyright() is None:
-        assert result["C0"]["reb"] == "skipped"
-        assert result["C0"]["reason"].startswith("pyright[nodejs] not found")
+    if find_pyright() is None:  # synth's C0 scan's counts stand, and say why
+        assert (result["C0"]["reb"], result["C0"]["by"]) == ("success", "synth C0 scan")
+        assert "pyright[nodejs] not found" in result["C0"]["reason"]
+        assert pyright["missing_package_ratio"].startswith("0/")
     else:  # numpy-ext's good transcript installs what its package imports
         assert (result["C0"]["reb"], pyright["missing_packages"]) == ("success", []), pyright
+        assert result["C0"]["by"] == "synth pyright"
         assert pyright["metrics"]["missing_package_ratio"].startswith("0/")
         assert pyright["metrics"]["total_imported_packages_count"] > 0
     assert result["C0"]["synth"] == "pass"
