@@ -424,3 +424,74 @@ def test_rescore_from_the_stored_evidence(tmp_path: Path) -> None:
     assert "python_path was not probed: path inconclusive" in hall["meta"]["warnings"]
     with pytest.raises(UsageError, match=r"no verify\.json there"):
         rescore(tmp_path / "nowhere")
+
+
+# ---------------------------------------------------------------- REB's own C0 script
+class _C0Engine:
+    """An engine whose one container answers the C0 script's run and its results file."""
+
+    def __init__(self, results: bytes | None) -> None:
+        self.results = results
+        self.specs: list[Any] = []
+        self.ran: list[list[str]] = []
+
+    def container(self, spec: Any) -> Any:
+        from contextlib import contextmanager
+
+        from synth.engine.base import ExecResult
+
+        self.specs.append(spec)
+        outer = self
+
+        class _C:
+            def exec(self, argv: Sequence[str], **_kw: Any) -> ExecResult:
+                outer.ran.append(list(argv))
+                return ExecResult(tuple(argv), 0, "pyright ran\n", "")
+
+            def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes | None:
+                assert path == "/workspace/build_output/pyright/results.json"
+                return outer.results
+
+        @contextmanager
+        def ctx() -> Any:
+            yield _C()
+
+        return ctx()
+
+
+def test_rebs_own_c0_script_is_run_as_reb_runs_it(tmp_path: Path) -> None:
+    """The repository's own run_pyright_missing_imports.sh, from the repository folder with
+    --repo (bare where it takes none), REB's report path set, pyright from the host on
+    PYTHONPATH (read-only), no network; its results.json is the stage file, as written."""
+    from synth.plugins.reb.c0script import PYRIGHT_MOUNT, SCRIPTS_MOUNT, run_reb_c0, script_of
+    from synth.plugins.reb.pyright import PyrightInstall
+
+    task = _reb_task(tmp_path / "t")
+    scripts = task / "reb" / "benchmark_scripts"
+    assert script_of(task) is None
+    (scripts / "run_pyright_missing_imports.sh").write_text(
+        'case "$1" in --repo) repo="$2";; esac\n')
+    assert script_of(task) == scripts
+    claims = tmp_path / "claims.json"
+    claims.write_text("{}")
+    install = PyrightInstall(tmp_path / "pyright-root")
+    written = {"stage": "pyright", "status": "success", "exit_code": 0,
+               "missing_packages_count": 2, "total_imported_packages_count": 9}
+    engine = _C0Engine(json.dumps(written).encode())
+    got = run_reb_c0(engine, "img", "/workspace", scripts, claims, install)  # type: ignore[arg-type]
+    assert {k: got[k] for k in written} == written and got["measured_by"] == "reb script"
+    (spec,) = engine.specs
+    assert spec.network is False and spec.image == "img"
+    assert {m.target: m.read_only for m in spec.mounts} == {
+        SCRIPTS_MOUNT: True, PYRIGHT_MOUNT: True, "/opt/scimlopsbench/report.json": True}
+    script = engine.ran[0][2]
+    assert 'bash benchmark_scripts/run_pyright_missing_imports.sh --repo "$PWD"' in script
+    assert "export SCIMLOPSBENCH_REPORT=/opt/scimlopsbench/report.json" in script
+    assert 'export PYTHONPATH="/tmp/synth-pyright-path' in script
+    (scripts / "run_pyright_missing_imports.sh").write_text("echo no repo option\n")
+    missing = run_reb_c0(_C0Engine(None), "img", "/workspace", scripts, None, install)  # type: ignore[arg-type]
+    assert (missing["status"], missing["failure_category"]) == \
+        ("failure", "missing_stage_results")
+    bad = run_reb_c0(_C0Engine(b'{"a": 1}{"b": 2}'), "img", "/workspace", scripts, None,
+                     install)  # type: ignore[arg-type]
+    assert bad["failure_category"] == "invalid_json"  # sapiens' two JSON documents
