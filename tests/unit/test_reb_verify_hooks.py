@@ -235,6 +235,10 @@ def test_bench_writes_the_reb_job_of_each_finished_cell(
         (cell.name, "bench", "Acme__Alpha")
     stages = read_results(cell / "reb" / "benchmark")
     assert stages["cpu"]["status"] == "success" and len(stages) == 9
+    # C5 by REB's rules on the cell's evidence: an empty report has no python_path
+    hall = json.loads((cell / "reb" / "benchmark" / "build_output" / "hallucination" /
+                       "results.json").read_text())
+    assert (hall["status"], hall["hallucinations"]["path"]["count"]) == ("failure", 1)
 
 
 def test_check_choices() -> None:

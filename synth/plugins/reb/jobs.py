@@ -164,10 +164,11 @@ def write_job(doc: VerifyDocument, summary: Mapping[str, Any], job_dir: Path, *,
 
 
 def bench_job(doc: VerifyDocument, task_dir: Path, record: Mapping[str, Any],
-              claims_text: str | None, job_dir: Path, run_id: str) -> list[Path]:
+              claims_text: str | None, job_dir: Path, run_id: str,
+              overrides: Mapping[str, Mapping[str, Any]] | None = None) -> list[Path]:
     """``synth bench``: a cell as one REB job folder (``run_id`` the bench's, ``baseline``
-    the agent's name), from the cell's ``verify.json`` with synth's verdicts and the files
-    REB's scripts wrote in the probe container."""
+    the agent's name), from the cell's ``verify.json`` with synth's verdicts, the files
+    REB's scripts wrote in the probe container and ``overrides`` (REB's scoring)."""
     try:
         claims: Any = json.loads(claims_text) if claims_text is not None else None
     except json.JSONDecodeError:
@@ -182,7 +183,7 @@ def bench_job(doc: VerifyDocument, task_dir: Path, record: Mapping[str, Any],
     summary = {**job_summary(doc, task_dir, run_id=run_id, baseline=str(record["agent"]),
                              run=run), "synth_cell": str(record["cell"])}
     return write_job(doc, summary, job_dir, claims=claims if isinstance(claims, dict) else None,
-                     task_dir=task_dir, when=record.get("ended"))
+                     overrides=overrides, task_dir=task_dir, when=record.get("ended"))
 
 
 def _iso(epoch: Any) -> str | None:

@@ -59,9 +59,12 @@ class RebProfile(BaseProfile):
     def bench_cell(self, doc: VerifyDocument, task_dir: Path, record: Mapping[str, Any],
                    files: Mapping[str, str], cell_dir: Path) -> None:
         # Every cell as a REB job (cells/<cell>/reb/): one run id per bench, the results
-        # folder's name (cells/<cell> is two levels under it), the agent as the baseline.
-        jobs.bench_job(doc, task_dir, record, files.get("claims.json"), cell_dir / "reb",
-                       run_id=cell_dir.parent.parent.name)
+        # folder's name (cells/<cell> is two levels under it), the agent as the baseline;
+        # C5 by REB's rules where REB's validator did not run (no container here for C0).
+        text = files.get("claims.json")
+        stages = scoring.reb_stages(doc, scoring.claims_of_text(text), run_pyright=False)
+        jobs.bench_job(doc, task_dir, record, text, cell_dir / "reb",
+                       run_id=cell_dir.parent.parent.name, overrides=stages)
 
 
 PROFILE = RebProfile()

@@ -211,6 +211,19 @@ def _claims(doc: VerifyDocument) -> Claims | str | None:
         return exc.message
 
 
+def claims_of_text(text: str | None) -> Claims | str | None:
+    """A bench cell's ``claims.json`` as the store reads it (None: none; a str: why not)."""
+    if text is None:
+        return None
+    from synth.formats.store import CLAIMS, check_document, parse_json
+
+    try:
+        return Claims.from_json(check_document(parse_json(text, "claims.json"), CLAIMS,
+                                               "claims.json", versioned=False))
+    except InputFileError as exc:
+        return exc.message
+
+
 def _claims_path(doc: VerifyDocument) -> Path | None:
     kind, path = doc.target.kind, Path(doc.target.path)
     found = path / "claims.json" if kind in ("run", "artifact") else None
