@@ -196,9 +196,9 @@ def _remove_images(engine: Any, rec: dict[str, Any], artifacts: Path) -> None:
             except SynthError:
                 pass
     try:
-        rec["pruned"] = len(engine.gc(images=True, scope=str(artifacts.resolve())))
+        rec["pruned"] = engine.gc(images=True, scope=str(artifacts.resolve()))
     except SynthError as exc:
-        rec["pruned"] = f"gc failed: {exc.message}"
+        rec["pruned"] = [f"gc failed: {exc.message}"]
 
 
 def _gather(rec: dict[str, Any], log: Path) -> dict[str, str]:
