@@ -871,6 +871,10 @@ def _flag(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) else None
+
+
 @dataclass(frozen=True)
 class Claims:
     """An agent's ``claims.json``: ResearchEnvBench's ``report.json`` fields. These fields
@@ -895,6 +899,14 @@ class Claims:
     env_tool: str | None
     env_name: str | None
     notes: str | tuple[str, ...] | None
+    #: The compiled extensions the agent says it built (importable module names).
+    native_modules_built: tuple[str, ...] | None
+    # REB's optional report fields.
+    dataset_hf_id: str | None
+    model_hf_id: str | None
+    installed_packages: tuple[Mapping[str, Any], ...] | None
+    capabilities: Mapping[str, Any] | None
+    artifacts: Mapping[str, Any] | None
     raw: Mapping[str, Any]
 
     @classmethod
@@ -902,12 +914,18 @@ class Claims:
         # The text fields, by their annotation (a string here: annotations are postponed).
         text = {f.name: _text(doc.get(f.name)) for f in fields(cls) if f.type == "str | None"}
         count, notes = doc.get("gpu_count"), doc.get("notes")
+        native, packages = doc.get("native_modules_built"), doc.get("installed_packages")
         return cls(
             **text, cuda_available=_flag(doc.get("cuda_available")),
             gpu_count=count if isinstance(count, int) and not isinstance(count, bool) else None,
             ddp_expected_ok=_flag(doc.get("ddp_expected_ok")),
             notes=tuple(str(n) for n in notes) if isinstance(notes, list) else _text(notes),
-            raw=doc)
+            native_modules_built=tuple(str(m) for m in native)
+            if isinstance(native, list) else None,
+            installed_packages=tuple(i for i in packages if isinstance(i, Mapping))
+            if isinstance(packages, list) else None,
+            capabilities=_mapping(doc.get("capabilities")),
+            artifacts=_mapping(doc.get("artifacts")), raw=doc)
 
     def to_json(self) -> dict[str, Any]:
         """The document it was read from, extra fields and all (``raw`` is kept whole)."""

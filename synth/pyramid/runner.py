@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from . import c0_scan, c0_scope
-from .claims import BadClaims, Claims, Evidence, check_claims, claimed_distributions
+from .claims import (
+    BadClaims,
+    Claims,
+    Evidence,
+    check_claims,
+    claimed_distributions,
+    claimed_native_modules,
+    claimed_paths,
+)
 from .levels import GpuAccess, gate
 from .result import LEVELS, Level, LevelResult, Report
 from .runtime import ExecOutcome as ExecResult
@@ -130,6 +138,8 @@ class _Probing:
         self.import_modules: list[str] = []
         #: Top-level modules only an optional extra of the repo provides.
         self.extra_tops: frozenset[str] = frozenset()
+        #: C5: module -> its import, for each compiled extension the claims name.
+        self.native_imports: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ staging
     def stage(self, requests: Mapping[str, Any]) -> None:
@@ -522,10 +532,20 @@ def _evidence(p: _Probing) -> Evidence:
         python_version=facts.get("python", {}).get("version"),
         torch_version=(facts.get("distributions") or {}).get("torch"),
         distributions=dict(facts.get("distributions") or {}),
+        native_imports=p.native_imports,
         cuda_available=cuda,
         gpu_count=count,
         levels=dict(p.done),
     )
+
+
+def _import_native_claims(p: _Probing) -> None:
+    """Each compiled extension the claims name, imported by the target interpreter (GPU
+    hidden): whether it imports, and from a compiled extension file."""
+    p.progress("C5: importing the claimed native modules")
+    data, _res = p.probe("import_check.py", p.request("native_claims.json"),
+                         timeout=p.spec.probe_timeout)
+    p.native_imports = {str(r.get("module")): r for r in (data or {}).get("results") or []}
 
 
 def _c5(p: _Probing) -> LevelResult:
@@ -535,10 +555,11 @@ def _c5(p: _Probing) -> LevelResult:
     if not isinstance(claims, Mapping):
         return LevelResult("C5", "not_applicable", "claims.json is not a JSON object")
     if p.facts is None and claims.get("python_path"):
-        # The target interpreter did not run: check the claimed path from outside.
-        path = str(claims["python_path"])
-        exists = p.rt.exec(["test", "-e", path]).ok
-        p.facts = {"paths": {path: exists}}
+        # The target interpreter did not run: check the claimed paths from outside.
+        p.facts = {"paths": {path: p.rt.exec(["test", "-e", path]).ok
+                             for path in claimed_paths(claims)}}
+    elif claimed_native_modules(claims):
+        _import_native_claims(p)
     outcome = check_claims(claims, _evidence(p))
     metrics = outcome.metrics()
     details = {"checks": [c.to_json() for c in outcome.checks],
@@ -594,10 +615,12 @@ def _requests(spec: PyramidSpec) -> dict[str, Any]:
     claims = spec.claims if isinstance(spec.claims, Mapping) else {}
     claimed_python = claims.get("python_path")
     return {
-        "facts.json": {"paths": [str(claimed_python)] if claimed_python else [],
+        "facts.json": {"paths": claimed_paths(claims),
                        "interpreters": [str(claimed_python)] if claimed_python else [],
                        "distributions": claimed_distributions(claims)},
         "kernel.json": {"native_modules": list(spec.task.native_modules) if spec.task else []},
+        "native_claims.json": {"modules": claimed_native_modules(claims), "timeout": 120,
+                               "total_timeout": spec.probe_timeout, "pip_check": False},
     }
 
 

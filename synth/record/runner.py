@@ -39,6 +39,7 @@ from synth.record.agents import (
     CONTAINER_AUDIT_DIR,
     CONTAINER_AUDIT_FILE,
     CONTAINER_CLAIMS,
+    CONTAINER_DOWNLOAD_CACHE,
     CONTAINER_HOOK,
     CONTAINER_HOOK_DIR,
     WORKDIR,
@@ -84,6 +85,11 @@ class RunOptions:
     #: Resource limits from the command line; over the task's ``[limits]``, over the
     #: host's defaults (:mod:`synth.formats.limits`).
     limits: Limits = field(default_factory=Limits)
+    #: A host folder of pip and uv download caches shared with other sessions (``synth
+    #: bench``: the cells of one agent), mounted read-write at ``CONTAINER_DOWNLOAD_CACHE``; the
+    #: agent's exec environment names it (``PIP_CACHE_DIR``, ``UV_CACHE_DIR``), never the
+    #: container's, so nothing of it reaches the image or the artifact.
+    download_cache: Path | None = None
 
     def effective_limits(self) -> Limits:
         return self.limits.over(self.task.limits.limits()).over(Limits.host_default())
@@ -213,6 +219,9 @@ class _Session:
             mounts.append(Mount(s.ca_bundle, CONTAINER_CA_PATH, read_only=True))
         if s.wheelhouse is not None:
             mounts.append(Mount(s.wheelhouse, CONTAINER_WHEELHOUSE, read_only=True))
+        if self.opts.download_cache is not None:
+            mounts.append(Mount(self.opts.download_cache, CONTAINER_DOWNLOAD_CACHE,
+                                read_only=False))
         if self.opts.trace_exec:
             self.strace_dir = Path(tempfile.mkdtemp(prefix="synth-strace-"))
             trace.bundle_strace(self.strace_dir)
@@ -237,6 +246,9 @@ class _Session:
             env.update(ca_env())
         if self.opts.settings.wheelhouse is not None:
             env["SYNTH_WHEELHOUSE"] = CONTAINER_WHEELHOUSE
+        if self.opts.download_cache is not None:
+            env.update(PIP_CACHE_DIR=f"{CONTAINER_DOWNLOAD_CACHE}/pip",
+                       UV_CACHE_DIR=f"{CONTAINER_DOWNLOAD_CACHE}/uv")
         env.update(self.secrets)
         return env
 
