@@ -10,7 +10,7 @@ line from the host's ``/proc`` every :data:`INTERVAL` seconds, into ``logs/proce
 a process running that installer was seen alive during it, started by the very shell that
 wrote the record (its parent is that shell, in the container's pid namespace, or reached
 from it only through wrappers such as ``timeout``, ``sudo`` or ``env``); an unconfirmed one
-is a finding that marks the audit unverified (:func:`unconfirmed_installers`). So a record
+explains no change (:func:`unconfirmed_installers`; provenance ignores it). So a record
 forged for an install an unaudited subprocess made (``python -c "subprocess.run(['pip',
 …])"``) is named. Installs take far longer than the interval, so a real one is not missed;
 a process can rewrite its own command line, but one that runs a real installer under a

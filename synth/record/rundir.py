@@ -248,6 +248,8 @@ def format_run(info: dict[str, Any]) -> str:
     if audit.get("verified") is False:
         lines.append("audit      UNVERIFIED")
         lines += [f"  finding  {f}" for f in audit.get("findings") or []]
+    for note in audit.get("unconfirmed_notes") or []:
+        lines.append(f"unconfirmed {note}; it explains no change")
     for path in run.get("secret_findings") or []:
         lines.append(f"SECRET     a secret value is in {path} of the live image "
                      "(labelled not shareable)")

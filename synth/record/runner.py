@@ -539,13 +539,17 @@ class _Session:
         unconfirmed = unconfirmed_installers(records, seen) if self.sampler.works else []
         if self.sampler.works:
             write_processes(logs / "processes.jsonl", seen, self.masker.mask)
-        findings += [text for _seq, text in unconfirmed]
+        # An unconfirmed record explains no change (provenance ignores it), so what it
+        # claims stays unaudited; that alone does not make the log untrustworthy: a
+        # command that was not found (``conda`` where none is installed) runs no process.
         self.record["audit"] = {"verified": not findings,
                                 "findings": [self.masker.mask(f) for f in findings],
                                 "cut": cut, "unconfirmed": [seq for seq, _ in unconfirmed],
+                                "unconfirmed_notes": [self.masker.mask(t)
+                                                      for _, t in unconfirmed],
                                 "processes": {"sampled": self.sampler.works,
                                               "seen": len(seen)}}
-        for f in findings:
+        for f in findings + [t for _, t in unconfirmed]:
             self.say(f"audit: {self.masker.mask(f)}")
         write_audit(self.run_dir / "audit.jsonl", records)
 

@@ -159,13 +159,16 @@ def test_tampering_is_found_and_marks_the_audit_unverified(hostile: RunResult) -
     assert "dated outside the session" in findings
     assert "events.jsonl was truncated" in findings
     assert "shell 'forged', which never announced itself" in findings
-    assert ("record of `/opt/venv/bin/pip install tomli`" in findings
-            and "matches no pip process synth saw running under the shell" in findings), findings
+    notes = "\n".join(run["audit"]["unconfirmed_notes"])
+    assert ("record of `/opt/venv/bin/pip install tomli`" in notes
+            and "matches no pip process synth saw running under the shell" in notes), notes
+    assert run["audit"]["unconfirmed"], run["audit"]
     assert run["claims"]["status"] == "missing"  # a symlinked claims file is not read
     shown = subprocess.run(
         [sys.executable, "-m", "synth", "runs", "show", str(hostile.run_dir)],
         capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert "UNVERIFIED" in shown.stdout
+    assert "unconfirmed the hook's record of `/opt/venv/bin/pip install tomli`" in shown.stdout
 
 
 def test_a_daemon_left_running_is_listed_and_stopped_before_the_capture(

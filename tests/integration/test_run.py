@@ -153,8 +153,10 @@ def test_replay_audits_each_simple_command_with_cwd_and_exit(replay: RunResult) 
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     assert (replay.run_dir / "logs" / "events.jsonl").is_file()
     assert not (replay.run_dir / "logs" / "hook").exists()  # drained, then removed
-    assert json.loads((replay.run_dir / "run.json").read_text())["audit"] == {
-        "verified": True, "findings": []}
+    audit = json.loads((replay.run_dir / "run.json").read_text())["audit"]
+    assert (audit["verified"], audit["findings"], audit["unconfirmed"]) == (True, [], []), audit
+    assert audit["cut"] == {"bytes": 0, "records": 0, "unread": 0}
+    assert audit["processes"]["sampled"] and audit["processes"]["seen"] > 0, audit
 
 
 def test_synths_own_commands_are_audited_as_phase_synth(replay: RunResult) -> None:
