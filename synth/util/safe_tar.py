@@ -9,7 +9,11 @@ releases, Debian 12's ``python3`` (3.11.2) among them, have no filters at all: t
 same rules are checked here, member by member as each is extracted (a symlink extracted
 first changes where a later member's path leads), by :func:`extract_checked`. Where a rule
 is in doubt this check is the stricter; a test compares it with the standard library's
-filters on crafted archives.
+filters on crafted archives. One rule is stricter on purpose: a hard link whose target is
+an absolute path or resolves (through any link already extracted) outside the destination
+is refused under both policies. A hard link is the very file it names, so the ``tar``
+policy of the standard library, which checks only the link's own path, would let a later
+write into the destination land in a host file (and its content into an artifact).
 """
 
 from __future__ import annotations
@@ -93,6 +97,17 @@ def _link_content(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path,
     return checked_member(content, dest, policy)
 
 
+def _check_hard_link(member: tarfile.TarInfo, root: Path, dest: Path) -> None:
+    """A hard link names its target from the destination's root; ``os.link`` follows a
+    symlink there. Its target must be a path under ``root`` once every link is resolved."""
+    if Path(member.linkname).is_absolute():
+        raise UnsafeMemberError(f"{member.name!r} is a hard link to an absolute path "
+                                f"({member.linkname!r})")
+    if not (root / member.linkname).resolve().is_relative_to(root):
+        raise UnsafeMemberError(f"{member.name!r} is a hard link outside {dest} "
+                                f"({member.linkname!r})")
+
+
 def checked_member(member: tarfile.TarInfo, dest: Path, policy: Policy) -> tarfile.TarInfo:
     """A copy of ``member`` that is safe to extract into ``dest`` now (paths resolved,
     symlinks followed, as they are at this moment), or UnsafeMemberError."""
@@ -100,6 +115,8 @@ def checked_member(member: tarfile.TarInfo, dest: Path, policy: Policy) -> tarfi
     name = member.name.lstrip("/" + os.sep)
     if not (root / name).resolve().is_relative_to(root):
         raise UnsafeMemberError(f"{member.name!r} would be extracted outside {dest}")
+    if member.islnk():
+        _check_hard_link(member, root, dest)
     safe = copy.copy(member)
     safe.name = name
     if safe.mode is not None:
