@@ -11,9 +11,10 @@ first changes where a later member's path leads), by :func:`extract_checked`. Wh
 is in doubt this check is the stricter; a test compares it with the standard library's
 filters on crafted archives. One rule is stricter on purpose: a hard link whose target is
 an absolute path or resolves (through any link already extracted) outside the destination
-is refused under both policies. A hard link is the very file it names, so the ``tar``
-policy of the standard library, which checks only the link's own path, would let a later
-write into the destination land in a host file (and its content into an artifact).
+is refused under both policies, here and (added to the standard filter) where Python has
+filters. A hard link is the very file it names, so the standard ``tar`` filter, which
+checks only the link's own path, would let a later write into the destination land in a
+host file (and its content into an artifact).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import copy
 import os
 import stat
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -47,7 +49,7 @@ def extract_all(tar: tarfile.TarFile, dest: Path, *, policy: Policy) -> None:
     """Every member of ``tar`` into ``dest`` under ``policy``; raises a
     :data:`REFUSED` error at the first member the policy refuses."""
     if HAS_FILTERS:
-        tar.extractall(dest, filter=policy)
+        tar.extractall(dest, filter=_standard_filter(policy))
     else:
         extract_checked(tar, tar.getmembers(), dest, policy=policy)
 
@@ -56,9 +58,26 @@ def extract(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, *,
             policy: Policy) -> None:
     """One member of ``tar`` into ``dest`` under ``policy``."""
     if HAS_FILTERS:
-        tar.extract(member, dest, filter=policy)
+        tar.extract(member, dest, filter=_standard_filter(policy))
     else:
         extract_checked(tar, [member], dest, policy=policy)
+
+
+def _standard_filter(policy: Policy) -> Callable[[tarfile.TarInfo, str], tarfile.TarInfo]:
+    """The standard library's filter for ``policy``, refusing also a hard link out of the
+    destination (which its ``tar`` filter lets through)."""
+    standard = tarfile.tar_filter if policy == "tar" else tarfile.data_filter
+
+    def check(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
+        if member.islnk():
+            root = Path(dest).resolve()
+            if Path(member.linkname).is_absolute():
+                raise tarfile.AbsoluteLinkError(member)
+            target = (root / member.linkname).resolve()
+            if not target.is_relative_to(root):
+                raise tarfile.LinkOutsideDestinationError(member, str(target))
+        return standard(member, dest)
+    return check
 
 
 def extract_checked(tar: tarfile.TarFile, members: list[tarfile.TarInfo], dest: Path, *,
