@@ -83,8 +83,15 @@ def _copy_tree(src: Path, dest: Path) -> None:
 
 
 def _clone(url: str, commit: str | None, dest: Path) -> None:
+    from synth.formats.task import commit_problem, repo_url_problem
+
+    # run.json is input like any other: its URL and commit meet git as a task file's would.
+    problem = repo_url_problem(url) or (commit_problem(commit) if commit else None)
+    if problem:
+        raise ExportError(f"The run's repository {url[:200]!r} at {str(commit)[:60]!r}: "
+                          f"{problem}; synth does not clone it.")
     try:
-        subprocess.run(["git", "clone", "--quiet", url, str(dest)], check=True,
+        subprocess.run(["git", "clone", "--quiet", "--", url, str(dest)], check=True,
                        capture_output=True, text=True, timeout=600)
         if commit:
             subprocess.run(["git", "-C", str(dest), "checkout", "--quiet", commit], check=True,

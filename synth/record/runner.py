@@ -306,7 +306,7 @@ class _Session:
         assert url is not None and commit is not None  # the task model guarantees it
         with tempfile.TemporaryDirectory(prefix="synth-repo-") as tmp:
             self.say(f"Cloning {url} at {commit[:12]}")
-            for argv in (["git", "clone", "--quiet", url, tmp],
+            for argv in (["git", "clone", "--quiet", "--", url, tmp],
                          ["git", "-C", tmp, "checkout", "--quiet", commit]):
                 proc = subprocess.run(argv, capture_output=True, text=True, check=False)
                 if proc.returncode != 0:

@@ -149,3 +149,17 @@ def test_a_forged_distribution_name_cannot_add_rows_to_the_report(tmp_path: Path
     report = (_export(run_dir, tmp_path / "out") / "export-report.md").read_text()
     assert "evil\\|x \\| 9.9 \\| `rm -rf /` \\| kept \\|" in report
     assert not any(line.startswith("| 9.9 |") for line in report.splitlines())
+
+
+@pytest.mark.parametrize(("url", "commit"), [
+    ("-oProxyCommand=touch /tmp/pwned", "abcdef1"), ("ext::sh -c id", "abcdef1"),
+    ("https://example.org/r.git", "--upload-pack=touch /tmp/pwned")])
+def test_a_run_s_repository_url_meets_the_task_rules_before_git(
+        tmp_path: Path, url: str, commit: str) -> None:
+    """run.json is input: the URL and commit export would clone are checked as a task
+    file's are, and git is never started on one that fails."""
+    from synth.export.artifact import _clone
+
+    with pytest.raises(ExportError, match="does not clone"):
+        _clone(url, commit, tmp_path / "src")
+    assert not (tmp_path / "src").exists()

@@ -86,7 +86,8 @@ def test_import_reb_tasks_pass_task_check(reb: dict[str, Any], tmp_path: Path) -
     assert check.returncode == 0, check.stdout + check.stderr
 
     alpha = load_task(out / "acme_alpha")
-    assert (alpha.repo.url, alpha.repo.commit) == (str(reb["git"] / "alpha"), reb["alpha"])
+    assert (alpha.repo.url, alpha.repo.commit) == ((reb["git"] / "alpha").as_uri(),
+                                                   reb["alpha"])
     assert set(alpha.not_applicable) == {"C2", "C3", "C4"}
     assert "hardware_bucket cpu" in alpha.not_applicable["C2"]
     # REB's scripts sit beside the task file (never in the session, which gets the repo only)

@@ -105,7 +105,8 @@ def parse_mirrors(items: list[str]) -> dict[str, str]:
         url, sep, path = item.partition("=")
         if not sep or not url or not path:
             raise UsageError(f"--mirror {item!r}: expected URL=PATH.")
-        mirrors[url] = str(Path(path).expanduser().resolve())
+        # A local mirror is a file:// URL, the form a task's repo.url takes for one.
+        mirrors[url] = Path(path).expanduser().resolve().as_uri()
     return mirrors
 
 
