@@ -171,7 +171,7 @@ def test_bench_writes_the_reb_job_of_each_finished_cell(
              "commit_sha": "abc1234", "hardware_bucket": "cpu"}
     (task / "task.toml").write_text(task_toml(
         RebRepo("Acme__Alpha", entry["repo_url"], "abc1234", "cpu", entry), entry["repo_url"],
-        task / "reb" / "benchmark_scripts"))
+        None))
     (task / "agents").mkdir()
     (task / "agents" / "good.sh").write_text("true\n")
 
