@@ -229,6 +229,31 @@ def check_destination(dest: Path, run_dir: Path, *, explicit: bool, force: bool)
     if explicit and not force:
         raise ExportError(f"{where} already holds an artifact.",
                           hint="--force replaces it (atomically), or give a new folder.")
+    check_as_exported(dest, where)
+
+
+def check_as_exported(dest: Path, where: str) -> None:
+    """An artifact folder is replaced only as synth made it: no file its manifest does not
+    list (verify's ``verification.json`` apart, which the new folder keeps) and no listed
+    file changed; otherwise the export is refused with those files named."""
+    try:
+        listed = ArtifactDir(dest).manifest().files
+        have = artifact_files.digests(
+            dest, skip=(MANIFEST.rel, artifact_files.VERIFICATION_FILE))
+    except InputFileError as exc:
+        raise ExportError(f"{where}: {exc.message}; synth replaces only an artifact as it "
+                          "made it.") from None
+    added = sorted(set(have) - set(listed))
+    changed = sorted(r for r in set(have) & set(listed) if have[r] != listed[r])
+    if added or changed:
+        named = [*(f"{r} (not in the manifest)" for r in added),
+                 *(f"{r} (changed since the export)" for r in changed)]
+        raise ExportError(f"{where} holds files synth did not write there: "
+                          + "; ".join(named[:20])
+                          + (f"; … {len(named) - 20} more" if len(named) > 20 else "")
+                          + ". synth replaces only an artifact as it made it.",
+                          hint="Move them out of the folder (or restore them), then export "
+                          "again; or give a new folder.")
 
 
 def find_export_run(settings: Settings, run_ref: str | None) -> Path:
@@ -468,9 +493,13 @@ def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
 
 
 def swap_into_place(tmp: Path, dest: Path, old: Path) -> None:
-    """Rename the new artifact ``tmp`` to ``dest``; a previous one moves to ``old`` first."""
+    """Rename the new artifact ``tmp`` to ``dest``; a previous one moves to ``old`` first,
+    and its ``verification.json`` (verify's, not the export's) into the new one."""
     if dest.exists():
         os.replace(dest, old)
+        kept = old / artifact_files.VERIFICATION_FILE
+        if kept.is_file() and not kept.is_symlink():
+            os.replace(kept, tmp / artifact_files.VERIFICATION_FILE)
     os.replace(tmp, dest)
 
 

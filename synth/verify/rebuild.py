@@ -20,9 +20,8 @@ from synth.verify.outcome import ArtifactCheck, BuildInfo, ExportUse
 
 Say = Callable[[str], None]
 
-#: Written into the artifact folder after verify; not part of the export, so the manifest
-#: check and the rebuilt tag leave it out.
-VERIFICATION_FILE = "verification.json"
+#: Written into the artifact folder after verify (synth.formats.artifact_files).
+VERIFICATION_FILE = artifact_files.VERIFICATION_FILE
 
 
 def _artifact_files(artifact_dir: Path) -> dict[str, str]:
