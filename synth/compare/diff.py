@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.table import Table
 
 from synth.compare.fingerprint import compare_fingerprints
 from synth.formats.fingerprint import Fingerprint
 from synth.formats.model import Difference
+from synth.util.text import printable
 
 #: The JSON format of ``synth diff --json``; bumped on any incompatible change.
 DIFF_FORMAT = 1
@@ -32,6 +33,12 @@ ItemKind = Literal["added", "removed", "changed"]
 
 #: Frameworks a native extension is compiled against; their versions are part of a build.
 BUILD_AGAINST = ("torch", "numpy", "jax", "jaxlib", "tensorflow", "cupy", "cython", "pybind11")
+
+
+def escape(text: object) -> str:
+    """Untrusted text (paths, commands, values from the inputs) for a markup string: no
+    markup, no control characters (synth.util.text)."""
+    return _markup_escape(printable(text))
 
 
 @dataclass(frozen=True)

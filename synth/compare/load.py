@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -90,8 +89,7 @@ def emit(result: DiffResult, *, json_out: bool, markdown: bool) -> None:
     if json_out:
         console.print_json(result.to_json())
     elif markdown:
-        sys.stdout.write(render_markdown(result))
-        sys.stdout.flush()
+        console.write_stdout(render_markdown(result))
     else:
         render_terminal(result, console.out)
 

@@ -151,8 +151,6 @@ def artifact_for_run(run_dir: Path, settings: Settings, say: Say,
 def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
             say: Say, progress: str = "steps", offline: bool = False) -> BuildInfo:
     """Build ``artifact_dir`` from scratch (no cache) as ``tag``; the log in ``out_dir``."""
-    from rich.markup import escape
-
     from synth.engine.build import StepLines
     from synth.ui import console
     from synth.verify.build import build_artifact
@@ -162,13 +160,13 @@ def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
     say(f"Rebuilding {artifact_dir} from scratch (no cache{', no network' if offline else ''}) "
         f"as {tag}; log: {log_path}")
     steps = StepLines()
-    with console.err.status(escape(f"building {tag}")) as status:
+    with console.err.status(console.literal(f"building {tag}")) as status:
         def on_line(line: str) -> None:
             shown = line if progress == "plain" else steps(line) if progress == "steps" else None
             if shown is not None:
                 say(shown)
-            status.update(escape(f"building {tag} ({time.monotonic() - start:.0f}s): "
-                                 f"{line[:100]}"))
+            status.update(console.literal(f"building {tag} ({time.monotonic() - start:.0f}s): "
+                                          f"{line[:100]}", newlines=False))
 
         try:
             image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
