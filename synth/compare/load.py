@@ -9,6 +9,7 @@ image on the engine (compared through its environment fingerprint). ``run:``,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -502,7 +503,8 @@ MAX_LOCK_BYTES = 64 * safe_io.MiB
 def checked_files(directory: Path, manifest: Manifest) -> dict[str, str]:
     """The artifact's files by digest, which must be exactly its manifest's ``files``: a
     file modified, missing or not listed is an InputFileError naming it (a corrupted copy
-    is never compared, let alone "equal")."""
+    is never compared, let alone "equal"); with them the run files it was made from
+    (``inputs/…``) and the manifest's own digest (it says more than ``files``)."""
     have = artifact_files.digests(directory, skip=_NOT_EXPORTED)
     listed = dict(manifest.files)
     bad = [f"{rel} ({_mismatch(rel, have, listed)})"
@@ -512,7 +514,8 @@ def checked_files(directory: Path, manifest: Manifest) -> dict[str, str]:
             f"{directory}: its files do not match its manifest.json: " + "; ".join(bad[:20])
             + (f"; … {len(bad) - 20} more" if len(bad) > 20 else ""),
             hint="Compare an artifact as exported (re-export it), or restore the files.")
-    return {**have, **{f"inputs/{rel}": d for rel, d in sorted(manifest.inputs.items())}}
+    return {**have, **{f"inputs/{rel}": d for rel, d in sorted(manifest.inputs.items())},
+            MANIFEST.rel: hashlib.sha256(ArtifactDir(directory).manifest_bytes()).hexdigest()}
 
 
 def _mismatch(rel: str, have: Mapping[str, str], listed: Mapping[str, str]) -> str:
