@@ -348,8 +348,7 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
     native, report = _run_native_builds(loaded, dists or {}, warnings)
     size, fp = _live_image_facts(record.live_image, loaded.primary, loader, warnings)
     exported = run_dir / "export" / "Dockerfile"
-    dockerfile = (dockerfile_steps(exported.read_text(encoding="utf-8"))
-                  if exported.is_file() else None)
+    dockerfile = (dockerfile_steps(_text(exported)) if os.path.lexists(exported) else None)
     return Side(
         kind="run",
         label=f"{record.task_name}/{record.run_id}",
@@ -472,10 +471,10 @@ def _artifact_dists(directory: Path, loader: SideLoader, warnings: list[str]
                     ) -> dict[str, PyDist] | None:
     """The primary environment's pins, from its requirements.lock."""
     lock = directory / "requirements.lock"
-    if not lock.is_file():
+    if not os.path.lexists(lock):
         warnings.append("no requirements.lock: Python distributions unknown")
         return None
-    pins, _find_links = parse_requirements_lock(lock.read_text(encoding="utf-8"))
+    pins, _find_links = parse_requirements_lock(_text(lock))
     wheels = wheelhouse_index(loader.settings.wheelhouse)
     return {n: _with_wheelhouse(PyDist(n, v, "index"), wheels) for n, v in pins.items()}
 
@@ -523,13 +522,19 @@ def _mismatch(rel: str, have: Mapping[str, str], listed: Mapping[str, str]) -> s
             else "modified")
 
 
+def _text(path: Path) -> str:
+    """A text file of a side (an artifact's Dockerfile and locks, a run's export): a regular
+    file, never through a link, at most 64 MiB, UTF-8; InputFileError naming it else."""
+    return safe_io.decode_utf8(safe_io.read_regular(path, MAX_LOCK_BYTES), path)
+
+
 def lock_fields(directory: Path) -> dict[str, str]:
     """Every pin of every lock file at the artifact's top (``*.lock``): ``<file>: <name>``
     -> its version with every hash (``<file>: <option>`` for an index or find-links line;
     apt.lock: version, architecture and the .deb's sha256)."""
     out: dict[str, str] = {}
     for path in sorted(directory.glob("*.lock")):
-        text = safe_io.decode_utf8(safe_io.read_regular(path, MAX_LOCK_BYTES), path)
+        text = _text(path)
         if path.name == "apt.lock":
             for line in text.splitlines():
                 name, sep, rest = line.strip().partition("=")
@@ -583,8 +588,8 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
     planned = _artifact_plan(artifact, warnings)
     plan = planned[0] if planned else None
     dockerfile_path = directory / "Dockerfile"
-    steps = (dockerfile_steps(dockerfile_path.read_text(encoding="utf-8"))
-             if dockerfile_path.is_file() else None)
+    steps = (dockerfile_steps(_text(dockerfile_path))
+             if os.path.lexists(dockerfile_path) else None)
     dists = _artifact_dists(directory, loader, warnings)
     native = _native_from_steps(plan.native, dists or {}) if plan else None
     if plan and native and dists is not None:
@@ -595,8 +600,7 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
             if n.version and n.key not in dists:
                 dists[n.key] = PyDist(n.key, n.version, sources.get(n.key) or "local build")
     apt_lock = directory / "apt.lock"
-    apt_added = parse_apt_lock(apt_lock.read_text(encoding="utf-8")) if apt_lock.is_file() \
-        else None
+    apt_added = parse_apt_lock(_text(apt_lock)) if os.path.lexists(apt_lock) else None
     image = _rebuilt_image(directory)
     size, why = loader.image_size(image)
     if why:

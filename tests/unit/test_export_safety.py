@@ -9,7 +9,7 @@ import pytest
 from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
-from synth.errors import ExportError
+from synth.errors import ExportError, TaskError
 from synth.export.artifact import export_run
 
 
@@ -217,3 +217,23 @@ def test_the_archive_never_writes_through_a_planted_link(tmp_path: Path) -> None
     assert not again.archive.is_symlink() and again.archive.is_file()
     sums = again.archive.with_name(again.archive.name + ".sha256")
     assert not sums.is_symlink() and sums.read_text().startswith(str(again.archive_sha256))
+
+
+def test_a_run_naming_a_host_file_as_its_task_file_never_carries_it(tmp_path: Path) -> None:
+    """run.json names the task file, and run.json is input: a file that is not a task file
+    (a key, a password file) is not copied into the artifact."""
+    run_dir = _run(tmp_path)
+    secret = tmp_path / "id_rsa"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n")
+    record = json.loads((run_dir / "run.json").read_text())
+    record["task"]["task_file"] = str(secret)
+    (run_dir / "run.json").write_text(json.dumps(record))
+    with pytest.raises(TaskError, match="id_rsa: not valid TOML"):  # refused, named
+        export_run(run_dir, Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "a",
+                   locker=fake_locker, hash_downloads=False)
+    assert not (tmp_path / "a").exists()
+    # ... and where nothing earlier loads it, the copy itself takes a task file only.
+    from synth.export.artifact import _task_file_text
+
+    assert _task_file_text(str(secret)) is None
+    assert _task_file_text(str(tmp_path / "tasks" / "demo" / "task.toml")) is not None
