@@ -24,14 +24,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synth.errors import InputFileError
+from synth.errors import InputFileError, SynthError
 from synth.formats.model import Claims, VerifyDocument
 from synth.formats.store import ArtifactDir, RunDir, is_file
 from synth.plugins.reb.results import write_job
 from synth.plugins.reb.stages import checks as _checks
 from synth.plugins.reb.stages import cuda_stage, multi_gpu_stage
 from synth.pyramid.result import Report
-from synth.util import atomic
+from synth.util import atomic, safe_io
 
 if TYPE_CHECKING:
     from synth.verify.command import Say
@@ -181,10 +181,20 @@ def _pyright(report: Report,
                        str(target.get("workdir") or "/workspace"), install), ""
 
 
-def _json_file(path: Path) -> dict[str, Any] | None:
+def _text(path: Path) -> str | None:
+    """A small file of a run, an artifact or a task folder: a regular file, never through a
+    link, at most 16 MiB, UTF-8; None where there is none or it is not one."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8")) if is_file(path) else None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return safe_io.decode_utf8(safe_io.read_regular(path, 16 * safe_io.MiB), path)
+    except SynthError:
+        return None
+
+
+def _json_file(path: Path) -> dict[str, Any] | None:
+    text = _text(path)
+    try:
+        data = json.loads(text) if text is not None else None
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -225,8 +235,8 @@ def _task_repo(path: Path) -> dict[str, Any] | None:
     import tomllib
 
     try:
-        repo = tomllib.loads(path.read_text(encoding="utf-8")).get("repo")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        repo = tomllib.loads(_text(path) or "").get("repo")
+    except (ValueError, RecursionError):  # TOMLDecodeError is one
         return None
     return repo if isinstance(repo, dict) else None
 
