@@ -56,8 +56,12 @@ def main() -> int:
         print(f"{kind:10}" + "".join(f"{row[c]:>11}" for c in cols)
               + f"{seconds[kind]:>10.1f}")
     broken = failures(done)
-    for c in broken[:10]:
-        print(f"\n{c.kind} {c.outcome}: {c.what}\n{c.detail}")
+    shown: set[tuple[str, str, str]] = set()
+    for c in broken:  # one of each kind of failure, in full
+        key = (c.kind, c.outcome, c.what.split(":", 1)[0] + c.detail[:40])
+        if key not in shown and len(shown) < 30:
+            shown.add(key)
+            print(f"\n{c.kind} {c.outcome}: {c.what}\n{c.detail[-1500:]}")
     print(f"\n{len(done)} cases (seed {args.seed}), {len(broken)} broke a property, "
           f"{sum(seconds.values()):.0f}s")
     return 1 if broken else 0

@@ -101,7 +101,9 @@ class Side:
     #: The artifact's files by digest (manifest.json ``files``) and the run files it was
     #: made from (``inputs/<rel>``); for a run, its own run files' digests.
     files: Mapping[str, str] | None = None
-    #: ``<task>/<run-id>`` the side comes from (the files of two runs always differ).
+    #: The run id the side comes from: sides of one run (the same id, or an artifact made
+    #: from the same run files) are compared file by file; the files of two runs always
+    #: differ (each rendered file names its run).
     origin: str | None = None
 
     def summary(self) -> dict[str, Any]:
@@ -190,6 +192,8 @@ def _unavailable(name: str, title: str, a: object, b: object, what: str,
 
 def compare_pyramid(a: Side, b: Side) -> Section:
     title = "Pyramid results"
+    if (a.pyramid is None) != (b.pyramid is None) and a.kind == b.kind:
+        return _gap("pyramid", title, a, b, a.pyramid, b.pyramid, "verify.json")
     if a.pyramid is None or b.pyramid is None:
         return _unavailable("pyramid", title, a.pyramid, b.pyramid, "verify.json",
                             "run `synth verify` first")
@@ -448,7 +452,9 @@ def compare_files(a: Side, b: Side) -> Section:
     else:
         fa, fb = dict(a.files), dict(b.files)
     items = [_shown(i) for i in _compare_mapping(fa, fb)]
-    if a.origin != b.origin:
+    inputs_a = {k: v for k, v in a.files.items() if k.startswith("inputs/")}
+    inputs_b = {k: v for k, v in b.files.items() if k.startswith("inputs/")}
+    if a.origin != b.origin and not (inputs_a and inputs_a == inputs_b):
         return Section("files", title, "info", tuple(items),
                        note=f"from two runs ({a.origin} and {b.origin}): shown, not counted; "
                        "the sections above compare their content")

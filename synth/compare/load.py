@@ -366,7 +366,7 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
         provenance=None if report is None else provenance_fields(
             report, _trust_problems(run_dir)),
         files={f"inputs/{rel}": d for rel, d in sorted(loaded.input_hashes.items())},
-        origin=f"{record.task_name}/{record.run_id}",
+        origin=record.run_id,
     )
 
 
@@ -578,13 +578,14 @@ def _artifact_interpreter(manifest: Manifest | None, plan: BuildPlan | None
 
 
 def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
-    """An artifact as a side: its plan.json and typed manifest, its lock files, and the
-    Dockerfile only as text to compare."""
+    """An artifact as a side: its plan.json and typed manifest (one without is not an
+    artifact synth can compare: could not compare), its files checked against the manifest,
+    its lock files, and the Dockerfile only as text to compare."""
     directory = directory.resolve()
     warnings: list[str] = []
     artifact = ArtifactDir(directory)
-    manifest = artifact.manifest() if artifact.has(MANIFEST) else None
-    files = checked_files(directory, manifest) if manifest is not None else None
+    manifest = artifact.manifest()  # missing or refused: could not compare
+    files = checked_files(directory, manifest)
     planned = _artifact_plan(artifact, warnings)
     plan = planned[0] if planned else None
     dockerfile_path = directory / "Dockerfile"
@@ -605,10 +606,8 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
     size, why = loader.image_size(image)
     if why:
         warnings.append(why)
-    identity: dict[str, Any] = {"artifact_dir": str(directory)}
-    if manifest is not None:
-        identity.update(task=manifest.task, run_id=manifest.run_id,
-                        synth_version=manifest.synth_version)
+    identity = {"artifact_dir": str(directory), "task": manifest.task,
+                "run_id": manifest.run_id, "synth_version": manifest.synth_version}
     return Side(
         kind="artifact", label=str(directory), identity={**identity, "image": image},
         interpreter=_artifact_interpreter(manifest, plan) or None, distributions=dists,
@@ -617,7 +616,7 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
         warnings=tuple(warnings), claims=claims_fields(artifact.claims()),
         provenance=provenance_fields(planned[1]) if planned else None,
         locks=lock_fields(directory), files=files,
-        origin=f"{manifest.task}/{manifest.run_id}" if manifest else None,
+        origin=manifest.run_id,
     )
 
 

@@ -38,6 +38,7 @@ from synth.errors import (
     InputFileError,
     NotFoundError,
     SynthError,
+    TaskError,
     UsageError,
     VerifyError,
 )
@@ -131,7 +132,11 @@ class Target:
 
 # ------------------------------------------------------------------------ resolving
 def load_task_copy(path: Path) -> Task:
-    """A task from a ``task.toml`` whose repo folder may not sit beside it (an artifact's copy)."""
+    """A task from a ``task.toml`` whose repo folder may not sit beside it (an artifact's copy).
+    The copy is the artifact's own file: a link there (to a host file) is refused, unread."""
+    if path.is_symlink():
+        raise TaskError(f"{path}: a symbolic link; an artifact's task.toml is its own file, "
+                        "never followed")
     return load_task(path, require_repo=False)
 
 

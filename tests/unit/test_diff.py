@@ -275,9 +275,10 @@ def test_pyramid_from_verify_json(tmp_path: Path) -> None:
     b = make_run(tmp_path, "20261129-101600-bbbbbb", verify=verify("fail", "exit 1"))
     result = diff(tmp_path, a, b)
     assert items(result, "pyramid") == [("changed", "rebuilt C1", "pass", "fail: exit 1")]
+    # One run verified, the other not: a difference (a missing input is never "equal").
     only_a = diff(tmp_path, a, make_run(tmp_path, "20261129-101700-cccccc"))
-    assert only_a.section("pyramid").status == "unavailable"
-    assert "B" in (only_a.section("pyramid").note or "")
+    assert only_a.section("pyramid").status == "differ"
+    assert items(only_a, "pyramid") == [("removed", "verify.json", "present", None)]
 
 
 def test_pyramid_refuses_newer_format(tmp_path: Path) -> None:

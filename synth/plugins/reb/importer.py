@@ -267,9 +267,16 @@ def _level_texts(scripts: _Scripts | None) -> dict[str, str]:
     """REB's level scripts (by name) as text: they are embedded in the task file."""
     if scripts is None:
         return {}
-    return {name: safe_io.decode_utf8(data, scripts.root / name)
-            for name, (data, _x) in scripts.files.items()
-            if name in _SCRIPT_NAMES and name != ASSETS_SCRIPT}
+    out = {name: safe_io.decode_utf8(data, scripts.root / name)
+           for name, (data, _x) in scripts.files.items()
+           if name in _SCRIPT_NAMES and name != ASSETS_SCRIPT}
+    for name, text in out.items():
+        # Embedded in a probe command: no NUL (no command holds one), and not the line
+        # that would end the here-document early.
+        if "\x00" in text or _DELIM in text.splitlines():
+            raise InputFileError(f"{scripts.root / name}: holds a NUL byte or a line "
+                                 f"{_DELIM}; a level script is embedded in the task file")
+    return out
 
 
 def read_c0_totals(reb_dir: Path) -> dict[str, int]:
