@@ -566,7 +566,8 @@ def check_run_case(world: World, case: Path, rng: random.Random) -> tuple[str, J
         judge.fail("silent", f"{what}: diff exit {code} on a file the store refuses")
     if code == 2:
         judge.saw_refusal(_message(stdout, stderr), name, str(run_dir))
-    if code == 0 and not _same_content(world.run_dir / kind.rel, run_dir / kind.rel, kind):
+    if code == 0 and not _same_content(world.run_dir / kind.rel, run_dir / kind.rel, kind) \
+            and not _another_run(world.run_dir, run_dir):
         judge.fail("silent", f"{what}: diff calls the changed copy equal")
     code, stdout, stderr = judge.cli("runs", "list", "--artifacts", str(case), "--json")
     if code == 0 and kind is RUN_RECORD and bad:
@@ -576,6 +577,16 @@ def check_run_case(world: World, case: Path, rng: random.Random) -> tuple[str, J
     judge.cli("runs", "show", str(run_dir), "--json")
     _unchanged(judge, before, case, world)
     return what, judge
+
+
+def _another_run(a: Path, b: Path) -> bool:
+    """The mutant's run.json names another run id: it is another run, whose environment
+    may well equal the pristine one's (diff compares environments)."""
+    try:
+        return bool(json.loads((a / "run.json").read_bytes())["run_id"]
+                    != json.loads((b / "run.json").read_bytes())["run_id"])
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return False
 
 
 # ------------------------------------------------------------------------ artifact folders
@@ -731,7 +742,9 @@ def bench_line_ok(raw: bytes) -> bool:
                    for v in (rec.get("times") or {}).values())
     v = rec.get("verify") or {}
     levels, highest = v.get("levels") or {}, v.get("highest") or {}
-    return times_ok and (rec.get("error") is None or isinstance(rec["error"], str)) and \
+    errors_ok = all(e is None or isinstance(e, str) for e in (
+        rec.get("error"), v.get("error"), (rec.get("export") or {}).get("error")))
+    return times_ok and errors_ok and \
         isinstance(levels, dict) and all(isinstance(t, dict) and all(
             isinstance(x, str) for x in t.values()) for t in levels.values()) and \
         isinstance(highest, dict) and all(h is None or isinstance(h, str)
@@ -745,7 +758,12 @@ def _mutate_bench(folder: Path, rng: random.Random, host_secret: Path) -> tuple[
     cells = folder / "cells.jsonl"
     if how < 0.15:
         target = rng.choice(["cells.jsonl", "summary.json", "report.html", "cells"])
-        return f"{target}: {plant(folder / target, rng, host_secret)}", True
+        what = plant(folder / target, rng, host_secret)
+        # A link or a FIFO is refused; so is a folder where a file belongs. A big regular
+        # file (under the cap) is a file; an empty folder where `cells/` belongs, a folder.
+        must = what.startswith(("a symlink", "a FIFO")) or (what == "a folder"
+                                                            and target != "cells")
+        return f"{target}: {what}", must
     if how < 0.3:
         started = folder / "cells" / BENCH_CELL / "started.json"
         if rng.random() < 0.3:

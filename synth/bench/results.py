@@ -53,8 +53,11 @@ def record_problem(rec: object) -> str | None:
     for key in ("times", "verify", "export", "run"):
         if rec.get(key) is not None and not isinstance(rec[key], dict):
             return f"`{key}` is not an object"
-    if rec.get("error") is not None and not isinstance(rec["error"], str):
-        return "`error` is not a string"
+    for key, value in (("error", rec.get("error")),
+                       ("verify.error", (rec.get("verify") or {}).get("error")),
+                       ("export.error", (rec.get("export") or {}).get("error"))):
+        if value is not None and not isinstance(value, str):
+            return f"`{key}` is not a string"
     if not all(_number(v) for v in (rec.get("times") or {}).values()):
         return "a value of `times` is not a number"
     return _verify_problem(rec.get("verify") or {})

@@ -41,6 +41,7 @@ from synth.export.lock import (
     LockTarget,
     _clean_env,
     _compile_argv,
+    checked_pin,
     checked_requirement,
     parse_compiled,
     wheelhouse_files,
@@ -112,7 +113,8 @@ def sdist_pins(lock: Lock, target: LockTarget) -> list[str]:
 
     Asks the locker with building disabled; each failure names one such pin, which is
     set aside until the rest resolves from wheels alone."""
-    pins = {_name(p.name): f"{p.name}=={p.version}" for p in lock.pins}
+    pins = {_name(p.name): checked_pin(p.name, p.version, f"{lock.env.python} "
+                                       "(state/python.json)") for p in lock.pins}
     out: list[str] = []
     for _ in range(len(pins)):
         rest = [spec for name, spec in pins.items() if name not in out]

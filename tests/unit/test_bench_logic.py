@@ -320,3 +320,13 @@ def test_reb_results_read_regular_files_only(tmp_path: Path) -> None:
     (stage / "results.json").symlink_to("/etc/hostname")
     with pytest.raises(SynthError, match="link"):
         read_results(tmp_path)
+
+
+def test_a_line_whose_error_is_not_text_is_skipped() -> None:
+    from synth.bench.results import record_problem
+
+    base = {"cell": "c", "agent": "a", "task": "t", "status": "done"}
+    assert record_problem(base) is None
+    for bad, key in (({"error": []}, "error"), ({"verify": {"error": {}}}, "verify.error"),
+                     ({"export": {"error": 1}}, "export.error")):
+        assert record_problem({**base, **bad}) == f"`{key}` is not a string"
