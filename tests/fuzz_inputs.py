@@ -1,17 +1,25 @@
-"""A seeded mutator over synth's input files, and the properties every mutant must keep.
+"""A seeded mutator over synth's untrusted inputs, and the properties every mutant keeps.
 
 Used by tests/unit/test_fuzz_inputs.py (a bounded number of cases in CI) and by
-bench/fuzz_inputs.py (as many as asked). The world is small and our own: a task folder, a
-synthetic run directory (tests/distill_runs.py) and the artifact exported from it with a
-fake locker, so no engine and no network are needed. Each case copies one of them, mutates
-one file, and drives the real CLI in-process (:func:`synth.cli.main`):
+bench/fuzz_inputs.py (as many as asked). Five kinds of input, each a small world of our
+own, so no engine and no network are needed: a task folder, a synthetic run directory
+(tests/distill_runs.py), the artifact exported from it with a fake locker, a
+ResearchEnvBench tree, and a bench results folder. Each case copies one, mutates one file
+(its bytes, a field of its JSON, or the file itself swapped for a link to a host file, a
+FIFO, a folder, a sparse giant), drives synth in-process (the CLI, :func:`synth.cli.main`;
+``run_bench`` with its executor faked) and judges the outcome:
 
-* no traceback: every exit is 0 or a SynthError's exit code (diff: 0, 1, 2);
-* a file the store refuses yields no artifact (export fails, the out folder is not made),
-  never "equal" (diff exits 2), and ``runs list`` skips a bad run.json with a warning;
-* a bad claims.json is exported with a warning (verify's C5 fails on it), unless over its
-  size cap, which export refuses; verify reads it as the reason C5 fails;
-* nothing is overwritten: every file of the case's input is byte-identical afterwards.
+* ``traceback``: anything but a SynthError escaped, or a command exited with a code that
+  is neither 0 nor a SynthError's;
+* ``silent``: a silent accept. A mutant that must be refused (a hostile value, a link or
+  special file where a file belongs, a file the store refuses) was accepted; a mutant that
+  differs from the pristine input was called "equal" by ``synth diff``; an import wrote a
+  task that does not load, or wrote anything when it refused; a damaged bench line was
+  skipped without a warning naming it;
+* ``unlocated``: refused, but the error does not name the mutated file;
+* ``rewritten``: an input file changed, or a host file outside the world did;
+* else ``refused`` (a located SynthError) or ``accepted`` (loaded as a valid input: for
+  ``synth diff`` against the pristine copy, identical in content).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import os
 import random
 import shutil
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +46,10 @@ from synth.formats.store import (
     CLAIMS,
     DIFF_STATE,
     ENV_STATE,
+    EXPORT_REPORT,
     MANIFEST,
     PLAN,
+    PROVENANCE,
     PYTHON_STATE,
     RUN_RECORD,
     VERIFY_DOCUMENT,
@@ -48,10 +59,18 @@ from synth.formats.store import (
 )
 from tests.distill_runs import cmd, dist, make_run_dir, system_python, venv
 
-RUN_KINDS = (RUN_RECORD, AUDIT_LOG, APT_STATE, PYTHON_STATE, DIFF_STATE, ENV_STATE, CLAIMS)
-#: The artifact files a command reads back (export-report.json is for people and tools:
-#: diff reads the plan from plan.json).
-ARTIFACT_KINDS = (MANIFEST, CLAIMS, PLAN, VERIFY_DOCUMENT)
+RUN_KINDS = (RUN_RECORD, AUDIT_LOG, APT_STATE, PYTHON_STATE, DIFF_STATE, ENV_STATE,
+             PROVENANCE, CLAIMS)
+#: The artifact files a command reads back, and files its manifest lists (diff checks
+#: every listed file against the manifest).
+ARTIFACT_KINDS = (MANIFEST, CLAIMS, PLAN, VERIFY_DOCUMENT, EXPORT_REPORT)
+ARTIFACT_PLAIN = ("Dockerfile", "requirements.lock", "apt.lock", "task.toml")
+#: The kinds of input, in the order cases cycle through them.
+INPUT_KINDS = ("task", "run", "artifact", "reb", "bench")
+#: Outcomes that break a property.
+FAILURES = ("traceback", "silent", "unlocated", "rewritten")
+#: The content of a host file every world has beside it: it must never reach an output.
+HOST_SECRET = "HOST-SECRET-5e4d3c2b1a"
 #: Exit codes a command may end with: success, or one SynthError kind.
 ERROR_CODES = frozenset(
     cls.exit_code for cls in vars(errors).values()
@@ -68,6 +87,9 @@ class World:
     task_dir: Path
     run_dir: Path
     artifact: Path
+    reb: Path
+    bench: Path
+    host_secret: Path
 
 
 def fake_locker(env: Any, target: Any) -> Any:
@@ -115,7 +137,55 @@ def build_world(root: Path) -> World:
                           out_dir=root / "pristine-artifact", locker=fake_locker,
                           hash_downloads=False).artifact_dir
     (artifact / VERIFY_DOCUMENT.rel).write_text(json.dumps(_verify_document(artifact)))
-    return World(root, task_dir, run_dir, artifact)
+    secret = root / "host-secret.txt"
+    secret.write_text(HOST_SECRET + "\n")
+    return World(root, task_dir, run_dir, artifact, build_reb(root / "reb"),
+                 build_bench(root / "bench"), secret)
+
+
+def build_reb(root: Path) -> Path:
+    """A ResearchEnvBench tree: a manifest of two repositories, their scripts, C0 totals."""
+    (root / "m1_repo_manifest_module" / "manifests").mkdir(parents=True)
+    (root / "m1_repo_manifest_module" / "manifests" / "manifest.json").write_text(json.dumps([
+        {"repo_id": "Acme_Alpha", "repo_url": "https://github.com/acme/alpha.git",
+         "commit_sha": "a" * 40, "hardware_bucket": "cpu"},
+        {"repo_id": "acme-beta", "repo_url": "https://github.com/acme/beta",
+         "commit_sha": "b" * 40, "hardware_bucket": "single_gpu",
+         "unsupported": {"C4": "one GPU"}}], indent=1))
+    for repo, scripts in (("acme@alpha", {"run_cpu_entrypoint.sh": "python3 train.py\n",
+                                          "prepare_assets.sh": "mkdir -p assets\n"}),
+                          ("acme@beta", {"run_single_gpu_entrypoint.sh": "python3 gpu.py\n"})):
+        folder = root / "scripts" / repo / "benchmark_scripts"
+        folder.mkdir(parents=True)
+        for name, text in scripts.items():
+            (folder / name).write_text("#!/usr/bin/env bash\n" + text)
+    (root / "m5").mkdir()
+    (root / "m5" / "c0_repo_baseline_totals.json").write_text(
+        json.dumps({"repos": {"acme/alpha": 5, "other/repo": 9}}))
+    return root
+
+
+#: The bench world's task (tests/bench_task) and its one cell.
+BENCH_TASK = Path(__file__).resolve().parent / "bench_task"
+BENCH_CELL = "bench-tiny--good--r1"
+
+
+def build_bench(root: Path) -> Path:
+    """A results folder of a finished bench: one done cell and its start marker."""
+    cell = root / "cells" / BENCH_CELL
+    cell.mkdir(parents=True)
+    (cell / "started.json").write_text(json.dumps({"started": 1796087968.0, "host": "vm",
+                                                   "pid": 1, "executor": "local"}))
+    record = {"format": 1, "cell": BENCH_CELL, "task": "bench-tiny", "agent": "good",
+              "agent_kind": "replay", "repeat": 1, "executor": "local", "status": "done",
+              "error": None, "started": 1796087968.0, "ended": 1796088020.0,
+              "verify": {"passed": True, "levels": {"rebuilt": {"C0": "pass", "C1": "pass"}},
+                         "highest": {"rebuilt": "C1"}, "reaches_live_level": None,
+                         "fingerprint_equal": None, "error": None},
+              "times": {"run": 1.0, "total": 2.0}}
+    crashed = {**record, "status": "crashed", "error": "killed", "verify": None}
+    (root / "cells.jsonl").write_text(json.dumps(crashed) + "\n" + json.dumps(record) + "\n")
+    return root
 
 
 def _verify_document(artifact: Path) -> dict[str, Any]:
@@ -195,24 +265,42 @@ def _mutate_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     return data + (lines[0] if lines else b"{}\n"), "first line repeated"
 
 
-def mutate(path: Path, kind: FileKind, rng: random.Random) -> str:
-    """Mutate ``path`` in place (or remove it, or swap it for a link / folder / giant)."""
+def plant(path: Path, rng: random.Random, host_secret: Path, size: int = 200 << 20) -> str:
+    """``path`` swapped for something no reader may take as the file: a link to a host
+    file (or to /dev/zero), a FIFO, a folder, a sparse file over any cap."""
+    how = rng.choice(["link", "link", "zero", "fifo", "folder", "giant"])
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+    if how == "link":
+        path.symlink_to(host_secret)
+        return "a symlink to a host file"
+    if how == "zero":
+        path.symlink_to("/dev/zero")
+        return "a symlink to /dev/zero"
+    if how == "fifo":
+        os.mkfifo(path)
+        return "a FIFO"
+    if how == "folder":
+        path.mkdir()
+        return "a folder"
+    with path.open("wb") as fh:  # sparse: costs no disk, and must never be read
+        fh.truncate(size)
+    return f"grown to {size} bytes"
+
+
+def mutate(path: Path, kind: FileKind, rng: random.Random,
+           host_secret: Path = Path("/etc/passwd")) -> str:
+    """Mutate ``path`` in place (or remove it, or swap it for a link / FIFO / folder /
+    giant)."""
     how = rng.random()
     if how < 0.06:
         path.unlink(missing_ok=True)
         return "deleted"
-    if how < 0.09:
-        path.unlink(missing_ok=True)
-        path.symlink_to("/etc/passwd")
-        return "a symlink to /etc/passwd"
-    if how < 0.11:
-        path.unlink(missing_ok=True)
-        path.mkdir()
-        return "a folder"
     if how < 0.14:
-        with path.open("r+b") as fh:  # sparse: costs no disk, and must never be read
-            fh.truncate(max(kind.max_bytes + 1, 200 << 20 if kind is CLAIMS else 0))
-        return f"grown to {path.stat().st_size} bytes"
+        return plant(path, rng, host_secret, max(kind.max_bytes + 1,
+                                                 200 << 20 if kind is CLAIMS else 0))
     data = path.read_bytes()
     if how < 0.55:
         new, what = _mutate_bytes(data, rng)
@@ -229,7 +317,8 @@ def refused(path: Path, kind: FileKind) -> bool:
     try:
         if kind is AUDIT_LOG:
             read_audit(path)
-        elif kind in (CLAIMS, PLAN, VERIFY_DOCUMENT) and not os.path.lexists(path):
+        elif kind in (CLAIMS, PLAN, VERIFY_DOCUMENT, PROVENANCE, EXPORT_REPORT) and \
+                not os.path.lexists(path):
             return False
         else:
             load_json(path, kind)
@@ -258,10 +347,11 @@ def offline_locker() -> Iterator[None]:
 def run_cli(*argv: str) -> tuple[int, str, str]:
     """``synth ARGV`` in this process: (exit code, stdout, stderr). A traceback escapes."""
     from synth import cli
+    frame = sys.modules["synth.cli.app"]  # the module main() reads its app from
     out, err = io.StringIO(), io.StringIO()
-    old, app = sys.argv, cli.app
+    old, app = sys.argv, frame.app
     sys.argv = ["synth", *argv]
-    cli.app = _click_app()  # typer would rebuild it on every call
+    frame.app = _click_app()  # typer would rebuild it on every call (twice)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
@@ -270,7 +360,7 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
     finally:
-        sys.argv, cli.app = old, app
+        sys.argv, frame.app = old, app
     return code, out.getvalue(), err.getvalue()
 
 
@@ -297,132 +387,494 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return out
 
 
-def check_run_case(world: World, case: Path, kind: FileKind, rng: random.Random) -> str:
-    """Mutate one run file in a copy of the run; every command keeps the properties."""
-    run_dir = case / "runs" / "demo" / world.run_dir.name
-    shutil.copytree(world.run_dir, run_dir, symlinks=True)
-    what = f"{kind.rel}: {mutate(run_dir / kind.rel, kind, rng)}"
-    bad = refused(run_dir / kind.rel, kind)
-    before = snapshot(case)
-    out = case / "out"
-    code, stdout, stderr = run_cli("export", "--run", str(run_dir), "-o", str(out), "--json")
-    assert code == 0 or code in ERROR_CODES, (what, code, stderr)
-    claims = run_dir / kind.rel
-    claims_only = kind is CLAIMS and not claims.is_symlink() and claims.is_file() and (
-        claims.stat().st_size <= kind.max_bytes)
-    if bad and not claims_only:
-        assert code != 0 and not out.exists(), (what, "an artifact from a refused file")
-    if bad and claims_only and code == 0:
-        assert "claims.json is not valid" in stdout, (what, "no warning about the claims")
-    shutil.rmtree(out, ignore_errors=True)
-    code, stdout, stderr = run_cli("diff", str(run_dir), str(run_dir), "--json")
-    assert code in (0, 1, 2), (what, code, stderr)
-    if bad and not claims_only:
-        assert code == 2, (what, "diff did not fail on a refused file", code)
-    code, stdout, stderr = run_cli("runs", "list", "--artifacts", str(case), "--json")
-    assert code == 0, (what, code, stderr)
-    listed = [r["run_dir"] for r in json.loads(stdout)["result"]["runs"]]
-    if kind is RUN_RECORD and bad:  # skipped with a warning; without a run.json, not a run
-        warned = "skipped" in stderr or not os.path.lexists(run_dir / kind.rel)
-        assert not listed and warned, (what, listed, stderr)
-    code, _stdout, stderr = run_cli("runs", "show", str(run_dir), "--json")
-    assert code == 0 or code in ERROR_CODES, (what, code, stderr)
-    assert snapshot(case) == before, (what, "an input was rewritten")
-    return what
+# ----------------------------------------------------------------------------- judging
+@dataclass(frozen=True)
+class Case:
+    """One case: its input kind, what was done, and the verdict."""
+
+    kind: str
+    what: str
+    outcome: str
+    detail: str = ""
 
 
-def check_artifact_case(world: World, case: Path, kind: FileKind, rng: random.Random) -> str:
-    """Mutate one artifact file in a copy of the artifact; verify and diff keep the
-    properties (verify stops before it needs an engine: an artifact without --rebuild)."""
-    from synth.config import Settings
-    from synth.verify.command import resolve_target
+class Judge:
+    """The verdict of one case: its first failure, else refused or accepted."""
 
-    art = case / "artifact"
-    shutil.copytree(world.artifact, art, symlinks=True)
-    what = f"artifact {kind.rel}: {mutate(art / kind.rel, kind, rng)}"
-    bad = refused(art / kind.rel, kind)
-    before = snapshot(case)
-    code, _stdout, stderr = run_cli("verify", str(art), "--json", "-o", str(case / "v"))
-    assert code in ERROR_CODES, (what, code, stderr)
-    if kind is MANIFEST:  # refused as a file, or (deleted) not an artifact at all
-        expect = ({errors.InputFileError.exit_code, errors.NotFoundError.exit_code} if bad
-                  else {errors.UsageError.exit_code})
-        assert code in expect, (what, code, stderr)
-    else:  # the artifact still resolves; only the missing --rebuild stops it
-        assert code == errors.UsageError.exit_code, (what, code, stderr)
-    if kind is CLAIMS:
-        target = resolve_target(str(art), Settings.load(artifacts_dir=case), "docker")
-        from synth.pyramid.claims import BadClaims
+    def __init__(self) -> None:
+        self.outcome = "accepted"
+        self.detail = ""
 
-        assert isinstance(target.claims, BadClaims) == bad, (what, target.claims)
-    code, _stdout, stderr = run_cli("diff", str(art), str(art), "--json")
-    assert code in (0, 1, 2), (what, code, stderr)
-    # (A folder with a Dockerfile and no manifest is still an artifact to diff: docs/diff.md;
-    # plan.json (older artifacts) and verify.json are optional; claims.json is not diff's.)
-    if bad and kind is not CLAIMS and os.path.lexists(art / kind.rel):
-        assert code == 2, (what, f"diff did not fail on a refused {kind.rel}", code)
-    assert snapshot(case) == before, (what, "an input was rewritten")
-    return what
+    def fail(self, outcome: str, detail: str) -> None:
+        if self.outcome not in FAILURES:
+            self.outcome, self.detail = outcome, detail[-3000:]
+
+    def saw_refusal(self, message: str, *names: str) -> None:
+        """A SynthError: located when its message names the mutated file."""
+        if not any(n and n in message for n in names):
+            self.fail("unlocated", f"the error names none of {names}: {message[:600]}")
+        elif self.outcome == "accepted":
+            self.outcome = "refused"
+
+    def cli(self, *argv: str) -> tuple[int, str, str]:
+        """``synth ARGV`` in-process; a traceback or a foreign exit code is a failure."""
+        try:
+            code, out, err = run_cli(*argv)
+        except Exception:  # the property: nothing but a SynthError escapes
+            self.fail("traceback", f"synth {' '.join(argv)}: {traceback.format_exc()}")
+            return -1, "", ""
+        if code != 0 and code not in ERROR_CODES and code not in (1, 2):
+            self.fail("traceback", f"synth {' '.join(argv)}: exit {code}: {err[-1500:]}")
+        return code, out, err
 
 
-def check_task_case(world: World, case: Path, rng: random.Random) -> str:
-    """Mutate task.toml in a copy of the task folder: a TaskError or a task, never more."""
+def _message(out: str, err: str) -> str:
+    """The error of a ``--json`` command (its envelope's message), else its stderr."""
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return err
+    if isinstance(doc.get("error"), dict):
+        return str(doc["error"].get("message"))
+    tasks = (doc.get("result") or {}).get("tasks") if isinstance(doc.get("result"), dict) \
+        else None
+    if isinstance(tasks, list):  # task check: each path's own error
+        return "\n".join(str(t.get("error") or t.get("skipped") or "") for t in tasks
+                         if isinstance(t, dict)) + err
+    return err
+
+
+def _unchanged(judge: Judge, before: dict[str, bytes], root: Path, world: World) -> None:
+    if snapshot(root) != before:
+        judge.fail("rewritten", f"a file under {root} changed")
+    if world.host_secret.read_text() != HOST_SECRET + "\n":
+        judge.fail("rewritten", "the host file changed")
+
+
+def _leaks(root: Path) -> bool:
+    """Whether the host file's content reached any file under ``root``."""
+    for p in root.rglob("*") if root.exists() else ():
+        if p.is_file() and not p.is_symlink() and p.stat().st_size < 64 << 20 and \
+                HOST_SECRET.encode() in p.read_bytes():
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------- task files
+#: Values a task file must refuse, each (text replaced, replacement).
+TASK_HOSTILE: list[tuple[str, str]] = [
+    ('path = "repo"', f'path = "{v}"') for v in
+    ("/", "/etc", "/proc/self", "../../..", "repo/../..", "..", "~root", "repo\\u0000")] + [
+    ('path = "repo"', f'url = "{u}"\ncommit = "abcdef1"') for u in
+    ("-oProxyCommand=touch /tmp/x", "ssh://-oProxyCommand=x/y", "ext::sh -c id",
+     "https://u:p@h/r", "git@h:o/r", "/srv/repo", "https://h/\\u001b[2J")] + [
+    ('path = "repo"', 'url = "https://h/r.git"\ncommit = "--upload-pack=x"'),
+    ('command = "python -c', 'timeout = true\ncommand = "python -c'),
+    ('command = "python -c', 'timeout = 60.0\ncommand = "python -c'),
+    ('command = "python -c', 'command = "\\u0000python -c'),
+    ('[not_applicable]', '[probes]\nworkdir = "relative"\n[not_applicable]'),
+    ('[not_applicable]', '[probes]\nworkdir = "/a/../b"\n[not_applicable]'),
+    ('[not_applicable]', '[probes]\nnative_modules = ["-x"]\n[not_applicable]'),
+    ('[not_applicable]', '[limits]\ncpus = inf\n[not_applicable]'),
+    ('[not_applicable]', '[python]\nwheelhouse = 1\n[not_applicable]'),
+    ('base_image = "synth/python:bookworm"', 'base_image = "-v /:/host"'),
+]
+
+
+def check_task_case(world: World, case: Path, rng: random.Random) -> tuple[str, Judge]:
+    """Mutate task.toml in a copy of the task folder: refused with the file named, or a
+    task; a hostile value is always refused."""
+    judge = Judge()
     task_dir = case / "demo"
     shutil.copytree(world.task_dir, task_dir, symlinks=True)
     path = task_dir / "task.toml"
     data = path.read_bytes()
-    if rng.random() < 0.3:
-        value = rng.choice(["/", "/etc", "/proc/self", "../../..", "repo/../..", "..",
-                            "x" * 5000, "repo\\u0000", "~root"])
-        path.write_bytes(data.replace(b'path = "repo"', f'path = "{value}"'.encode()))
-        what = f"task.toml: repo.path = {value!r}"
+    how = rng.random()
+    must_refuse = True
+    if how < 0.15:
+        what = f"task.toml: {plant(path, rng, world.host_secret, 2 << 20)}"
+    elif how < 0.5:
+        old, new = rng.choice(TASK_HOSTILE)
+        path.write_bytes(data.replace(old.encode(), new.encode(), 1))
+        what = f"task.toml: {old!r} -> {new!r}"
     else:
-        new, what = _mutate_bytes(data, rng)
-        path.write_bytes(new)
-        what = f"task.toml: {what}"
+        new_data, what = _mutate_bytes(data, rng)
+        path.write_bytes(new_data)
+        what, must_refuse = f"task.toml: {what}", False
     before = snapshot(case)
-    code, _stdout, stderr = run_cli("task", "check", str(task_dir), "--json")
-    assert code in (0, errors.TaskError.exit_code), (what, code, stderr)
-    if "repo.path" in what and code == 0:
+    code, out, err = judge.cli("task", "check", str(task_dir), "--json")
+    if code == 0 and must_refuse:
+        judge.fail("silent", f"{what}: accepted by task check")
+    elif code not in (0, -1):
+        # (a task.toml that is a link is named by the file it reads)
+        judge.saw_refusal(_message(out, err), str(task_dir), "task.toml",
+                          os.path.realpath(path))
+    if code == 0 and "repo.path" in what:
         from synth.formats.task import load_task
 
         repo = load_task(task_dir).repo_path
-        assert repo is not None and repo.is_relative_to(task_dir.resolve()), (what, repo)
-    assert snapshot(case) == before, (what, "an input was rewritten")
-    return what
+        if repo is None or not repo.is_relative_to(task_dir.resolve()):
+            judge.fail("silent", f"{what}: repo.path {repo} leaves the task folder")
+    _unchanged(judge, before, case, world)
+    return what, judge
 
 
-Check = Callable[[World, Path, random.Random], str]
+# ------------------------------------------------------------------------ run directories
+def _same_content(a: Path, b: Path, kind: FileKind) -> bool:
+    """The pristine file and the mutant say the same (claims: the same JSON)."""
+    if os.path.lexists(a) != os.path.lexists(b):
+        return False
+    if not os.path.lexists(a):
+        return True
+    if b.is_symlink() or not b.is_file():
+        return False
+    if a.read_bytes() == b.read_bytes():
+        return True
+    if kind is CLAIMS:
+        try:
+            return bool(json.loads(a.read_bytes()) == json.loads(b.read_bytes()))
+        except (ValueError, RecursionError):
+            return False
+    return False
 
 
-def cases(count: int, seed: int) -> Iterator[tuple[str, Check]]:
-    """``count`` cases spread over every file: run files, artifact files, task.toml."""
-    kinds: list[tuple[str, Check]] = [
-        *((f"run:{k.rel}", lambda w, c, r, k=k: check_run_case(w, c, k, r))
-          for k in RUN_KINDS),
-        *((f"artifact:{k.rel}", lambda w, c, r, k=k: check_artifact_case(w, c, k, r))
-          for k in ARTIFACT_KINDS),
-        ("task.toml", check_task_case),
-    ]
-    for i in range(count):
-        yield kinds[i % len(kinds)]
+def check_run_case(world: World, case: Path, rng: random.Random) -> tuple[str, Judge]:
+    """Mutate one run file in a copy of the run; export, diff, runs list/show keep the
+    properties."""
+    judge = Judge()
+    kind = rng.choice(RUN_KINDS)
+    run_dir = case / "runs" / "demo" / world.run_dir.name
+    shutil.copytree(world.run_dir, run_dir, symlinks=True)
+    what = f"{kind.rel}: {mutate(run_dir / kind.rel, kind, rng, world.host_secret)}"
+    bad = refused(run_dir / kind.rel, kind)
+    claims = run_dir / kind.rel
+    claims_only = kind is CLAIMS and not claims.is_symlink() and claims.is_file() and (
+        claims.stat().st_size <= kind.max_bytes)
+    name = kind.rel.rsplit("/", 1)[-1]
+    before = snapshot(case)
+    out = case / "out"
+    code, stdout, stderr = judge.cli("export", "--run", str(run_dir), "-o", str(out), "--json")
+    if bad and not claims_only and (code == 0 or out.exists()):
+        judge.fail("silent", f"{what}: exported (code {code}) from a file the store refuses")
+    if bad and claims_only and code == 0 and "claims.json is not valid" not in stdout:
+        judge.fail("silent", f"{what}: exported without a warning about the claims")
+    if code not in (0, -1):
+        judge.saw_refusal(_message(stdout, stderr), name, str(run_dir))
+    shutil.rmtree(out, ignore_errors=True)
+    code, stdout, stderr = judge.cli("diff", str(world.run_dir), str(run_dir), "--json")
+    if bad and code != 2:
+        judge.fail("silent", f"{what}: diff exit {code} on a file the store refuses")
+    if code == 2:
+        judge.saw_refusal(_message(stdout, stderr), name, str(run_dir))
+    if code == 0 and not _same_content(world.run_dir / kind.rel, run_dir / kind.rel, kind) \
+            and not _another_run(world.run_dir, run_dir):
+        judge.fail("silent", f"{what}: diff calls the changed copy equal")
+    code, stdout, stderr = judge.cli("runs", "list", "--artifacts", str(case), "--json")
+    if code == 0 and kind is RUN_RECORD and bad:
+        listed = [r["run_dir"] for r in json.loads(stdout)["result"]["runs"]]
+        if listed or not ("skipped" in stderr or not os.path.lexists(run_dir / kind.rel)):
+            judge.fail("silent", f"{what}: runs list took the run ({listed}) or said nothing")
+    judge.cli("runs", "show", str(run_dir), "--json")
+    _unchanged(judge, before, case, world)
+    return what, judge
 
 
-def run_cases(world: World, count: int, seed: int, scratch: Path) -> list[str]:
-    """Run ``count`` seeded cases; returns what each did (an AssertionError stops it)."""
-    done = []
-    for i, (name, check) in enumerate(cases(count, seed)):
+def _another_run(a: Path, b: Path) -> bool:
+    """The mutant's run.json names another run id: it is another run, whose environment
+    may well equal the pristine one's (diff compares environments)."""
+    try:
+        return bool(json.loads((a / "run.json").read_bytes())["run_id"]
+                    != json.loads((b / "run.json").read_bytes())["run_id"])
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return False
+
+
+# ------------------------------------------------------------------------ artifact folders
+def check_artifact_case(world: World, case: Path, rng: random.Random) -> tuple[str, Judge]:
+    """Mutate one file in a copy of the artifact; verify and diff against the pristine one
+    keep the properties (verify stops before it needs an engine: no --rebuild)."""
+    judge = Judge()
+    art = case / "artifact"
+    shutil.copytree(world.artifact, art, symlinks=True)
+    listed = json.loads((world.artifact / "manifest.json").read_text())["files"]
+    target = rng.choice([*(k.rel for k in ARTIFACT_KINDS), *ARTIFACT_PLAIN])
+    kind = next((k for k in ARTIFACT_KINDS if k.rel == target), None)
+    path = art / target
+    if kind is not None:
+        what = f"artifact {target}: {mutate(path, kind, rng, world.host_secret)}"
+        bad = refused(path, kind)
+    elif rng.random() < 0.15:
+        what, bad = f"artifact {target}: {plant(path, rng, world.host_secret)}", True
+    else:
+        new, how = _mutate_bytes(path.read_bytes(), rng)
+        path.write_bytes(new)
+        what, bad = f"artifact {target}: {how}", False
+    changed = not _same_content(world.artifact / target, path, kind or MANIFEST) or (
+        kind is CLAIMS and not _same_content(world.artifact / target, path, MANIFEST))
+    # A file the manifest lists, changed, is a corrupted artifact: never compared.
+    bad = bad or (target in listed and changed) or (target == MANIFEST.rel and changed
+                                                    and _files_of(path) != listed)
+    before = snapshot(case)
+    code, stdout, stderr = judge.cli("verify", str(art), "--json", "-o", str(case / "v"))
+    if code == 0:
+        judge.fail("silent", f"{what}: verify of an artifact without --rebuild passed")
+    if code not in (-1, errors.UsageError.exit_code):
+        judge.saw_refusal(_message(stdout, stderr), target, str(art))
+    code, stdout, stderr = judge.cli("diff", str(world.artifact), str(art), "--json")
+    if bad and code != 2:
+        judge.fail("silent", f"{what}: diff exit {code} on a corrupted artifact")
+    if code == 2:
+        judge.saw_refusal(_message(stdout, stderr), target, str(art))
+    if code == 0 and changed and not (target == VERIFY_DOCUMENT.rel and _same_pyramid(
+            world.artifact / target, path)):
+        judge.fail("silent", f"{what}: diff calls the changed copy equal")
+    _unchanged(judge, before, case, world)
+    return what, judge
+
+
+def _files_of(manifest: Path) -> object:
+    try:
+        return json.loads(manifest.read_bytes())["files"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+
+def _same_pyramid(a: Path, b: Path) -> bool:
+    """verify.json is not the artifact's: a change that leaves its verdicts is no
+    difference of the artifacts."""
+    from synth.compare.load import pyramid_from_verify
+    from synth.formats.store import read_verify
+
+    try:
+        return pyramid_from_verify(read_verify(a)) == pyramid_from_verify(read_verify(b))
+    except errors.SynthError:
+        return False
+
+
+# ------------------------------------------------------------------------------ REB trees
+REB_MANIFEST = Path("m1_repo_manifest_module") / "manifests" / "manifest.json"
+#: (field, value) an entry must refuse.
+REB_HOSTILE: list[tuple[str, Any]] = [
+    ("repo_url", "-oProxyCommand=touch /tmp/x"), ("repo_url", "ext::sh -c id"),
+    ("repo_url", "https://tok@github.com/acme/alpha"), ("repo_url", 7),
+    ("repo_url", "git@github.com:acme/alpha"), ("commit_sha", "ABCDEF1"),
+    ("commit_sha", "--upload-pack=x"), ("commit_sha", None), ("repo_id", ["x"]),
+    ("repo_id", "x\x1b[2J"), ("repo_id", ""), ("hardware_bucket", {}),
+    ("unsupported", ["C4"]), ("unsupported", {"C9": "x"}), ("unsupported", {"C4": 1}),
+    ("repo_id", "acme-beta"),  # two entries, one task name
+]
+
+
+def _mutate_reb(reb: Path, rng: random.Random, host_secret: Path) -> tuple[str, bool]:
+    """One mutation of the tree; whether it must be refused."""
+    scripts = reb / "scripts" / "acme@alpha" / "benchmark_scripts"
+    target = rng.choice([REB_MANIFEST, REB_MANIFEST, scripts / "run_cpu_entrypoint.sh",
+                         scripts / "prepare_assets.sh", Path("m5/c0_repo_baseline_totals.json"),
+                         scripts])
+    path = reb / target
+    how = rng.random()
+    if how < 0.2 or target == scripts:
+        what = plant(path, rng, host_secret)
+        # (an empty folder where REB's scripts folder was is one: nothing to refuse)
+        return f"{target}: {what}", not (target == scripts and what == "a folder")
+    if target == REB_MANIFEST and how < 0.6:
+        doc = json.loads(path.read_text())
+        key, value = rng.choice(REB_HOSTILE)
+        doc[0][key] = value
+        path.write_text(json.dumps(doc))
+        return f"{target}: entry 0 {key} = {value!r}", True
+    if target.name == "run_cpu_entrypoint.sh" and how < 0.4:
+        path.write_bytes(b"#!/bin/bash\n\xff\xfe echo\n")
+        return f"{target}: not UTF-8 (a level script is embedded in the task)", True
+    new, what = _mutate_bytes(path.read_bytes(), rng)
+    path.write_bytes(new)
+    return f"{target}: {what}", False
+
+
+def check_reb_case(world: World, case: Path, rng: random.Random) -> tuple[str, Judge]:
+    """Mutate a copy of the REB tree and import it: refused naming the file, with nothing
+    written, or tasks that all load; a host file never reaches them."""
+    judge = Judge()
+    reb = case / "reb"
+    shutil.copytree(world.reb, reb, symlinks=True)
+    what, must_refuse = _mutate_reb(reb, rng, world.host_secret)
+    before = snapshot(reb)
+    out = case / "tasks"
+    code, stdout, stderr = judge.cli("task", "import-reb", str(reb), "-o", str(out), "--json")
+    if code == 0:
+        if must_refuse:
+            judge.fail("silent", f"{what}: imported")
+        tasks = json.loads(stdout)["result"]["tasks"]
+        if tasks:
+            c2, o2, e2 = judge.cli("task", "check", *tasks, "--json")
+            if c2 != 0:
+                judge.fail("silent", f"{what}: imported a task that does not load: "
+                           f"{_message(o2, e2)[:400]}")
+    elif code != -1:
+        judge.saw_refusal(_message(stdout, stderr), str(reb))
+        if out.exists():
+            judge.fail("silent", f"{what}: refused, yet wrote {out}")
+    if _leaks(out):
+        judge.fail("silent", f"{what}: the host file's content reached the tasks")
+    _unchanged(judge, before, reb, world)
+    return what, judge
+
+
+# ----------------------------------------------------------------- bench results folders
+def bench_line_ok(raw: bytes) -> bool:
+    """An oracle of its own for a line of cells.jsonl: a JSON object with the strings,
+    numbers and tables the summary reads."""
+    try:
+        rec = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    if not isinstance(rec, dict):
+        return False
+    strings = all(isinstance(rec.get(k), str) and rec[k] for k in ("cell", "agent", "task",
+                                                                      "status"))
+    numbers = all(isinstance(rec[k], int | float) and not isinstance(rec[k], bool)
+                  for k in ("started", "ended") if k in rec)
+    tables = all(rec.get(k) is None or isinstance(rec[k], dict)
+                 for k in ("times", "verify", "export", "run"))
+    if not (strings and numbers and tables):
+        return False
+    times_ok = all(isinstance(v, int | float) and not isinstance(v, bool)
+                   for v in (rec.get("times") or {}).values())
+    v = rec.get("verify") or {}
+    levels, highest = v.get("levels") or {}, v.get("highest") or {}
+    errors_ok = all(e is None or isinstance(e, str) for e in (
+        rec.get("error"), v.get("error"), (rec.get("export") or {}).get("error")))
+    return times_ok and errors_ok and \
+        isinstance(levels, dict) and all(isinstance(t, dict) and all(
+            isinstance(x, str) for x in t.values()) for t in levels.values()) and \
+        isinstance(highest, dict) and all(h is None or isinstance(h, str)
+                                          for h in highest.values()) and all(
+        v.get(k) is None or isinstance(v[k], bool)
+        for k in ("passed", "reaches_live_level", "fingerprint_equal"))
+
+
+def _mutate_bench(folder: Path, rng: random.Random, host_secret: Path) -> tuple[str, bool]:
+    how = rng.random()
+    cells = folder / "cells.jsonl"
+    if how < 0.15:
+        target = rng.choice(["cells.jsonl", "summary.json", "report.html", "cells"])
+        what = plant(folder / target, rng, host_secret)
+        # A link or a FIFO is refused; so is a folder where a file belongs. A big regular
+        # file (under the cap) is a file; an empty folder where `cells/` belongs, a folder.
+        must = what.startswith(("a symlink", "a FIFO")) or (what == "a folder"
+                                                            and target != "cells")
+        return f"{target}: {what}", must
+    if how < 0.3:
+        started = folder / "cells" / BENCH_CELL / "started.json"
+        if rng.random() < 0.3:
+            return f"started.json: {plant(started, rng, host_secret)}", False
+        new, what = _mutate_bytes(started.read_bytes(), rng)
+        started.write_bytes(new)
+        return f"started.json: {what}", False
+    if how < 0.65:
+        new_text, what = _mutate_json_text(cells.read_text(), rng, jsonl=True)
+        cells.write_text(new_text)
+        return f"cells.jsonl: {what}", False
+    new, what = _mutate_bytes(cells.read_bytes(), rng)
+    cells.write_bytes(new)
+    return f"cells.jsonl: {what}", False
+
+
+@contextlib.contextmanager
+def _fake_executor() -> Iterator[None]:
+    """``synth bench``'s local executor, each cell finished at once (no engine)."""
+    from synth.bench import run as bench_run
+    from synth.bench.cell import new_record
+
+    def fake_local(cells: list[Any], opts: Any, on_start: Any, on_done: Any) -> None:
+        for cell in cells:
+            on_start(cell)
+            rec = new_record(cell, "local", 60)
+            rec.update(ended=rec["started"] + 1, times={"total": 1.0}, files={})
+            on_done(rec)
+
+    real = bench_run.run_local
+    bench_run.run_local = fake_local  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        bench_run.run_local = real  # type: ignore[assignment]
+
+
+def check_bench_case(world: World, case: Path, rng: random.Random) -> tuple[str, Judge]:
+    """Mutate a copy of a finished bench's results folder and resume it: a located error,
+    or a resumed bench whose damaged lines were each named in a warning."""
+    from synth.bench import run as bench_run
+    from synth.bench.matrix import AgentSpec
+    from synth.config import Settings
+
+    judge = Judge()
+    folder = case / "bench"
+    shutil.copytree(world.bench, folder, symlinks=True)
+    what, must_refuse = _mutate_bench(folder, rng, world.host_secret)
+    cells = folder / "cells.jsonl"
+    bad_lines = ([n for n, raw in enumerate(cells.read_bytes().split(b"\n"), 1)
+                  if raw.strip() and not bench_line_ok(raw)]
+                 if cells.is_file() and not cells.is_symlink() else [])
+    said: list[str] = []
+    opts = bench_run.BenchOptions(tasks=[BENCH_TASK], agents=[AgentSpec.parse("good")],
+                                  out_dir=folder)
+    try:
+        with _fake_executor():
+            bench_run.run_bench(opts, Settings.load(artifacts_dir=case / "art"), said.append)
+    except errors.SynthError as exc:
+        judge.saw_refusal(exc.message, str(folder))
+    except Exception:  # the property: nothing but a SynthError escapes
+        judge.fail("traceback", f"{what}: {traceback.format_exc()}")
+    else:
+        if must_refuse:
+            judge.fail("silent", f"{what}: the bench resumed over it")
+        for n in bad_lines:
+            if not any(f"cells.jsonl:{n}:" in m for m in said):
+                judge.fail("silent", f"{what}: line {n} is damaged and no warning names it")
+    if world.host_secret.read_text() != HOST_SECRET + "\n":
+        judge.fail("rewritten", f"{what}: the host file changed")
+    return what, judge
+
+
+# ---------------------------------------------------------------------------- driving
+Check = Callable[[World, Path, random.Random], tuple[str, Judge]]
+CHECKS: dict[str, Check] = {"task": check_task_case, "run": check_run_case,
+                            "artifact": check_artifact_case, "reb": check_reb_case,
+                            "bench": check_bench_case}
+
+
+def run_cases(world: World, count: int, seed: int, scratch: Path,
+              kinds: tuple[str, ...] = INPUT_KINDS) -> list[Case]:
+    """``count`` seeded cases of each kind in ``kinds`` (round robin); the verdict of each.
+    Case ``i`` of a seed is the same mutation on every run."""
+    done: list[Case] = []
+    for i in range(count * len(kinds)):
+        kind = kinds[i % len(kinds)]
         case = scratch / f"case{i}"
         case.mkdir(parents=True)
-        rng = random.Random(f"{seed}:{i}")
-        done.append(f"{name}: {check(world, case, rng)}")
-        shutil.rmtree(case, ignore_errors=True)
+        rng = random.Random(f"{seed}:{kind}:{i // len(kinds)}")
+        what, judge = CHECKS[kind](world, case, rng)
+        done.append(Case(kind, what, judge.outcome, judge.detail))
+        _remove(case)
     return done
 
 
-def stats(done: list[str]) -> dict[str, int]:
-    by: dict[str, int] = {}
-    for line in done:
-        key = line.split(":", 2)[0] + ":" + line.split(":", 2)[1]
-        by[key] = by.get(key, 0) + 1
+def _remove(case: Path) -> None:
+    """A case's folder, whatever a mutation left in it (a FIFO, a link)."""
+    shutil.rmtree(case, ignore_errors=True)
+
+
+def stats(done: list[Case]) -> dict[str, dict[str, int]]:
+    """Per input kind: cases, and how many ended in each outcome."""
+    by: dict[str, dict[str, int]] = {}
+    for c in done:
+        row = by.setdefault(c.kind, {"cases": 0, "accepted": 0, "refused": 0,
+                                     **dict.fromkeys(FAILURES, 0)})
+        row["cases"] += 1
+        row[c.outcome] += 1
     return by
+
+
+def failures(done: list[Case]) -> list[Case]:
+    return [c for c in done if c.outcome in FAILURES]

@@ -2,7 +2,9 @@
 
 Resuming: a cell whose latest record is ``done`` is skipped; a crashed cell runs again
 (its crashed line stays); a cell that was dispatched but never recorded (the bench was
-killed) is first recorded as crashed with that reason, then runs again.
+killed) is first recorded as crashed with that reason, then runs again. A damaged results
+folder is read as :mod:`synth.bench.results` says: bad lines skipped with a warning, a
+link or folder where a file belongs an error naming it, never a traceback.
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
     if opts.executor == "ray":  # a bad address stops the bench before any local work
         check_address(opts.address)
     cells = plan_cells(opts.tasks, opts.agents, opts.repeats)
-    folder = ResultsFolder(opts.out_dir)
+    folder = ResultsFolder(opts.out_dir, warn=lambda m: say(f"warning: {m}"))
     _recover(folder, cells, say)
     latest = folder.latest()
     todo = [c for c in cells if (latest.get(c.id) or {}).get("status") != "done"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -66,7 +65,7 @@ def export_cmd(
     settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
     run_dir = find_export_run(settings, run_ref)
     if plan_only:
-        sys.stdout.write(plan_json_of(run_dir, include or ()))
+        console.write_json_text(plan_json_of(run_dir, include or ()))
         return
     result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
                         force=force, allow_incomplete=allow_incomplete, allow_missing=allow_missing,
@@ -93,7 +92,7 @@ def _print_export(result: ExportResult, run_dir: Path, json_out: bool) -> None:
         console.say(describe(result.bundle))
     if result.archive:
         for line in (f"archive: {result.archive}", f"sha256: {result.archive_sha256}"):
-            console.err.print(line, markup=False, highlight=False, soft_wrap=True)
+            console.say(line)
 
 
 def _export_target(run_arg: str | None, fmt: str, run_opt: str | None) -> tuple[str, str | None]:

@@ -64,8 +64,8 @@ def gc(
     else:
         verb = "would remove" if dry_run else "removed"
         for item in removed:
-            console.out.print(f"{verb} {item}", markup=False)
-        console.out.print(f"{len(removed)} object(s) {verb}", markup=False)
+            console.show(f"{verb} {item}")
+        console.show(f"{len(removed)} object(s) {verb}")
 
 
 @base_app.command("bootstrap")

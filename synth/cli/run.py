@@ -111,7 +111,7 @@ def runs_list(
         console.print_json(listing.to_json())
         return
     for r in listing.rows:
-        console.out.print(runs_view.list_line(r), markup=False, soft_wrap=True)
+        console.show(runs_view.list_line(r), newlines=False)  # one run, one line
 
 
 @runs_app.command("show")
@@ -131,5 +131,4 @@ def runs_show(
     if json_out:
         console.print_json(shown.to_json())
     else:
-        console.out.print("\n".join([format_run(shown.info), *runs_view.show_lines(shown.row)]),
-                          markup=False, soft_wrap=True)
+        console.show("\n".join([format_run(shown.info), *runs_view.show_lines(shown.row)]))

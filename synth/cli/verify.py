@@ -87,7 +87,7 @@ def _print_verify(outcome: VerifyOutcome, json_out: bool) -> int:
         console.print_json({**outcome.document, "out_dir": str(outcome.out_dir)})
     else:
         print_table(outcome.verify_document)
-        console.out.print(f"report: {outcome.out_dir / 'verify.md'}", markup=False)
+        console.show(f"report: {outcome.out_dir / 'verify.md'}")
     return outcome.exit_code
 
 

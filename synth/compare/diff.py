@@ -9,17 +9,19 @@ I/O, so every rule is unit-tested on synthetic sides.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.table import Table
 
 from synth.compare.fingerprint import compare_fingerprints
 from synth.formats.fingerprint import Fingerprint
 from synth.formats.model import Difference
+from synth.util.text import printable
 
 #: The JSON format of ``synth diff --json``; bumped on any incompatible change.
 DIFF_FORMAT = 1
@@ -32,6 +34,12 @@ ItemKind = Literal["added", "removed", "changed"]
 
 #: Frameworks a native extension is compiled against; their versions are part of a build.
 BUILD_AGAINST = ("torch", "numpy", "jax", "jaxlib", "tensorflow", "cupy", "cython", "pybind11")
+
+
+def escape(text: object) -> str:
+    """Untrusted text (paths, commands, values from the inputs) for a markup string: no
+    markup, no control characters (synth.util.text)."""
+    return _markup_escape(printable(text))
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,20 @@ class Side:
     image_size: int | None = None
     fingerprint: Fingerprint | None = None
     warnings: tuple[str, ...] = ()
+    #: The agent's claims.json, field by field (dotted keys, JSON values; ``claims.json``:
+    #: ``present`` or ``absent``); None for an image.
+    claims: Mapping[str, str] | None = None
+    #: What the export report names: ``risk: …``, ``unaudited: …``, ``incomplete: …``.
+    provenance: Mapping[str, str] | None = None
+    #: Every pin of every lock file (``<file>: <name>`` -> version and hashes).
+    locks: Mapping[str, str] | None = None
+    #: The artifact's files by digest (manifest.json ``files``) and the run files it was
+    #: made from (``inputs/<rel>``); for a run, its own run files' digests.
+    files: Mapping[str, str] | None = None
+    #: The run id the side comes from: sides of one run (the same id, or an artifact made
+    #: from the same run files) are compared file by file; the files of two runs always
+    #: differ (each rendered file names its run).
+    origin: str | None = None
 
     def summary(self) -> dict[str, Any]:
         return {"kind": self.kind, "label": self.label, "identity": dict(self.identity)}
@@ -170,6 +192,8 @@ def _unavailable(name: str, title: str, a: object, b: object, what: str,
 
 def compare_pyramid(a: Side, b: Side) -> Section:
     title = "Pyramid results"
+    if (a.pyramid is None) != (b.pyramid is None) and a.kind == b.kind:
+        return _gap("pyramid", title, a, b, a.pyramid, b.pyramid, "verify.json")
     if a.pyramid is None or b.pyramid is None:
         return _unavailable("pyramid", title, a.pyramid, b.pyramid, "verify.json",
                             "run `synth verify` first")
@@ -362,6 +386,81 @@ def compare_dockerfile(a: Side, b: Side) -> Section:
     return _section("dockerfile", title, items, unified=unified)
 
 
+def _gap(name: str, title: str, a: Side, b: Side, va: object, vb: object,
+         what: str) -> Section:
+    """A section one side (or both) cannot fill: not compared, unless the sides are of one
+    kind and only one lacks it (one artifact without its manifest): then a difference."""
+    if (va is None) == (vb is None) or a.kind != b.kind:
+        return _unavailable(name, title, va, vb, what)
+    item = Item("removed" if vb is None else "added", what,
+                "present" if va is not None else None, "present" if vb is not None else None)
+    return Section(name, title, "differ", (item,), note=f"only one side has {what}")
+
+
+def compare_claims(a: Side, b: Side) -> Section:
+    """The agents' claims.json, field by field."""
+    title = "Agent's claims (claims.json)"
+    if a.claims is None or b.claims is None:
+        return _gap("claims", title, a, b, a.claims, b.claims, "claims")
+    return _section("claims", title, _compare_mapping(a.claims, b.claims))
+
+
+def compare_provenance(a: Side, b: Side) -> Section:
+    """The risks, unaudited changes and trust problems the export report names."""
+    title = "Provenance (risks, unaudited changes)"
+    if a.provenance is None or b.provenance is None:
+        return _gap("provenance", title, a, b, a.provenance, b.provenance,
+                    "a distill report")
+    return _section("provenance", title, _compare_mapping(a.provenance, b.provenance))
+
+
+def compare_locks(a: Side, b: Side) -> Section:
+    """Every pin of every lock file with its hashes (apt.lock: the .deb's sha256)."""
+    title = "Locks (pins and hashes)"
+    if a.locks is None or b.locks is None:
+        return _gap("locks", title, a, b, a.locks, b.locks, "lock files")
+    return _section("locks", title, [_shown(i) for i in _compare_mapping(a.locks, b.locks)])
+
+
+_DIGEST = re.compile(r"\b([0-9a-f]{12})[0-9a-f]{52}\b")
+
+
+def _short(text: str | None) -> str | None:
+    """Each sha256 in ``text`` as its first 12 digits (compared whole, shown short)."""
+    return None if text is None else _DIGEST.sub(r"\1…", text)
+
+
+def _shown(item: Item) -> Item:
+    detail = item.detail
+    if item.kind == "changed" and item.a and item.b and \
+            item.a.split()[0] == item.b.split()[0]:
+        detail = "same version, other hashes"
+    return Item(item.kind, item.key, _short(item.a), _short(item.b), detail)
+
+
+def compare_files(a: Side, b: Side) -> Section:
+    """The files each side carries, by digest: an artifact's manifest.json ``files`` and
+    the run files it was made from (``inputs/…``); a run's own run files. Sides from one
+    run must match file for file (export is deterministic); sides from two runs always
+    differ here (every rendered file names its run), so that is shown, not counted."""
+    title = "Files (manifest.json, run files)"
+    if a.files is None or b.files is None:
+        return _gap("files", title, a, b, a.files, b.files, "a manifest")
+    if a.kind != b.kind:  # a run against an artifact: the run files it was made from
+        fa = {k: v for k, v in a.files.items() if k.startswith("inputs/")}
+        fb = {k: v for k, v in b.files.items() if k.startswith("inputs/")}
+    else:
+        fa, fb = dict(a.files), dict(b.files)
+    items = [_shown(i) for i in _compare_mapping(fa, fb)]
+    inputs_a = {k: v for k, v in a.files.items() if k.startswith("inputs/")}
+    inputs_b = {k: v for k, v in b.files.items() if k.startswith("inputs/")}
+    if a.origin != b.origin and not (inputs_a and inputs_a == inputs_b):
+        return Section("files", title, "info", tuple(items),
+                       note=f"from two runs ({a.origin} and {b.origin}): shown, not counted; "
+                       "the sections above compare their content")
+    return _section("files", title, items)
+
+
 def compare_image_size(a: Side, b: Side) -> Section:
     title = "Image size"
     if a.image_size is None or b.image_size is None:
@@ -380,14 +479,18 @@ def diff_sides(a: Side, b: Side) -> DiffResult:
     fp_native, fp_files = compare_fingerprint_sections(a, b)
     sections = (
         compare_pyramid(a, b),
+        compare_claims(a, b),
+        compare_provenance(a, b),
         compare_interpreter(a, b),
         compare_distributions(a, b),
         compare_native_builds(a, b),
         fp_native,
         fp_files,
         compare_apt(a, b),
+        compare_locks(a, b),
         compare_env(a, b),
         compare_dockerfile(a, b),
+        compare_files(a, b),
         compare_image_size(a, b),
     )
     return DiffResult(a, b, sections)

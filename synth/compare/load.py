@@ -9,9 +9,10 @@ image on the engine (compared through its environment fingerprint). ``run:``,
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shlex
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,11 +33,28 @@ from synth.compare.diff import (
 )
 from synth.compare.fingerprint import name_content_files
 from synth.config import Settings
-from synth.errors import EngineUnavailableError, NotFoundError, SynthError, UsageError
+from synth.errors import (
+    EngineUnavailableError,
+    InputFileError,
+    NotFoundError,
+    SynthError,
+    UsageError,
+)
+from synth.formats import artifact_files
 from synth.formats.fingerprint import Fingerprint
-from synth.formats.model import PLAN_FILE, BuildPlan, Manifest, NativeStep, VerifyDocument
-from synth.formats.store import MANIFEST, ArtifactDir, RunDir, is_dir, read_verify
+from synth.formats.model import (
+    PLAN_FILE,
+    BuildPlan,
+    Claims,
+    DistillReport,
+    Manifest,
+    NativeStep,
+    VerifyDocument,
+    read_plan_document,
+)
+from synth.formats.store import MANIFEST, PLAN, ArtifactDir, RunDir, is_dir, load_json, read_verify
 from synth.ui import console
+from synth.util import safe_io
 
 #: Exit status of ``synth diff`` when it cannot compare (like diff(1)).
 DIFF_ERROR_EXIT = 2
@@ -70,7 +88,7 @@ def diff_command(opts: DiffOptions, connect: Callable[[], ImageSource] | None = 
                                                        _load_checked(loader, opts.b)))
     except SynthError as exc:
         console.print_error(code=DIFF_ERROR_EXIT, kind=type(exc).__name__,
-                            message=exc.message, hint=exc.hint)
+                            message=f"could not compare: {exc.message}", hint=exc.hint)
         return DIFF_ERROR_EXIT
     emit(result, json_out=opts.json, markdown=opts.markdown)
     return result.exit_code
@@ -90,8 +108,7 @@ def emit(result: DiffResult, *, json_out: bool, markdown: bool) -> None:
     if json_out:
         console.print_json(result.to_json())
     elif markdown:
-        sys.stdout.write(render_markdown(result))
-        sys.stdout.flush()
+        console.write_stdout(render_markdown(result))
     else:
         render_terminal(result, console.out)
 
@@ -328,11 +345,10 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
             dists[pd.name] = _with_wheelhouse(pd, wheels)
     apt_added = dict(loaded.apt.added)
     apt_added.update({k: v[1] for k, v in loaded.apt.changed.items()})
-    native = _run_native_builds(loaded, dists or {}, warnings)
+    native, report = _run_native_builds(loaded, dists or {}, warnings)
     size, fp = _live_image_facts(record.live_image, loaded.primary, loader, warnings)
     exported = run_dir / "export" / "Dockerfile"
-    dockerfile = (dockerfile_steps(exported.read_text(encoding="utf-8"))
-                  if exported.is_file() else None)
+    dockerfile = (dockerfile_steps(_text(exported)) if os.path.lexists(exported) else None)
     return Side(
         kind="run",
         label=f"{record.task_name}/{record.run_id}",
@@ -346,7 +362,47 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
         apt_all=dict(loaded.apt.final) or None, env=dict(loaded.persisted_env),
         native_builds=native, dockerfile=dockerfile, pyramid=_load_pyramid(run_dir),
         image_size=size, fingerprint=fp, warnings=tuple(warnings),
+        claims=claims_fields(RunDir(run_dir).claims()),
+        provenance=None if report is None else provenance_fields(
+            report, _trust_problems(run_dir)),
+        files={f"inputs/{rel}": d for rel, d in sorted(loaded.input_hashes.items())},
+        origin=record.run_id,
     )
+
+
+def _trust_problems(run_dir: Path) -> tuple[str, ...]:
+    """Why export would call the run incomplete (its report's ``incomplete``)."""
+    from synth.record.rundir import read_run, trust_problems
+
+    return tuple(trust_problems(read_run(run_dir), run_dir))
+
+
+def claims_fields(claims: Claims | None) -> dict[str, str]:
+    """An agent's claims field by field: dotted keys, each value as JSON; ``claims.json``
+    says whether there was one."""
+    out = {"claims.json": "absent" if claims is None else "present"}
+
+    def walk(value: object, key: str) -> None:
+        if isinstance(value, Mapping) and value:
+            for k in sorted(value):
+                walk(value[k], f"{key}.{k}" if key else str(k))
+        else:
+            out[key] = json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+    if claims is not None:
+        walk(claims.raw, "")
+    return out
+
+
+def provenance_fields(report: DistillReport, incomplete: Iterable[str] = ()) -> dict[str, str]:
+    """What the export report names about where the environment came from: each risk,
+    each unaudited change and each trust problem, by its text."""
+    out: dict[str, str] = {}
+    for what, lines in (("risk", report.risks), ("unaudited", report.unaudited),
+                        ("incomplete", tuple(report.incomplete) + tuple(incomplete))):
+        for line in lines:
+            out[f"{what}: {line}"] = "listed"
+    return out
 
 
 def _live_image_facts(live: str | None, primary: str | None, loader: SideLoader,
@@ -365,16 +421,18 @@ def _live_image_facts(live: str | None, primary: str | None, loader: SideLoader,
 
 def _run_native_builds(
     run: LoadedRun, dists: Mapping[str, PyDist], warnings: list[str]
-) -> tuple[NativeBuildInfo, ...] | None:
-    """The run's native builds as export would replay them (the distilled plan)."""
+) -> tuple[tuple[NativeBuildInfo, ...] | None, DistillReport | None]:
+    """The run's native builds as export would replay them (the distilled plan), and the
+    distill report (its risks and unaudited changes)."""
     from synth.distill.plan import distill
 
     try:
-        plan, _report = distill(run)
+        plan, report = distill(run)
     except SynthError as exc:
-        warnings.append(f"native builds unknown: the run does not distill ({exc.message})")
-        return None
-    return _native_from_steps(plan.native, dists)
+        warnings.append(f"native builds and provenance unknown: the run does not distill "
+                        f"({exc.message})")
+        return None, None
+    return _native_from_steps(plan.native, dists), report
 
 
 # ---------------------------------------------------------------------------- artifacts
@@ -413,23 +471,96 @@ def _artifact_dists(directory: Path, loader: SideLoader, warnings: list[str]
                     ) -> dict[str, PyDist] | None:
     """The primary environment's pins, from its requirements.lock."""
     lock = directory / "requirements.lock"
-    if not lock.is_file():
+    if not os.path.lexists(lock):
         warnings.append("no requirements.lock: Python distributions unknown")
         return None
-    pins, _find_links = parse_requirements_lock(lock.read_text(encoding="utf-8"))
+    pins, _find_links = parse_requirements_lock(_text(lock))
     wheels = wheelhouse_index(loader.settings.wheelhouse)
     return {n: _with_wheelhouse(PyDist(n, v, "index"), wheels) for n, v in pins.items()}
 
 
-def _artifact_plan(artifact: ArtifactDir, warnings: list[str]) -> BuildPlan | None:
-    """The plan the artifact was rendered from; None (with a warning) for an artifact
-    exported before synth wrote ``plan.json``: its native builds, ENV and Python version
-    are then unknown, never guessed from the Dockerfile's text."""
-    plan = artifact.plan()
-    if plan is None:
-        warnings.append(f"no {PLAN_FILE} (exported by an older synth): native builds, ENV "
-                        "and the Python version unknown; re-export the run to compare them")
-    return plan
+def _artifact_plan(artifact: ArtifactDir, warnings: list[str]
+                   ) -> tuple[BuildPlan, DistillReport] | None:
+    """The plan the artifact was rendered from and its report; None (with a warning) for
+    an artifact exported before synth wrote ``plan.json``: its native builds, ENV, Python
+    version and provenance are then unknown, never guessed from the Dockerfile's text."""
+    if not artifact.has(PLAN):
+        warnings.append(f"no {PLAN_FILE} (exported by an older synth): native builds, ENV, "
+                        "provenance and the Python version unknown; re-export the run to "
+                        "compare them")
+        return None
+    path = artifact.file(PLAN)
+    return read_plan_document(load_json(path, PLAN), str(path))
+
+
+#: In an artifact folder but not the export's: verify's records.
+_NOT_EXPORTED = (MANIFEST.rel, artifact_files.VERIFICATION_FILE, "verify.json", "verify")
+#: A lock file is read whole to parse it; one bigger than this is not a lock.
+MAX_LOCK_BYTES = 64 * safe_io.MiB
+
+
+def checked_files(directory: Path, manifest: Manifest) -> dict[str, str]:
+    """The artifact's files by digest, which must be exactly its manifest's ``files``: a
+    file modified, missing or not listed is an InputFileError naming it (a corrupted copy
+    is never compared, let alone "equal"); with them the run files it was made from
+    (``inputs/…``) and the manifest's own digest (it says more than ``files``)."""
+    have = artifact_files.digests(directory, skip=_NOT_EXPORTED)
+    listed = dict(manifest.files)
+    bad = [f"{rel} ({_mismatch(rel, have, listed)})"
+           for rel in sorted(set(have) | set(listed)) if have.get(rel) != listed.get(rel)]
+    if bad:
+        raise InputFileError(
+            f"{directory}: its files do not match its manifest.json: " + "; ".join(bad[:20])
+            + (f"; … {len(bad) - 20} more" if len(bad) > 20 else ""),
+            hint="Compare an artifact as exported (re-export it), or restore the files.")
+    return {**have, **{f"inputs/{rel}": d for rel, d in sorted(manifest.inputs.items())},
+            MANIFEST.rel: hashlib.sha256(ArtifactDir(directory).manifest_bytes()).hexdigest()}
+
+
+def _mismatch(rel: str, have: Mapping[str, str], listed: Mapping[str, str]) -> str:
+    return ("missing" if rel not in have else "not in the manifest" if rel not in listed
+            else "modified")
+
+
+def _text(path: Path) -> str:
+    """A text file of a side (an artifact's Dockerfile and locks, a run's export): a regular
+    file, never through a link, at most 64 MiB, UTF-8; InputFileError naming it else."""
+    return safe_io.decode_utf8(safe_io.read_regular(path, MAX_LOCK_BYTES), path)
+
+
+def lock_fields(directory: Path) -> dict[str, str]:
+    """Every pin of every lock file at the artifact's top (``*.lock``): ``<file>: <name>``
+    -> its version with every hash (``<file>: <option>`` for an index or find-links line;
+    apt.lock: version, architecture and the .deb's sha256)."""
+    out: dict[str, str] = {}
+    for path in sorted(directory.glob("*.lock")):
+        text = _text(path)
+        if path.name == "apt.lock":
+            for line in text.splitlines():
+                name, sep, rest = line.strip().partition("=")
+                if sep and not name.startswith("#"):
+                    out[f"{path.name}: {name}"] = " ".join(rest.split()[:3])
+            continue
+        for name, value in _pip_lock_pins(text).items():
+            out[f"{path.name}: {name}"] = value
+    return out
+
+
+def _pip_lock_pins(text: str) -> dict[str, str]:
+    """A pip hash-format lock's records: ``name`` -> ``version sha256:… sha256:…``, and
+    each option line (``--index-url``…) as itself."""
+    out: dict[str, str] = {}
+    for record in text.replace("\\\n", " ").splitlines():
+        words = record.split("#", 1)[0].split() if not record.lstrip().startswith("#") else []
+        if not words:
+            continue
+        if words[0].startswith("-"):  # --index-url URL, --extra-index-url URL (each)
+            out[" ".join(words)] = "listed"
+            continue
+        spec, _, version = words[0].partition("==")
+        hashes = sorted(w.removeprefix("--hash=") for w in words[1:] if w.startswith("--hash="))
+        out[str(canonicalize_name(spec.split("[", 1)[0]))] = " ".join([version, *hashes])
+    return out
 
 
 def _artifact_interpreter(manifest: Manifest | None, plan: BuildPlan | None
@@ -447,16 +578,19 @@ def _artifact_interpreter(manifest: Manifest | None, plan: BuildPlan | None
 
 
 def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
-    """An artifact as a side: its plan.json and typed manifest, its lock files, and the
-    Dockerfile only as text to compare."""
+    """An artifact as a side: its plan.json and typed manifest (one without is not an
+    artifact synth can compare: could not compare), its files checked against the manifest,
+    its lock files, and the Dockerfile only as text to compare."""
     directory = directory.resolve()
     warnings: list[str] = []
     artifact = ArtifactDir(directory)
-    manifest = artifact.manifest() if artifact.has(MANIFEST) else None
-    plan = _artifact_plan(artifact, warnings)
+    manifest = artifact.manifest()  # missing or refused: could not compare
+    files = checked_files(directory, manifest)
+    planned = _artifact_plan(artifact, warnings)
+    plan = planned[0] if planned else None
     dockerfile_path = directory / "Dockerfile"
-    steps = (dockerfile_steps(dockerfile_path.read_text(encoding="utf-8"))
-             if dockerfile_path.is_file() else None)
+    steps = (dockerfile_steps(_text(dockerfile_path))
+             if os.path.lexists(dockerfile_path) else None)
     dists = _artifact_dists(directory, loader, warnings)
     native = _native_from_steps(plan.native, dists or {}) if plan else None
     if plan and native and dists is not None:
@@ -467,22 +601,22 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
             if n.version and n.key not in dists:
                 dists[n.key] = PyDist(n.key, n.version, sources.get(n.key) or "local build")
     apt_lock = directory / "apt.lock"
-    apt_added = parse_apt_lock(apt_lock.read_text(encoding="utf-8")) if apt_lock.is_file() \
-        else None
+    apt_added = parse_apt_lock(_text(apt_lock)) if os.path.lexists(apt_lock) else None
     image = _rebuilt_image(directory)
     size, why = loader.image_size(image)
     if why:
         warnings.append(why)
-    identity: dict[str, Any] = {"artifact_dir": str(directory)}
-    if manifest is not None:
-        identity.update(task=manifest.task, run_id=manifest.run_id,
-                        synth_version=manifest.synth_version)
+    identity = {"artifact_dir": str(directory), "task": manifest.task,
+                "run_id": manifest.run_id, "synth_version": manifest.synth_version}
     return Side(
         kind="artifact", label=str(directory), identity={**identity, "image": image},
         interpreter=_artifact_interpreter(manifest, plan) or None, distributions=dists,
         apt_added=apt_added, env=dict(plan.env) if plan else None, native_builds=native,
         dockerfile=steps, pyramid=_load_pyramid(directory), image_size=size,
-        warnings=tuple(warnings),
+        warnings=tuple(warnings), claims=claims_fields(artifact.claims()),
+        provenance=provenance_fields(planned[1]) if planned else None,
+        locks=lock_fields(directory), files=files,
+        origin=manifest.run_id,
     )
 
 

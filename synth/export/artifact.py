@@ -31,7 +31,7 @@ from synth.distill.plan import (
     gc_paused,
 )
 from synth.engine.base_images import base_manifest
-from synth.errors import ExportError, InputFileError, NotFoundError
+from synth.errors import ExportError, InputFileError, NotFoundError, SynthError
 from synth.export import final_state, publish
 from synth.export.apt_source import AptSources, apt_sources
 from synth.export.build_lock import complete_lock, local_build_requires, lock_manifest
@@ -49,7 +49,7 @@ from synth.formats.store import (
     parse_json,
     read_text,
 )
-from synth.util import atomic
+from synth.util import atomic, safe_io
 from synth.util.atomic import dumps_json
 
 FORMATS = ("Dockerfile",)
@@ -83,8 +83,15 @@ def _copy_tree(src: Path, dest: Path) -> None:
 
 
 def _clone(url: str, commit: str | None, dest: Path) -> None:
+    from synth.formats.task import commit_problem, repo_url_problem
+
+    # run.json is input like any other: its URL and commit meet git as a task file's would.
+    problem = repo_url_problem(url) or (commit_problem(commit) if commit else None)
+    if problem:
+        raise ExportError(f"The run's repository {url[:200]!r} at {str(commit)[:60]!r}: "
+                          f"{problem}; synth does not clone it.")
     try:
-        subprocess.run(["git", "clone", "--quiet", url, str(dest)], check=True,
+        subprocess.run(["git", "clone", "--quiet", "--", url, str(dest)], check=True,
                        capture_output=True, text=True, timeout=600)
         if commit:
             subprocess.run(["git", "-C", str(dest), "checkout", "--quiet", commit], check=True,
@@ -222,6 +229,31 @@ def check_destination(dest: Path, run_dir: Path, *, explicit: bool, force: bool)
     if explicit and not force:
         raise ExportError(f"{where} already holds an artifact.",
                           hint="--force replaces it (atomically), or give a new folder.")
+    check_as_exported(dest, where)
+
+
+def check_as_exported(dest: Path, where: str) -> None:
+    """An artifact folder is replaced only as synth made it: no file its manifest does not
+    list (verify's ``verification.json`` apart, which the new folder keeps) and no listed
+    file changed; otherwise the export is refused with those files named."""
+    try:
+        listed = ArtifactDir(dest).manifest().files
+        have = artifact_files.digests(
+            dest, skip=(MANIFEST.rel, artifact_files.VERIFICATION_FILE))
+    except InputFileError as exc:
+        raise ExportError(f"{where}: {exc.message}; synth replaces only an artifact as it "
+                          "made it.") from None
+    added = sorted(set(have) - set(listed))
+    changed = sorted(r for r in set(have) & set(listed) if have[r] != listed[r])
+    if added or changed:
+        named = [*(f"{r} (not in the manifest)" for r in added),
+                 *(f"{r} (changed since the export)" for r in changed)]
+        raise ExportError(f"{where} holds files synth did not write there: "
+                          + "; ".join(named[:20])
+                          + (f"; … {len(named) - 20} more" if len(named) > 20 else "")
+                          + ". synth replaces only an artifact as it made it.",
+                          hint="Move them out of the folder (or restore them), then export "
+                          "again; or give a new folder.")
 
 
 def find_export_run(settings: Settings, run_ref: str | None) -> Path:
@@ -403,17 +435,40 @@ def copy_run_inputs(tmp: Path, parts: ArtifactParts) -> list[str]:
     ``--include`` paths and the carried files; returns warnings."""
     run, plan = parts.run, parts.plan
     warnings = []
-    # The task's probes travel with the artifact: verify needs them.
-    if run.info.task_file and is_file(run.info.task_file):
-        shutil.copyfile(run.info.task_file, tmp / "task.toml")
+    # The task's probes travel with the artifact: verify needs them. run.json names the
+    # file (run.json is input): only a task file that loads as one is carried.
+    task_text = _task_file_text(run.info.task_file)
+    if task_text is not None:
+        (tmp / "task.toml").write_bytes(task_text)
     else:
-        warnings.append("task file not found: the artifact carries no task.toml probes")
-    if run.claims_present:
-        shutil.copyfile(RunDir(run.run_dir).file(CLAIMS), tmp / CLAIMS.rel)
+        warnings.append("task file not found (or not a task file): the artifact carries no "
+                        "task.toml probes")
+    if run.claims_present:  # never through a link, at most the claims' cap
+        try:
+            claims = safe_io.read_regular(RunDir(run.run_dir).file(CLAIMS), CLAIMS.max_bytes)
+        except InputFileError as exc:
+            warnings.append(f"claims.json not carried: {exc.message}")
+        else:
+            (tmp / CLAIMS.rel).write_bytes(claims)
     parts.staged.move_into(tmp)
     _copy_includes(run, plan.includes, tmp)
     final_state.copy_carried(run, plan, tmp)
     return warnings
+
+
+def _task_file_text(task_file: str | None) -> bytes | None:
+    """The bytes of the run's task file when it is one (a regular file that loads as a task
+    file, at most its 1 MiB), else None: run.json could name any file on this machine."""
+    from synth.formats.task import MAX_TASK_FILE_BYTES, load_task
+
+    if not task_file or not is_file(task_file):
+        return None
+    try:
+        data = safe_io.read_regular(Path(os.path.realpath(task_file)), MAX_TASK_FILE_BYTES)
+        load_task(task_file, require_repo=False)
+    except SynthError:
+        return None
+    return data
 
 
 def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
@@ -442,7 +497,7 @@ def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
         "wheelhouse_required": bool(wheel_files) and summary is None,
         "wheel_files": wheel_files,
         "probes": "task.toml" if (tmp / "task.toml").is_file() else None,
-        "claims": "claims.json" if run.claims_present else None,
+        "claims": "claims.json" if (tmp / CLAIMS.rel).is_file() else None,
         "source": {"kind": plan.source.kind, "dir": "source", "dest": plan.source.dest,
                    "url": plan.source.url, "commit": plan.source.commit,
                    **final_state.source_manifest(plan)},
@@ -461,9 +516,13 @@ def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
 
 
 def swap_into_place(tmp: Path, dest: Path, old: Path) -> None:
-    """Rename the new artifact ``tmp`` to ``dest``; a previous one moves to ``old`` first."""
+    """Rename the new artifact ``tmp`` to ``dest``; a previous one moves to ``old`` first,
+    and its ``verification.json`` (verify's, not the export's) into the new one."""
     if dest.exists():
         os.replace(dest, old)
+        kept = old / artifact_files.VERIFICATION_FILE
+        if kept.is_file() and not kept.is_symlink():
+            os.replace(kept, tmp / artifact_files.VERIFICATION_FILE)
     os.replace(tmp, dest)
 
 

@@ -34,16 +34,19 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from synth.distill.plan import DEFAULT_INDEX, BuildPlan, PythonEnvPlan
-from synth.errors import LockError
+from synth.errors import LockError, SynthError
 from synth.export.lock import (
     Lock,
     LockedPin,
     LockTarget,
     _clean_env,
     _compile_argv,
+    checked_pin,
+    checked_requirement,
     parse_compiled,
     wheelhouse_files,
 )
+from synth.util import safe_io
 
 
 def _name(name: str) -> str:
@@ -79,14 +82,16 @@ def _compile(env: PythonEnvPlan, target: LockTarget, requirements: Sequence[str]
              no_deps: bool = True) -> subprocess.CompletedProcess[str]:
     with tempfile.TemporaryDirectory(prefix="synth-build-lock-") as tmp:
         infile = Path(tmp) / "build.in"
-        infile.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
+        infile.write_text("".join(checked_requirement(r, "a build requirement") + "\n"
+                                  for r in requirements), encoding="utf-8")
         argv = _compile_argv("uv", env, target, infile)
         opts = list(extra)
         if not no_deps:
             argv = [a for a in argv if a != "--no-deps"]
         if constraints:
             cfile = Path(tmp) / "constraints.txt"
-            cfile.write_text("".join(f"{c}\n" for c in constraints), encoding="utf-8")
+            cfile.write_text("".join(checked_requirement(c, "a build constraint") + "\n"
+                                     for c in constraints), encoding="utf-8")
             opts += ["--constraints", str(cfile)]
         return _run_compile([*argv[:-1], *opts, argv[-1]], target, tmp)
 
@@ -108,7 +113,8 @@ def sdist_pins(lock: Lock, target: LockTarget) -> list[str]:
 
     Asks the locker with building disabled; each failure names one such pin, which is
     set aside until the rest resolves from wheels alone."""
-    pins = {_name(p.name): f"{p.name}=={p.version}" for p in lock.pins}
+    pins = {_name(p.name): checked_pin(p.name, p.version, f"{lock.env.python} "
+                                       "(state/python.json)") for p in lock.pins}
     out: list[str] = []
     for _ in range(len(pins)):
         rest = [spec for name, spec in pins.items() if name not in out]
@@ -238,9 +244,17 @@ def local_build_requires(plan: BuildPlan, env: PythonEnvPlan,
             reqs += DEFAULT_BUILD_REQUIRES
             continue
         pyproject = source_dir / path[len(dest):].lstrip("/") / "pyproject.toml"
-        reqs += project_build_requires(
-            pyproject.read_text(encoding="utf-8") if pyproject.is_file() else None)
+        reqs += project_build_requires(_repo_text(pyproject))
     return reqs
+
+
+def _repo_text(path: Path) -> str | None:
+    """A pyproject.toml of the repository (the agent's): a regular file, never through a
+    link, at most 1 MiB, UTF-8; None where there is none or it is not one."""
+    try:
+        return safe_io.decode_utf8(safe_io.read_regular(path, 1 << 20), path)
+    except SynthError:
+        return None
 
 
 def complete_lock(lock: Lock, target: LockTarget, local: Sequence[str] = ()) -> Lock:

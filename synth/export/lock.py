@@ -160,11 +160,52 @@ def parse_compiled(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
     return out
 
 
+#: A requirement line synth writes for the host's locker: PEP 508 names and PEP 440-like
+#: versions only. Both come from the run (its final state, the repository's pyproject.toml:
+#: the agent's), and a requirements file reads a line starting with `-` as an option
+#: (`-i URL`, `-r /a/host/file`, `-e PATH`).
+_PIN_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_PIN_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
+
+
+def checked_pin(name: str, version: str, where: str) -> str:
+    """``name==version`` for a requirements file, or LockError naming what is wrong."""
+    if not (_PIN_NAME.fullmatch(name) and _PIN_VERSION.fullmatch(version)):
+        raise LockError(f"{where}: {name[:100]!r}=={version[:100]!r} is not a distribution "
+                        "name and version; synth does not give it to the locker.")
+    return f"{name}=={version}"
+
+
+def checked_requirement(text: str, where: str) -> str:
+    """A PEP 508 requirement (a build requirement a pyproject.toml declares) for a
+    requirements file: no option, no URL or path (``name @ file:///…``), one line; else
+    LockError naming it."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        req = None
+    if req is None or req.url is not None or "\n" in text or text.lstrip().startswith("-"):
+        raise LockError(f"{where}: {text[:200]!r} is not a requirement synth gives the locker "
+                        "(a name with versions and markers; no option, URL or path).")
+    return text.strip()
+
+
+def _index(url: str) -> str:
+    """An index the run used, for the host's locker: an http(s) URL only (a ``file://``
+    index would read a host folder)."""
+    if not url.startswith(("https://", "http://")):
+        raise LockError(f"The index {url[:200]!r} is not an http(s) URL; synth's locker "
+                        "reads no local index.")
+    return url
+
+
 def _compile_argv(locker: str, env: PythonEnvPlan, target: LockTarget,
                   infile: Path) -> list[str]:
-    indexes = ["--index-url", env.index_url or DEFAULT_INDEX]
+    indexes = ["--index-url", _index(env.index_url or DEFAULT_INDEX)]
     for u in env.extra_index_urls:
-        indexes += ["--extra-index-url", u]
+        indexes += ["--extra-index-url", _index(u)]
     links: list[str] = []
     for fl in _host_find_links(env, target):
         links += ["--find-links", fl]
@@ -192,7 +233,8 @@ def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> L
         return Lock(env=env, pins=(), locker=locker)
     with tempfile.TemporaryDirectory(prefix="synth-lock-") as tmp:
         infile = Path(tmp) / "pins.in"
-        infile.write_text("".join(f"{n}=={v}\n" for n, v in pins), encoding="utf-8")
+        infile.write_text("".join(checked_pin(n, v, f"{env.python} (state/python.json)") + "\n"
+                                  for n, v in pins), encoding="utf-8")
         argv = _compile_argv(locker, env, target, infile)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=600,

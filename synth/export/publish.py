@@ -13,10 +13,11 @@ goes to ``<name>.tar.gz.sha256``. The same run exported twice gives the same byt
 from __future__ import annotations
 
 import gzip
-import hashlib
-import io
 import json
+import os
+import stat
 import tarfile
+import tempfile
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ from synth.distill.plan import BuildPlan
 from synth.errors import ExportError
 from synth.export.lock import Lock
 from synth.formats import artifact_files
+from synth.util import atomic
 
 RO_CRATE = "ro-crate-metadata.json"
 SBOM = "sbom.cdx.json"
@@ -186,30 +188,51 @@ def _tarinfo(path: Path, arcname: str, epoch: int) -> tarfile.TarInfo:
 
 
 def write_archive(artifact: Path, dest: Path, prefix: str, epoch: int) -> str:
-    """``artifact`` as a deterministic ``.tar.gz`` at ``dest``; returns its sha256."""
-    entries = list(artifact_files.walk(artifact))  # links as links, specials refused
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        tar.addfile(_tarinfo(artifact, prefix, epoch))
-        for e in entries:
-            p = e.path
-            info = _tarinfo(p, f"{prefix}/{e.rel}", epoch)
-            if info.isreg():
-                with p.open("rb") as fh:
-                    tar.addfile(info, fh)
-            else:
-                tar.addfile(info)
-    packed = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=9) as gz:
-        gz.write(raw.getvalue())
-    data = packed.getvalue()
-    digest = hashlib.sha256(data).hexdigest()
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(dest)
+    """``artifact`` as a deterministic ``.tar.gz`` at ``dest``; returns its sha256.
+
+    Both files are written to a temporary file created (``O_EXCL``, by ``mkstemp``) in
+    their folder and renamed over their name: a link planted at ``dest``, its ``.sha256``
+    or a temporary name is replaced, never written through. The archive is streamed to
+    disk (a bundle's gigabytes are never held in memory) and hashed from it in chunks."""
     sums = dest.with_name(dest.name + ".sha256")
-    sums.write_text(f"{digest}  {dest.name}\n", encoding="utf-8")
+    for path in (dest, sums):
+        if os.path.lexists(path) and not (path.is_symlink() or stat.S_ISREG(
+                path.lstat().st_mode)):
+            raise ExportError(f"{path} exists and is not a file; synth will not replace it.")
+    entries = list(artifact_files.walk(artifact))  # links as links, specials refused
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w+b") as fh:
+            with gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0,
+                               compresslevel=9) as gz, \
+                    tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
+                tar.addfile(_tarinfo(artifact, prefix, epoch))
+                for e in entries:
+                    _add(tar, e.path, f"{prefix}/{e.rel}", epoch)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        digest = artifact_files.file_digest(tmp)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    atomic.write_text(sums, f"{digest}  {dest.name}\n")
     return digest
+
+
+def _add(tar: tarfile.TarFile, path: Path, arcname: str, epoch: int) -> None:
+    """One entry; a regular file's bytes read without following a link at its name."""
+    info = _tarinfo(path, arcname, epoch)
+    if not info.isreg():
+        tar.addfile(info)
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size != info.size:
+            raise ExportError(f"{path} changed while the archive was written.")
+        tar.addfile(info, fh)
 
 
 def archive_name(plan: BuildPlan) -> str:

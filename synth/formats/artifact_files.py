@@ -25,6 +25,10 @@ from synth.errors import InputFileError
 
 #: A link's digest is the sha256 of this prefix and its target.
 LINK_PREFIX = "symlink:"
+#: Written into an artifact folder by ``synth verify``, after the export: not one of the
+#: artifact's files (the manifest check and the rebuilt tag leave it out), and kept when
+#: ``synth export`` replaces the folder.
+VERIFICATION_FILE = "verification.json"
 _CHUNK = 1 << 20
 
 

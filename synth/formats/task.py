@@ -6,8 +6,10 @@ the line: pydantic validates, and :func:`_locate` maps a field path back to its 
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +31,50 @@ Level = Literal["C0", "C0i", "C1", "C2", "C3", "C4", "C5"]
 LEVELS: tuple[Level, ...] = ("C0", "C0i", "C1", "C2", "C3", "C4", "C5")
 
 _Strict = ConfigDict(extra="forbid", frozen=True, strict=True)
+#: A dotted Python module name.
+_MODULE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 #: A task file is a few lines; anything bigger is not one.
 MAX_TASK_FILE_BYTES = 1 << 20
+
+
+#: The schemes a repository URL may have: git's own transports, never ``ext::`` or ``fd::``
+#: (which run commands) nor an scp-like ``host:path`` (write ``ssh://host/path``).
+URL_SCHEMES = ("https", "http", "ssh", "git", "file")
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+def repo_url_problem(url: str) -> str | None:
+    """Why ``url`` is not a repository URL synth hands to ``git clone``, or None.
+
+    An allowed scheme (:data:`URL_SCHEMES`) with ``://``; no whitespace or control
+    character; nothing that reads as an option (a leading ``-`` in the URL, its user or its
+    host: ``ssh://-oProxyCommand=…``); no credentials (a password anywhere, a user name in an
+    http(s) URL, where it is a token: a lock or report would carry it); a host except for
+    ``file:///absolute/path``."""
+    if not url or len(url) > 2048:
+        return "must be a URL of at most 2048 characters"
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        return "must not hold whitespace or control characters"
+    if url.startswith("-"):
+        return "must not start with `-` (git would read it as an option)"
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in URL_SCHEMES:
+        return (f"must be a URL with one of the schemes {', '.join(URL_SCHEMES)} "
+                "(`ssh://host/path` for an scp-like `host:path`)")
+    if scheme.lower() == "file":
+        return None if rest.startswith("/") else "a file:// URL needs an absolute path"
+    netloc = rest.split("/", 1)[0]
+    userinfo, at, host = netloc.rpartition("@")
+    if not host or host.startswith("-") or userinfo.startswith("-"):
+        return "needs a host, and neither host nor user may start with `-`"
+    if ":" in userinfo or (at and scheme.lower() in ("http", "https")):
+        return "must not carry credentials (a user or password before `@`)"
+    return None
+
+
+def commit_problem(commit: str) -> str | None:
+    """Why ``commit`` is not a hex commit id (7 to 40 lower-case hex digits), or None."""
+    return None if _COMMIT.fullmatch(commit) else "must be a hex commit id (7-40 of 0-9a-f)"
 
 
 class RepoSpec(BaseModel):
@@ -48,13 +92,27 @@ class RepoSpec(BaseModel):
             _inside_task_folder(path)
         return path
 
+    @field_validator("url")
+    @classmethod
+    def _url_allowed(cls, url: str | None) -> str | None:
+        problem = None if url is None else repo_url_problem(url)
+        if problem:
+            raise ValueError(problem)
+        return url
+
+    @field_validator("commit")
+    @classmethod
+    def _commit_hex(cls, commit: str | None) -> str | None:
+        problem = None if commit is None else commit_problem(commit)
+        if problem:
+            raise ValueError(problem)
+        return commit
+
     @model_validator(mode="after")
     def _one_source(self) -> RepoSpec:
         if (self.path is None) == (self.url is None):
             raise ValueError("give exactly one of `path` or `url`")
-        if self.url is not None and not (
-            self.commit and re.fullmatch(r"[0-9a-f]{7,40}", self.commit)
-        ):
+        if self.url is not None and not self.commit:
             raise ValueError("a git `url` needs `commit`, a hex commit id")
         return self
 
@@ -81,6 +139,13 @@ class Probe(BaseModel):
     command: str = Field(min_length=1)
     timeout: Annotated[int, Field(gt=0, le=24 * 3600)] = 300
 
+    @field_validator("command")
+    @classmethod
+    def _no_nul(cls, command: str) -> str:
+        if "\x00" in command:
+            raise ValueError("a command cannot hold a NUL byte")
+        return command
+
 
 class DdpProbe(Probe):
     gpus: Annotated[int, Field(ge=2)] = 2
@@ -88,12 +153,21 @@ class DdpProbe(Probe):
 
 class Probes(BaseModel):
     model_config = _Strict
+    #: An absolute path in the image, without ``..``.
     workdir: str = "/workspace"
     cpu: Probe | None = None
     gpu: Probe | None = None
     ddp: DdpProbe | None = None
     #: Compiled modules of the repo (e.g. ``fastops._ext``) smoke-tested by import, and on GPU.
-    native_modules: list[str] = Field(default_factory=list)
+    native_modules: list[Annotated[str, Field(pattern=_MODULE)]] = Field(default_factory=list)
+
+    @field_validator("workdir")
+    @classmethod
+    def _absolute(cls, workdir: str) -> str:
+        if (not workdir.startswith("/") or ".." in workdir.split("/")
+                or any(ord(ch) < 32 or ord(ch) == 127 for ch in workdir)):
+            raise ValueError("must be an absolute path, without `..` or control characters")
+        return workdir
 
 
 class C0Settings(BaseModel):
@@ -107,7 +181,7 @@ class C0Settings(BaseModel):
     exclude: list[str] | None = None
     #: C0 fails when missing required import statements / required import statements
     #: exceeds this (0: any missing required import fails C0).
-    max_missing_ratio: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
+    max_missing_ratio: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 0.0
 
 
 class VerifySettings(BaseModel):
@@ -123,7 +197,7 @@ class LimitsSpec(BaseModel):
     #: Memory with no swap beyond it: ``"8g"``, ``"512m"`` or bytes.
     memory: str | Annotated[int, Field(gt=0)] | None = None
     pids: Annotated[int, Field(ge=16)] | None = None
-    cpus: Annotated[float, Field(gt=0)] | None = None
+    cpus: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     #: The container's writable layer, where the storage driver can cap it.
     disk: str | Annotated[int, Field(gt=0)] | None = None
 
@@ -143,7 +217,8 @@ class Task(BaseModel):
     model_config = _Strict
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=100)]
     description: str = ""
-    base_image: str = Field(min_length=1)
+    base_image: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$",
+                                     max_length=512)]
     repo: RepoSpec
     python: PythonSpec = PythonSpec()
     probes: Probes = Probes()
@@ -197,8 +272,11 @@ def find_task_file(ref: str | Path, tasks_root: Path | None = None) -> Path:
 
 
 def _read_task_text(path: Path) -> str:
-    try:
-        with path.open("rb") as fh:
+    try:  # without blocking on a FIFO; a regular file only
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise TaskError(f"{path}: not a regular file; not a task file")
             data = fh.read(MAX_TASK_FILE_BYTES + 1)
     except OSError as exc:
         raise TaskError(f"{path}: cannot be read ({exc.strerror or exc})") from None

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .c0_scope import Declared, Scope, module_matches_distribution
+from .c0_scope import Declared, Scope, module_matches_distribution, read_repo_text
 
 Scanner = Literal["ast", "libcst"]
 DEFAULT_SCANNER: Scanner = "ast"
@@ -142,7 +143,8 @@ def python_files(root: Path) -> Iterator[Path]:
             and not d.endswith(".egg-info")
         )
         for name in sorted(filenames):
-            if name.endswith(".py"):
+            # A regular file only: a link (to a host file) or a FIFO is never read.
+            if name.endswith(".py") and stat.S_ISREG(os.lstat(here / name).st_mode):
                 yield here / name
 
 
@@ -267,7 +269,7 @@ def scan_repo(root: Path, scanner: Scanner = DEFAULT_SCANNER,
         rel = f.relative_to(root).as_posix()
         inside = scope is None or rel in scope
         try:
-            source = f.read_text(encoding="utf-8", errors="replace")
+            source = read_repo_text(f)
         except OSError:
             unparsable.append(rel)
             continue

@@ -21,8 +21,10 @@ from __future__ import annotations
 import ast
 import configparser
 import fnmatch
+import os
 import re
 import shlex
+import stat
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,11 +77,31 @@ def _literal(node: ast.expr | None) -> object:
         return None
 
 
+#: A repository file C0 reads: at most this many bytes (a bigger one reads as unreadable).
+MAX_REPO_FILE = 16 << 20
+
+
+def read_repo_text(path: Path, errors: str = "replace") -> str:
+    """A repository file's text. The repository is the agent's (an artifact's ``source/``):
+    a regular file reached without following a link at its name, opened without blocking
+    (a FIFO is refused, never waited on), at most :data:`MAX_REPO_FILE` bytes; OSError
+    otherwise (``errors="strict"``: UnicodeDecodeError for bytes that are not UTF-8)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_REPO_FILE:
+            raise OSError(f"{path}: not a regular file of at most {MAX_REPO_FILE} bytes")
+        data = fh.read(MAX_REPO_FILE + 1)
+    if len(data) > MAX_REPO_FILE:
+        raise OSError(f"{path}: over {MAX_REPO_FILE} bytes")
+    return data.decode("utf-8", errors)
+
+
 def _setup_py(path: Path) -> tuple[list[str], dict[str, list[str]]]:
     """install_requires and extras_require of setup.py, where they are literals."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(read_repo_text(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return [], {}
     names: dict[str, ast.expr] = {}
     req: list[str] = []
@@ -103,8 +125,8 @@ def _setup_py(path: Path) -> tuple[list[str], dict[str, list[str]]]:
 
 def _pyproject(path: Path) -> tuple[list[str], dict[str, list[str]]]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
+        data = tomllib.loads(read_repo_text(path, errors="strict"))
+    except (OSError, ValueError, RecursionError):  # TOMLDecodeError and bad UTF-8 are both
         return [], {}
     project = data.get("project") or {}
     req = [str(x) for x in project.get("dependencies") or []]
@@ -114,14 +136,14 @@ def _pyproject(path: Path) -> tuple[list[str], dict[str, list[str]]]:
 
 
 def _setup_cfg(path: Path) -> tuple[list[str], dict[str, list[str]]]:
-    cfg = configparser.ConfigParser()
+    cfg = configparser.ConfigParser(interpolation=None)  # a `%` in a value is text
     try:
-        cfg.read(path, encoding="utf-8")
-    except (OSError, configparser.Error):
+        cfg.read_string(read_repo_text(path, errors="strict"), str(path))
+        req = cfg.get("options", "install_requires", fallback="").splitlines()
+        extras = {k: v.splitlines() for k, v in cfg.items("options.extras_require")} if (
+            cfg.has_section("options.extras_require")) else {}
+    except (OSError, ValueError, configparser.Error):
         return [], {}
-    req = cfg.get("options", "install_requires", fallback="").splitlines()
-    extras = {k: v.splitlines() for k, v in cfg.items("options.extras_require")} if (
-        cfg.has_section("options.extras_require")) else {}
     return req, extras
 
 
@@ -160,7 +182,7 @@ def declared_distributions(root: Path) -> Declared:
                 add(extra_lines, fname, extra_name)
     for f, extra in _requirement_files(root):
         try:
-            lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
+            lines = read_repo_text(f).splitlines()
         except OSError:
             continue
         add(lines, f.relative_to(root).as_posix(), extra)
@@ -241,8 +263,8 @@ def entrypoint_files(root: Path, commands: Iterable[str]) -> list[str]:
 def _local_imports(root: Path, rel: str) -> list[str]:
     """Repo files that ``rel`` imports by absolute name from its folder or the root."""
     try:
-        tree = ast.parse((root / rel).read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(read_repo_text(root / rel))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     names += [n.module for n in ast.walk(tree)
@@ -319,7 +341,7 @@ def module_name(root: Path, rel: str, roots: Sequence[Path] | None = None) -> st
 def _guarded_script(path: Path) -> bool:
     """Does the script keep its work under ``if __name__ == "__main__":``?"""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_repo_text(path)
     except OSError:
         return False
     return bool(re.search(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", text, re.M))

@@ -14,7 +14,6 @@ container's lifecycle, the timeout and the capture of the final state.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -29,6 +28,7 @@ from synth.engine.base import Mount
 from synth.errors import RunError, UsageError
 from synth.record.audit import Masker
 from synth.record.recorder import RecordingContainer
+from synth.util.text import without_ansi
 
 WORKDIR = "/workspace"
 #: Where the hook's directory is mounted; the hook is sourced from there by BASH_ENV.
@@ -225,16 +225,11 @@ class ExecAgent:
         return ctx.run(list(self.argv), echo=echo_to_terminal if self.echo else None)
 
 
-#: CSI sequences (colours, cursor), OSC sequences (window title…), other control characters.
-_CONTROL = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]"
-                      rb"|\x1b\][^\x07\x1b]*(\x07|\x1b\\\\)?"
-                      rb"|[\x00-\x08\x0b-\x1f\x7f]")
-
-
 def terminal_safe(data: bytes) -> str:
-    """An agent's output as plain text: no escape sequences or control characters (its
-    text must not drive our terminal), tabs and newlines kept."""
-    return _CONTROL.sub(b"", data).decode("utf-8", errors="replace")
+    """An agent's output as plain text: its escape sequences dropped and any other control
+    character shown escaped (its text must not drive our terminal), tabs and newlines
+    kept (synth.util.text)."""
+    return without_ansi(data.decode("utf-8", errors="replace"))
 
 
 def echo_to_terminal(data: bytes) -> None:

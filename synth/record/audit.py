@@ -71,13 +71,13 @@ class Masker:
 
 
 def encodings(secret: str) -> set[str]:
-    """``secret`` as written plain, base64 (standard and URL-safe, padded or not) and
-    URL-encoded."""
+    """``secret`` as written plain, base64 (standard and URL-safe, padded or not),
+    URL-encoded and hex (lower and upper case)."""
     import base64
     from urllib.parse import quote, quote_plus
 
     raw = secret.encode("utf-8", "surrogateescape")
-    forms = {secret, quote(secret, safe=""), quote_plus(secret)}
+    forms = {secret, quote(secret, safe=""), quote_plus(secret), raw.hex(), raw.hex().upper()}
     for enc in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
         text = enc.decode("ascii")
         forms |= {text, text.rstrip("=")}

@@ -34,7 +34,7 @@ from synth.errors import EngineError, RunError, SynthError
 from synth.formats.limits import Limits
 from synth.formats.task import Task
 from synth.record import claims as claims_mod
-from synth.record import snapshot, trace, tree
+from synth.record import secrets, snapshot, trace, tree
 from synth.record.agents import (
     CONTAINER_AUDIT_DIR,
     CONTAINER_AUDIT_FILE,
@@ -323,7 +323,7 @@ class _Session:
         assert url is not None and commit is not None  # the task model guarantees it
         with tempfile.TemporaryDirectory(prefix="synth-repo-") as tmp:
             self.say(f"Cloning {url} at {commit[:12]}")
-            for argv in (["git", "clone", "--quiet", url, tmp],
+            for argv in (["git", "clone", "--quiet", "--", url, tmp],
                          ["git", "-C", tmp, "checkout", "--quiet", commit]):
                 proc = subprocess.run(argv, capture_output=True, text=True, check=False)
                 if proc.returncode != 0:
@@ -503,6 +503,8 @@ class _Session:
         for start in range(0, len(paths), 500):
             res = c.exec(["bash", "-c", script, "scan", *paths[start:start + 500]], env=env)
             hits += [line for line in res.stdout.splitlines() if line]
+        # Compressed copies hide every form: gzip members are inflated host-side.
+        hits += secrets.gzip_hits(c, [p for p in paths if p not in hits], self.masker.values)
         for path in hits:
             self.say(f"warning: a secret value is in {path} of the live image; "
                      "it is labelled not shareable")

@@ -214,10 +214,10 @@ def render_markdown(doc: VerifyDocument) -> str:
 
 
 def print_table(doc: VerifyDocument) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     from synth.ui import console
+    escape = console.literal
     cols = report_columns(doc)
     table = Table(title=f"synth verify: {escape(str(doc.target.task))}",
                   show_lines=False)
@@ -237,6 +237,6 @@ def print_table(doc: VerifyDocument) -> None:
         table.add_row(*row)
     console.out.print(table)
     for line in extra_lines(doc):
-        console.out.print(line, markup=False, highlight=False)
+        console.show(line)
     style = "bold green" if doc.passed else "bold red"
     console.out.print(f"[{style}]{escape(verdict_line(doc))}[/]")

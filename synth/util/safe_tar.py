@@ -9,7 +9,12 @@ releases, Debian 12's ``python3`` (3.11.2) among them, have no filters at all: t
 same rules are checked here, member by member as each is extracted (a symlink extracted
 first changes where a later member's path leads), by :func:`extract_checked`. Where a rule
 is in doubt this check is the stricter; a test compares it with the standard library's
-filters on crafted archives.
+filters on crafted archives. One rule is stricter on purpose: a hard link whose target is
+an absolute path or resolves (through any link already extracted) outside the destination
+is refused under both policies, here and (added to the standard filter) where Python has
+filters. A hard link is the very file it names, so the standard ``tar`` filter, which
+checks only the link's own path, would let a later write into the destination land in a
+host file (and its content into an artifact).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import copy
 import os
 import stat
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -43,7 +49,7 @@ def extract_all(tar: tarfile.TarFile, dest: Path, *, policy: Policy) -> None:
     """Every member of ``tar`` into ``dest`` under ``policy``; raises a
     :data:`REFUSED` error at the first member the policy refuses."""
     if HAS_FILTERS:
-        tar.extractall(dest, filter=policy)
+        tar.extractall(dest, filter=_standard_filter(policy))
     else:
         extract_checked(tar, tar.getmembers(), dest, policy=policy)
 
@@ -52,9 +58,26 @@ def extract(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path, *,
             policy: Policy) -> None:
     """One member of ``tar`` into ``dest`` under ``policy``."""
     if HAS_FILTERS:
-        tar.extract(member, dest, filter=policy)
+        tar.extract(member, dest, filter=_standard_filter(policy))
     else:
         extract_checked(tar, [member], dest, policy=policy)
+
+
+def _standard_filter(policy: Policy) -> Callable[[tarfile.TarInfo, str], tarfile.TarInfo]:
+    """The standard library's filter for ``policy``, refusing also a hard link out of the
+    destination (which its ``tar`` filter lets through)."""
+    standard = tarfile.tar_filter if policy == "tar" else tarfile.data_filter
+
+    def check(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
+        if member.islnk():
+            root = Path(dest).resolve()
+            if Path(member.linkname).is_absolute():
+                raise tarfile.AbsoluteLinkError(member)
+            target = (root / member.linkname).resolve()
+            if not target.is_relative_to(root):
+                raise tarfile.LinkOutsideDestinationError(member, str(target))
+        return standard(member, dest)
+    return check
 
 
 def extract_checked(tar: tarfile.TarFile, members: list[tarfile.TarInfo], dest: Path, *,
@@ -93,6 +116,17 @@ def _link_content(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path,
     return checked_member(content, dest, policy)
 
 
+def _check_hard_link(member: tarfile.TarInfo, root: Path, dest: Path) -> None:
+    """A hard link names its target from the destination's root; ``os.link`` follows a
+    symlink there. Its target must be a path under ``root`` once every link is resolved."""
+    if Path(member.linkname).is_absolute():
+        raise UnsafeMemberError(f"{member.name!r} is a hard link to an absolute path "
+                                f"({member.linkname!r})")
+    if not (root / member.linkname).resolve().is_relative_to(root):
+        raise UnsafeMemberError(f"{member.name!r} is a hard link outside {dest} "
+                                f"({member.linkname!r})")
+
+
 def checked_member(member: tarfile.TarInfo, dest: Path, policy: Policy) -> tarfile.TarInfo:
     """A copy of ``member`` that is safe to extract into ``dest`` now (paths resolved,
     symlinks followed, as they are at this moment), or UnsafeMemberError."""
@@ -100,6 +134,8 @@ def checked_member(member: tarfile.TarInfo, dest: Path, policy: Policy) -> tarfi
     name = member.name.lstrip("/" + os.sep)
     if not (root / name).resolve().is_relative_to(root):
         raise UnsafeMemberError(f"{member.name!r} would be extracted outside {dest}")
+    if member.islnk():
+        _check_hard_link(member, root, dest)
     safe = copy.copy(member)
     safe.name = name
     if safe.mode is not None:

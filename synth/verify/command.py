@@ -38,6 +38,7 @@ from synth.errors import (
     InputFileError,
     NotFoundError,
     SynthError,
+    TaskError,
     UsageError,
     VerifyError,
 )
@@ -59,6 +60,7 @@ from synth.pyramid.runtime import (
 )
 from synth.ui.verify_view import print_table, render_markdown
 from synth.util import atomic
+from synth.verify.archive import check_folder_against_archive
 from synth.verify.outcome import (
     ArtifactCheck,
     BuildInfo,
@@ -130,7 +132,11 @@ class Target:
 
 # ------------------------------------------------------------------------ resolving
 def load_task_copy(path: Path) -> Task:
-    """A task from a ``task.toml`` whose repo folder may not sit beside it (an artifact's copy)."""
+    """A task from a ``task.toml`` whose repo folder may not sit beside it (an artifact's copy).
+    The copy is the artifact's own file: a link there (to a host file) is refused, unread."""
+    if path.is_symlink():
+        raise TaskError(f"{path}: a symbolic link; an artifact's task.toml is its own file, "
+                        "never followed")
     return load_task(path, require_repo=False)
 
 
@@ -453,6 +459,9 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
               if target.kind == "run" else None)
     artifact_dir = export.artifact_dir if export else target.path
     manifest = ArtifactDir(artifact_dir).manifest()
+    if export is None:  # a published folder: its manifest must be its archive's
+        check_folder_against_archive(artifact_dir, manifest.raw,
+                                     ArtifactDir(artifact_dir).manifest_bytes(), say)
     if opts.offline:
         check_offline(artifact_dir, manifest.raw)
     python = _manifest_python(manifest, artifact_dir)
@@ -557,6 +566,7 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
     from synth.ui import console
     say = say or console.say
     _check_options(opts)
+    opts = _published(opts, say)
     target = resolve_target(opts.target, settings, opts.runtime)
     out_dir = (opts.out_dir or default_out_dir(target, settings, opts.runtime)).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -571,6 +581,18 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
     outcome = _score(outcome, say)
     _write(outcome)
     return outcome
+
+
+def _published(opts: VerifyOptions, say: Say) -> VerifyOptions:
+    """A published ``.tar.gz`` as TARGET: checked against its ``.sha256`` and unpacked
+    beside it (synth.verify.archive); the folder is then the target."""
+    from synth.verify.archive import is_archive, unpack_checked
+
+    if not is_archive(opts.target):
+        return opts
+    if not opts.rebuild or opts.runtime != "docker":
+        raise UsageError(f"{opts.target} is a published archive: verify it with --rebuild.")
+    return replace(opts, target=str(unpack_checked(Path(str(opts.target)).absolute(), say)))
 
 
 def _write(outcome: VerifyOutcome) -> None:

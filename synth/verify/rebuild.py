@@ -6,6 +6,7 @@ and the rebuild from scratch.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -16,13 +17,13 @@ from synth.config import Settings
 from synth.errors import BuildError, SynthError, UsageError, VerifyError
 from synth.formats import artifact_files
 from synth.formats.store import ArtifactDir, RunDir, is_file, sha256_file
+from synth.util import safe_io
 from synth.verify.outcome import ArtifactCheck, BuildInfo, ExportUse
 
 Say = Callable[[str], None]
 
-#: Written into the artifact folder after verify; not part of the export, so the manifest
-#: check and the rebuilt tag leave it out.
-VERIFICATION_FILE = "verification.json"
+#: Written into the artifact folder after verify (synth.formats.artifact_files).
+VERIFICATION_FILE = artifact_files.VERIFICATION_FILE
 
 
 def _artifact_files(artifact_dir: Path) -> dict[str, str]:
@@ -113,9 +114,9 @@ def reusable_export(run_dir: Path, bundle: bool = False) -> tuple[Path | None, s
 def _stamp(run_dir: Path) -> str | None:
     from synth.export.artifact import EXPORT_STAMP
 
-    try:
-        return (run_dir / EXPORT_STAMP).read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
+    try:  # a regular file of a few bytes, never through a link
+        return safe_io.read_regular(run_dir / EXPORT_STAMP, 256).decode("ascii").strip()
+    except (SynthError, UnicodeDecodeError):
         return None
 
 
@@ -124,7 +125,7 @@ def _changed_copies(run: RunDir, files: Mapping[str, str]) -> str | None:
     task_file = run.run_record().task_file
     task_now = sha256_file(Path(task_file)) if task_file and is_file(task_file) else None
     claims = run.path / "claims.json"
-    claims_now = sha256_file(claims) if claims.is_file() else None
+    claims_now = safe_io.sha256_regular(claims) if os.path.lexists(claims) else None
     for name, now in (("task.toml", task_now), ("claims.json", claims_now)):
         if files.get(name) != now:
             return name
@@ -152,8 +153,6 @@ def artifact_for_run(run_dir: Path, settings: Settings, say: Say,
 def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
             say: Say, progress: str = "steps", offline: bool = False) -> BuildInfo:
     """Build ``artifact_dir`` from scratch (no cache) as ``tag``; the log in ``out_dir``."""
-    from rich.markup import escape
-
     from synth.engine.build import StepLines
     from synth.ui import console
     from synth.verify.build import build_artifact
@@ -163,13 +162,13 @@ def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
     say(f"Rebuilding {artifact_dir} from scratch (no cache{', no network' if offline else ''}) "
         f"as {tag}; log: {log_path}")
     steps = StepLines()
-    with console.err.status(escape(f"building {tag}")) as status:
+    with console.err.status(console.literal(f"building {tag}")) as status:
         def on_line(line: str) -> None:
             shown = line if progress == "plain" else steps(line) if progress == "steps" else None
             if shown is not None:
                 say(shown)
-            status.update(escape(f"building {tag} ({time.monotonic() - start:.0f}s): "
-                                 f"{line[:100]}"))
+            status.update(console.literal(f"building {tag} ({time.monotonic() - start:.0f}s): "
+                                          f"{line[:100]}", newlines=False))
 
         try:
             image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
@@ -197,13 +196,24 @@ def check_offline(artifact_dir: Path, manifest: Mapping[str, Any]) -> None:
                          hint="Rebuild it without --offline.")
 
 
+def _log_mentions(path: Path, needle: bytes) -> bool:
+    """Whether the build log holds ``needle``, read in chunks (a log can be gigabytes)."""
+    tail = b""
+    try:
+        with safe_io.opened_regular(path) as fd:
+            while chunk := os.read(fd, 1 << 20):
+                if needle in tail + chunk:
+                    return True
+                tail = chunk[-len(needle):]
+    except SynthError:
+        return False
+    return False
+
+
 def tls_hint(exc: BuildError, log_path: Path) -> BuildError:
     """The build error, saying so when the log shows a TLS verification failure."""
-    try:
-        log = log_path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        log = ""
-    if "CERTIFICATE_VERIFY_FAILED" not in log and "CERTIFICATE_VERIFY_FAILED" not in exc.message:
+    if not _log_mentions(log_path, b"CERTIFICATE_VERIFY_FAILED") and \
+            "CERTIFICATE_VERIFY_FAILED" not in exc.message:
         return exc
     return BuildError(
         f"{exc.message}\nThe rebuild failed on TLS: CERTIFICATE_VERIFY_FAILED in {log_path} "

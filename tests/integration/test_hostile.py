@@ -227,10 +227,13 @@ def test_export_refuses_then_names_risks_and_unaudited_changes(
 
 
 AGENT = """\
-import base64, os, subprocess
+import base64, gzip, os, subprocess
 key = os.environ["HOSTILE_TOKEN"]
 open("/root/token.txt", "w").write(key)
 open("/root/token.b64", "w").write(base64.b64encode(key.encode()).decode())
+open("/root/token.hex", "w").write(key.encode().hex().upper())
+open("/root/token.gz", "wb").write(gzip.compress(key.encode()))
+open("/root/app.log", "wb").write(b"started\\n" + gzip.compress(key.encode().hex().encode()))
 print("leaking", base64.b64encode(key.encode()).decode())
 subprocess.run(["bash", "-c", "true"], check=True)
 """
@@ -249,7 +252,8 @@ def test_secrets_written_by_the_agent_are_found_before_the_image_is_tagged(
                                             settings=world["settings"], timeout=300))
     assert result.status == "succeeded"
     run = _run_json(result)
-    assert run["secret_findings"] == ["/root/token.b64", "/root/token.txt"]
+    assert run["secret_findings"] == ["/root/app.log", "/root/token.b64", "/root/token.gz",
+                                      "/root/token.hex", "/root/token.txt"]
     assert run["live_image"]["shareable"] is False
     assert result.live_image is not None
     labels = engine.image_inspect(result.live_image)["Config"]["Labels"]

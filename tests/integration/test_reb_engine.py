@@ -74,7 +74,7 @@ def test_verify_runs_the_assets_step_offline_then_reb_probes(
     (task_dir / "reb" / "manifest-entry.json").write_text(json.dumps(entry))
     (task_dir / "task.toml").write_text(task_toml(  # the task exactly as import-reb writes it
         RebRepo("acme-alpha", entry["repo_url"], "abc1234", "cpu", entry), entry["repo_url"],
-        scripts))
+        {"run_cpu_entrypoint.sh": CPU}))
     task = load_task_copy(task_dir / "task.toml")
     cache = tmp_path / "cache"
     cache.mkdir()

@@ -48,22 +48,28 @@ def test_plan_cells() -> None:
         plan_cells([TASK], [AgentSpec.parse("good")], 0)
 
 
+def _line(cell: str, status: str, **extra: Any) -> dict[str, Any]:
+    return {"cell": cell, "agent": "good", "task": "t", "status": status, **extra}
+
+
 def test_results_append_latest_and_torn_line(tmp_path: Path) -> None:
-    folder = ResultsFolder(tmp_path / "r")
-    folder.append({"cell": "a", "status": "crashed"})
-    folder.append({"cell": "b", "status": "done"})
-    folder.append({"cell": "a", "status": "done"})
+    warned: list[str] = []
+    folder = ResultsFolder(tmp_path / "r", warn=warned.append)
+    folder.append(_line("a", "crashed"))
+    folder.append(_line("b", "done"))
+    folder.append(_line("a", "done"))
     # Written unescaped (JSON allows it); the record stays one line.
-    folder.append({"cell": "d", "status": "crashed", "error": "agent said a\u2028b\x85c"})
+    folder.append(_line("d", "crashed", error="agent said a\u2028b\x85c"))
     with folder.cells_file.open("a") as fh:
         fh.write('{"cell": "c", "sta')  # a writer killed mid-line
     assert [r["cell"] for r in folder.records()] == ["a", "b", "a", "d"]
     assert folder.latest()["a"]["status"] == "done"
     assert folder.latest()["d"]["error"] == "agent said a\u2028b\x85c"
+    assert len(warned) == 1 and "cells.jsonl:5: not a JSON record" in warned[0]
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "cells.jsonl").write_text('{"x": 1}\n')
-    with pytest.raises(UsageError, match=r"cells\.jsonl:1"):
-        ResultsFolder(tmp_path / "bad").records()
+    bad = ResultsFolder(tmp_path / "bad", warn=warned.append)
+    assert bad.records() == [] and "cells.jsonl:1: not a bench cell record" in warned[-1]
     (tmp_path / "file").write_text("")
     with pytest.raises(UsageError, match="not a folder"):
         ResultsFolder(tmp_path / "file")
@@ -248,3 +254,132 @@ def test_agent_presets(tmp_path: Path) -> None:
     assert agent.secret_names() == ["ANTHROPIC_API_KEY"]
     stdin = preset_agent("prompt-stdin", str(binary), task, 600)
     assert list(stdin.argv)[-2:] == ["/synth/agent/agent-cli", text]
+
+
+# ------------------------------------------------------- resuming a damaged results folder
+def _bench(tmp_path: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, list[str]]:
+    """run_bench over the bench task's good agent, its executor faked (each cell done)."""
+    from synth.bench import run as bench_run
+    from synth.bench.cell import new_record
+    from synth.config import Settings
+
+    def fake_local(cells: list[Any], opts: Any, on_start: Any, on_done: Any) -> None:
+        for cell in cells:
+            on_start(cell)
+            rec = new_record(cell, "local", 60)
+            rec.update(ended=rec["started"] + 1, times={"total": 1.0}, files={})
+            on_done(rec)
+
+    monkeypatch.setattr(bench_run, "run_local", fake_local)
+    said: list[str] = []
+    opts = bench_run.BenchOptions(tasks=[TASK], agents=[AgentSpec.parse("good")], out_dir=out)
+    outcome = bench_run.run_bench(opts, Settings.load(artifacts_dir=tmp_path / "art"),
+                                  said.append)
+    return outcome.ran, said
+
+
+CELL = "bench-tiny--good--r1"
+
+
+@pytest.mark.parametrize(("line", "warned"), [
+    (b'{"cell": "bench-tiny--good--r1", "status": "do', "not a JSON record"),
+    (b"\xff\xfe garbage \x00", "not UTF-8"),
+    (b"[1, 2, 3]", "not an object"),
+    (b'{"cell": 7, "agent": "good", "task": "t", "status": "done"}', "`cell`"),
+    (b'{"cell": "bench-tiny--good--r1", "agent": "good", "task": "t", "status": "done", '
+     b'"times": {"total": "slow"}}', "`times`"),
+    (b'{"cell": "bench-tiny--good--r1", "agent": "good", "task": "t", "status": "done", '
+     b'"verify": {"levels": ["C0"]}}', "verify.levels"),
+    (b'{"cell": "bench-tiny--good--r1", "agent": "good", "task": "t", "status": "done", '
+     b'"ended": "yesterday"}', "`ended`"),
+    (b"[" * 100_000, "not a JSON record"),
+])
+def test_a_damaged_line_is_skipped_with_a_warning_and_the_cell_runs_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: bytes, warned: str) -> None:
+    out = tmp_path / "bench"
+    out.mkdir()
+    (out / "cells.jsonl").write_bytes(line + b"\n")
+    ran, said = _bench(tmp_path, out, monkeypatch)
+    assert ran == 1
+    assert any(warned in m and "cells.jsonl:1" in m for m in said), said
+    assert ResultsFolder(out).latest()[CELL]["status"] == "done"
+
+
+@pytest.mark.parametrize("damage", [
+    "cells.jsonl is a folder", "cells.jsonl links to a host file", "cells links out",
+    "summary.json is a folder", "report.html links to a host file"])
+def test_a_link_or_folder_where_a_file_belongs_is_a_located_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
+    from synth.errors import SynthError
+
+    out = tmp_path / "bench"
+    out.mkdir()
+    host = tmp_path / "host-file"
+    host.write_text("the user's\n")
+    name = damage.split(" ", 1)[0]
+    if "folder" in damage:
+        (out / name).mkdir()
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        (out / name).symlink_to(host if "file" in damage else tmp_path / "elsewhere")
+    with pytest.raises(SynthError, match=name.replace(".", r"\.")):
+        _bench(tmp_path, out, monkeypatch)
+    assert host.read_text() == "the user's\n"
+    assert not (tmp_path / "elsewhere").exists() or not any((tmp_path / "elsewhere").iterdir())
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("marker", ["garbage", "wrong type", "a FIFO", "a link out",
+                                    "the cell folder links out"])
+def test_a_damaged_cell_folder_or_start_marker_never_ends_in_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marker: str) -> None:
+    import os
+
+    out = tmp_path / "bench"
+    cell = out / "cells" / CELL
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep\n")
+    if marker == "the cell folder links out":
+        (out / "cells").mkdir(parents=True)
+        cell.symlink_to(outside)
+    else:
+        cell.mkdir(parents=True)
+        started = cell / "started.json"
+        if marker == "garbage":
+            started.write_bytes(b"\x00{not json")
+        elif marker == "wrong type":
+            started.write_text('{"started": "noon", "host": 1}')
+        elif marker == "a FIFO":
+            os.mkfifo(started)
+        else:
+            started.symlink_to(outside / "keep.txt")
+    ran, said = _bench(tmp_path, out, monkeypatch)
+    assert ran == 1 and any("warning" in m for m in said), said
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert (outside / "keep.txt").read_text() == "keep\n"
+    assert not cell.is_symlink() and (cell / "started.json").is_file()
+
+
+def test_reb_results_read_regular_files_only(tmp_path: Path) -> None:
+    from synth.errors import SynthError
+    from synth.plugins.reb.results import read_results
+
+    stage = tmp_path / "build_output" / "cpu"
+    (stage / "results.json").mkdir(parents=True)
+    with pytest.raises(SynthError, match=r"results\.json"):
+        read_results(tmp_path)
+    (stage / "results.json").rmdir()
+    (stage / "results.json").symlink_to("/etc/hostname")
+    with pytest.raises(SynthError, match="link"):
+        read_results(tmp_path)
+
+
+def test_a_line_whose_error_is_not_text_is_skipped() -> None:
+    from synth.bench.results import record_problem
+
+    base = {"cell": "c", "agent": "a", "task": "t", "status": "done"}
+    assert record_problem(base) is None
+    for bad, key in (({"error": []}, "error"), ({"verify": {"error": {}}}, "verify.error"),
+                     ({"export": {"error": 1}}, "export.error")):
+        assert record_problem({**base, **bad}) == f"`{key}` is not a string"

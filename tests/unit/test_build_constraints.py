@@ -25,7 +25,7 @@ from synth.export.build_lock import (
     project_build_requires,
     sdist_build_requires,
 )
-from synth.export.lock import Lock, LockedPin
+from synth.export.lock import Lock, LockedPin, LockTarget
 from synth.export.render import render_artifact
 from synth.formats.model import DistillReport
 
@@ -173,3 +173,35 @@ def test_a_bundled_isolated_local_build_takes_its_build_requirements_from_the_ve
     # without build constraints the same step still needs the network, and says so
     bare = [replace(lk, build=()) for lk in locks]
     assert bundle.summary([], plan, bare)["needs_network"] == ["9.1: pip-local"]
+
+
+@pytest.mark.parametrize("line", [
+    "-i http://127.0.0.1:9/simple", "--index-url=http://evil/simple", "-r /etc/shadow",
+    "-e /root", "demo @ file:///etc/passwd", "demo @ https://evil.example/d.tar.gz",
+    "numpy\n-r /etc/shadow", "", "not a requirement!"])
+def test_what_the_run_declares_never_reaches_the_locker_as_an_option(line: str) -> None:
+    """A build requirement comes from the repository's pyproject.toml, a pin from the run's
+    final state: the agent's. A requirements file reads `-r FILE` or `-i URL` as options
+    (a host file read, another index asked), so only PEP 508 names and versions pass."""
+    from synth.errors import LockError
+    from synth.export.lock import checked_pin, checked_requirement
+
+    with pytest.raises(LockError):
+        checked_requirement(line, "a build requirement")
+    name, _, version = line.partition("==")
+    with pytest.raises(LockError):
+        checked_pin(name or line, version or "1.0", "state/python.json")
+    assert checked_requirement("setuptools>=61; python_version > '3.8'", "x").startswith(
+        "setuptools")
+    assert checked_pin("torch", "2.13.0+cpu", "x") == "torch==2.13.0+cpu"
+
+
+def test_a_local_index_is_never_given_to_the_locker(tmp_path: Path) -> None:
+    from synth.errors import LockError
+    from synth.export.lock import _compile_argv
+
+    _plan, _report, locks = _locks_with_build(tmp_path)
+    env = replace(locks[0].env, index_url="file:///etc")
+    target = LockTarget("3.11", "x86_64-manylinux_2_36", None, None)
+    with pytest.raises(LockError, match="not an http"):
+        _compile_argv("uv", env, target, tmp_path / "pins.in")

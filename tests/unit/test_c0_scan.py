@@ -156,3 +156,29 @@ def test_empty_repo_has_no_imports(tmp_path: Path) -> None:
 ])
 def test_distribution_suggestions(module: str, dist: str) -> None:
     assert suggest_distribution(module) == dist
+
+
+@pytest.mark.timeout(60)
+def test_the_host_scan_reads_regular_repository_files_only(tmp_path: Path) -> None:
+    """The repository C0 reads on the host is the agent's (an artifact's source/): a .py
+    that is a link (to a host file) or a FIFO is never read, and a setup.cfg, pyproject.toml
+    or requirements file that is not UTF-8, not a file, or full of `%` is no traceback."""
+    import os
+
+    from synth.pyramid.c0_scan import python_files
+    from synth.pyramid.c0_scope import declared_distributions
+
+    host = tmp_path / "host-secret.py"
+    host.write_text("import host_secret_module\n")
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text("import numpy\n")
+    (repo / "evil.py").symlink_to(host)
+    os.mkfifo(repo / "block.py")
+    (repo / "pyproject.toml").write_bytes(b"[project]\ndependencies = ['\xff']\n")
+    (repo / "setup.cfg").write_text("[options]\ninstall_requires = torch%(x)s\n")
+    os.mkfifo(repo / "requirements.txt")
+    assert [p.name for p in python_files(repo)] == ["__init__.py"]
+    report = scan_repo(repo)
+    assert "host_secret_module" not in str(report)
+    assert set(declared_distributions(repo).required) == {"torch"}  # setup.cfg, `%` as text

@@ -25,6 +25,7 @@ from synth.compare.load import (
 )
 from synth.config import Settings
 from synth.errors import EngineUnavailableError, InputFileError
+from synth.formats import artifact_files
 from synth.formats.model import (
     AptPlan,
     BuildPlan,
@@ -36,8 +37,9 @@ from synth.formats.model import (
 )
 from tests.verify_outcomes import full_verify
 
-SECTION_ORDER = ["pyramid", "interpreter", "python", "native_builds", "native_files",
-                 "python_files", "apt", "env", "dockerfile", "image_size"]
+SECTION_ORDER = ["pyramid", "claims", "provenance", "interpreter", "python", "native_builds",
+                 "native_files", "python_files", "apt", "locks", "env", "dockerfile", "files",
+                 "image_size"]
 
 
 def pydist(name: str, version: str, *, direct_url: Mapping[str, Any] | None = None,
@@ -148,20 +150,21 @@ def make_artifact(root: Path, name: str, dockerfile: str, *, lock: str = "",
     (d / "Dockerfile").write_text(dockerfile)
     (d / "requirements.lock").write_text(lock)
     (d / "apt.lock").write_text(apt)
-    (d / "manifest.json").write_text(json.dumps({
-        "format": 1, "synth_version": "0.1.0",
-        "base_image": {"ref": "synth/python:bookworm", "id": None, "digest": None},
-        "claims": None, "command": "synth export", "export_format": "Dockerfile", "files": {},
-        "locks": {}, "probes": None, "python": None, "run_id": "20261129-101500-aaaaaa",
-        "source": {"kind": "path", "dir": "source", "dest": "/workspace", "url": None,
-                   "commit": None}, "task": "demo", "warnings": [], "wheel_files": [],
-        "wheelhouse_required": False}))
     if report is not None:
         (d / "export-report.json").write_text(json.dumps({
             "format": 1, "command": "synth export", "commands": [],
             "counts": {"dropped": 0, "folded": 0, "kept": 0},
             "not_reproducible": [], "run_id": "20261129-101500-aaaaaa", "task": "demo",
             "unexplained": [], "warnings": [], **report}))
+    (d / "manifest.json").write_text(json.dumps({
+        "format": 1, "synth_version": "0.1.0",
+        "base_image": {"ref": "synth/python:bookworm", "id": None, "digest": None},
+        "claims": None, "command": "synth export", "export_format": "Dockerfile",
+        "files": artifact_files.digests(d),
+        "locks": {}, "probes": None, "python": None, "run_id": "20261129-101500-aaaaaa",
+        "source": {"kind": "path", "dir": "source", "dest": "/workspace", "url": None,
+                   "commit": None}, "task": "demo", "warnings": [], "wheel_files": [],
+        "wheelhouse_required": False}))
     return d
 
 
@@ -192,9 +195,11 @@ def test_run_against_itself_is_equal(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert [s.name for s in result.sections] == SECTION_ORDER
     statuses = {s.name: s.status for s in result.sections}
-    for name in ("interpreter", "python", "native_builds", "apt", "env"):
+    for name in ("claims", "provenance", "interpreter", "python", "native_builds", "apt",
+                 "env", "files"):
         assert statuses[name] == "equal", name
-    for name in ("pyramid", "native_files", "python_files", "dockerfile", "image_size"):
+    for name in ("pyramid", "native_files", "python_files", "locks", "dockerfile",
+                 "image_size"):
         assert statuses[name] == "unavailable", name
 
 
@@ -270,9 +275,10 @@ def test_pyramid_from_verify_json(tmp_path: Path) -> None:
     b = make_run(tmp_path, "20261129-101600-bbbbbb", verify=verify("fail", "exit 1"))
     result = diff(tmp_path, a, b)
     assert items(result, "pyramid") == [("changed", "rebuilt C1", "pass", "fail: exit 1")]
+    # One run verified, the other not: a difference (a missing input is never "equal").
     only_a = diff(tmp_path, a, make_run(tmp_path, "20261129-101700-cccccc"))
-    assert only_a.section("pyramid").status == "unavailable"
-    assert "B" in (only_a.section("pyramid").note or "")
+    assert only_a.section("pyramid").status == "differ"
+    assert items(only_a, "pyramid") == [("removed", "verify.json", "present", None)]
 
 
 def test_pyramid_refuses_newer_format(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
-from synth.errors import ExportError
+from synth.errors import ExportError, TaskError
 from synth.export.artifact import export_run
 
 
@@ -149,3 +149,91 @@ def test_a_forged_distribution_name_cannot_add_rows_to_the_report(tmp_path: Path
     report = (_export(run_dir, tmp_path / "out") / "export-report.md").read_text()
     assert "evil\\|x \\| 9.9 \\| `rm -rf /` \\| kept \\|" in report
     assert not any(line.startswith("| 9.9 |") for line in report.splitlines())
+
+
+@pytest.mark.parametrize(("url", "commit"), [
+    ("-oProxyCommand=touch /tmp/pwned", "abcdef1"), ("ext::sh -c id", "abcdef1"),
+    ("https://example.org/r.git", "--upload-pack=touch /tmp/pwned")])
+def test_a_run_s_repository_url_meets_the_task_rules_before_git(
+        tmp_path: Path, url: str, commit: str) -> None:
+    """run.json is input: the URL and commit export would clone are checked as a task
+    file's are, and git is never started on one that fails."""
+    from synth.export.artifact import _clone
+
+    with pytest.raises(ExportError, match="does not clone"):
+        _clone(url, commit, tmp_path / "src")
+    assert not (tmp_path / "src").exists()
+
+
+def test_force_replaces_only_an_artifact_as_synth_made_it(tmp_path: Path) -> None:
+    """--force (and a re-export into the run's own export/) keeps every file the manifest
+    does not list by refusing, with the files named; verify's verification.json is the one
+    file that is not the export's and moves into the new folder."""
+    run_dir = _run(tmp_path)
+    out = _export(run_dir, tmp_path / "art")
+    (out / "verification.json").write_text('{"verified": "before"}\n')
+    _export(run_dir, out, force=True)
+    assert (out / "verification.json").read_text() == '{"verified": "before"}\n'
+
+    (out / "my-notes.md").write_text("mine\n")
+    with pytest.raises(ExportError, match=r"my-notes\.md \(not in the manifest\)"):
+        _export(run_dir, out, force=True)
+    assert (out / "my-notes.md").read_text() == "mine\n"
+    (out / "my-notes.md").unlink()
+    dockerfile = (out / "Dockerfile").read_text()
+    (out / "Dockerfile").write_text(dockerfile + "# my fix\n")
+    with pytest.raises(ExportError, match=r"Dockerfile \(changed since the export\)"):
+        _export(run_dir, out, force=True)
+    assert (out / "Dockerfile").read_text().endswith("# my fix\n")
+
+    own = _export(run_dir, None)
+    (own / "verification.json").write_text("{}\n")
+    _export(run_dir, None)
+    assert (own / "verification.json").read_text() == "{}\n"
+    (own / "source" / "data.csv").write_text("1,2\n")
+    with pytest.raises(ExportError, match=r"source/data\.csv"):
+        _export(run_dir, None)
+    assert (own / "source" / "data.csv").read_text() == "1,2\n"
+
+
+def test_the_archive_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    run_dir = _run(tmp_path)
+    first = export_run(run_dir, Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "a",
+                       locker=fake_locker, hash_downloads=False, archive=True)
+    assert first.archive is not None
+    victims = []
+    for name in (first.archive.name, first.archive.name + ".sha256",
+                 f".{first.archive.name}.tmp"):
+        victim = tmp_path / f"victim-{len(victims)}"
+        victim.write_text("the user's file\n")
+        victims.append(victim)
+        (tmp_path / name).unlink(missing_ok=True)
+        (tmp_path / name).symlink_to(victim)
+    again = export_run(run_dir, Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "a",
+                       locker=fake_locker, hash_downloads=False, archive=True, force=True)
+    assert again.archive is not None and again.archive_sha256 == first.archive_sha256
+    for victim in victims:
+        assert victim.read_text() == "the user's file\n"
+    assert not again.archive.is_symlink() and again.archive.is_file()
+    sums = again.archive.with_name(again.archive.name + ".sha256")
+    assert not sums.is_symlink() and sums.read_text().startswith(str(again.archive_sha256))
+
+
+def test_a_run_naming_a_host_file_as_its_task_file_never_carries_it(tmp_path: Path) -> None:
+    """run.json names the task file, and run.json is input: a file that is not a task file
+    (a key, a password file) is not copied into the artifact."""
+    run_dir = _run(tmp_path)
+    secret = tmp_path / "id_rsa"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n")
+    record = json.loads((run_dir / "run.json").read_text())
+    record["task"]["task_file"] = str(secret)
+    (run_dir / "run.json").write_text(json.dumps(record))
+    with pytest.raises(TaskError, match="id_rsa: not valid TOML"):  # refused, named
+        export_run(run_dir, Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "a",
+                   locker=fake_locker, hash_downloads=False)
+    assert not (tmp_path / "a").exists()
+    # ... and where nothing earlier loads it, the copy itself takes a task file only.
+    from synth.export.artifact import _task_file_text
+
+    assert _task_file_text(str(secret)) is None
+    assert _task_file_text(str(tmp_path / "tasks" / "demo" / "task.toml")) is not None

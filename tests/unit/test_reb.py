@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from synth.errors import TaskError, UsageError
+from synth.errors import SynthError, TaskError, UsageError
 from synth.formats.model import VerifyDocument
 from synth.formats.task import load_task
 from synth.plugins.reb import categories
@@ -96,7 +97,8 @@ def test_import_reb_tasks_pass_task_check(reb: dict[str, Any], tmp_path: Path) -
     assert check.returncode == 0, check.stdout + check.stderr
 
     alpha = load_task(out / "acme_alpha")
-    assert (alpha.repo.url, alpha.repo.commit) == (str(reb["git"] / "alpha"), reb["alpha"])
+    assert (alpha.repo.url, alpha.repo.commit) == ((reb["git"] / "alpha").as_uri(),
+                                                   reb["alpha"])
     assert alpha.base_image == "synth/research:bookworm"
     # the categories file decides: C3 and C4 unsupported (a blank reason is REB's default),
     # C2 applies even without a GPU level
@@ -273,3 +275,160 @@ def test_reb_results_written_and_aggregated(tmp_path: Path) -> None:
     (tmp_path / "build_output" / "cpu" / "results.json").write_text("{")
     with pytest.raises(UsageError, match="not valid JSON"):
         read_results(tmp_path)
+
+
+# ------------------------------------------------------------------ a hostile REB tree
+def _manifest(reb: dict[str, Any]) -> Path:
+    return reb["root"] / "m1_repo_manifest_module" / "manifests" / "manifest.json"
+
+
+def _scripts(reb: dict[str, Any]) -> Path:
+    return reb["root"] / "scripts" / "acme@alpha" / "benchmark_scripts"
+
+
+def _no_host_text(out: Path, text: str) -> None:
+    for p in out.rglob("*") if out.exists() else ():
+        if p.is_file() and not p.is_symlink():
+            assert text not in p.read_text(errors="replace"), p
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("plant", [
+    "script links to a host file", "scripts folder links out", "manifest links out",
+    "c0 totals link out", "script links to /dev/zero", "script is a FIFO",
+    "manifest is a FIFO", "script over its cap", "manifest over its cap"])
+def test_a_hostile_tree_is_refused_and_nothing_is_written(
+        reb: dict[str, Any], tmp_path: Path, plant: str) -> None:
+    """Every read of the REB folder takes regular files only, never through a link that
+    leaves it, under a size cap: a host file's content never reaches a task, a FIFO or
+    /dev/zero never blocks or fills memory, and the error names the file."""
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("HOST-SECRET-CONTENT\n")
+    target = {
+        "script links to a host file": _scripts(reb) / "run_cpu_entrypoint.sh",
+        "scripts folder links out": _scripts(reb),
+        "manifest links out": _manifest(reb),
+        "c0 totals link out": reb["root"] / "m5" / "c0_repo_baseline_totals.json",
+        "script links to /dev/zero": _scripts(reb) / "run_cpu_entrypoint.sh",
+        "script is a FIFO": _scripts(reb) / "run_all.sh",
+        "manifest is a FIFO": _manifest(reb),
+        "script over its cap": _scripts(reb) / "run_all.sh",
+        "manifest over its cap": _manifest(reb),
+    }[plant]
+    if target.is_dir():
+        shutil.rmtree(target)
+        (tmp_path / "elsewhere").mkdir()
+        (tmp_path / "elsewhere" / "run_cpu_entrypoint.sh").write_text(secret.read_text())
+        target.symlink_to(tmp_path / "elsewhere")
+    else:
+        target.unlink()
+        if "FIFO" in plant:
+            os.mkfifo(target)
+        elif "cap" in plant:
+            with target.open("wb") as fh:
+                fh.truncate(1 << 30)  # sparse: 1 GiB that costs no disk
+        else:
+            target.symlink_to("/dev/zero" if "zero" in plant else secret)
+    out = tmp_path / "tasks"
+    with pytest.raises(SynthError) as info:
+        import_reb(reb["root"], out)
+    assert str(target) in info.value.message or str(target.parent) in info.value.message
+    assert not out.exists()
+    _no_host_text(out, "HOST-SECRET-CONTENT")
+
+
+def test_a_link_inside_the_tree_is_followed(reb: dict[str, Any], tmp_path: Path) -> None:
+    shared = reb["root"] / "scripts" / "common.sh"
+    shared.write_text("echo shared\n")
+    (_scripts(reb) / "run_all.sh").unlink()
+    (_scripts(reb) / "run_all.sh").symlink_to("../../common.sh")
+    (task,) = import_reb(reb["root"], tmp_path / "t", ["Acme_Alpha"]).tasks
+    copy = task / "reb" / "benchmark_scripts" / "run_all.sh"
+    assert not copy.is_symlink() and copy.read_text() == "echo shared\n"
+
+
+@pytest.mark.parametrize(("entry", "match"), [
+    ({"repo_url": 7}, "repo_url"),
+    ({"repo_url": "-oProxyCommand=touch /tmp/x"}, "repo_url"),
+    ({"repo_url": "ext::sh -c id"}, "repo_url"),
+    ({"repo_url": "https://tok@github.com/acme/alpha"}, "credentials"),
+    ({"commit_sha": "ABCDEF1"}, "commit_sha"),
+    ({"repo_id": "x\x1b[2J"}, "control"),
+    ({"hardware_bucket": ["cpu"]}, "hardware_bucket"),
+    ({"repo_id": "acme-beta"}, "both make the task name"),
+])
+def test_odd_manifest_fields_are_located_errors(
+        reb: dict[str, Any], tmp_path: Path, entry: dict[str, Any], match: str) -> None:
+    path = _manifest(reb)
+    doc = json.loads(path.read_text())
+    doc["repos"][0].update(entry)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TaskError, match=match) as info:
+        import_reb(reb["root"], tmp_path / "t")
+    assert str(path) in info.value.message and "entry 0" in info.value.message
+    assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("damage", [
+    "manifest is a folder", "manifest not UTF-8", "manifest not JSON",
+    "totals is a folder", "level script not UTF-8", "level script is a folder",
+    "scripts folder is a file"])
+def test_odd_trees_are_located_errors(reb: dict[str, Any], tmp_path: Path,
+                                      damage: str) -> None:
+    path = {"manifest": _manifest(reb),
+            "totals": reb["root"] / "m5" / "c0_repo_baseline_totals.json",
+            "level script": _scripts(reb) / "run_cpu_entrypoint.sh",
+            "scripts folder": _scripts(reb)}[damage.rsplit(" is ", 1)[0].rsplit(" not ", 1)[0]]
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+    if damage.endswith("a folder"):
+        path.mkdir()
+    elif damage.endswith("a file"):
+        path.write_text("x")
+    elif "UTF-8" in damage:
+        path.write_bytes(b"\xff\xfe[\n")
+    else:
+        path.write_text("{not json")
+    with pytest.raises(SynthError) as info:
+        import_reb(reb["root"], tmp_path / "t")
+    assert str(path) in info.value.message, info.value.message
+    assert not (tmp_path / "t").exists()
+
+
+def test_out_never_replaces_what_synth_did_not_write(reb: dict[str, Any],
+                                                    tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my notes\n")
+    with pytest.raises(UsageError, match="not empty"):
+        import_reb(reb["root"], mine)
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    with pytest.raises(UsageError, match="symbolic link"):
+        import_reb(reb["root"], link)
+    assert not (tmp_path / "elsewhere").exists()
+
+    out = tmp_path / "tasks"
+    import_reb(reb["root"], out)
+    import_reb(reb["root"], out)  # synth's own import: replaced
+    (out / "mine").mkdir()  # the user's own folder beside the tasks stays
+    (out / "mine" / "keep.txt").write_text("keep\n")
+    import_reb(reb["root"], out)
+    assert (out / "mine" / "keep.txt").read_text() == "keep\n"
+
+    (out / "acme_alpha" / "NOTES.md").write_text("the user's\n")
+    with pytest.raises(UsageError, match=r"NOTES\.md"):
+        import_reb(reb["root"], out)
+    assert (out / "acme_alpha" / "NOTES.md").read_text() == "the user's\n"
+    (out / "acme_alpha" / "NOTES.md").unlink()
+    task_file = out / "acme_alpha" / "task.toml"
+    host = tmp_path / "host-file"
+    host.write_text("host\n")
+    task_file.unlink()
+    task_file.symlink_to(host)  # a planted link: never written through
+    with pytest.raises(UsageError, match=r"task\.toml"):
+        import_reb(reb["root"], out)
+    assert host.read_text() == "host\n"

@@ -24,6 +24,7 @@ from synth.plugins.reb.assets_fetch import (
     fetch_assets,
     make_fetcher,
     read_assets,
+    script_texts,
 )
 
 COMMIT = "c" * 40
@@ -178,7 +179,7 @@ def test_rebs_prepare_script_is_read_for_what_it_names(tmp_path: Path) -> None:
         "wget https://example.org/data/sample.wav\n"
         'BASE="https://example.org/mnist/"\n'
         'out="benchmark_assets/model/x.json"  # a path, not a hub id\n')
-    got = extract_assets(scripts)
+    got = extract_assets(script_texts(scripts))
     assert got["hub"] == [
         {"repo_id": "acme/ckpt", "repo_type": "model", "revision": "main",
          "files": ["model.pth"]},
@@ -189,4 +190,4 @@ def test_rebs_prepare_script_is_read_for_what_it_names(tmp_path: Path) -> None:
                                   "where": "prepare_assets.sh:9",
                                   "why": "joined at run time (a base URL, a template or a "
                                          "git repository)"}]
-    assert extract_assets(None)["hub"] == []
+    assert extract_assets(script_texts(None))["hub"] == []

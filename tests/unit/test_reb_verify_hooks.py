@@ -211,7 +211,7 @@ def test_bench_writes_the_reb_job_of_each_finished_cell(
              "commit_sha": "abc1234", "hardware_bucket": "cpu"}
     (task / "task.toml").write_text(task_toml(
         RebRepo("Acme__Alpha", entry["repo_url"], "abc1234", "cpu", entry), entry["repo_url"],
-        task / "reb" / "benchmark_scripts"))
+        None))
     (task / "agents").mkdir()
     (task / "agents" / "good.sh").write_text("true\n")
 
@@ -274,3 +274,28 @@ def test_cli_scoring_reaches_the_verify_options(tmp_path: Path,
     bad = runner.invoke(app, ["verify", "latest", "--scoring", "bogus"])
     assert isinstance(bad.exception, UsageError) and seen == [("reb",), ()]
     assert "--scoring 'bogus': expected one of synth, reb" in str(bad.exception)
+
+
+def test_reb_scoring_reads_regular_files_only(tmp_path: Path) -> None:
+    """The files REB's scoring reads beside a target (run.json, manifest.json, the task's
+    reb/ files) are read as regular files: a link to a host file, a FIFO or a folder there
+    reads as absent, never followed or waited on."""
+    import os
+
+    from synth.plugins.reb.jobs import _task_repo
+    from synth.plugins.reb.jobs import read_json as _json_file
+
+    host = tmp_path / "host.json"
+    host.write_text('{"repo_url": "https://host.example/secret"}')
+    (tmp_path / "link.json").symlink_to(host)
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "dir.json").mkdir()
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / "task.toml").symlink_to(tmp_path / "real" / "task.toml")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "task.toml").write_text('[repo]\nurl = "https://x"\n')
+    for name in ("link.json", "fifo.json", "dir.json", "missing.json"):
+        assert _json_file(tmp_path / name) is None, name
+    assert _json_file(host) == {"repo_url": "https://host.example/secret"}
+    assert _task_repo(tmp_path / "linked") == {}
+    assert _task_repo(tmp_path / "real") == {"url": "https://x"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,96 @@ def test_c0_scope_errors_are_located(tmp_path: Path, body: str, field: str) -> N
         load_task(write_task(tmp_path, text))
     line = text.splitlines().index(body) + 1
     assert f"task.toml:{line}: field `{field}`" in err.value.message
+
+
+_URL_TASK = GOOD.replace('path = "repo"', 'url = "https://example.org/r.git"\ncommit = "abcdef1"')
+
+
+@pytest.mark.parametrize("url", [
+    "-oProxyCommand=touch /tmp/pwned",          # an option to git clone
+    "ssh://-oProxyCommand=touch%20x/repo.git",  # an option to ssh (CVE-2017-1000117)
+    "ssh://-user@host/repo.git",
+    "https://user:secret@example.org/r.git",     # credentials
+    "https://ghp_token@example.org/r.git",       # a token as the user name
+    "ext::sh -c touch% /tmp/pwned",              # git's command transport
+    "fd::17",
+    "git@github.com:org/repo.git",               # scp-like: write ssh://
+    "/srv/git/repo",                             # a path: write file:///srv/git/repo
+    "file://relative/path",
+    "https://example.org/r.git --upload-pack=x",
+    "https://example.org/\x1b[2Jr.git",
+    "ftp://example.org/r.git",
+    "https://",
+])
+def test_repo_url_must_be_an_allowed_url(tmp_path: Path, url: str) -> None:
+    text = _URL_TASK.replace("https://example.org/r.git", url.replace("\x1b", "\\u001b"))
+    with pytest.raises(TaskError, match=r"task.toml:6: field `repo.url`"):
+        load_task(write_task(tmp_path, text))
+
+
+@pytest.mark.parametrize("url", [
+    "https://example.org/r.git", "http://example.org:8080/r", "git://example.org/r.git",
+    "ssh://git@example.org/org/r.git", "ssh://example.org:2222/r", "file:///srv/git/r"])
+def test_allowed_repo_urls_load(tmp_path: Path, url: str) -> None:
+    task = load_task(write_task(tmp_path, _URL_TASK.replace("https://example.org/r.git", url)))
+    assert task.repo.url == url
+
+
+@pytest.mark.parametrize("commit", ["--upload-pack=x", "ABCDEF1", "abc", "g" * 40, "a" * 41])
+def test_repo_commit_must_be_hex(tmp_path: Path, commit: str) -> None:
+    text = _URL_TASK.replace('commit = "abcdef1"', f'commit = "{commit}"')
+    with pytest.raises(TaskError, match=r"task.toml:7: field `repo.commit`"):
+        load_task(write_task(tmp_path, text))
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ('[probes]\nworkdir = "workspace"', "probes.workdir"),
+    ('[probes]\nworkdir = "/workspace/../etc"', "probes.workdir"),
+    ('[probes]\nworkdir = ""', "probes.workdir"),
+    ('[probes]\nworkdir = "/work\\u001b[2J"', "probes.workdir"),
+])
+def test_probe_workdir_is_absolute_without_dot_dot(tmp_path: Path, body: str,
+                                                   field: str) -> None:
+    text = GOOD.replace("[probes]\n", body + "\n")
+    with pytest.raises(TaskError, match=f"field `{field}`"):
+        load_task(write_task(tmp_path, text))
+
+
+@pytest.mark.parametrize(("old", "new", "field"), [
+    ("timeout = 60", "timeout = true", "probes.cpu.timeout"),
+    ("timeout = 60", "timeout = 60.0", "probes.cpu.timeout"),
+    ("timeout = 60", 'timeout = "60"', "probes.cpu.timeout"),
+    ("gpus = 2", "gpus = true", "probes.ddp.gpus"),
+    ("gpus = 2", "gpus = 2.0", "probes.ddp.gpus"),
+    ("wheelhouse = true", "wheelhouse = 1", "python.wheelhouse"),
+    ("wheelhouse = true", 'wheelhouse = "true"', "python.wheelhouse"),
+    ('native_modules = ["demo._ext"]', 'native_modules = [""]', "probes.native_modules.0"),
+    ('native_modules = ["demo._ext"]', 'native_modules = ["-x"]', "probes.native_modules.0"),
+    ('command = "python3 train.py', 'command = "\\u0000python3 train.py', "probes.cpu.command"),
+    ('base_image = "synth/python:bookworm"', 'base_image = "-v /:/host"', "base_image"),
+    ('base_image = "synth/python:bookworm"', 'base_image = "a b"', "base_image"),
+])
+def test_strict_values_are_refused(tmp_path: Path, old: str, new: str, field: str) -> None:
+    assert old in GOOD
+    with pytest.raises(TaskError, match=f"field `{field}`"):
+        load_task(write_task(tmp_path, GOOD.replace(old, new)))
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ("[limits]\ncpus = inf", "limits.cpus"), ("[limits]\ncpus = nan", "limits.cpus"),
+    ("[limits]\npids = true", "limits.pids"), ("[limits]\nmemory = 1e9", "limits.memory"),
+    ("[verify.c0]\nmax_missing_ratio = nan", "verify.c0.max_missing_ratio"),
+    ("[verify.c0]\nmax_missing_ratio = true", "verify.c0.max_missing_ratio"),
+])
+def test_numbers_are_finite_and_of_their_type(tmp_path: Path, body: str, field: str) -> None:
+    with pytest.raises(TaskError, match=f"field `{field}"):
+        load_task(write_task(tmp_path, GOOD + "\n" + body + "\n"))
+
+
+def test_a_fifo_task_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    from synth.formats.task import _read_task_text
+
+    fifo = tmp_path / "task.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(TaskError, match="not a regular file"):
+        _read_task_text(fifo)

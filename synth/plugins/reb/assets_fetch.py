@@ -36,7 +36,7 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -64,7 +64,10 @@ _NOT_IDS = re.compile(r"^(benchmark_assets|build_output|benchmark_scripts|src|da
                       r"/|\.(py|json|txt|ya?ml|sh|md|pt|pth|bin|safetensors|csv|wav|jpg|png)$")
 
 
-def _script_texts(scripts: Path) -> list[tuple[str, str]]:
+def script_texts(scripts: Path | None) -> list[tuple[str, str]]:
+    """The ``prepare_assets*`` scripts of a local ``benchmark_scripts/`` folder (name, text)."""
+    if scripts is None or not scripts.is_dir():
+        return []
     names = sorted(p for p in scripts.iterdir() if p.is_file() and not p.is_symlink()
                    and p.name.startswith("prepare_assets"))
     return [(p.name, p.read_text(encoding="utf-8", errors="replace")) for p in names]
@@ -87,13 +90,13 @@ def _from_url(url: str, hub: dict[tuple[str, str, str], set[str]],
         urls.setdefault(url, {"url": url})
 
 
-def extract_assets(scripts: Path | None) -> dict[str, Any]:
-    """What ``prepare_assets.sh`` (and its ``prepare_assets*`` helpers) names literally:
-    hub repositories and files, plain URLs, and what it computes (``unresolved``)."""
+def extract_assets(texts: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """What ``prepare_assets.sh`` (and its ``prepare_assets*`` helpers; ``texts``: their
+    names and text) names literally: hub repositories and files, plain URLs, and what it
+    computes (``unresolved``)."""
     hub: dict[tuple[str, str, str], set[str]] = {}
     urls: dict[str, dict[str, Any]] = {}
     unresolved: list[dict[str, str]] = []
-    texts = _script_texts(scripts) if scripts is not None and scripts.is_dir() else []
     for name, text in texts:
         for number, line in enumerate(text.splitlines(), 1):
             where = f"{name}:{number}"

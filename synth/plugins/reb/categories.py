@@ -59,6 +59,12 @@ def read_rows(path: Path) -> list[dict[str, str]]:
         return []
     except (OSError, UnicodeDecodeError) as exc:
         raise TaskError(f"{path}: cannot be read: {exc}") from exc
+    return parse_rows(text, path)
+
+
+def parse_rows(text: str, path: Path) -> list[dict[str, str]]:
+    """The rows of the categories file's ``text`` (values stripped); ``path`` names it in
+    errors."""
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in _REQUIRED if c not in (reader.fieldnames or [])]
     if missing:

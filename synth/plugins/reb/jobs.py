@@ -30,10 +30,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from synth.errors import SynthError
 from synth.formats.model import VerifyDocument
-from synth.formats.store import is_file
 from synth.plugins.reb.results import write_results
-from synth.util import atomic
+from synth.util import atomic, safe_io
 
 
 def job_id(full_name: str, commit: str, baseline: str) -> str:
@@ -50,10 +50,21 @@ def full_name_of(url: str) -> str:
     return "/".join(parts[-2:])
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
+def read_text(path: Path) -> str | None:
+    """A small file of a run, an artifact or a task folder: a regular file, never through a
+    link or blocking on a FIFO, at most 16 MiB, UTF-8; None where there is none or it is
+    not one."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8")) if is_file(path) else None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return safe_io.decode_utf8(safe_io.read_regular(path, 16 * safe_io.MiB), path)
+    except SynthError:
+        return None
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    text = read_text(path)
+    try:
+        data = json.loads(text) if text is not None else None
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -72,8 +83,8 @@ def task_dir_of(doc: VerifyDocument) -> Path | None:
 
 def _task_repo(task_dir: Path) -> dict[str, Any]:
     try:
-        repo = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8")).get("repo")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        repo = tomllib.loads(read_text(task_dir / "task.toml") or "").get("repo")
+    except (ValueError, RecursionError):  # TOMLDecodeError is a ValueError
         return {}
     return repo if isinstance(repo, dict) else {}
 

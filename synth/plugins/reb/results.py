@@ -35,7 +35,7 @@ from synth.errors import UsageError
 from synth.formats.model import VerifyDocument
 from synth.plugins.reb.stages import cuda_stage
 from synth.pyramid.result import Level, LevelResult, Report
-from synth.util import atomic
+from synth.util import atomic, safe_io
 
 #: REB's stages, in run_all.sh's order.
 ORDER = ("pyright", "prepare", "cpu", "cuda", "single_gpu", "multi_gpu", "env_size",
@@ -264,10 +264,12 @@ def read_results(out_dir: Path) -> dict[str, dict[str, Any]]:
         raise UsageError(f"{out_dir} has no build_output/ folder of REB results.")
     table: dict[str, dict[str, Any]] = {}
     for path in sorted(root.glob("*/results.json")):
+        # A regular file, never through a link, never a FIFO, at most 16 MiB.
+        text = safe_io.decode_utf8(safe_io.read_regular(path, 16 * safe_io.MiB), path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UsageError(f"{path}: not valid JSON: {exc}") from exc
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise UsageError(f"{path}: not valid JSON: {exc}") from None
         if not isinstance(data, dict) or "status" not in data:
             raise UsageError(f"{path}: no `status` field.")
         table[path.parent.name] = {k: data.get(k) for k in
