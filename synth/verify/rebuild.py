@@ -15,14 +15,14 @@ from synth import __version__, source_digest
 from synth.config import Settings
 from synth.errors import BuildError, SynthError, UsageError, VerifyError
 from synth.formats import artifact_files
-from synth.formats.store import ArtifactDir, RunDir, is_file, sha256_file
+from synth.formats.store import VERIFICATION, ArtifactDir, RunDir, is_file, sha256_file
 from synth.verify.outcome import ArtifactCheck, BuildInfo, ExportUse
 
 Say = Callable[[str], None]
 
 #: Written into the artifact folder after verify; not part of the export, so the manifest
 #: check and the rebuilt tag leave it out.
-VERIFICATION_FILE = "verification.json"
+VERIFICATION_FILE = VERIFICATION.rel
 
 
 def _artifact_files(artifact_dir: Path) -> dict[str, str]:
