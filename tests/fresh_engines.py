@@ -10,8 +10,8 @@ containers reach nothing beyond it. Never ``--bridge=none``: that makes dockerd 
 host's ``docker0``, the other daemon's bridge. It is stopped, its bridge and data removed
 afterwards. Podman and Buildah get a fresh storage
 the same way (``CONTAINERS_STORAGE_CONF``), with containers on no network, runc (crun cannot
-start containers under this machine's hybrid cgroup setup) and the caller's open-file
-limit.
+start containers under this machine's hybrid cgroup setup), and open-file and process
+limits this machine allows.
 """
 
 from __future__ import annotations
@@ -91,11 +91,14 @@ def podman_env(root: Path) -> dict[str, str]:
         f'[storage]\ndriver = "overlay"\ngraphroot = "{root / "storage"}"\n'
         f'runroot = "{root / "run"}"\n')
     runtime = shutil.which("runc", path="/usr/sbin:/usr/bin:/sbin:/bin") or "crun"
-    # Podman raises a container's open-file limit to the kernel's maximum, which this
-    # machine's own limit forbids: keep the caller's.
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # Podman raises a container's open-file and process limits to the kernel's maximum,
+    # which this machine's own limits forbid (runc: "error setting rlimits ... operation not
+    # permitted"): the caller's open-file limit, and 4096 processes.
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    nproc = min(resource.getrlimit(resource.RLIMIT_NPROC)[1], 4096)
     (root / "containers.conf").write_text(
-        f'[containers]\nnetns = "none"\ndefault_ulimits = ["nofile={soft}:{hard}"]\n\n'
+        f'[containers]\nnetns = "none"\n'
+        f'default_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]\n\n'
         f'[engine]\nruntime = "{runtime}"\n')
     return reader_env(root, CONTAINERS_STORAGE_CONF=str(root / "storage.conf"),
                       CONTAINERS_CONF=str(root / "containers.conf"), BUILDAH_RUNTIME=runtime)
