@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +158,37 @@ def make_run_dir(
     if claims is not None:
         dump("claims.json", dict(claims))
     return run_dir
+
+
+def fake_base(run_dir: Path) -> Callable[[str, Path], None]:
+    """A base image for a made-up run: one small layer, recorded as the run's base rootfs,
+    and a ``save(image, dest)`` that writes it as ``docker save`` does (the engine's stand-in
+    when an export carries the base)."""
+    import hashlib
+    import io
+    import tarfile
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        data = b"PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n"
+        info = tarfile.TarInfo("etc/os-release")
+        info.size, info.mtime = len(data), 0
+        tar.addfile(info, io.BytesIO(data))
+    layer = raw.getvalue()
+    diff_id = "sha256:" + hashlib.sha256(layer).hexdigest()
+    record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    record["base_image"]["rootfs"] = [diff_id]
+    (run_dir / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    config = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Cmd": ["bash"]},
+                         "rootfs": {"type": "layers", "diff_ids": [diff_id]}}).encode()
+
+    def save(_image: str, dest: Path) -> None:
+        with tarfile.open(dest, "w") as tar:
+            for name, blob in (("abc/layer.tar", layer), ("cfg.json", config),
+                               ("manifest.json", json.dumps([{
+                                   "Config": "cfg.json", "RepoTags": [_image],
+                                   "Layers": ["abc/layer.tar"]}]).encode())):
+                info = tarfile.TarInfo(name)
+                info.size = len(blob)
+                tar.addfile(info, io.BytesIO(blob))
+    return save

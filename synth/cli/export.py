@@ -15,7 +15,25 @@ from synth.ui import console
 
 if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
     from synth.export.artifact import ExportResult
+    from synth.verify.push import Pushed
 from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app
+
+#: How the published artifact is cited (synth.export.metadata) and where it is pushed.
+AuthorOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "--author", metavar="'GIVEN FAMILY <EMAIL>'", help="An author for CITATION.cff, "
+    ".zenodo.json and the RO-Crate (repeatable; default: the authors of task.toml's "
+    "citation table, else git config --global user.name).")]
+LicenseOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--license", metavar="SPDX-ID", help="The licence the artifact is published under "
+    "(an SPDX id; default: the license of task.toml's citation table).")]
+ReleaseOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--release", metavar="VERSION", help="The artifact's version (default: the run id).")]
+RepositoryOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--repository-url", metavar="URL", help="Where the research code lives (default: "
+    "the repository of task.toml's citation table, or its repo.url).")]
+PushOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--push", metavar="REGISTRY", help="Also push the base and the built image to REGISTRY "
+    "(a host, host:port or host/path), printing their digests.")]
 
 
 @app.command("export")
@@ -56,10 +74,16 @@ def export_cmd(
         "artifact, with an RO-Crate and a CycloneDX SBOM inside; print its sha256.")] = False,
     bundle: Annotated[bool, typer.Option("--bundle", help="Put every .deb, wheel and "
                                          "download under vendor/: it builds offline.")] = False,
+    author: AuthorOpt = None,
+    license_id: LicenseOpt = None,
+    release: ReleaseOpt = None,
+    repository_url: RepositoryOpt = None,
+    push: PushOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Distill a run into a rebuildable artifact (Dockerfile, locks, manifest, report)."""
     from synth.export.artifact import export_run, find_export_run, plan_json_of
+    from synth.export.metadata import CitationOptions
 
     fmt, run_ref = _export_target(run_arg, fmt, run_opt)
     settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
@@ -67,21 +91,33 @@ def export_cmd(
     if plan_only:
         console.write_json_text(plan_json_of(run_dir, include or ()))
         return
+    citation = CitationOptions(tuple(author or ()), license_id, release, repository_url)
     result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
                         force=force, allow_incomplete=allow_incomplete, allow_missing=allow_missing,
                         apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only,
-                        archive=archive, bundle=bundle)
-    _print_export(result, run_dir, json_out)
+                        archive=archive, bundle=bundle, citation=citation)
+    _print_export(result, run_dir, json_out, _push(result, push, settings))
 
 
-def _print_export(result: ExportResult, run_dir: Path, json_out: bool) -> None:
+def _push(result: ExportResult, registry: str | None, settings: Settings) -> Pushed | None:
+    """``--push REGISTRY``: the base and the built image, in the registry."""
+    if registry is None:
+        return None
+    from synth.verify.push import push_artifact
+
+    return push_artifact(result.artifact_dir, registry, settings, console.say)
+
+
+def _print_export(result: ExportResult, run_dir: Path, json_out: bool,
+                  pushed: Pushed | None = None) -> None:
     if json_out:
         console.print_json({"artifact_dir": str(result.artifact_dir), "run_dir": str(run_dir),
                             "warnings": list(result.warnings),
                             **({"bundle": result.bundle} if result.bundle else {}),
                             **({"archive": str(result.archive),
                                 "archive_sha256": result.archive_sha256}
-                               if result.archive else {})})
+                               if result.archive else {}),
+                            **({"pushed": pushed.to_json()} if pushed else {})})
         return
     for w in result.warnings:
         console.warn(w)
@@ -90,9 +126,10 @@ def _print_export(result: ExportResult, run_dir: Path, json_out: bool) -> None:
         from synth.export.bundle import describe
 
         console.say(describe(result.bundle))
-    if result.archive:
-        for line in (f"archive: {result.archive}", f"sha256: {result.archive_sha256}"):
-            console.say(line)
+    lines = [f"archive: {result.archive}", f"sha256: {result.archive_sha256}"] \
+        if result.archive else []
+    for line in [*lines, *(pushed.lines() if pushed else [])]:
+        console.say(line)
 
 
 def _export_target(run_arg: str | None, fmt: str, run_opt: str | None) -> tuple[str, str | None]:

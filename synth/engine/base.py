@@ -170,6 +170,20 @@ class Engine(Protocol):
         self, tar_path: Path, ref: str, *, labels: Mapping[str, str], cmd: str = "bash"
     ) -> str: ...
 
+    def save_image(self, ref: str, dest: Path) -> None:
+        """``docker save`` of ``ref`` into the file ``dest``."""
+        ...
+
+    def load_image(self, archive: Path) -> None:
+        """``docker load`` of an image archive, tagged as the archive names it."""
+        ...
+
+    def tag_image(self, image: str, ref: str) -> None: ...
+
+    def push_image(self, ref: str) -> str:
+        """Push ``ref`` to its registry; the manifest digest the registry gave it."""
+        ...
+
     def build(
         self, request: BuildRequest, *, cli: BuildCli | None = None,
         log_path: Path | None = None, on_line: Callable[[str], None] | None = None,

@@ -13,6 +13,7 @@ commands linked into ``/usr/local/bin``; the lock's sha256 is in the recipe and 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -27,6 +28,11 @@ from synth.engine.base import Engine
 from synth.errors import BaseImageError, UsageError
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+#: The registry part of a published synth base's name: a name no registry serves, so a
+#: missing base is an error on the reader's machine, never a pull from Docker Hub (where
+#: ``synth/…`` is a namespace synth does not own). Docker and Podman both keep local images
+#: under it.
+LOCAL_REGISTRY = "localhost/"
 
 
 TOOLS = ("debootstrap", "mmdebstrap")
@@ -90,7 +96,9 @@ RESEARCH_BASE = "synth/research:bookworm"
 
 
 def recipe_for(ref: str, mirror: str | None = None) -> BaseRecipe | None:
-    name, _, suite = ref.partition(":")
+    """The recipe of a synth base, named ``synth/<name>:<suite>`` or, as artifacts name
+    it, ``localhost/synth/<name>:<suite>``; None for any other image."""
+    name, _, suite = ref.removeprefix(LOCAL_REGISTRY).partition(":")
     if name not in KNOWN_BASES:
         return None
     return BaseRecipe(
@@ -300,7 +308,15 @@ def bootstrap(
             labels["synth.base.absent"] = absent
         image_id = engine.import_image(tar_path, ref, labels=labels)
     say(f"Made {ref} ({len(packages)} Debian packages, content {digest[:12]}).")
+    published = published_base(ref, _layers(engine, ref), labels,
+                               str(engine.image_inspect(ref).get("Architecture") or "amd64"))
+    if published is not None:  # what an artifact made on it records as base.published
+        say(f"Published as {published.ref}, digest {published.digest}.")
     return image_id
+
+
+def _layers(engine: Engine, ref: str) -> list[str]:
+    return list((engine.image_inspect(ref).get("RootFS") or {}).get("Layers") or [])
 
 
 def ensure_base_image(
@@ -424,3 +440,124 @@ def check_base(engine: Engine, base: Mapping[str, Any], *, allow_mismatch: bool 
             "this one anyway (the rebuild may then differ).")
     say(f"warning: base image {ref} differs from the recorded one (allowed).")
     return "differs from the recorded rootfs (allowed)"
+
+
+# ------------------------------------------------------------------ a published base
+
+@dataclass(frozen=True)
+class PublishedBase:
+    """A synth base as an artifact publishes it: under ``localhost/synth/…`` with a config
+    that is a pure function of its layers and recipe (:func:`image_archive.base_config`),
+    so its digest is known without the image and a base remade bit for bit has it too."""
+
+    ref: str
+    rootfs: tuple[str, ...]
+    architecture: str
+    #: The recipe's SOURCE_DATE_EPOCH (0 for a debootstrap base): the config's date.
+    created: int
+    #: The recipe, as the base's history line says how it was made.
+    created_by: str
+
+    def config(self, rootfs: Sequence[str] | None = None) -> bytes:
+        from synth.engine import image_archive
+
+        return image_archive.base_config(self.rootfs if rootfs is None else rootfs,
+                                         architecture=self.architecture,
+                                         created=self.created, created_by=self.created_by)
+
+    @property
+    def digest(self) -> str:
+        """The image ID Docker (classic store) and Podman show once it is loaded."""
+        from synth.engine import image_archive
+
+        return image_archive.config_digest(self.config())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.ref, "config_digest": self.digest, "rootfs": list(self.rootfs),
+                "architecture": self.architecture, "created": self.created,
+                "created_by": self.created_by}
+
+
+def published_base(ref: str, rootfs: Sequence[str], labels: Mapping[str, str],
+                   architecture: str) -> PublishedBase | None:
+    """How the base ``ref`` (with these rootfs layers and labels) is published; None for a
+    base synth did not make, or whose layers were not recorded."""
+    recipe = recipe_for(ref)
+    if recipe is None or not rootfs:
+        return None
+    describe = labels.get("synth.base.recipe") or recipe.describe()
+    parsed = parse_recipe(describe)
+    sde = parsed.source_date_epoch if parsed is not None else None
+    name = ref.removeprefix(LOCAL_REGISTRY)
+    return PublishedBase(ref=LOCAL_REGISTRY + name, rootfs=tuple(rootfs),
+                         architecture=architecture, created=sde or 0, created_by=describe)
+
+
+def publish_image(save: Callable[[str, Path], None], source: str, base: PublishedBase,
+                  dest: Path) -> str:
+    """Write ``base`` to the archive ``dest`` from the image ``source`` (its layers, saved
+    by ``save``, an engine's ``docker save``; the config made anew); returns the archive's
+    OCI manifest digest. The layers must be the recorded ones: another base is refused."""
+    from synth.engine import image_archive
+
+    with tempfile.TemporaryDirectory(prefix="synth-base-save-", dir=dest.parent) as tmp:
+        saved = Path(tmp) / "saved.tar"
+        save(source, saved)
+        config, layers = image_archive.read_saved(saved, Path(tmp))
+        saved.unlink()
+        got = list(json.loads(config).get("rootfs", {}).get("diff_ids") or [])
+        if got != list(base.rootfs):
+            raise BaseImageError(
+                f"{source} on this engine is not the base the run was made on: its layers "
+                f"are {_short(got)}, the run recorded {_short(base.rootfs)}.",
+                hint="Load or remake the original base (`synth base bootstrap`), or export "
+                "without carrying it.")
+        return image_archive.write_image(dest, base.ref, base.config(), layers).manifest
+
+
+def _image_id(engine: Engine, ref: str) -> str | None:
+    return str(engine.image_inspect(ref)["Id"]) if engine.image_exists(ref) else None
+
+
+def ensure_published(engine: Engine, base: Mapping[str, Any], artifact_dir: Path, *,
+                     allow_mismatch: bool = False, say: Callable[[str], None] = print) -> str:
+    """Before a rebuild: make the published base the Dockerfile names (``FROM
+    localhost/synth/…``) resolve to the recorded digest. From the engine when it has it,
+    else from the artifact's ``base/`` archive, else published anew from the run's base
+    (checked, or remade from its recipe, by :func:`check_base`). Returns what was done."""
+    pub = base["published"]
+    ref, want = str(pub["ref"]), str(pub["config_digest"])
+    if _image_id(engine, ref) == want:
+        return f"{ref} is on this engine at the recorded digest {want[:19]}"
+    archive = pub.get("archive")
+    if archive and (artifact_dir / str(archive)).is_file() \
+            and not (artifact_dir / str(archive)).is_symlink():
+        engine.load_image(artifact_dir / str(archive))
+        got = _image_id(engine, ref)
+        if got != want:
+            raise BaseImageError(f"{artifact_dir / str(archive)} loads {ref} as {got}, not "
+                                 f"the recorded {want}.")
+        return f"{ref} loaded from {archive} (digest {want[:19]}, as recorded)"
+    source = str(base.get("ref") or "")
+    found = check_base(engine, base, allow_mismatch=allow_mismatch, say=say)
+    made = PublishedBase(ref, tuple(_layers(engine, source)), str(pub["architecture"]),
+                         int(pub["created"]), str(pub["created_by"]))
+    with tempfile.TemporaryDirectory(prefix="synth-base-pub-") as tmp:
+        publish_image(engine.save_image, source, made, Path(tmp) / "base.tar")
+        engine.load_image(Path(tmp) / "base.tar")
+    if made.digest == want:
+        return f"{ref} published from {source} ({found}): digest {want[:19]}, as recorded"
+    say(f"warning: {ref} made from {source} has digest {made.digest[:19]}, not the recorded "
+        f"{want[:19]}: the base was remade, but not bit for bit (allowed).")
+    return f"{ref} published from {source} ({found}), with another digest (allowed)"
+
+
+def prepare_base(engine: Engine, base: Mapping[str, Any], artifact_dir: Path, *,
+                 allow_mismatch: bool = False, say: Callable[[str], None] = print) -> str:
+    """Before a rebuild: the base the artifact's Dockerfile names, on this engine and the
+    one recorded — the published base (:func:`ensure_published`) when the manifest has one,
+    else the run's own base (:func:`check_base`, for an artifact exported before)."""
+    if isinstance(base.get("published"), Mapping):
+        return ensure_published(engine, base, artifact_dir, allow_mismatch=allow_mismatch,
+                                say=say)
+    return check_base(engine, base, allow_mismatch=allow_mismatch, say=say)

@@ -88,6 +88,81 @@ def find_build_cli(configured: str | None = None) -> BuildCli:
     )
 
 
+#: How a reader builds an artifact with each builder (the artifact README's lines, and what
+#: ``synth doctor`` reports): kind -> (who has it, the command, with ``{dockerfile}`` where
+#: the legacy variant is named, and what the builder cannot do, or None).
+READER_BUILDS: dict[str, tuple[str, str, str | None]] = {
+    "buildx": ("Docker with the buildx plugin", "docker buildx build --load", None),
+    "builtin": ("Docker older than 23.0 (BuildKit built in)", "DOCKER_BUILDKIT=1 docker build",
+                None),
+    "legacy": ("Docker 23 or newer without buildx (the legacy builder)",
+               "DOCKER_BUILDKIT=0 docker build -f Dockerfile.legacy",
+               "no RUN --mount and no build secrets: it builds Dockerfile.legacy, which "
+               "copies the locks (and a bundle's files) into layers and passes no CA bundle"),
+    "podman": ("Podman", "podman build --format docker", None),
+    "buildah": ("Buildah", "buildah build --format docker", None),
+}
+
+
+@dataclass(frozen=True)
+class Builder:
+    """A builder found on this machine: which kind (:data:`READER_BUILDS`), where, which
+    version."""
+
+    kind: str
+    path: str
+    version: str
+
+    @property
+    def cannot(self) -> str | None:
+        return READER_BUILDS[self.kind][2]
+
+    def describe(self) -> str:
+        who, command, cannot = READER_BUILDS[self.kind]
+        return (f"{self.path} {self.version}: {who}, `{command}`"
+                + (f"; {cannot}" if cannot else ""))
+
+
+def _tool_version(path: str) -> str | None:
+    """``podman --version`` -> ``4.3.1``."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30,
+                             check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = out.stdout.split()
+    return words[2].rstrip(",") if out.returncode == 0 and len(words) > 2 else None
+
+
+def docker_kind(path: str, version: str) -> str:
+    """buildx, builtin (a CLI before 23.0, BuildKit built in) or legacy."""
+    if _has_buildx(path):
+        return "buildx"
+    major = version.split(".", maxsplit=1)[0]
+    return "builtin" if major.isdigit() and int(major) < 23 else "legacy"
+
+
+def find_builders(configured: str | None = None) -> list[Builder]:
+    """Every builder on this machine: each docker CLI (``configured`` first), Podman and
+    Buildah, with what it can build."""
+    found: list[Builder] = []
+    seen: set[str] = set()
+    for cand in [c for c in (configured, *_CANDIDATES) if c]:
+        path = shutil.which(cand)
+        if not path or os.path.realpath(path) in seen:
+            continue
+        seen.add(os.path.realpath(path))
+        version = _client_version(path)
+        if version is not None:
+            found.append(Builder(docker_kind(path, version), path, version))
+    for tool in ("podman", "buildah"):
+        path = shutil.which(tool)
+        version = _tool_version(path) if path else None
+        if path and version:
+            found.append(Builder(tool, path, version))
+    return found
+
+
 @dataclass(frozen=True)
 class BuildRequest:
     context: Path
@@ -97,6 +172,9 @@ class BuildRequest:
     secrets: Mapping[str, Path] = field(default_factory=dict)
     build_args: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: Mark the image as synth's (``synth.managed=1``, for gc); False for an image that is
+    #: published (``synth export --push``): it carries only the Dockerfile's OCI labels.
+    managed: bool = True
     no_cache: bool = False
     network: str | None = None
     #: Extra ``/etc/hosts`` entries for the build (``--add-host name:ip``).
@@ -124,7 +202,8 @@ def build_image(
         argv += ["--secret", f"id={sid},src={src}"]
     for k, v in sorted(request.build_args.items()):
         argv += ["--build-arg", f"{k}={v}"]
-    for k, v in sorted({"synth.managed": "1", **request.labels}.items()):
+    for k, v in sorted({**({"synth.managed": "1"} if request.managed else {}),
+                        **request.labels}.items()):
         argv += ["--label", f"{k}={v}"]
     argv.append(str(request.context))
     tail: list[str] = []

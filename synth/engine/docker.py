@@ -248,10 +248,46 @@ class DockerEngine:
         return str(self.image_inspect(ref)["Id"])
 
     def save_image(self, ref: str, dest: Path) -> None:
-        image = self.client.images.get(ref)
-        with self.slow_call(), dest.open("wb") as fh:
-            for chunk in image.save(named=True):
-                fh.write(chunk)
+        try:
+            image = self.client.images.get(ref)
+            with self.slow_call(), dest.open("wb") as fh:
+                for chunk in image.save(named=True):
+                    fh.write(chunk)
+        except docker.errors.ImageNotFound as exc:
+            raise EngineError(f"Image {ref} does not exist on this engine.") from exc
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"docker save of {ref} failed: {_short(exc)}") from exc
+
+    def load_image(self, archive: Path) -> None:
+        """``docker load`` of an image archive (``docker save``'s or an OCI layout tar);
+        it is tagged with the name the archive gives it."""
+        try:
+            with self.slow_call(), archive.open("rb") as fh:
+                self.api.load_image(fh)  # type: ignore[no-untyped-call]
+        except docker.errors.APIError as exc:
+            raise EngineError(f"docker load of {archive} failed: {_short(exc)}") from exc
+
+    def tag_image(self, image: str, ref: str) -> None:
+        repo, tag = split_ref(ref)
+        try:
+            self.api.tag(image, repo, tag)
+        except docker.errors.APIError as exc:
+            raise EngineError(f"Cannot tag {image} as {ref}: {_short(exc)}") from exc
+
+    def push_image(self, ref: str) -> str:
+        """``docker push`` of ``ref``; returns the digest the registry gave its manifest."""
+        repo, tag = split_ref(ref)
+        digest, error = None, None
+        try:
+            with self.slow_call():
+                for event in self.api.push(repo, tag, stream=True, decode=True):
+                    error = event.get("error") or error
+                    digest = (event.get("aux") or {}).get("Digest") or digest
+        except docker.errors.APIError as exc:
+            raise EngineError(f"docker push of {ref} failed: {_short(exc)}") from exc
+        if error or not digest:
+            raise EngineError(f"docker push of {ref} failed: {error or 'no digest returned'}")
+        return str(digest)
 
     def remove_image(self, ref: str) -> None:
         try:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from synth.config import Settings
 from synth.engine.base_images import KNOWN_BASES
-from synth.engine.build import find_build_cli
+from synth.engine.build import find_build_cli, find_builders
 from synth.engine.docker import DockerEngine, docker_host
 from synth.errors import EngineUnavailableError, SynthError
 from synth.formats.limits import Limits
@@ -47,7 +47,8 @@ class DoctorReport:
 def diagnose(settings: Settings) -> DoctorReport:
     """Run every check (``synth doctor``), in the order they are shown."""
     engine, engine_check = _connect()
-    checks = [engine_check, _buildkit_check(settings), _debootstrap_check()]
+    checks = [engine_check, _buildkit_check(settings), builders_check(settings),
+              _debootstrap_check()]
     if engine is not None:
         checks += [_gpu_check(engine), _limits_check(engine), *_base_checks(engine)]
     checks.append(_ca_bundle_check(settings))
@@ -85,6 +86,21 @@ def _buildkit_check(settings: Settings) -> Check:
         return Check("buildkit_cli", "fail", exc.message, exc.hint)
     how = "docker buildx build" if cli.mode == "buildx" else "DOCKER_BUILDKIT=1 docker build"
     return Check("buildkit_cli", "ok", f"{cli.path} {cli.client_version} via {how}")
+
+
+def builders_check(settings: Settings) -> Check:
+    """Every builder an artifact's reader could use here, and what each cannot do (the
+    artifact README gives one command per builder)."""
+    builders = find_builders(settings.docker_cli)
+    if not builders:
+        return Check("builders", "warn", "no docker CLI, Podman or Buildah found",
+                     "Install docker.io (or the buildx plugin), or podman.")
+    full = [b for b in builders if b.cannot is None]
+    return Check("builders", "ok" if full else "warn",
+                 "; ".join(b.describe() for b in builders),
+                 None if full else "Install the buildx plugin, or podman: the legacy builder "
+                 "cannot pass the CA secret, so it builds only without a TLS-intercepting "
+                 "proxy (or a bundled artifact, with no network).")
 
 
 def _debootstrap_check() -> Check:

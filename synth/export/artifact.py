@@ -36,12 +36,14 @@ from synth.export import final_state, publish
 from synth.export.apt_source import AptSources, apt_sources
 from synth.export.build_lock import complete_lock, local_build_requires, lock_manifest
 from synth.export.lock import Lock, LockTarget, lock_env, target_for
+from synth.export.metadata import Citation, CitationOptions, Publication, make_citation
 from synth.export.render import reader_facts, render_artifact
 from synth.formats import artifact_files
 from synth.formats.model import MANIFEST_FORMAT, DistillReport
 from synth.formats.store import (
     CLAIMS,
     MANIFEST,
+    VERIFICATION,
     ArtifactDir,
     RunDir,
     is_dir,
@@ -157,8 +159,9 @@ def _download_hashes(run: LoadedRun, classified: Sequence[Classified]) -> dict[s
 
 def _file_digests(root: Path, known: Mapping[str, str]) -> dict[str, str]:
     """The digest of every file and link under ``root`` by its path there (the one rule of
-    :mod:`synth.formats.artifact_files`); the ``known`` ones are not read again."""
-    return artifact_files.digests(root, known=known)
+    :mod:`synth.formats.artifact_files`); the ``known`` ones are not read again.
+    ``verification.json`` is verify's record, kept across exports: never listed."""
+    return artifact_files.digests(root, skip=(VERIFICATION.rel,), known=known)
 
 
 def _apt_timestamp(run: LoadedRun) -> str | None:
@@ -292,6 +295,12 @@ class ArtifactParts:
     settings: Settings
     #: ``source/`` (the final /workspace) and ``source.patch``, made beside the artifact.
     staged: final_state.StagedSource
+    #: Who made it and how it is published (CITATION.cff, labels, .zenodo.json, RO-Crate).
+    citation: Citation
+    #: Where it goes (a verification.json there is kept), and how the base is saved to be
+    #: carried (with ``archive`` or ``bundle``; None: the engine's ``docker save``).
+    dest: Path
+    save_base: publish.BaseSaver | None = None
 
 
 @gc_paused()
@@ -308,8 +317,8 @@ def export_run(
     allow_missing: bool = False,
     apt_snapshot: str | None = None,
     apt_snapshot_only: bool = False,
-    archive: bool = False,
-    bundle: bool = False,
+    archive: bool = False, bundle: bool = False,
+    citation: CitationOptions | None = None, save_base: publish.BaseSaver | None = None,
 ) -> ExportResult:
     """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``).
 
@@ -318,8 +327,10 @@ def export_run(
     snapshot archive URL template for .debs (docs/export.md, Durability). ``archive``:
     add an RO-Crate and a CycloneDX SBOM and write a deterministic ``.tar.gz`` beside.
     ``bundle``: every file the build needs in ``vendor/`` (synth.export.bundle): builds offline.
-    A run that is not trustworthy (not ``succeeded``, audit unverified) is refused unless
-    ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact."""
+    Both carry the base (``save_base`` saves it; default: the engine). ``citation``: the
+    authors, licence, version (synth.export.metadata). A run that is not trustworthy (not
+    ``succeeded``, audit unverified) is refused unless ``allow_incomplete``; ``force`` lets
+    an explicit ``out_dir`` replace an artifact."""
     problems = check_trust(run_dir, allow_incomplete=allow_incomplete)
     dest = (out_dir or run_dir / "export").absolute()
     check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
@@ -338,8 +349,9 @@ def export_run(
                       _source_dir(run, plan))
     parts = ArtifactParts(
         run=run, plan=plan, report=report, locks=locks, apt=apt, archive=archive,
-        epoch=publish.source_date_epoch(run) if archive else 0, bundle=bundle,
-        settings=settings, staged=staged)
+        epoch=(epoch := publish.source_date_epoch(run)), bundle=bundle, settings=settings,
+        staged=staged, citation=make_citation(plan, run, citation or CitationOptions(), epoch),
+        dest=dest, save_base=save_base)
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
         tmp = Path(tmp_str) / "artifact"
@@ -403,21 +415,23 @@ def assemble_artifact(
         warnings.append("--bundle: these kept steps still reach the network, so the "
                         "artifact does not build offline: "
                         + "; ".join(map(str, summary["needs_network"])))  # type: ignore[call-overload]
+    publication, notes = publish.prepare(
+        tmp, parts.run, parts.plan, parts.citation, parts.dest,
+        carry_base=parts.archive or parts.bundle, archive=parts.archive, save=parts.save_base)
+    warnings += notes
     files = render_artifact(parts.plan, parts.report, parts.locks, apt=parts.apt,
-                            reader=reader_facts(parts.run.info.task_file), bundle=summary)
+                            reader=reader_facts(parts.run.info.task_file), bundle=summary,
+                            publication=publication)
     digests = {}
     for name, content in files.items():  # plan.json among them
         data = content.encode("utf-8") if isinstance(content, str) else content
         (tmp / name).write_bytes(data)
         digests[name] = hashlib.sha256(data).hexdigest()
     warnings += copy_run_inputs(tmp, parts)
-    if parts.archive:
-        (tmp / publish.SBOM).write_text(publish.sbom_json(parts.plan, parts.locks, parts.epoch),
-                                        encoding="utf-8")
-    if parts.archive:  # it names every file; the manifest, written last, hashes it too
-        (tmp / publish.RO_CRATE).write_text(
-            publish.ro_crate_json(tmp, parts.plan, parts.run, parts.epoch), encoding="utf-8")
-    manifest = manifest_json(tmp, parts, warnings, summary, digests)
+    if parts.archive:  # SBOM, .zenodo.json, then the RO-Crate naming every file
+        digests = publish.write_metadata(tmp, parts.run, parts.plan, parts.locks, parts.epoch,
+                                         publication, digests)
+    manifest = manifest_json(tmp, parts, warnings, summary, digests, publication)
     (tmp / MANIFEST.rel).write_text(dumps_json(manifest), encoding="utf-8")
     return tuple(sorted(set(warnings))), summary
 
@@ -473,7 +487,8 @@ def _task_file_text(task_file: str | None) -> bytes | None:
 
 def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
                   summary: dict[str, object] | None = None,
-                  digests: Mapping[str, str] | None = None) -> dict[str, Any]:
+                  digests: Mapping[str, str] | None = None,
+                  publication: Publication | None = None) -> dict[str, Any]:
     """``manifest.json`` of the artifact in ``tmp``: it hashes every file written so far.
     ``digests``: the sha256 of files already known by their path in the artifact (the
     rendered ones, hashed from the bytes written: a long log's export report is 40 MB)."""
@@ -488,9 +503,10 @@ def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
         "export_format": "Dockerfile",
         "base_image": {"ref": plan.base_ref, "id": plan.base_id, "digest": plan.base_digest},
         "apt": apt_manifest(plan, parts.apt),
-        "base": base_manifest(plan.base_ref, plan.base_id, plan.base_digest,
-                              run.info.base_rootfs, run.info.base_repo_digests,
-                              run.info.base_labels),
+        "base": {**base_manifest(plan.base_ref, plan.base_id, plan.base_digest,
+                                 run.info.base_rootfs, run.info.base_repo_digests,
+                                 run.info.base_labels),
+                 **publish.base_published(publication)},
         "python": plan.python,
         "locks": {lk.env.lock_file: lock_manifest(lk) for lk in locks},
         # A bundle carries the wheelhouse wheels in vendor/wheels.

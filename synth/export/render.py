@@ -30,6 +30,7 @@ from synth.export.apt_source import AptSources, apt_sources
 from synth.export.build_lock import native_build_constraints
 from synth.export.bundle import BUILD_VENDOR, describe
 from synth.export.lock import Lock, render_lock
+from synth.export.metadata import Publication, default_publication, oci_labels
 from synth.formats.model import (
     PLAN_FILE,
     BuildPlan,
@@ -175,7 +176,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(shjoin=shjoin, shquote=shquote, shvalue=shvalue, dockerenv=dockerenv,
                        mdcode=mdcode, mdcell=mdcell, mdline=mdline, outcome_rows=outcome_rows,
-                       wordlines=wordlines, yaml_str=yaml_str,
+                       wordlines=wordlines, yaml_str=yaml_str, commented=commented,
                        json_argv=json_argv, dirname=posixpath.dirname,
                        basename=posixpath.basename, repo_name=repo_name)
     return env
@@ -232,9 +233,10 @@ def uses_cuda(locks: Sequence[Lock]) -> bool:
                for lk in locks for p in lk.pins)
 
 
-def base_recipe(plan: BuildPlan) -> dict[str, str] | None:
+def base_recipe(plan: BuildPlan, name: str | None = None) -> dict[str, str] | None:
     """How the base was made when synth made it (debootstrap + docker import), as commands
-    a reader runs without synth; None for a base synth does not make."""
+    a reader runs without synth, importing it as ``name`` (default: the plan's base); None
+    for a base synth does not make."""
     from synth.engine.base_images import (
         DEFAULT_MIRROR,
         PYPI_LOCKS,
@@ -263,7 +265,7 @@ def base_recipe(plan: BuildPlan) -> dict[str, str] | None:
                        f"{recipe.mirror}",
         "clean": "find rootfs/var/cache/apt/archives rootfs/var/lib/apt/lists -maxdepth 1 "
                  "-type f -delete",
-        "import": f"tar --numeric-owner -C rootfs -c . | docker import - {plan.base_ref}",
+        "import": f"tar --numeric-owner -C rootfs -c . | docker import - {name or plan.base_ref}",
     }
 
 
@@ -291,6 +293,11 @@ def check_line(image: str, reader: ReaderFacts) -> str | None:
     if re.search(r"[$`\\!*?~]|[<>|;&]", cmd):
         return f"docker run --rm -w {shquote(reader.workdir)} {image} bash -c {shlex.quote(cmd)}"
     return f"docker run --rm -w {shquote(reader.workdir)} {image} {cmd}"
+
+
+def commented(line: str, note: str, width: int = 66) -> str:
+    """A command with a short note after it (``   # note``), aligned."""
+    return f"{line.ljust(width)}   # {note}"
 
 
 def yaml_str(text: str) -> str:
@@ -336,9 +343,17 @@ def render_apt_lock(plan: BuildPlan) -> str:
 
 
 def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock],
-                               bundled: bool = False) -> list[tuple[str, str]]:
+                               bundled: bool = False,
+                               publication: Publication | None = None) -> list[tuple[str, str]]:
+    """Every file of the artifact (of its archive, with ``--archive``), with what it is: the
+    README's table."""
+    pub = publication or default_publication(plan)
     files = [
         ("Dockerfile", "the build: base, apt, Python lock, source, native builds, ENV"),
+        ("Dockerfile.legacy", "the same steps for a builder without BuildKit (files copied "
+         "in instead of mounted; no CA secret)"),
+        (".dockerignore", "keeps the base's archive out of the build context"),
+        ("README.md", "this file: how to load the base, build, run and verify"),
         ("apt.lock", "Debian packages: name=version, architecture, sha256, size, source URL"),
     ]
     files += [(lk.env.lock_file, f"pins with sha256 hashes for {lk.env.python}") for lk in locks]
@@ -352,8 +367,14 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock],
         ("export-report.json", "the export report, for machines"),
         (PLAN_FILE, "the build plan and distill report the other files were rendered from"),
         ("task.toml", "the task's probes, for `synth verify`"),
-        ("CITATION.cff", "citation metadata: fill in the authors"),
+        ("CITATION.cff", "how to cite this environment (Citation File Format 1.2.0)"),
     ]
+    files += _optional_files(plan, bundled, pub)
+    return sorted(files)
+
+
+def _optional_files(plan: BuildPlan, bundled: bool, pub: Publication) -> list[tuple[str, str]]:
+    files = []
     if plan.apt.debs:
         files.append(("apt-fetch.sh", "fetches apt.lock's .debs by URL and checks their sha256"))
     if plan.claims:
@@ -371,7 +392,27 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock],
     if plan.carried:
         files.append(("carried/", "files of installed distributions the agent modified"))
         files.append(("carried*.sha256", "their sha256, checked after they are put back"))
-    return sorted(files)
+    if pub.base.archive:
+        files.append((pub.base.archive, f"the base image {pub.base.ref} ({pub.base.digest}), "
+                      "for `docker load` / `podman load`"))
+    if pub.archive:
+        files += [("sbom.cdx.json", "CycloneDX 1.6 SBOM: the base's and the added Debian "
+                   "packages, every Python pin, what was built here"),
+                  ("ro-crate-metadata.json", "RO-Crate metadata: every file with its sha256, "
+                   "the licence, how it was made"),
+                  (".zenodo.json", "deposit metadata for Zenodo")]
+    if pub.verification:
+        files.append(("verification.json", "the last `synth verify --rebuild` of this "
+                      "artifact: levels, digests, when, on which machine"))
+    return files
+
+
+def reader_builds() -> list[dict[str, str | None]]:
+    """One build command per builder a reader may have (synth.engine.build.READER_BUILDS)."""
+    from synth.engine.build import READER_BUILDS
+
+    return [{"kind": kind, "who": who, "command": command, "cannot": cannot}
+            for kind, (who, command, cannot) in READER_BUILDS.items()]
 
 
 def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], *,
@@ -379,7 +420,8 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
                     apt: AptSources | None = None,
                     reader: ReaderFacts | None = None,
                     bundle: dict[str, Any] | None = None,
-                    py_source: Mapping[str, str] | None = None) -> dict[str, str | bytes]:
+                    py_source: Mapping[str, str] | None = None,
+                    publication: Publication | None = None) -> dict[str, str | bytes]:
     """Every generated file of the artifact (not the manifest), by name: its text, or the
     bytes of the two JSON reports (:func:`report_files`), written as they are.
 
@@ -387,11 +429,17 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
     Dockerfile then installs from ``vendor/`` only, with no network. ``py_source``: where
     the Python install takes packages from: ``{"kind": "index"}`` (the default: the lock's
     indexes) or ``{"kind": "vendor", "source": FOLDER-IN-CONTEXT, "dir": PATH-IN-BUILD}``
-    (a folder of wheels and sdists, no network; the bundle's ``vendor/wheels``)."""
+    (a folder of wheels and sdists, no network; the bundle's ``vendor/wheels``).
+    ``publication``: the citation and how the base is named (synth.export.metadata); by
+    default the plan's own, with no authors."""
     apt = apt or apt_sources(None, plan.apt.timestamp)
-    ctx = _context(plan, report, locks, apt, reader or ReaderFacts(), bundle, py_source)
+    reader = reader or ReaderFacts()
+    ctx = _context(plan, report, locks, apt, reader, bundle, py_source,
+                   publication or default_publication(plan, reader.description))
     files: dict[str, str | bytes] = {
-        "Dockerfile": _render("Dockerfile.j2", ctx),
+        "Dockerfile": _render("Dockerfile.j2", {**ctx, "legacy": False}),
+        "Dockerfile.legacy": _render("Dockerfile.j2", {**ctx, "legacy": True}),
+        ".dockerignore": _render("dockerignore.j2", ctx),
         "README.md": _render("README.md.j2", ctx),
         "CITATION.cff": _render("CITATION.cff.j2", ctx),
         "export-report.md": _render("export-report.md.j2", ctx),
@@ -431,7 +479,7 @@ def carried_files(plan: BuildPlan) -> dict[str, str]:
 
 def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt: AptSources,
              reader: ReaderFacts, bundle: dict[str, Any] | None,
-             py_source: Mapping[str, str] | None) -> dict[str, Any]:
+             py_source: Mapping[str, str] | None, publication: Publication) -> dict[str, Any]:
     """What the templates see."""
     if py_source is None and bundle is not None:
         py_source = {"kind": "vendor", "source": "vendor/wheels", "dir": f"{BUILD_VENDOR}/wheels"}
@@ -439,7 +487,7 @@ def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt:
     return {
         "reader": reader,
         "cuda": uses_cuda(locks),
-        "base_recipe": base_recipe(plan),
+        "base_recipe": base_recipe(plan, publication.base.ref),
         "wheels": wheel_rows(locks),
         "check_argv": ["bash", "-c", f"cd {shquote(reader.workdir)} && {reader.cpu_command}"]
         if reader.cpu_command else None,
@@ -452,7 +500,12 @@ def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt:
         "by_decision": by_decision(report.outcomes),
         "counts": decision_counts(report.outcomes),
         "artifact_ref": f"{plan.task}/{plan.run_id}",
-        "files": artifact_files_description(plan, locks, bundled=bundle is not None),
+        "files": artifact_files_description(plan, locks, bundled=bundle is not None,
+                                            publication=publication),
+        "citation": publication.citation,
+        "base": publication.base,
+        "labels": oci_labels(plan, publication.citation, publication.base),
+        "builds": reader_builds(),
         "apt_sources": apt,
         "apt_debs_dir": APT_DEBS_DIR,
         "bundle": bundle,

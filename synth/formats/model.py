@@ -35,6 +35,8 @@ PLAN_FORMAT = 2
 PLAN_FILE = "plan.json"
 #: verify.json: :class:`VerifyDocument` writes it, the store refuses a newer one.
 VERIFY_FORMAT = 1
+#: ``verification.json``, the record verify leaves in an artifact folder.
+VERIFICATION_FORMAT = 1
 
 
 _new_tuple = tuple.__new__
@@ -764,7 +766,7 @@ class BuildPlan:
 
     @property
     def regenerate_command(self) -> str:
-        return f"synth export Dockerfile --run {self.task}/{self.run_id}"
+        return f"synth export {self.task}/{self.run_id}"
 
     def to_json(self) -> dict[str, Any]:
         return {"format": PLAN_FORMAT, **_plain(self)}
@@ -1333,3 +1335,41 @@ class VerifyDocument:
         if self.scores:
             doc["scores"] = {k: dict(v) for k, v in sorted(self.scores.items())}
         return doc
+
+
+@dataclass(frozen=True)
+class VerificationRecord:
+    """``verification.json``: what one ``synth verify --rebuild`` of an artifact found,
+    kept in the artifact folder and travelling with it (the archive and the bundle carry
+    it; a re-export keeps it). ``raw`` is the whole document; the typed fields are what a
+    later verify compares its own result with (synth.verify.record)."""
+
+    date: str
+    synth_version: str
+    passed: bool
+    levels: Mapping[str, str]
+    highest: str | None
+    fidelity: bool | None
+    #: sha256 of the artifact's manifest.json (which hashes every file) it verified.
+    artifact_sha256: str | None
+    #: The rebuilt image's ID and the base it was built on.
+    image_id: str | None
+    base_digest: str | None
+    docker_version: str | None
+    architecture: str | None
+    gpu_driver: str | None
+    raw: Mapping[str, Any]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> VerificationRecord:
+        fidelity = d.get("fidelity")
+        return cls(date=str(d["date"]), synth_version=str(d["synth_version"]),
+                   passed=bool(d["passed"]),
+                   levels={str(k): str(v) for k, v in (d.get("levels") or {}).items()},
+                   highest=_text(d.get("highest")),
+                   fidelity=fidelity if isinstance(fidelity, bool) else None,
+                   artifact_sha256=_text(d.get("artifact_sha256")),
+                   image_id=_text(d.get("image_id")), base_digest=_text(d.get("base_digest")),
+                   docker_version=_text(d.get("docker_version")),
+                   architecture=_text(d.get("architecture")),
+                   gpu_driver=_text(d.get("gpu_driver")), raw=d)

@@ -62,6 +62,9 @@ EXPORT_REPORT = FileKind("export-report.json", "export-report", model.EXPORT_REP
                          64 * MiB)
 VERIFY_DOCUMENT = FileKind("verify.json", "verify", model.VERIFY_FORMAT, 64 * MiB)
 PLAN = FileKind(model.PLAN_FILE, "plan", model.PLAN_FORMAT, 64 * MiB)
+#: Written by verify into the artifact folder; it travels with the artifact.
+VERIFICATION = FileKind("verification.json", "verification", model.VERIFICATION_FORMAT,
+                        1 * MiB)
 
 #: The run files an export is distilled from; their sha256 goes into the manifest.
 INPUT_FILES = (RUN_RECORD, AUDIT_LOG, APT_STATE, DIFF_STATE, ENV_STATE, PYTHON_STATE,
@@ -374,6 +377,14 @@ class ArtifactDir(_Folder):
             return None
         path = self.file(PLAN)
         return model.read_plan_document(load_json(path, PLAN), str(path))[0]
+
+    def verification(self) -> model.VerificationRecord | None:
+        """``verification.json``, the last ``synth verify --rebuild`` of this artifact (the
+        author's, in a published one), or None when it has none."""
+        if not self.has(VERIFICATION):
+            return None
+        return model.VerificationRecord.from_json(
+            load_json(self.file(VERIFICATION), VERIFICATION))
 
     def export_report(self) -> model.ExportReport | None:
         """``export-report.json``, or None when the artifact has none."""

@@ -213,6 +213,20 @@ class LimitsSpec(BaseModel):
             raise ValueError(str(exc)) from None
 
 
+class CitationSpec(BaseModel):
+    """``[citation]``: who made the environment and under which licence it is published
+    (the artifact's CITATION.cff, .zenodo.json, OCI labels and RO-Crate; docs/export.md)."""
+
+    model_config = _Strict
+    #: ``"Given Family <email>"`` or ``"Family, Given"`` each.
+    authors: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(
+        default_factory=list)
+    #: An SPDX licence id; the artifact carries the research code, so usually its licence.
+    license: str | None = None
+    #: Where the research code lives, for a task whose repo is a local folder.
+    repository: str | None = None
+
+
 class Task(BaseModel):
     model_config = _Strict
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=100)]
@@ -228,6 +242,8 @@ class Task(BaseModel):
     verify: VerifySettings = VerifySettings()
     #: Resource limits of its containers (``[limits]``).
     limits: LimitsSpec = LimitsSpec()
+    #: Who made it and its licence, for the published artifact (``[citation]``).
+    citation: CitationSpec = CitationSpec()
 
     # Set by load_task, not part of the file.
     task_dir: Path = Field(default=Path(), exclude=True)

@@ -30,7 +30,7 @@ def read_manifest(artifact_dir: Path) -> dict[str, Any]:
     artifact = ArtifactDir(artifact_dir)
     if not artifact.has(MANIFEST):
         raise NotFoundError(f"{artifact_dir} is not a synth artifact (no manifest.json).",
-                            hint="Make one with `synth export Dockerfile --run RUN`.")
+                            hint="Make one with `synth export RUN`.")
     return dict(artifact.manifest().raw)
 
 
@@ -88,10 +88,12 @@ def build_artifact(
     labels: Mapping[str, str] | None = None,
     network: str | None = None,
     add_hosts: Mapping[str, str] | None = None,
+    published: bool = False,
 ) -> str:
     """Build ``artifact_dir`` as ``tag``; returns the image ID. Raises BuildError.
 
-    ``network`` (``host``, ``none``) and ``add_hosts`` go to ``docker build`` as given."""
+    ``network`` (``host``, ``none``) and ``add_hosts`` go to ``docker build`` as given.
+    ``published``: an image to publish (``export --push``), with none of synth's labels."""
     artifact_dir = artifact_dir.resolve()
     manifest = read_manifest(artifact_dir)
     cli = find_build_cli(settings.docker_cli)
@@ -101,13 +103,14 @@ def build_artifact(
         secrets = {"cacert": settings.ca_bundle} if settings.ca_bundle else {}
         request = BuildRequest(
             context=context, tag=tag, secrets=secrets, no_cache=no_cache,
-            labels={"synth.artifact": str(manifest.get("task", "")),
-                    "synth.run": str(manifest.get("run_id", "")),
-                    # Rebuilt images are synth's own, not the base they start from.
-                    "synth.managed": "1", "synth.kind": "rebuilt",
-                    "synth.artifacts": str(settings.artifacts_dir.resolve()),
-                    **(labels or {})},
-            network=network, add_hosts=dict(add_hosts or {}),
+            labels=dict(labels or {}) if published else {
+                "synth.artifact": str(manifest.get("task", "")),
+                "synth.run": str(manifest.get("run_id", "")),
+                # Rebuilt images are synth's own, not the base they start from.
+                "synth.managed": "1", "synth.kind": "rebuilt",
+                "synth.artifacts": str(settings.artifacts_dir.resolve()),
+                **(labels or {})},
+            network=network, add_hosts=dict(add_hosts or {}), managed=not published,
         )
         previous = _image_id(cli.path, tag)
         with build_cache.tracked(cli.path, settings.artifacts_dir):

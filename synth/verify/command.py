@@ -74,14 +74,13 @@ from synth.verify.outcome import (
     VerifyOutcome,
 )
 from synth.verify.rebuild import (
-    VERIFICATION_FILE,
     artifact_for_run,
     check_offline,
     checked_artifact,
     rebuild,
     rebuilt_tag,
 )
-from synth.verify.record import verification_record
+from synth.verify.record import write_record
 
 if TYPE_CHECKING:
     from synth.engine.docker import DockerEngine
@@ -467,10 +466,10 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
     python = _manifest_python(manifest, artifact_dir)
     check = checked_artifact(artifact_dir, opts.allow_modified, say)
     if isinstance(manifest.raw.get("base"), Mapping):
-        from synth.engine.base_images import check_base
+        from synth.engine.base_images import prepare_base
 
-        say("Base image: " + check_base(engine, manifest.raw["base"],
-                                        allow_mismatch=opts.allow_base_mismatch, say=say))
+        say("Base image: " + prepare_base(engine, manifest.raw["base"], artifact_dir,
+                                          allow_mismatch=opts.allow_base_mismatch, say=say))
     tag = rebuilt_tag(target.name, check.files, ArtifactDir(artifact_dir).manifest_bytes())
     build = rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress, opts.offline)
     say(f"Verifying the rebuilt image {tag}")
@@ -579,7 +578,7 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
     else:
         outcome = _verify_docker(opts, settings, target, base, out_dir, say)
     outcome = _score(outcome, say)
-    _write(outcome)
+    _write(outcome, say)
     return outcome
 
 
@@ -595,13 +594,12 @@ def _published(opts: VerifyOptions, say: Say) -> VerifyOptions:
     return replace(opts, target=str(unpack_checked(Path(str(opts.target)).absolute(), say)))
 
 
-def _write(outcome: VerifyOutcome) -> None:
+def _write(outcome: VerifyOutcome, say: Say) -> None:
     doc = outcome.verify_document
     atomic.write_json(outcome.out_dir / VERIFY_DOCUMENT.rel, doc.to_json())
     atomic.write_text(outcome.out_dir / "verify.md", render_markdown(doc))
-    if outcome.build is not None:
-        atomic.write_json(outcome.build.artifact_dir / VERIFICATION_FILE,
-                          verification_record(doc))
+    if outcome.build is not None:  # compared with the artifact's record, then replacing it
+        write_record(doc, outcome.build.artifact_dir, say)
 
 
 def check_choices(*, runtime: str, scanner: str, progress: str) -> None:

@@ -22,7 +22,8 @@ from synth.verify.outcome import ArtifactCheck, BuildInfo, ExportUse
 
 Say = Callable[[str], None]
 
-#: Written into the artifact folder after verify (synth.formats.artifact_files).
+#: Written into the artifact folder after verify (synth.formats.artifact_files); not part of
+#: the export, so the manifest check and the rebuilt tag leave it out.
 VERIFICATION_FILE = artifact_files.VERIFICATION_FILE
 
 

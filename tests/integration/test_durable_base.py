@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from synth.config import Settings
-from synth.engine.base_images import BaseRecipe, bootstrap, check_base, parse_recipe
+from synth.engine.base_images import (
+    BaseRecipe,
+    PublishedBase,
+    bootstrap,
+    check_base,
+    parse_recipe,
+    publish_image,
+)
 from synth.errors import BaseImageError
 from synth.verify.command import VerifyOptions, verify
 
@@ -55,11 +62,14 @@ def test_an_artifact_on_another_base_is_refused(engine: Any, base_image: str,
 @pytest.mark.skipif(os.environ.get("SYNTH_TEST_BOOTSTRAP") != "1",
                     reason="two mmdebstrap bootstraps take over 3 minutes on 2 cores: opt in "
                     "with SYNTH_TEST_BOOTSTRAP=1")
-def test_two_reproducible_bootstraps_give_the_same_rootfs(engine: Any) -> None:
+def test_two_reproducible_bootstraps_give_the_same_rootfs(engine: Any, tmp_path: Path) -> None:
+    """...and the same published base, bit for bit: the same archive bytes, the same digest,
+    which is the image ID once it is loaded."""
     if shutil.which("mmdebstrap") is None:
         pytest.skip("mmdebstrap is not installed")
     recipe = BaseRecipe("bookworm", tool="mmdebstrap", source_date_epoch=1795947400)
     refs = ["synth-test/repro:a", "synth-test/repro:b"]
+    published = "localhost/synth-test/repro:published"
     try:
         for ref in refs:
             bootstrap(engine, ref, recipe, force=True, say=lambda _m: None)
@@ -68,7 +78,15 @@ def test_two_reproducible_bootstraps_give_the_same_rootfs(engine: Any) -> None:
         labels = engine.image_inspect(refs[0])["Config"]["Labels"]
         assert labels["synth.base.recipe"] == recipe.describe()
         assert parse_recipe(labels["synth.base.recipe"]) == recipe
+        pubs = [PublishedBase(published, tuple(_layers(engine, ref)), "amd64", 1795947400,
+                              recipe.describe()) for ref in refs]
+        assert pubs[0].digest == pubs[1].digest
+        for ref, pub in zip(refs, pubs, strict=True):
+            publish_image(engine.save_image, ref, pub, tmp_path / f"{ref[-1]}.tar")
+        assert (tmp_path / "a.tar").read_bytes() == (tmp_path / "b.tar").read_bytes()
+        engine.load_image(tmp_path / "a.tar")
+        assert engine.image_inspect(published)["Id"] == pubs[0].digest
     finally:
-        for ref in refs:
+        for ref in [*refs, published]:
             if engine.image_exists(ref):
                 engine.remove_image(ref)

@@ -56,6 +56,7 @@ OBJECTS: list[tuple[str, str, type[Any]]] = [
     ("verify", "properties/artifact_check", model.VerifyArtifactCheck),
     ("verify", "$defs/level", result.LevelResult),
     ("verify", "$defs/report", result.Report),
+    ("verification", "", model.VerificationRecord),
 ]
 
 #: class -> field -> the dotted property path it is read from.
@@ -85,6 +86,7 @@ DERIVED: dict[type[Any], dict[str, str]] = {
     model.PathChange: {},
     model.AuditRecord: {"cwd_known": "whether `cwd` is non-null"},
     model.VerifyFingerprint: {"raw": "the whole section (the comparison's free-form JSON)"},
+    model.VerificationRecord: {"raw": "the whole document"},
 }
 
 

@@ -213,21 +213,6 @@ def test_a_tls_failure_in_the_build_log_says_so(tmp_path: Path) -> None:
     assert tls_hint(plain, log) is plain
 
 
-def test_verification_record() -> None:
-    from synth.verify.record import verification_record
-
-    doc = {"require": "C1", "passed": True, "decides": "rebuilt",
-           "build": {"image": "synth-rebuilt/t:1", "artifact_dir": "/a"},
-           "reports": {"rebuilt": {"highest": "C1", "passed_levels": ["C0", "C1"], "levels": [
-               {"level": "C0", "status": "pass"}, {"level": "C1", "status": "pass"}]}},
-           "fidelity": {"reaches_live_level": True}}
-    rec = verification_record(VerifyDocument.from_json(full_verify(doc)))
-    assert rec["levels"] == {"C0": "pass", "C1": "pass"}
-    assert rec["passed"] is True and rec["fidelity"] is True
-    assert rec["gpu_driver"]  # a version, or "none"
-    assert set(rec) >= {"date", "synth_version", "docker_version", "architecture"}
-
-
 def _exported_run(tmp_path: Path) -> Path:
     """A run with an export/ as `synth export` would leave it (manifest matching the run)."""
     import hashlib

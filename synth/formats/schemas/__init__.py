@@ -4,7 +4,8 @@
 list of errors (empty when the document is valid), each prefixed with its JSON path.
 Names: ``run``, ``audit-record`` (one line of ``audit.jsonl``), ``apt-state``,
 ``python-state``, ``diff-state``, ``env-state``, ``provenance-state``, ``claims``,
-``verify``, ``manifest``, ``export-report``, ``plan`` (an artifact's ``plan.json``).
+``verify``, ``manifest``, ``export-report``, ``plan`` (an artifact's ``plan.json``),
+``verification`` (an artifact's ``verification.json``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 SCHEMA_NAMES = (
     "run", "audit-record", "apt-state", "python-state", "diff-state", "env-state",
     "provenance-state", "claims", "verify", "manifest", "export-report", "plan",
+    "verification",
 )
 
 
