@@ -34,8 +34,10 @@ from synth.compare.fingerprint import name_content_files
 from synth.config import Settings
 from synth.errors import EngineUnavailableError, NotFoundError, SynthError, UsageError
 from synth.formats.fingerprint import Fingerprint
-from synth.formats.model import PLAN_FILE, BuildPlan, Manifest, NativeStep, VerifyDocument
+from synth.formats.manifest import Manifest
+from synth.formats.plan import PLAN_FILE, BuildPlan, NativeStep
 from synth.formats.store import MANIFEST, ArtifactDir, RunDir, is_dir, read_verify
+from synth.formats.verify import VerifyDocument
 from synth.ui import console
 
 #: Exit status of ``synth diff`` when it cannot compare (like diff(1)).
@@ -314,7 +316,7 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
     loaded = load_run(run_dir, with_task=False)  # the task file is not the run's
     warnings: list[str] = []
     wheels = wheelhouse_index(record.wheelhouse) | wheelhouse_index(loader.settings.wheelhouse)
-    interpreter: dict[str, str] = {"base_image": record.base_ref}
+    interpreter: dict[str, str] = {"base_image": record.base_image.ref}
     dists: dict[str, PyDist] | None = None
     interp = next((i for i in loaded.interpreters if i.path == loaded.primary), None)
     if interp is None:
@@ -329,18 +331,19 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
     apt_added = dict(loaded.apt.added)
     apt_added.update({k: v[1] for k, v in loaded.apt.changed.items()})
     native = _run_native_builds(loaded, dists or {}, warnings)
-    size, fp = _live_image_facts(record.live_image, loaded.primary, loader, warnings)
+    live_image = record.live_image.ref if record.live_image is not None else None
+    size, fp = _live_image_facts(live_image, loaded.primary, loader, warnings)
     exported = run_dir / "export" / "Dockerfile"
     dockerfile = (dockerfile_steps(exported.read_text(encoding="utf-8"))
                   if exported.is_file() else None)
     return Side(
         kind="run",
-        label=f"{record.task_name}/{record.run_id}",
+        label=f"{record.task.name}/{record.run_id}",
         identity={
-            "run_dir": str(run_dir), "run_id": record.run_id, "task": record.task_name,
-            "agent": record.agent_kind,
-            "script": Path(record.agent_script).name if record.agent_script else None,
-            "status": record.status, "live_image": record.live_image,
+            "run_dir": str(run_dir), "run_id": record.run_id, "task": record.task.name,
+            "agent": record.agent.kind,
+            "script": Path(record.agent.script).name if record.agent.script else None,
+            "status": record.status, "live_image": live_image,
         },
         interpreter=interpreter, distributions=dists, apt_added=apt_added,
         apt_all=dict(loaded.apt.final) or None, env=dict(loaded.persisted_env),

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from synth import __version__
-from synth.formats.model import VerifyDocument
+from synth.formats.verify import VerifyDocument
 from synth.ui.verify_view import verdict_line
 
 

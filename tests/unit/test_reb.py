@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from synth.errors import TaskError, UsageError
-from synth.formats.model import VerifyDocument
 from synth.formats.task import load_task
+from synth.formats.verify import VerifyDocument
 from synth.plugins.reb.importer import import_reb, read_manifest
 from synth.plugins.reb.results import read_results, write_results
 from tests.verify_outcomes import full_verify

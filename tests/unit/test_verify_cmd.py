@@ -13,7 +13,7 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import UsageError
-from synth.formats.model import VerifyDocument
+from synth.formats.verify import VerifyDocument
 from synth.ui.verify_view import render_markdown
 from synth.verify.command import VerifyOptions, parse_levels, resolve_target, verify
 from tests.distill_runs import manifest
@@ -217,10 +217,11 @@ def test_verification_record() -> None:
     from synth.verify.record import verification_record
 
     doc = {"require": "C1", "passed": True, "decides": "rebuilt",
-           "build": {"image": "synth-rebuilt/t:1", "artifact_dir": "/a"},
+           "build": {"image": "synth-rebuilt/t:1", "image_id": None, "artifact_dir": "/a"},
            "reports": {"rebuilt": {"highest": "C1", "passed_levels": ["C0", "C1"], "levels": [
                {"level": "C0", "status": "pass"}, {"level": "C1", "status": "pass"}]}},
-           "fidelity": {"reaches_live_level": True}}
+           "fidelity": {"reaches_live_level": True, "live_highest": "C1",
+                        "rebuilt_highest": "C1", "gaps": []}}
     rec = verification_record(VerifyDocument.from_json(full_verify(doc)))
     assert rec["levels"] == {"C0": "pass", "C1": "pass"}
     assert rec["passed"] is True and rec["fidelity"] is True

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synth.errors import InputFileError
-from synth.formats.model import Claims, VerifyDocument
+from synth.formats.claims import Claims
 from synth.formats.store import ArtifactDir, RunDir, is_file
+from synth.formats.verify import VerifyDocument
 from synth.plugins.reb.results import write_job
 from synth.plugins.reb.stages import checks as _checks
 from synth.plugins.reb.stages import cuda_stage, multi_gpu_stage
