@@ -65,7 +65,8 @@ class Document(Part, frozen=True, dict=True):
     """A file whose readers also want it as written: ``raw`` is the document the store
     decoded it from (fields no type here names included: an agent's extra claims, other
     writers' keys), or, for one made in code, its own JSON form. Not a field: never
-    compared, encoded or part of the schema."""
+    compared, encoded or part of the schema; a copy (``copy``, pickle,
+    ``msgspec.structs.replace``) is one made in code."""
 
     @property
     def raw(self) -> Mapping[str, Any]:

@@ -28,7 +28,7 @@ import stat
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import msgspec
 
@@ -286,14 +286,23 @@ class _AuditReader:
     records: list[AuditLine] = field(default_factory=list)
     #: Indices in ``records`` of command records written with no text and no argv.
     textless: set[int] = field(default_factory=set)
+    #: How many of ``records`` are unparsed lines.
+    unparsed: int = 0
 
     def read(self) -> _AuditReader:
         check_utf8(self.data, str(self.path))
-        append, decoders, key = self.records.append, _LINE_DECODERS, _SOURCE_KEY
-        for number, raw in enumerate(self.data.split(b"\n"), start=1):
-            if self.header is not None and (at := raw.find(key)) >= 0:
-                at += len(key)
-                decoder = decoders.get(raw[at:raw.find(b'"', at)])
+        lines = self.data.split(b"\n")
+        start = 0
+        while self.header is None and start < len(lines):  # the header, first
+            start += 1
+            self._line(start, lines[start - 1])
+        if self.header is None:
+            raise _fail(str(self.path), "no header record; not a synth audit log")
+        append, get, key, skip = self.records.append, _LINE_DECODERS.get, _SOURCE_KEY, len(
+            _SOURCE_KEY)
+        for number, raw in enumerate(lines[start:], start=start + 1):
+            if (at := raw.find(key)) >= 0:
+                decoder = get(raw[at + skip:raw.find(b'"', at + skip)])
                 if decoder is not None:
                     try:
                         append(decoder.decode(raw))
@@ -301,9 +310,14 @@ class _AuditReader:
                     except (msgspec.DecodeError, RecursionError):  # its line says why
                         pass
             self._line(number, raw)
-        if self.header is None:
-            raise _fail(str(self.path), "no header record; not a synth audit log")
         return self
+
+    def commands(self) -> list[AuditRecord]:
+        """The command records, in file order, without those written with no text."""
+        if not self.textless and not self.unparsed:
+            return cast(list[AuditRecord], self.records)  # every one is a command
+        return [r for i, r in enumerate(self.records)
+                if isinstance(r, AuditRecord) and i not in self.textless]
 
     def _line(self, number: int, raw: bytes) -> None:
         where = f"{self.path}:{number}"
@@ -323,6 +337,7 @@ class _AuditReader:
         record = _record(doc, where)
         if self.header is None:
             raise _fail(where, "a record before the header")
+        self.unparsed += isinstance(record, AuditUnparsed)
         if null_command(doc) is not None and not isinstance(doc.get("argv"), list):
             self.textless.add(len(self.records))
         self.records.append(record)
@@ -358,10 +373,7 @@ def read_audit(path: Path) -> AuditLog:
 def read_audit_commands(path: Path) -> tuple[AuditRecord, ...]:
     """:meth:`AuditLog.commands` of an ``audit.jsonl``: its command records, ordered by
     ``seq``, without those written with no text."""
-    reader = _AuditReader(path, read_bytes(path, AUDIT_LOG)).read()
-    skip = reader.textless
-    cmds = [r for i, r in enumerate(reader.records)
-            if isinstance(r, AuditRecord) and i not in skip]
+    cmds = _AuditReader(path, read_bytes(path, AUDIT_LOG)).read().commands()
     cmds.sort(key=attrgetter("seq"))
     return tuple(cmds)
 
