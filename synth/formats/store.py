@@ -224,14 +224,14 @@ def decode(data: bytes, kind: FileKind[T], where: str) -> T:
     try:
         obj: T = _decoder(kind.model).decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:  # a ValidationError is one
-        raise refusal(data, kind, where, exc) from None
+        raise _refusal(data, kind, where, exc) from None
     check_utf8(data, where)
     if isinstance(obj, Document):
         obj.keep_document(msgspec.json.decode(data))
     return obj
 
 
-def refusal(data: bytes, kind: FileKind[Any], where: str, exc: Exception) -> InputFileError:
+def _refusal(data: bytes, kind: FileKind[Any], where: str, exc: Exception) -> InputFileError:
     """Why msgspec refused ``data`` as ``kind``, in the error policy's words: the file
     read again by the standard decoder (not UTF-8, not JSON, not an object, no or a newer
     ``format``), else msgspec's own located error."""
