@@ -9,6 +9,7 @@ cell is ``crashed`` only when something other than synth's own errors broke it.
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 import traceback
@@ -65,7 +66,7 @@ def verify_summary(doc: VerifyDocument) -> dict[str, Any]:
 
 
 def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
-            say: Callable[[str], None]) -> None:
+            say: Callable[[str], None], downloads: Path | None = None) -> None:
     from synth.export.artifact import export_run
     from synth.formats.task import load_task
     from synth.record import RunOptions, run_session
@@ -76,7 +77,8 @@ def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
     t0 = time.monotonic()
     task = load_task(cell.task_dir)
     result = run_session(RunOptions(task=task, agent=_agent(cell, task, rec["timeout"]),
-                                    settings=settings, timeout=rec["timeout"]),
+                                    settings=settings, timeout=rec["timeout"],
+                                    download_cache=downloads),
                          engine=engine, say=say)
     times["run"] = round(time.monotonic() - t0, 2)
     if result.status == "interrupted":  # Ctrl-C reached the worker: not a measurement
@@ -86,7 +88,8 @@ def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
                   "status": result.status, "agent_exit_code": result.agent_exit_code,
                   "audit_verified": (info.get("audit") or {}).get("verified"),
                   "claims": (info.get("claims") or {}).get("status"),
-                  "violations": len(result.violations)}
+                  "violations": len(result.violations),
+                  "failed_statements": len(info.get("failed_statements") or [])}
     rec["images"]["live"] = {"ref": result.live_image,
                              "size": _image_size(engine, result.live_image)}
     problems = trust_problems(info, result.run_dir)
@@ -155,7 +158,7 @@ def run_cell(cell_json: dict[str, Any], work_dir: str, settings_kw: dict[str, An
                                      ca_bundle=Path(ca) if ca else None,
                                      wheelhouse=Path(wh) if wh else None)
             engine = DockerEngine.connect()
-            _stages(cell, settings, rec, engine, say)
+            _stages(cell, settings, rec, engine, say, _downloads(settings_kw, cell))
         except SynthError as exc:
             rec["error"] = exc.message
         except BaseException as exc:  # a cell never takes the bench down with it
@@ -165,14 +168,27 @@ def run_cell(cell_json: dict[str, Any], work_dir: str, settings_kw: dict[str, An
             say(rec["traceback"])
         finally:
             if engine is not None and not keep_images:
-                _remove_images(engine, rec)
+                _remove_images(engine, rec, Path(work_dir) / "artifacts")
     rec["times"]["total"] = round(time.monotonic() - start, 2)
     rec["ended"] = time.time()
     rec["files"] = _gather(rec, log)
     return rec
 
 
-def _remove_images(engine: Any, rec: dict[str, Any]) -> None:
+def _downloads(settings_kw: dict[str, Any], cell: Cell) -> Path | None:
+    """The agent's shared pip/uv download cache (``settings_kw["download_cache"]``, one
+    folder per agent: an agent's cache never serves another agent's cells), or None."""
+    root = settings_kw.get("download_cache")
+    if not root:
+        return None
+    folder = Path(root) / re.sub(r"[^A-Za-z0-9._-]", "_", cell.agent.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _remove_images(engine: Any, rec: dict[str, Any], artifacts: Path) -> None:
+    """The cell's images and everything else its builds left on the engine (temporary
+    images, BuildKit cache records: ``synth gc`` scoped to the cell's artifacts folder)."""
     for which in ("rebuilt", "live"):
         ref = (rec["images"].get(which) or {}).get("ref")
         if ref:
@@ -180,6 +196,10 @@ def _remove_images(engine: Any, rec: dict[str, Any]) -> None:
                 engine.remove_image(ref)
             except SynthError:
                 pass
+    try:
+        rec["pruned"] = engine.gc(images=True, scope=str(artifacts.resolve()))
+    except SynthError as exc:
+        rec["pruned"] = [f"gc failed: {exc.message}"]
 
 
 def _gather(rec: dict[str, Any], log: Path) -> dict[str, str]:

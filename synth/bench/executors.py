@@ -114,7 +114,12 @@ def pack_task(task_dir: Path) -> bytes:
 def ray_cell(cell_json: dict[str, Any], task_tar: bytes, settings_kw: dict[str, Any],
              timeout: float, keep_images: bool) -> dict[str, Any]:
     """A cell as a Ray task: the task folder unpacked and the cell run in a temporary
-    folder of its node, removed after; the record carries the reports home."""
+    folder of its node, removed after; the record carries the reports home. Shared
+    downloads stay on the node (``settings_kw["download_cache"]`` names the bench)."""
+    if settings_kw.get("download_cache"):
+        settings_kw = {**settings_kw, "download_cache": str(
+            Path(tempfile.gettempdir()) / "synth-bench-downloads"
+            / Path(str(settings_kw["download_cache"])).parent.name)}
     work = Path(tempfile.mkdtemp(prefix="synth-bench-cell-"))
     try:
         with tarfile.open(fileobj=io.BytesIO(task_tar), mode="r:gz") as tar:
@@ -124,6 +129,27 @@ def ray_cell(cell_json: dict[str, Any], task_tar: bytes, settings_kw: dict[str, 
                         keep_images)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def check_address(address: str | None, timeout: float = 5.0) -> None:
+    """``--address``, checked before any local work: HOST:PORT, and something listening
+    there (the Ray head's GCS port)."""
+    import socket
+
+    if not address:
+        raise UsageError("--executor ray needs --address HOST:PORT of the cluster's head.")
+    host, sep, port = address.rpartition(":")
+    if (not sep or not host or "://" in address or not port.isdigit()
+            or not 0 < int(port) < 65536):
+        raise UsageError(f"--address {address!r}: expected HOST:PORT (e.g. 10.0.0.5:6379).",
+                         hint="Ray Client addresses (ray://…) are not supported.")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--address {address}: nothing answers there ({exc}).",
+                         hint="Start the head first: `ray start --head --port PORT`; check "
+                         "the host name and the port.") from exc
 
 
 def _ray() -> Any:
@@ -137,8 +163,7 @@ def _ray() -> Any:
 
 def run_ray(cells: list[Cell], opts: ExecOptions, on_start: OnStart, on_done: OnDone) -> None:
     ray = _ray()
-    if not opts.address:
-        raise UsageError("--executor ray needs --address HOST:PORT of the cluster's head.")
+    check_address(opts.address)
     try:
         ray.init(address=opts.address, log_to_driver=False, logging_level="ERROR")
     except Exception as exc:

@@ -1,11 +1,15 @@
-"""``report.html``: the summary with three plots made by matplotlib, embedded as PNG.
+"""``report.html``: the summary with three plots made by matplotlib, embedded as PNG, and
+its tables as HTML tables.
 
-* pass rate per level per agent (the rebuilt image: what a user of the artifact gets);
+* pass rate per level (C0, C0i, C1 to C5) per agent (the rebuilt image: what a user of the
+  artifact gets);
 * live vs rebuilt pass rate per level, per agent;
 * mean seconds per stage (run, export, build, verify), per agent.
 
-The page is one self-contained file. A small script sets ``data-images-loaded`` on
-``<body>`` to the number of plots the browser decoded, so a headless browser can check it.
+Every decided bar is labelled with its rate, so a 0 % bar (no height) reads ``0%`` instead
+of nothing; a level no cell decided reads ``n/a``. The page is one self-contained file. A
+small script sets ``data-images-loaded`` on ``<body>`` to the number of plots the browser
+decoded, so a headless browser can check it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from synth.bench.summary import LEVELS, STAGES, render_markdown
+from synth.bench.summary import LEVELS, STAGES, TABLES, UNDECIDED, intro
 from synth.errors import UsageError
 
 
@@ -43,12 +47,24 @@ def _rates(agent: Mapping[str, Any], target: str) -> list[float]:
     return [(agent["levels"][target][lv]["rate"] or 0.0) * 100 for lv in LEVELS]
 
 
-def _mark_undecided(ax: Any, agent: Mapping[str, Any], target: str, xs: list[float]) -> None:
-    """``n/a`` over a level no cell decided (not applicable or skipped), not a 0 % bar."""
-    for x, lv in zip(xs, LEVELS, strict=True):
-        if agent["levels"][target][lv]["rate"] is None:
-            ax.text(x, 2, "n/a", ha="center", va="bottom", fontsize=7, color="#777777",
-                    rotation=90)
+def bar_labels(agent: Mapping[str, Any], target: str) -> list[str]:
+    """Each level's label over its bar: the rate (``0%`` too, where a bar has no height),
+    or ``n/a`` where no cell decided the level (not applicable or skipped)."""
+    rates = [agent["levels"][target][lv]["rate"] for lv in LEVELS]
+    return ["n/a" if r is None else f"{r * 100:.0f}%" for r in rates]
+
+
+def _label_bars(ax: Any, bars: Any, agent: Mapping[str, Any], target: str,
+                xs: list[float], width: float) -> None:
+    """The rate over each bar; a 0 % bar, which has no height, gets a stub in its colour
+    along the axis, so it never looks like a level that was not decided."""
+    for i, (x, label) in enumerate(zip(xs, bar_labels(agent, target), strict=True)):
+        rate = _rates(agent, target)[i]
+        if label == "0%":
+            ax.hlines(0.9, x - width / 2, x + width / 2, linewidth=3,
+                      colors=[bars.patches[i].get_facecolor()])
+        ax.text(x, rate + 1.5, label, ha="center", va="bottom", fontsize=7, rotation=90,
+                color="#888888" if label == "n/a" else "#222222")
 
 
 def plot_pass_rates(summary: Mapping[str, Any]) -> str:
@@ -58,11 +74,11 @@ def plot_pass_rates(summary: Mapping[str, Any]) -> str:
     width = 0.8 / max(len(agents), 1)
     for i, name in enumerate(agents):
         xs = [x + i * width for x in range(len(LEVELS))]
-        ax.bar(xs, _rates(summary["agents"][name], "rebuilt"), width, label=name)
-        _mark_undecided(ax, summary["agents"][name], "rebuilt", xs)
+        bars = ax.bar(xs, _rates(summary["agents"][name], "rebuilt"), width, label=name)
+        _label_bars(ax, bars, summary["agents"][name], "rebuilt", xs, width)
     ax.set_xticks([x + width * (len(agents) - 1) / 2 for x in range(len(LEVELS))], LEVELS)
     ax.set_ylabel("pass rate (%)")
-    ax.set_ylim(0, 105)
+    ax.set_ylim(0, 118)
     ax.set_title("Pass rate per level, rebuilt image")
     ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
@@ -78,13 +94,15 @@ def plot_live_vs_rebuilt(summary: Mapping[str, Any]) -> str:
                              squeeze=False)
     for ax, name in zip(axes[0], agents, strict=False):
         xs = list(range(len(LEVELS)))
-        ax.bar([x - 0.2 for x in xs], _rates(summary["agents"][name], "live"), 0.4,
-               label="live", hatch="//", color="#bbbbbb", edgecolor="#555555")
-        ax.bar([x + 0.2 for x in xs], _rates(summary["agents"][name], "rebuilt"), 0.4,
-               label="rebuilt", color="#3b75af")
-        _mark_undecided(ax, summary["agents"][name], "rebuilt", [float(x) for x in xs])
+        agent = summary["agents"][name]
+        for target, shift, style in (
+                ("live", -0.2, {"hatch": "//", "color": "#bbbbbb", "edgecolor": "#555555"}),
+                ("rebuilt", 0.2, {"color": "#3b75af"})):
+            at = [x + shift for x in xs]
+            bars = ax.bar(at, _rates(agent, target), 0.4, label=target, **style)
+            _label_bars(ax, bars, agent, target, at, 0.4)
         ax.set_xticks(xs, LEVELS)
-        ax.set_ylim(0, 105)
+        ax.set_ylim(0, 118)
         ax.set_title(name)
         ax.legend(fontsize="small")
     axes[0][0].set_ylabel("pass rate (%)")
@@ -120,13 +138,14 @@ body {{ font-family: sans-serif; margin: 2em; max-width: 1100px; color: #222; }}
 table {{ border-collapse: collapse; margin: 1em 0; }}
 td, th {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; font-size: 14px; }}
 img {{ display: block; margin: 1em 0; max-width: 100%; }}
-pre {{ background: #f6f6f6; padding: 1em; overflow-x: auto; }}
+th {{ background: #f2f2f2; }}
+td.num {{ text-align: right; white-space: nowrap; }}
 </style></head>
 <body data-images-loaded="0">
 <h1>synth bench report</h1>
+<p>{intro}</p>
 {plots}
-<h2>Tables</h2>
-<pre>{markdown}</pre>
+{tables}
 <script>
 window.addEventListener("load", function () {{
   var ok = Array.prototype.filter.call(document.images, function (im) {{
@@ -138,6 +157,29 @@ window.addEventListener("load", function () {{
 """
 
 
+def _cell(i: int, text: str) -> str:
+    numeric = i > 0 and ("%" in text or text.replace(".", "").isdigit())
+    attr = ' class="num"' if numeric else ""
+    return f"<td{attr}>{html.escape(text)}</td>"
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(_cell(i, c) for i, c in enumerate(row)) + "</tr>\n"
+                   for row in rows)
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>"
+
+
+def render_tables(summary: Mapping[str, Any]) -> str:
+    """The summary's tables (those of summary.md) as HTML tables."""
+    parts = []
+    for title, table in TABLES:
+        parts.append(f"<h2>{html.escape(title)}</h2>\n{_html_table(*table(summary))}")
+        if title.startswith("Pass rate"):
+            parts.append(f"<p>{html.escape(UNDECIDED.replace('`', ''))}</p>")
+    return "\n".join(parts)
+
+
 def render_html(summary: Mapping[str, Any]) -> str:
     plots = [("pass-rates", "Pass rate per level per agent (rebuilt)", plot_pass_rates),
              ("live-vs-rebuilt", "Live vs rebuilt", plot_live_vs_rebuilt),
@@ -146,4 +188,5 @@ def render_html(summary: Mapping[str, Any]) -> str:
     for key, title, fn in plots:
         parts.append(f'<h2>{html.escape(title)}</h2>\n<img id="{key}" alt="{html.escape(title)}"'
                      f' src="data:image/png;base64,{fn(summary)}">')
-    return _PAGE.format(plots="\n".join(parts), markdown=html.escape(render_markdown(summary)))
+    return _PAGE.format(intro=html.escape(intro(summary)), plots="\n".join(parts),
+                        tables=render_tables(summary))

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from synth import profiles
-from synth.bench.executors import ExecOptions, crashed, run_local, run_ray
+from synth.bench.executors import ExecOptions, check_address, crashed, run_local, run_ray
 from synth.bench.matrix import AgentSpec, Cell, plan_cells
 from synth.bench.results import ResultsFolder
 from synth.bench.summary import render_markdown, summarize
 from synth.config import Settings
-from synth.errors import UsageError
+from synth.errors import SynthError, UsageError
 from synth.formats.store import parse_verify
 from synth.util import atomic
 
@@ -37,6 +37,8 @@ class BenchOptions:
     address: str | None = None
     timeout: float = 3600
     keep_images: bool = False
+    #: One pip/uv download cache per agent, shared by its cells (``downloads/<agent>/``).
+    share_downloads: bool = True
 
 
 @dataclass(frozen=True)
@@ -90,9 +92,28 @@ def _recover(folder: ResultsFolder, cells: list[Cell], say: Say) -> None:
         say(f"{cell.id}: {error}")
 
 
+def _prune_build_cache(folder: ResultsFolder, cells: list[Cell], say: Say) -> None:
+    """Once every cell is done, the BuildKit records the cells' builds left that were still
+    in use when each cell pruned its own (an image's records are released after it)."""
+    from synth.engine import build_cache
+    from synth.engine.build import find_build_cli
+
+    try:
+        cli = find_build_cli().path
+    except SynthError:
+        return
+    dirs = [folder.cell_dir(c.id) / "work" / "artifacts" for c in cells]
+    pruned = build_cache.prune(cli, [d for d in dirs if d.is_dir()])
+    if pruned.ids:
+        say(f"bench: pruned {len(pruned.ids)} build cache record(s), "
+            f"{pruned.size / 1e6:.0f} MB")
+
+
 def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
     if opts.executor not in ("local", "ray"):
         raise UsageError(f"--executor {opts.executor!r}: use local or ray.")
+    if opts.executor == "ray":  # a bad address stops the bench before any local work
+        check_address(opts.address)
     cells = plan_cells(opts.tasks, opts.agents, opts.repeats)
     folder = ResultsFolder(opts.out_dir)
     _recover(folder, cells, say)
@@ -106,7 +127,8 @@ def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
 
     def on_start(cell: Cell) -> None:
         folder.mark_started(cell.id, opts.executor)
-        say(f"  start {cell.id}")
+        # local: a worker takes the cell now; Ray: the cell waits for a node's free slot
+        say(f"  {'queued' if opts.executor == 'ray' else 'start'} {cell.id}")
 
     def on_done(rec: dict[str, Any]) -> None:
         files = rec.pop("files", None) or {}
@@ -125,9 +147,13 @@ def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
         results_dir=folder.root, timeout=opts.timeout, keep_images=opts.keep_images,
         jobs=opts.jobs, address=opts.address,
         settings_kw={"ca_bundle": str(settings.ca_bundle) if settings.ca_bundle else None,
-                     "wheelhouse": str(settings.wheelhouse) if settings.wheelhouse else None})
+                     "wheelhouse": str(settings.wheelhouse) if settings.wheelhouse else None,
+                     "download_cache": str(folder.root / "downloads")
+                     if opts.share_downloads else None})
     if todo:
         (run_ray if opts.executor == "ray" else run_local)(todo, exec_opts, on_start, on_done)
+        if opts.executor == "local" and not opts.keep_images:
+            _prune_build_cache(folder, todo, say)
     summary = write_reports(folder)
     say(f"bench: summary {folder.root / 'summary.md'}, report {folder.root / 'report.html'}")
     return BenchOutcome(folder.root, len(todo), skipped, summary)

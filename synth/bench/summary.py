@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from statistics import mean
 from typing import Any
 
-LEVELS = ("C0", "C1", "C2", "C3", "C4", "C5")
+LEVELS = ("C0", "C0i", "C1", "C2", "C3", "C4", "C5")
 TARGETS = ("rebuilt", "live")
 STAGES = ("run", "export", "build", "verify")
 SUMMARY_FORMAT = 1
@@ -82,43 +82,68 @@ def summarize(records: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 def _cell_line(rec: Mapping[str, Any]) -> dict[str, Any]:
     v = rec.get("verify") or {}
+    failed = (rec.get("run") or {}).get("failed_statements")
     return {"cell": rec["cell"], "status": rec.get("status"), "passed": v.get("passed"),
             "highest": v.get("highest") or {}, "error": rec.get("error")
-            or v.get("error") or (rec.get("export") or {}).get("error")}
+            or v.get("error") or (rec.get("export") or {}).get("error")
+            or (f"{failed} statement(s) of the agent failed" if failed else None)}
 
 
 def _pct(rate: float | None) -> str:
     return "—" if rate is None else f"{rate * 100:.0f}%"
 
 
-def render_markdown(summary: Mapping[str, Any]) -> str:
-    out = ["# synth bench — summary", "",
-           f"{summary['cells']} cells ({summary['done']} done, {summary['crashed']} crashed) "
-           f"over {len(summary['tasks'])} task(s): {', '.join(summary['tasks'])}.", "",
-           "## Pass rate per level (rebuilt / live)", "",
-           "| agent | cells | " + " | ".join(LEVELS) + " | passed | fidelity |",
-           "|---|---|" + "---|" * (len(LEVELS) + 2)]
+def level_table(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The pass-rate table (rebuilt / live per level): its header and rows, for both the
+    markdown and the HTML report."""
+    header = ["agent", "cells", *LEVELS, "passed", "fidelity"]
+    rows = []
     for name, a in summary["agents"].items():
         cells = [f"{_pct(a['levels']['rebuilt'][lv]['rate'])} / "
                  f"{_pct(a['levels']['live'][lv]['rate'])}" for lv in LEVELS]
-        out.append(f"| {name} | {a['done']}" + (f" (+{a['crashed']} crashed)"
-                                                 if a["crashed"] else "")
-                   + " | " + " | ".join(cells) + f" | {_pct(a['pass_rate'])} | "
-                   f"{_pct(a['fidelity']['rate'])} |")
-    out += ["", "`—`: the level was not decided in any cell (not applicable, or skipped).",
-            "", "## Mean seconds per stage", "",
-            "| agent | " + " | ".join(STAGES) + " |", "|---|" + "---|" * len(STAGES)]
-    for name, a in summary["agents"].items():
-        out.append(f"| {name} | " + " | ".join(
-            "—" if a["mean_seconds"][s] is None else f"{a['mean_seconds'][s]:.1f}"
-            for s in STAGES) + " |")
-    out += ["", "## Cells", "", "| task | agent | cell | status | rebuilt | live | note |",
-            "|---|---|---|---|---|---|---|"]
+        count = f"{a['done']}" + (f" (+{a['crashed']} crashed)" if a["crashed"] else "")
+        rows.append([name, count, *cells, _pct(a["pass_rate"]), _pct(a["fidelity"]["rate"])])
+    return header, rows
+
+
+def time_table(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    rows = [[name, *("—" if a["mean_seconds"][s] is None else f"{a['mean_seconds'][s]:.1f}"
+                     for s in STAGES)] for name, a in summary["agents"].items()]
+    return ["agent", *STAGES], rows
+
+
+def cell_table(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    rows = []
     for task, per_agent in summary["by_task"].items():
         for agent, lines in per_agent.items():
             for c in lines:
-                note = (c["error"] or "").replace("|", "\\|").replace("\n", " ")[:120]
-                out.append(f"| {task} | {agent} | {c['cell']} | {c['status']} | "
-                           f"{c['highest'].get('rebuilt') or '—'} | "
-                           f"{c['highest'].get('live') or '—'} | {note} |")
+                note = (c["error"] or "").replace("\n", " ")[:120]
+                rows.append([task, agent, c["cell"], str(c["status"]),
+                             c["highest"].get("rebuilt") or "—",
+                             c["highest"].get("live") or "—", note])
+    return ["task", "agent", "cell", "status", "rebuilt", "live", "note"], rows
+
+
+def intro(summary: Mapping[str, Any]) -> str:
+    return (f"{summary['cells']} cells ({summary['done']} done, {summary['crashed']} "
+            f"crashed) over {len(summary['tasks'])} task(s): {', '.join(summary['tasks'])}.")
+
+
+UNDECIDED = "`—`: the level was not decided in any cell (not applicable, or skipped)."
+#: The report's tables, in order: (title, rows function).
+TABLES = (("Pass rate per level (rebuilt / live)", level_table),
+          ("Mean seconds per stage", time_table), ("Cells", cell_table))
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows)]
+
+
+def render_markdown(summary: Mapping[str, Any]) -> str:
+    out = ["# synth bench — summary", "", intro(summary)]
+    for title, table in TABLES:
+        out += ["", f"## {title}", "", *_md_table(*table(summary))]
+        if table is level_table:
+            out += ["", UNDECIDED]
     return "\n".join(out) + "\n"

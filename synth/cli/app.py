@@ -18,8 +18,10 @@ from synth.errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     SynthError,
+    UsageError,
     exit_codes,
 )
+from synth.formats.limits import Limits, from_options
 from synth.ui import console
 
 if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
@@ -63,6 +65,26 @@ ArtifactsOpt = Annotated[
     typer.Option("--artifacts", help="Where runs and exports go (env SYNTH_ARTIFACTS).",
                  envvar="SYNTH_ARTIFACTS"),
 ]
+
+MemoryOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--memory", help="Memory limit of the containers, no swap beyond it (e.g. 8g; default "
+    "80% of this host's RAM, or the task's [limits]).")]
+PidsOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
+    "--pids", help="Process limit of the containers (default 16384, or the task's).")]
+CpusOpt = Annotated[Optional[float], typer.Option(  # noqa: UP045
+    "--cpus", help="CPU limit of the containers (default all of this host's).")]
+DiskOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--disk", help="Writable-layer limit (e.g. 20g), where the storage driver can enforce "
+    "it (run.json says whether it did).")]
+
+
+def limits_of(memory: str | None, pids: int | None, cpus: float | None,
+              disk: str | None) -> Limits:
+    """The command line's limits (None where not given), or a located usage error."""
+    try:
+        return from_options(memory, pids, cpus, disk)
+    except ValueError as exc:
+        raise UsageError(f"--memory/--pids/--cpus/--disk: {exc}.") from exc
 
 
 def _print_version(value: bool) -> None:

@@ -31,6 +31,8 @@ def bench(
     timeout: Annotated[float, typer.Option(help="Seconds an agent may work per cell.")] = 3600,
     keep_images: Annotated[bool, typer.Option(help="Keep each cell's live and rebuilt "
                                               "images.")] = False,
+    share_downloads: Annotated[bool, typer.Option(
+        help="One pip/uv download cache per agent, shared by its cells.")] = True,
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder mounted in sessions and builds (env SYNTH_WHEELHOUSE).")] = None,
     ca_bundle: CaBundleOpt = None,
@@ -43,7 +45,8 @@ def bench(
     outcome = run_bench(BenchOptions(
         tasks=tasks, agents=[AgentSpec.parse(a) for a in agent], out_dir=out, repeats=repeats,
         executor=executor, jobs=jobs, address=address, timeout=timeout,
-        keep_images=keep_images), Settings.load(ca_bundle=ca_bundle, wheelhouse=wheelhouse),
+        keep_images=keep_images, share_downloads=share_downloads),
+        Settings.load(ca_bundle=ca_bundle, wheelhouse=wheelhouse),
         say=console.say)
     if json_out:
         console.print_json({"results_dir": str(outcome.results_dir), "ran": outcome.ran,

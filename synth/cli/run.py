@@ -18,7 +18,18 @@ from synth.ui import console
 
 if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
     pass
-from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, runs_app
+from synth.cli.app import (
+    ArtifactsOpt,
+    CaBundleOpt,
+    CpusOpt,
+    DiskOpt,
+    JsonOpt,
+    MemoryOpt,
+    PidsOpt,
+    app,
+    limits_of,
+    runs_app,
+)
 
 
 @app.command()
@@ -49,6 +60,10 @@ def run(
     wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Wheel folder mounted read-only at /synth/wheelhouse (env SYNTH_WHEELHOUSE).")]
     = None,
+    memory: MemoryOpt = None,
+    pids: PidsOpt = None,
+    cpus: CpusOpt = None,
+    disk: DiskOpt = None,
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
@@ -66,6 +81,7 @@ def run(
         settings=Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
                                wheelhouse=wheelhouse),
         timeout=timeout, keep=keep, trace_exec=trace_exec,
+        limits=limits_of(memory, pids, cpus, disk),
     )
     result = run_session(opts, say=console.say)
     if json_out:

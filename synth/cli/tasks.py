@@ -55,13 +55,19 @@ def task_import_reb(
         "--repo", help="Only this repo_id (repeatable).")] = None,
     mirror: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--mirror", help="URL=PATH: a local git mirror of a repository URL.")] = None,
+    base_image: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="The tasks' base image (default synth/research:bookworm, the tools REB's "
+        "agent image offers).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """One synth task per ResearchEnvBench repository (url + commit, REB's probes)."""
-    from synth.plugins.reb.importer import import_reb, parse_mirrors
+    from synth.plugins.reb.importer import import_reb, parse_mirrors, report_import
 
-    written = import_reb(reb_dir, out, repo or None, parse_mirrors(mirror or []))
+    outcome = import_reb(reb_dir, out, repo or None, parse_mirrors(mirror or []),
+                         **({"base_image": base_image} if base_image else {}))
     if json_out:
-        console.print_json({"tasks": [str(p) for p in written]})
-    for p in written:
+        console.print_json({"tasks": [str(p) for p in outcome.tasks],
+                            "incomplete_mirrors": outcome.problems()})
+    for p in outcome.tasks:
         console.say(f"task: {p}")
+    report_import(outcome)

@@ -28,8 +28,9 @@ def verify_cmd(
                                        "is verified on its live image anyway.)")] = False,
     levels: Annotated[Optional[str], typer.Option(  # noqa: UP045
         help="Levels to run, e.g. C0,C1 (default all).")] = None,
-    require: Annotated[str, typer.Option(help="Exit 0 only if no level up to this one "
-                                         "fails (skipped/n.a. do not fail).")] = "C1",
+    require: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="Exit 0 only if no level up to this one fails (skipped/n.a. do not fail); "
+        "default C1, or with --levels every level selected.")] = None,
     runtime: Annotated[str, typer.Option(help="docker or host.")] = "docker",
     python: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="The interpreter to verify (--runtime host).")] = None,
@@ -67,7 +68,8 @@ def verify_cmd(
     v.check_choices(runtime=runtime, scanner=scanner, progress=progress)
     opts = v.VerifyOptions(
         target=target, rebuild=rebuild, live=live, levels=v.parse_levels(levels),
-        require=v.parse_require(require), runtime=runtime,  # type: ignore[arg-type]
+        require=v.parse_require(require or "C1"), runtime=runtime,  # type: ignore[arg-type]
+        levels_explicit=levels is not None, require_explicit=require is not None,
         python=python, repo=repo, out_dir=out, scanner=scanner,  # type: ignore[arg-type]
         progress=progress, allow_base_mismatch=allow_base_mismatch, offline=offline,
         allow_modified=allow_modified, assets_cache=assets_cache, assets_offline=assets_offline,

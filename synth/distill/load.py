@@ -84,6 +84,9 @@ class LoadedRun:
     provenance: Provenance | None = None
     #: The agent's kind (replay, exec, shell), from run.json.
     agent_kind: str | None = None
+    #: ``seq`` of the installer records no process seen from the host confirmed
+    #: (run.json ``audit.unconfirmed``): they explain no change (synth.record.processes).
+    unconfirmed: frozenset[int] = frozenset()
 
 
 def repo_name(ref: str) -> str:
@@ -168,4 +171,5 @@ def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:
         repo=_load_repo(info.task_file) if with_task else None,
         input_hashes=run.input_hashes(), provenance=run.provenance(),
         agent_kind=record.agent.kind,
+        unconfirmed=frozenset(record.audit.unconfirmed or ()) if record.audit else frozenset(),
     )

@@ -20,7 +20,8 @@ from __future__ import annotations
 import bisect
 import posixpath
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -101,8 +102,8 @@ def audited_windows(run: LoadedRun, programs: frozenset[str] | None = None) -> _
     them (a new distribution is explained by an installer, not by any command)."""
     spans: list[tuple[float, float]] = []
     for r in run.records:
-        if r.start is None or r.source == "exec-trace":
-            continue
+        if r.start is None or r.source == "exec-trace" or r.seq in run.unconfirmed:
+            continue  # an installer record no process seen from the host confirmed
         if r.source == "synth" and (r.phase not in (None, "agent") or run.agent_kind != "replay"):
             continue  # synth's own work, or an exec agent's whole program, explains nothing
         if programs is not None and (r.source != "bash-hook"
@@ -183,3 +184,44 @@ def risks(run: LoadedRun) -> tuple[str, ...]:
     if run.provenance is not None:
         out += [f"{p}: setuid/setgid file added by the agent" for p in run.provenance.setuid]
     return tuple(sorted(set(out)))
+
+
+def code_loading_risks(found: Mapping[str, Any] | None,
+                       carried: Iterable[tuple[str, str]] = ()) -> tuple[str, ...]:
+    """Risks the live image's code-loading probe (``pyramid/probes/code_loading.py``)
+    names: every ``.pth`` file with lines Python runs at start (who installed it, and
+    whether it is as installed), sitecustomize/usercustomize, ``/etc/ld.so.preload``; and
+    each distribution file changed after install that the artifact carries (``carried``:
+    ``(path, distribution)``)."""
+    out: list[str] = []
+    for p in (found or {}).get("pth") or ():
+        n, path, first = p.get("executable_lines") or 0, p.get("path"), p.get("first")
+        if not n:
+            continue
+        runs = f"{n} line(s) Python runs at every start (`{first}`)"
+        if not p.get("owner"):
+            out.append(f"{path}: a .pth file no installed distribution lists: {runs}")
+        elif not p.get("matches_record"):
+            out.append(f"{path}: a .pth file of {p['owner']} changed after install: {runs}")
+        else:
+            out.append(f"{path}: a .pth file of {p['owner']} (as installed): {runs}")
+    for path in (found or {}).get("startup") or ():
+        base = posixpath.basename(str(path))
+        out.append(f"{path}: {_STARTUP_FILES.get(base, 'runs at every Python start')}")
+    preload = (found or {}).get("ld_so_preload")
+    if preload:
+        libs = " ".join(preload.split())[:200]
+        out.append(f"/etc/ld.so.preload: loads {libs} into every process")
+    for path, dist in carried:
+        if path.endswith((".py", ".so", ".pth", ".pyx")):
+            out.append(f"{path}: code of {dist} changed after install (its RECORD says "
+                       "otherwise); the artifact carries the changed file")
+    return tuple(sorted(set(out)))
+
+
+def merged_risks(diff_based: Iterable[str], probed: Iterable[str],
+                 probe_ran: bool) -> tuple[str, ...]:
+    """The export's risks: the probe names every .pth itself, so where it ran the .pth
+    lines read off the container's diff give way to its own."""
+    kept = [r for r in diff_based if not (probe_ran and ": a .pth file no installed" in r)]
+    return tuple(sorted({*kept, *probed}))

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from synth.formats.limits import Limits
+
 if TYPE_CHECKING:
     from synth.engine.build import BuildCli, BuildRequest
 
@@ -68,6 +70,9 @@ class ContainerSpec:
     gpus: bool = False
     name: str | None = None
     tty: bool = False
+    #: Memory, processes, CPUs and disk: every container synth starts has limits, the
+    #: host's defaults unless the task or the command line says otherwise.
+    limits: Limits = field(default_factory=Limits.host_default)
 
 
 class Runtime(Protocol):
@@ -125,6 +130,20 @@ class EngineContainer(Runtime, Protocol):
 
     def labels(self) -> dict[str, str]: ...
 
+    def main_pid(self) -> int:
+        """The host's pid of its main process (0: not running or not known)."""
+        ...
+
+    def processes(self) -> list[dict[str, Any]]:
+        """Its processes but the main one (``pid``, ``ppid``, ``command``), listed from
+        outside the container."""
+        ...
+
+    def limit_events(self) -> dict[str, int]:
+        """How often its limits were enforced so far: ``memory`` (OOM kills), ``pids``
+        (forks refused); read outside the container, empty where it cannot be read."""
+        ...
+
     def remove(self) -> None: ...
 
 
@@ -132,6 +151,10 @@ class Engine(Protocol):
     """A container engine: containers from specs, images inspected, imported and built."""
 
     def create(self, spec: ContainerSpec) -> EngineContainer: ...
+
+    def disk_limits_supported(self) -> bool:
+        """Whether a container's writable layer can be capped (``ContainerSpec.limits``)."""
+        ...
 
     def container(self, spec: ContainerSpec) -> AbstractContextManager[EngineContainer]:
         """A container from ``spec``, removed on every way out of the ``with``."""

@@ -3,6 +3,11 @@
 ``synth base bootstrap`` runs ``debootstrap --variant=minbase`` into a scratch folder and
 ``docker import``s it. The recipe and a content hash (of the sorted dpkg package list) are
 image labels, which makes the operation idempotent and the image's identity explainable.
+
+A recipe may add Python tools from PyPI (:attr:`BaseRecipe.pypi`): a hashed lock shipped
+with synth (``synth/engine/bases/<name>.txt``) installed with ``--require-hashes`` into a
+virtual environment of the rootfs (``/opt/synth-tools``, chroot, before the import), its
+commands linked into ``/usr/local/bin``; the lock's sha256 is in the recipe and a label.
 """
 
 from __future__ import annotations
@@ -25,6 +30,21 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
 
 TOOLS = ("debootstrap", "mmdebstrap")
+#: Hashed PyPI locks shipped with synth (name -> the commands linked into /usr/local/bin).
+PYPI_LOCKS: dict[str, tuple[str, ...]] = {"research-tools": ("uv", "uvx", "poetry", "pipenv")}
+LOCKS_DIR = Path(__file__).resolve().parent / "bases"
+TOOLS_VENV = "/opt/synth-tools"
+
+
+def pypi_lock(name: str) -> str:
+    """The text of a shipped PyPI lock."""
+    if name not in PYPI_LOCKS:
+        raise UsageError(f"No PyPI lock {name!r}; known: {', '.join(sorted(PYPI_LOCKS))}.")
+    return (LOCKS_DIR / f"{name}.txt").read_text(encoding="utf-8")
+
+
+def pypi_digest(name: str) -> str:
+    return hashlib.sha256(pypi_lock(name).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -35,12 +55,15 @@ class BaseRecipe:
     #: debootstrap (the default), or mmdebstrap: a reproducible tar with SOURCE_DATE_EPOCH.
     tool: str = "debootstrap"
     source_date_epoch: int | None = None
+    #: A shipped PyPI lock (:data:`PYPI_LOCKS`) installed on top; "" for none.
+    pypi: str = ""
 
     def describe(self) -> str:
         inc = f" --include={','.join(self.include)}" if self.include else ""
         sde = (f" SOURCE_DATE_EPOCH={self.source_date_epoch}"
                if self.source_date_epoch is not None else "")
-        return f"{self.tool} --variant=minbase{inc} {self.suite} {self.mirror}{sde}"
+        pypi = f" +pypi={self.pypi}@{pypi_digest(self.pypi)[:16]}" if self.pypi else ""
+        return f"{self.tool} --variant=minbase{inc} {self.suite} {self.mirror}{sde}{pypi}"
 
 
 #: The recipes synth knows by tag; a task naming one of these gets it made when missing.
@@ -48,7 +71,22 @@ KNOWN_BASES: dict[str, tuple[str, ...]] = {
     "synth/debian": (),
     # Debian's own python3 with venv and pip: what research setups start from.
     "synth/python": ("python3", "python3-venv", "python3-pip", "ca-certificates"),
+    # What a research-setup agent's image offers (ResearchEnvBench's, for one): `python` on
+    # PATH, git, rsync, ripgrep, compilers and build tools; uv, poetry and pipenv from PyPI.
+    "synth/research": ("build-essential", "ca-certificates", "cmake", "curl", "git", "jq",
+                       "ninja-build", "patch", "pkg-config", "procps", "python-is-python3",
+                       "python3", "python3-dev", "python3-pip", "python3-venv", "ripgrep",
+                       "rsync", "unzip", "wget", "xz-utils", "zip"),
 }
+#: Known bases with PyPI tools on top (tag name -> lock name).
+KNOWN_PYPI: dict[str, str] = {"synth/research": "research-tools"}
+#: What a known base lacks on purpose, said in its labels (``synth.base.absent``).
+KNOWN_ABSENT: dict[str, str] = {
+    "synth/research": "no conda-compatible installer (conda, mamba, micromamba): no conda "
+                      "channel is reachable from the machines synth is made and tested on",
+}
+#: The base a task imported from a benchmark of research setups (ResearchEnvBench) uses.
+RESEARCH_BASE = "synth/research:bookworm"
 
 
 def recipe_for(ref: str, mirror: str | None = None) -> BaseRecipe | None:
@@ -59,6 +97,7 @@ def recipe_for(ref: str, mirror: str | None = None) -> BaseRecipe | None:
         suite=suite or "bookworm",
         include=KNOWN_BASES[name],
         mirror=mirror or os.environ.get("SYNTH_DEBIAN_MIRROR", DEFAULT_MIRROR),
+        pypi=KNOWN_PYPI.get(name, ""),
     )
 
 
@@ -72,11 +111,14 @@ def recipe_from_options(tag: str, suite: str, include: str | None, mirror: str |
         include=tuple(sorted(i for i in include.split(",") if i)) if include is not None
         else (known.include if known else ()),
         mirror=mirror or (known.mirror if known else BaseRecipe(suite).mirror),
-        tool=tool, source_date_epoch=source_date_epoch,
+        tool=tool, source_date_epoch=source_date_epoch, pypi=known.pypi if known else "",
     )
     if tool not in TOOLS or (source_date_epoch is not None and tool != "mmdebstrap"):
         raise UsageError(f"--tool is one of {', '.join(TOOLS)}; --source-date-epoch needs "
                          "--tool mmdebstrap.")
+    if recipe.pypi and tool != "debootstrap":
+        raise UsageError(f"{tag}'s PyPI tools are installed in a debootstrap rootfs: use "
+                         "--tool debootstrap.")
     return recipe
 
 
@@ -129,12 +171,68 @@ def _run_tool(argv: list[str], recipe: BaseRecipe, env: dict[str, str] | None = 
         )
 
 
+def _ca_bundle() -> Path | None:
+    """The CA bundle PyPI downloads trust: ``SYNTH_CA_BUNDLE`` (an intercepting proxy's),
+    else the host's."""
+    for candidate in (os.environ.get("SYNTH_CA_BUNDLE"), "/etc/ssl/certs/ca-certificates.crt"):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def _chroot(rootfs: Path, argv: list[str], env: dict[str, str], what: str) -> None:
+    proc = subprocess.run(["chroot", str(rootfs), *argv], capture_output=True, text=True,
+                          check=False, env=env, timeout=1800)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise BaseImageError(f"{what} failed in the new rootfs (exit {proc.returncode}):\n{tail}",
+                             hint="Is PyPI reachable from this machine (a proxy needs "
+                             "SYNTH_CA_BUNDLE)?")
+
+
+def install_pypi(rootfs: Path, name: str) -> None:
+    """The shipped lock ``name`` into ``TOOLS_VENV`` of ``rootfs`` (``--require-hashes``,
+    no cache), its commands linked into ``/usr/local/bin``; nothing else stays behind (the
+    lock, the CA bundle and the resolver file are removed, the original restored)."""
+    (rootfs / "tmp" / "synth-pypi.txt").write_text(pypi_lock(name), encoding="utf-8")
+    resolv, saved = rootfs / "etc" / "resolv.conf", None
+    if resolv.is_file() and not resolv.is_symlink():
+        saved = resolv.read_bytes()
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LC_ALL": "C.UTF-8",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_CACHE_DIR": "1",
+           **{k: v for k, v in os.environ.items() if k.lower().endswith("_proxy")}}
+    try:
+        if resolv.is_symlink():
+            resolv.unlink()
+        shutil.copyfile("/etc/resolv.conf", resolv)
+        ca = _ca_bundle()
+        if ca is not None:
+            shutil.copyfile(ca, rootfs / "tmp" / "synth-ca.pem")
+            env["PIP_CERT"] = "/tmp/synth-ca.pem"
+        _chroot(rootfs, ["python3", "-m", "venv", TOOLS_VENV], env, "python3 -m venv")
+        _chroot(rootfs, [f"{TOOLS_VENV}/bin/pip", "install", "--no-deps", "--require-hashes",
+                         "--only-binary", ":all:", "-r", "/tmp/synth-pypi.txt"], env,
+                f"pip install of the {name} lock")
+        for command in PYPI_LOCKS[name]:
+            link = rootfs / "usr" / "local" / "bin" / command
+            link.unlink(missing_ok=True)
+            link.symlink_to(f"{TOOLS_VENV}/bin/{command}")
+    finally:
+        for leftover in ("synth-pypi.txt", "synth-ca.pem"):
+            (rootfs / "tmp" / leftover).unlink(missing_ok=True)
+        resolv.unlink(missing_ok=True)
+        if saved is not None:
+            resolv.write_bytes(saved)
+
+
 def _debootstrap_tar(exe: str, recipe: BaseRecipe, tmp: Path) -> tuple[Path, list[str]]:
     rootfs = tmp / "rootfs"
     argv = [exe, "--variant=minbase"]
     if recipe.include:
         argv.append("--include=" + ",".join(recipe.include))
     _run_tool([*argv, recipe.suite, str(rootfs), recipe.mirror], recipe)
+    if recipe.pypi:
+        install_pypi(rootfs, recipe.pypi)
     # Package caches and lists only bloat the image; agents run apt-get update anyway.
     for sub in ("var/cache/apt/archives", "var/lib/apt/lists"):
         for entry in (rootfs / sub).glob("*"):
@@ -196,6 +294,10 @@ def bootstrap(
             "synth.base.packages_sha256": digest,
             "synth.base.tool_version": _tool_version(recipe.tool),
         }
+        if recipe.pypi:
+            labels["synth.base.pypi_sha256"] = pypi_digest(recipe.pypi)
+        if absent := KNOWN_ABSENT.get(ref.partition(":")[0]):
+            labels["synth.base.absent"] = absent
         image_id = engine.import_image(tar_path, ref, labels=labels)
     say(f"Made {ref} ({len(packages)} Debian packages, content {digest[:12]}).")
     return image_id
@@ -230,6 +332,9 @@ def parse_recipe(describe: str) -> BaseRecipe | None:
     if rest[0].startswith("--include="):
         include = tuple(x for x in rest[0].removeprefix("--include=").split(",") if x)
         rest = rest[1:]
+    pypi = ""
+    if rest and rest[-1].startswith("+pypi="):
+        pypi = rest.pop().removeprefix("+pypi=").partition("@")[0]
     sde: int | None = None
     if rest and rest[-1].startswith("SOURCE_DATE_EPOCH="):
         value = rest.pop().removeprefix("SOURCE_DATE_EPOCH=")
@@ -237,7 +342,7 @@ def parse_recipe(describe: str) -> BaseRecipe | None:
     if len(rest) != 2:
         return None
     return BaseRecipe(suite=rest[0], include=include, mirror=rest[1], tool=words[0],
-                      source_date_epoch=sde)
+                      source_date_epoch=sde, pypi=pypi)
 
 
 def base_manifest(ref: str, image_id: str | None, digest: str | None,
@@ -255,6 +360,8 @@ def base_manifest(ref: str, image_id: str | None, digest: str | None,
             "include": list(recipe.include), "mirror": recipe.mirror, "describe": describe,
             "tool_version": labels.get("synth.base.tool_version"),
             "packages_sha256": labels.get("synth.base.packages_sha256"),
+            **({"pypi": recipe.pypi, "pypi_sha256": labels.get("synth.base.pypi_sha256")}
+               if recipe.pypi else {}),
         },
     }
 
@@ -286,7 +393,13 @@ def check_base(engine: Engine, base: Mapping[str, Any], *, allow_mismatch: bool 
         recipe = BaseRecipe(suite=str(raw["suite"]), include=tuple(raw.get("include") or ()),
                             mirror=str(raw.get("mirror") or DEFAULT_MIRROR),
                             tool=str(raw.get("tool") or "debootstrap"),
-                            source_date_epoch=int(sde) if isinstance(sde, int) else None)
+                            source_date_epoch=int(sde) if isinstance(sde, int) else None,
+                            pypi=str(raw.get("pypi") or ""))
+        if recipe.pypi and raw.get("pypi_sha256") not in (None, pypi_digest(recipe.pypi)):
+            raise BaseImageError(
+                f"The artifact's base image {ref} was made with another {recipe.pypi} lock "
+                "than this synth ships, so it cannot be recreated as it was.",
+                hint="Load the original image (`docker load -i base.tar`) and tag it " + ref)
         say(f"Base image {ref} is missing; recreating it from the recorded recipe "
             f"({recipe.describe()}).")
         bootstrap(engine, ref, recipe, say=say)

@@ -37,6 +37,7 @@ from synth.errors import (
     GpuRuntimeUnavailableError,
     SynthError,
 )
+from synth.formats.limits import Limits
 from synth.util import safe_tar
 
 #: Every object synth creates carries this label, so ``synth gc`` can find leftovers.
@@ -63,6 +64,7 @@ class DockerEngine:
     def __init__(self, client: docker.DockerClient) -> None:
         self.client = client
         self.api = client.api
+        self._disk_quota: bool | None = None
 
     @classmethod
     def connect(cls, timeout: int = 120) -> DockerEngine:
@@ -112,6 +114,7 @@ class DockerEngine:
             "tty": spec.tty,
             "stdin_open": spec.tty,
         }
+        kwargs.update(self._limit_kwargs(spec.limits))
         if not spec.network:
             kwargs["network_mode"] = "none"
         if spec.gpus:
@@ -138,6 +141,30 @@ class DockerEngine:
             raise EngineError(f"Cannot start a container from {spec.image}: {_short(exc)}") from exc
         return container
 
+    def _limit_kwargs(self, limits: Limits) -> dict[str, Any]:
+        """docker-py's arguments for ``limits``; memory with no swap beyond it."""
+        out: dict[str, Any] = {}
+        if limits.memory is not None:
+            out["mem_limit"] = out["memswap_limit"] = limits.memory
+        if limits.pids is not None:
+            out["pids_limit"] = limits.pids
+        if limits.cpus is not None:  # more than the host has is all it has
+            out["nano_cpus"] = int(min(limits.cpus, os.cpu_count() or 1) * 1e9)
+        if limits.disk is not None and self.disk_limits_supported():
+            out["storage_opt"] = {"size": str(limits.disk)}
+        return out
+
+    def disk_limits_supported(self) -> bool:
+        """The storage driver can cap a container's writable layer: overlay2 on xfs (with
+        project quotas, which Docker then requires), devicemapper, btrfs or zfs."""
+        if self._disk_quota is None:
+            info = self.info()
+            status = dict(info.get("DriverStatus") or [])
+            driver = info.get("Driver")
+            self._disk_quota = (driver in ("devicemapper", "btrfs", "zfs") or (
+                driver == "overlay2" and status.get("Backing Filesystem") == "xfs"))
+        return self._disk_quota
+
     @contextmanager
     def container(self, spec: ContainerSpec) -> Iterator[Container]:
         """A started container, removed on every way out (errors and Ctrl-C included)."""
@@ -146,6 +173,17 @@ class DockerEngine:
             yield c
         finally:
             c.remove()
+
+    def kill_container(self, name: str) -> None:
+        """Kill a container's processes by name or id (it stays, stopped); one that is gone
+        or not running is left as it is."""
+        try:
+            self.client.containers.get(name).kill()
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as exc:
+            if "is not running" not in str(exc):
+                raise EngineError(f"Cannot stop container {name}: {_short(exc)}") from exc
 
     def managed_containers(self, extra_label: str | None = None) -> list[DockerContainer]:
         filters = [MANAGED_LABEL + "=1"] + ([extra_label] if extra_label else [])
@@ -489,6 +527,47 @@ class Container:
             raise EngineError(f"Cannot inspect {self.description}: {_short(exc)}") from exc
         return dict(self.raw.labels or {})
 
+    def main_pid(self) -> int:
+        """The host pid of the container's main process (0 when it is not running)."""
+        try:
+            self.raw.reload()
+            return int((self.raw.attrs.get("State") or {}).get("Pid") or 0)
+        except (docker.errors.DockerException, ValueError):
+            return 0
+
+    def processes(self) -> list[dict[str, Any]]:
+        """The container's processes as the engine lists them from the host (``ps`` run by
+        the daemon, which nothing in the container can fake), its main process left out:
+        ``{"pid", "ppid", "command"}`` with host pids."""
+        try:
+            self.raw.reload()
+            main = int((self.raw.attrs.get("State") or {}).get("Pid") or 0)
+            top = self.raw.top()
+        except (docker.errors.DockerException, ValueError) as exc:
+            raise EngineError(f"Cannot list the processes of {self.description}: "
+                              f"{_short(exc)}") from exc
+        titles = [str(t) for t in top.get("Titles") or []]
+        col = {t: i for i, t in enumerate(titles)}
+        out = []
+        for row in top.get("Processes") or []:
+            pid, ppid = int(row[col["PID"]]), int(row[col["PPID"]])
+            if pid != main:
+                out.append({"pid": pid, "ppid": ppid, "command": str(row[col["CMD"]]),
+                            "main_child": ppid == main})
+        return out
+
+    def limit_events(self) -> dict[str, int]:
+        """How often the kernel enforced this container's limits so far: ``memory`` (the
+        OOM killer's kills in its cgroup) and ``pids`` (forks refused at the process limit),
+        read host-side from the cgroup files, which the container cannot write; empty where
+        they cannot be read (another cgroup layout, a remote engine)."""
+        try:
+            self.raw.reload()
+            pid = int((self.raw.attrs.get("State") or {}).get("Pid") or 0)
+        except (docker.errors.DockerException, ValueError):
+            return {}
+        return cgroup_limit_events(pid) if pid > 0 else {}
+
     def kill(self) -> None:
         try:
             self.raw.kill()
@@ -551,3 +630,48 @@ def image_sizes() -> Callable[[str], int | None] | None:
             return None
 
     return size_of
+
+
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+_EVENT_FILES = {"memory": (("memory", "memory.oom_control", "oom_kill"),
+                           ("", "memory.events", "oom_kill")),
+                "pids": (("pids", "pids.events", "max"), ("", "pids.events", "max"))}
+
+
+def cgroup_limit_events(pid: int, root: Path = _CGROUP_ROOT) -> dict[str, int]:
+    """``{"memory": OOM kills, "pids": forks refused}`` of the cgroups process ``pid`` is
+    in, cgroup v1 (one hierarchy per controller) or v2 (one for all)."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    paths: dict[str, str] = {}
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for c in controllers.split(",") if controllers else [""]:
+            paths[c] = path.lstrip("/")
+    out: dict[str, int] = {}
+    for kind, places in _EVENT_FILES.items():
+        for controller, name, key in places:
+            if controller not in paths:
+                continue
+            base = root / controller if controller else (
+                root / "unified" if (root / "unified" / "cgroup.controllers").exists()
+                else root)
+            count = _event_count(base / paths[controller] / name, key)
+            if count is not None:
+                out[kind] = count
+                break
+    return out
+
+
+def _event_count(path: Path, key: str) -> int | None:
+    try:
+        text = path.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key and value.strip().isdigit():
+            return int(value)
+    return None

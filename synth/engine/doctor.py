@@ -13,6 +13,7 @@ from synth.engine.base_images import KNOWN_BASES
 from synth.engine.build import find_build_cli
 from synth.engine.docker import DockerEngine, docker_host
 from synth.errors import EngineUnavailableError, SynthError
+from synth.formats.limits import Limits
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -48,7 +49,7 @@ def diagnose(settings: Settings) -> DoctorReport:
     engine, engine_check = _connect()
     checks = [engine_check, _buildkit_check(settings), _debootstrap_check()]
     if engine is not None:
-        checks += [_gpu_check(engine), *_base_checks(engine)]
+        checks += [_gpu_check(engine), _limits_check(engine), *_base_checks(engine)]
     checks.append(_ca_bundle_check(settings))
     if engine is not None:
         checks.append(tls_check(engine, settings))
@@ -66,6 +67,15 @@ def _connect() -> tuple[DockerEngine | None, Check]:
     return engine, Check(
         "engine", "ok", f"Docker {v.get('Version')} (API {v.get('ApiVersion')}) at {docker_host()}",
     )
+
+
+def _limits_check(engine: DockerEngine) -> Check:
+    """The limits every container synth starts gets by default, and whether a disk limit
+    (--disk, [limits] disk) would be enforced here."""
+    disk = ("a disk limit is enforced" if engine.disk_limits_supported() else
+            "a disk limit (--disk) is not enforced by this storage driver (overlay2 needs "
+            "xfs with project quotas)")
+    return Check("limits", "ok", f"defaults: {Limits.host_default().describe()}; {disk}")
 
 
 def _buildkit_check(settings: Settings) -> Check:

@@ -19,6 +19,7 @@ from synth.distill import carried as carried_mod
 from synth.distill import warnings as warn
 from synth.distill.load import LoadedRun
 from synth.distill.plan import BuildPlan, Classified, classify_log
+from synth.distill.provenance import code_loading_risks, merged_risks
 from synth.errors import ExportError
 from synth.export import live_facts
 from synth.export.live_facts import LiveFacts
@@ -110,9 +111,12 @@ def complete_plan(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts:
             hint="--allow-missing exports it anyway and says so at the top of the report; "
                  "--include PATH carries a file from the live image.")
     unexplained = carried_mod.dpkg_explained(report.unexplained, facts.dpkg_paths)
+    risks = merged_risks(report.risks, code_loading_risks(
+        facts.code_loading, [(c.path, c.distribution) for c in carried]),
+        probe_ran=facts.code_loading is not None)
     return (replace(plan, carried=carried, missing=tuple(missing)),
-            replace(report, unexplained=unexplained,
-                                warnings=tuple(sorted({*report.warnings, *warnings}))))
+            replace(report, unexplained=unexplained, risks=risks,
+                    warnings=tuple(sorted({*report.warnings, *warnings}))))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from synth.errors import SynthError
 
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from synth.formats.fingerprint import Fingerprint
 
 WORKDIR = "/workspace"
+#: The stdlib-only probe that lists .pth files, startup modules and ld.so.preload.
+CODE_LOADING_PROBE = (Path(__file__).resolve().parent.parent / "pyramid" / "probes"
+                      / "code_loading.py")
 DPKG_LISTS = "cat /var/lib/dpkg/info/*.list 2>/dev/null; true"
 
 #: Run under the environment's interpreter: ``{file: [distribution, …]}`` for every file
@@ -60,6 +63,9 @@ class LiveFacts:
     #: ``pip check``'s complaint lines (empty: no conflicts, or not run).
     pip_check: tuple[str, ...] = ()
     pip_check_ran: bool = False
+    #: What makes code run at start, from ``pyramid/probes/code_loading.py`` (None: not
+    #: asked or it failed).
+    code_loading: dict[str, Any] | None = None
     errors: tuple[str, ...] = ()
 
 
@@ -96,8 +102,15 @@ def _ask(c: Container, python: str, tmp: Path) -> tuple[LiveFacts, list[str]]:
     else:
         errors.append(f"file overlap probe failed: {overlap.output.strip()[-200:]}")
     check, ran = _pip_check(c, python)
+    loading = c.exec([python, "-c", CODE_LOADING_PROBE.read_text(encoding="utf-8")],
+                     timeout=300)
+    code_loading = None
+    if loading.ok:
+        code_loading = json.loads(loading.stdout or "{}")
+    else:
+        errors.append(f"code-loading probe failed: {loading.output.strip()[-200:]}")
     return LiveFacts(workspace_tar=tar, dpkg_paths=paths, fingerprint=fp, overlaps=overlaps,
-                     pip_check=check, pip_check_ran=ran), errors
+                     pip_check=check, pip_check_ran=ran, code_loading=code_loading), errors
 
 
 def gather(run: LoadedRun, python: str, tmp: Path) -> LiveFacts:

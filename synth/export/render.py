@@ -235,13 +235,29 @@ def uses_cuda(locks: Sequence[Lock]) -> bool:
 def base_recipe(plan: BuildPlan) -> dict[str, str] | None:
     """How the base was made when synth made it (debootstrap + docker import), as commands
     a reader runs without synth; None for a base synth does not make."""
-    from synth.engine.base_images import DEFAULT_MIRROR, recipe_for
+    from synth.engine.base_images import (
+        DEFAULT_MIRROR,
+        PYPI_LOCKS,
+        TOOLS_VENV,
+        pypi_digest,
+        recipe_for,
+    )
 
     recipe = recipe_for(plan.base_ref, DEFAULT_MIRROR)
     if recipe is None:
         return None
     include = f" --include={','.join(recipe.include)}" if recipe.include else ""
-    return {
+    pypi = ""
+    if recipe.pypi:
+        links = " ".join(PYPI_LOCKS[recipe.pypi])
+        pypi = (f"# {recipe.pypi}.txt: synth's hashed lock (synth/engine/bases/, sha256 "
+                f"{pypi_digest(recipe.pypi)})\n"
+                f"cp /etc/resolv.conf rootfs/etc/resolv.conf\n"
+                f"chroot rootfs python3 -m venv {TOOLS_VENV}\n"
+                f"chroot rootfs {TOOLS_VENV}/bin/pip install --no-deps --require-hashes "
+                f"--only-binary :all: -r /dev/stdin < {recipe.pypi}.txt\n"
+                f"for c in {links}; do ln -s {TOOLS_VENV}/bin/$c rootfs/usr/local/bin/$c; done")
+    return {"pypi": pypi,
         "synth": f"synth base bootstrap --tag {plan.base_ref}",
         "debootstrap": f"debootstrap --variant=minbase{include} {recipe.suite} rootfs "
                        f"{recipe.mirror}",

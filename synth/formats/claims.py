@@ -31,6 +31,15 @@ class Claims(Document, frozen=True, kw_only=True):
     env_tool: str | None = None
     env_name: str | None = None
     notes: str | tuple[str, ...] | None = None
+    #: The compiled extension modules the agent says it built (importable names); C5
+    #: imports each in the environment.
+    native_modules_built: tuple[str, ...] | None = None
+    # REB's optional report fields.
+    dataset_hf_id: str | None = None
+    model_hf_id: str | None = None
+    installed_packages: tuple[dict[str, Any], ...] | None = None
+    capabilities: dict[str, Any] | None = None
+    artifacts: dict[str, Any] | None = None
 
     @property
     def extra(self) -> dict[str, Any]:

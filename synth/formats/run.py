@@ -6,9 +6,11 @@ as written (``raw``), fields of other writers included, which ``synth runs show`
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
-from synth.formats.base import Digest, Document, Part, RunId, Timestamp
+from msgspec import Meta
+
+from synth.formats.base import Count, Digest, Document, Part, RunId, Timestamp
 
 #: The newest run.json format this synth reads and writes.
 RUN_FORMAT: Final = 1
@@ -97,11 +99,71 @@ class RunOwner(Part, frozen=True):
     host: str
 
 
+class AuditCut(Part, frozen=True):
+    """What of the hook's stream was not copied (synth.record.collector)."""
+
+    records: Count
+    bytes: Count
+    unread: Count
+
+
+class ProcessSampling(Part, frozen=True):
+    """The host's sampling of the agent's processes (synth.record.processes)."""
+
+    sampled: bool
+    seen: Count
+
+
 class AuditCheck(Part, frozen=True):
     """The raw hook stream against synth's own evidence (docs/security.md)."""
 
     verified: bool | None
     findings: tuple[str, ...]
+    cut: AuditCut | None = None
+    #: The ``seq`` of each hook record of an installer no process seen from the host
+    #: confirms: it explains no change.
+    unconfirmed: tuple[int, ...] | None = None
+    processes: ProcessSampling | None = None
+
+
+class RunLimits(Part, frozen=True):
+    """The session container's resource limits (synth/formats/limits.py): memory in bytes
+    (no swap beyond it), processes, CPUs, writable-layer bytes; null where not limited."""
+
+    memory: int | None
+    pids: int | None
+    cpus: float | None
+    disk: int | None
+    #: The storage driver enforced the disk limit.
+    disk_enforced: bool
+
+
+class FailedStatement(Part, frozen=True):
+    """A statement of the agent that exited non-zero: its first line (masked), its exit."""
+
+    command: str
+    exit: int | None
+
+
+class LeftoverProcess(Part, frozen=True):
+    """A process the agent left running when its part ended (host pids, listed by the
+    engine), which synth killed before reading the final state."""
+
+    pid: int
+    ppid: int
+    command: str
+    #: A child of the container's main process.
+    main_child: bool
+
+
+class LimitHit(Part, frozen=True):
+    """An agent command during which the kernel enforced a limit: ``memory`` (OOM kills in
+    the container's cgroup) or ``pids`` (forks refused), how often, and its exit status."""
+
+    command: str
+    kind: Literal["memory", "pids"]
+    count: Annotated[int, Meta(ge=1)]
+    exit: int | None
 
 
 class RunRecord(Document, frozen=True, kw_only=True):
@@ -136,3 +198,8 @@ class RunRecord(Document, frozen=True, kw_only=True):
     audit: AuditCheck | None = None
     #: Paths of files the agent changed that hold a secret value.
     secret_findings: tuple[str, ...] | None = None
+    limits: RunLimits | None = None
+    limit_hits: tuple[LimitHit, ...] | None = None
+    leftover_processes: tuple[LeftoverProcess, ...] | None = None
+    #: The final state is the truth for export, but a statement that failed is said.
+    failed_statements: tuple[FailedStatement, ...] | None = None

@@ -411,18 +411,22 @@ def read_verify(path: Path) -> VerifyDocument:
     return load(path, VERIFY_DOCUMENT)
 
 
-def parse_verify(text: str, where: str) -> VerifyDocument:
-    """A ``verify.json``'s text that came some other way (a bench worker sends it back),
-    checked as :func:`read_verify` checks the file; ``where`` names it in errors."""
+def parse_text(text: str, kind: FileKind[T], where: str) -> T:
+    """A file's text that came some other way (a bench worker sends it back), checked as
+    :func:`load` checks the file (its size cap too); ``where`` names it in errors."""
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
         raise _fail(where, "holds a lone UTF-16 surrogate (\\ud800-\\udfff), not text"
                     ) from None
-    if len(data) > VERIFY_DOCUMENT.max_bytes:
-        raise _fail(where, f"over the {VERIFY_DOCUMENT.max_bytes}-byte limit of a "
-                    f"{VERIFY_DOCUMENT.rel} file")
-    return decode(data, VERIFY_DOCUMENT, where)
+    if len(data) > kind.max_bytes:
+        raise _fail(where, f"over the {kind.max_bytes}-byte limit of a {kind.rel} file")
+    return decode(data, kind, where)
+
+
+def parse_verify(text: str, where: str) -> VerifyDocument:
+    """A ``verify.json``'s text that came some other way, checked as the file is."""
+    return parse_text(text, VERIFY_DOCUMENT, where)
 
 
 def read_claims(path: Path) -> Claims | None:

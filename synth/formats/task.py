@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from synth.errors import NotFoundError, SynthError, TaskError, UsageError
+from synth.formats.limits import Limits, from_options
 
 Level = Literal["C0", "C0i", "C1", "C2", "C3", "C4", "C5"]
 LEVELS: tuple[Level, ...] = ("C0", "C0i", "C1", "C2", "C3", "C4", "C5")
@@ -114,6 +115,30 @@ class VerifySettings(BaseModel):
     c0: C0Settings = C0Settings()
 
 
+class LimitsSpec(BaseModel):
+    """``[limits]``: the session's and verify's containers run under these (the host's
+    defaults where absent; the command line overrides; :mod:`synth.formats.limits`)."""
+
+    model_config = _Strict
+    #: Memory with no swap beyond it: ``"8g"``, ``"512m"`` or bytes.
+    memory: str | Annotated[int, Field(gt=0)] | None = None
+    pids: Annotated[int, Field(ge=16)] | None = None
+    cpus: Annotated[float, Field(gt=0)] | None = None
+    #: The container's writable layer, where the storage driver can cap it.
+    disk: str | Annotated[int, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _sizes(self) -> LimitsSpec:
+        self.limits()  # a size that does not parse or a limit too low is refused here
+        return self
+
+    def limits(self) -> Limits:
+        try:
+            return from_options(self.memory, self.pids, self.cpus, self.disk)
+        except ValueError as exc:
+            raise ValueError(str(exc)) from None
+
+
 class Task(BaseModel):
     model_config = _Strict
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=100)]
@@ -126,6 +151,8 @@ class Task(BaseModel):
     not_applicable: dict[Level, str] = Field(default_factory=dict)
     #: How verification judges this task (``[verify.c0]``).
     verify: VerifySettings = VerifySettings()
+    #: Resource limits of its containers (``[limits]``).
+    limits: LimitsSpec = LimitsSpec()
 
     # Set by load_task, not part of the file.
     task_dir: Path = Field(default=Path(), exclude=True)

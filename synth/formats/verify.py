@@ -214,6 +214,8 @@ class RebC0(Part, frozen=True):
     synth: str | None
     reason: str | None
     missing_package_ratio: str | None
+    #: Who measured it: reb script, synth pyright, synth C0 scan, synth.
+    by: str | None = None
 
 
 class RebC5(Part, frozen=True):
@@ -223,6 +225,8 @@ class RebC5(Part, frozen=True):
     version: Count
     capability: Count
     failure_category: str
+    #: Who measured it: reb script, synth pyright, synth C0 scan, synth.
+    by: str | None = None
 
 
 class RebScores(Part, frozen=True):

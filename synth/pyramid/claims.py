@@ -10,7 +10,16 @@ Counted as in ResearchEnvBench, by kind:
   what the evidence shows, or claimed where the level that would show it failed or was not
   reached; also, without any GPU, ``cuda_available`` where no installed framework can use
   CUDA at all (none installed, or CPU-only builds) and ``ddp_expected_ok`` where torch is
-  missing or a CPU-only build.
+  missing or a CPU-only build; a module of ``native_modules_built`` (the compiled
+  extensions the agent says it built) that does not import in the environment, or imports
+  from a file that is not a compiled extension.
+
+Every other claim ResearchEnvBench's ``report.json`` can make is checked where it states a
+fact: ``installed_packages`` (``{"name", "version"}`` items: installed, at that version;
+version kind), ``artifacts`` (each absolute path it names exists; path kind) and the
+entries of ``capabilities`` that name one of the claims above (``cuda``,
+``cuda_available``, ``gpu_count``, ``ddp``, ``ddp_expected_ok``, ``multi_gpu``,
+``native_modules_built``, ``native_extensions``), checked as that claim.
 
 ``null`` means "unknown" and is never counted. A capability whose level was *skipped* here
 (no GPU runtime, too few GPUs) or does not apply is ``unverifiable``: neither true nor false.
@@ -62,6 +71,10 @@ CLAIM_KINDS: dict[str, Kind] = {
     "cuda_available": "capability",
     "gpu_count": "capability",
     "ddp_expected_ok": "capability",
+    "native_modules_built": "capability",
+    "installed_packages": "version",
+    "artifacts": "path",
+    "capabilities": "capability",
 }
 
 #: Fields of the claims schema that C5 does not check, and why.
@@ -69,6 +82,17 @@ DESCRIPTIVE_FIELDS: dict[str, str] = {
     "env_tool": "descriptive (the tool the agent says it used); not a checkable fact",
     "env_name": "descriptive (the environment's name); not a checkable fact",
     "notes": "free text",
+    "dataset_hf_id": "descriptive (the hub id of the data set the agent prepared); what the "
+                     "probes download is the task's, not the agent's",
+    "model_hf_id": "descriptive (the hub id of the model the agent prepared); what the "
+                   "probes download is the task's, not the agent's",
+}
+#: Keys of ``capabilities`` that name a checked claim (key -> the claim it is checked as).
+CAPABILITY_ALIASES: dict[str, str] = {
+    "cuda": "cuda_available", "cuda_available": "cuda_available", "gpu_count": "gpu_count",
+    "ddp": "ddp_expected_ok", "ddp_expected_ok": "ddp_expected_ok",
+    "multi_gpu": "ddp_expected_ok", "native_modules_built": "native_modules_built",
+    "native_extensions": "native_modules_built",
 }
 
 #: Every field the claims schema declares (synth/formats/schemas/claims.schema.json).
@@ -77,8 +101,38 @@ KNOWN_FIELDS: frozenset[str] = frozenset(CLAIM_KINDS) | frozenset(DESCRIPTIVE_FI
 
 def claimed_distributions(claims: Mapping[str, Any]) -> list[str]:
     """The distributions whose installed version the facts probe must read for ``claims``."""
+    named = {str(p.get("name")) for p in _packages(claims) if p.get("name")}
     return sorted({d for name, dists in FRAMEWORK_VERSIONS.items()
-                   if claims.get(name) is not None for d in dists})
+                   if claims.get(name) is not None for d in dists} | named)
+
+
+def _packages(claims: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    items = claims.get("installed_packages")
+    return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
+
+
+def _capabilities(claims: Mapping[str, Any]) -> Mapping[str, Any]:
+    caps = claims.get("capabilities")
+    return caps if isinstance(caps, Mapping) else {}
+
+
+def claimed_native_modules(claims: Mapping[str, Any]) -> list[str]:
+    """The compiled extensions the agent says it built (``native_modules_built``, and the
+    ``capabilities`` entries that name them): each is imported in the environment."""
+    lists = [claims.get("native_modules_built"),
+             *(v for k, v in _capabilities(claims).items()
+               if CAPABILITY_ALIASES.get(k) == "native_modules_built")]
+    return sorted({m for lst in lists if isinstance(lst, list) for m in lst
+                   if isinstance(m, str) and m})
+
+
+def claimed_paths(claims: Mapping[str, Any]) -> list[str]:
+    """Every path a claim names (``python_path``, absolute ``artifacts`` values)."""
+    arts = claims.get("artifacts")
+    values = list(arts.values()) if isinstance(arts, Mapping) else []
+    python = claims.get("python_path")
+    found = {v for v in values if isinstance(v, str) and v.startswith("/")}
+    return sorted(found | ({str(python)} if python else set()))
 
 
 @dataclass(frozen=True)
@@ -96,6 +150,9 @@ class Evidence:
     #: distribution -> installed version (None: not installed), for every distribution the
     #: facts probe read; a distribution left out was not probed.
     distributions: Mapping[str, str | None] = field(default_factory=dict)
+    #: module -> its import in the environment (``ok``, ``file``, ``extension``,
+    #: ``error_class``, ``message``), for every module a claim says was compiled.
+    native_imports: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: Did any framework see a GPU (C2's probe); None when C2's probe did not run.
     cuda_available: bool | None = None
     #: GPUs the frameworks (or, lacking them, the driver) saw; None when unknown.
@@ -202,15 +259,23 @@ def check_claims(claims: Mapping[str, Any], ev: Evidence) -> ClaimsOutcome:
     _check_cuda(claims.get("cuda_available"), ev, add)
     _check_gpu_count(claims.get("gpu_count"), ev, add)
     _check_ddp(claims.get("ddp_expected_ok"), ev, add)
+    if "native_modules_built" in claims:
+        _check_native("native_modules_built", claims["native_modules_built"], ev, add)
+    _check_reb_extras(claims, ev, add)
     return ClaimsOutcome(tuple(checks), unchecked_fields(claims))
 
 
 def unchecked_fields(claims: Mapping[str, Any]) -> tuple[Unchecked, ...]:
-    """The fields present in ``claims`` that C5 does not check, sorted by name."""
+    """The fields present in ``claims`` that C5 does not check, sorted by name (and the
+    entries of ``capabilities`` that name no checked claim)."""
     out = []
     for name in sorted(set(claims) - set(CLAIM_KINDS)):
         why = DESCRIPTIVE_FIELDS.get(name, "not a field C5 knows (not in the claims schema)")
         out.append(Unchecked(name, claims[name], why))
+    for key, value in sorted(_capabilities(claims).items()):
+        if key not in CAPABILITY_ALIASES:
+            out.append(Unchecked(f"capabilities.{key}", value,
+                                 "free-form capability: names no claim C5 can check"))
     return tuple(out)
 
 
@@ -333,3 +398,98 @@ def _capability(
         return "hallucination", f"could not be shown: {level.level} {level.summary}"
     where = f"{level.level} {level.summary}" if level is not None else "level not run"
     return "unverifiable", where
+
+
+def _check_native(name: str, modules: Any, ev: Evidence, add: Add) -> None:
+    """Each claimed compiled extension imported in the environment and compared: one that
+    does not import, or imports from a plain Python file, is a false claim."""
+    if modules is None:
+        add(name, None, None, "unknown", "")
+        return
+    if not isinstance(modules, list):
+        add(name, modules, None, "unknown", "not a list of module names; not counted")
+        return
+    for module in modules:
+        got = ev.native_imports.get(module) if isinstance(module, str) else None
+        if got is None:
+            add(name, module, None, "unverifiable" if isinstance(module, str) else "unknown",
+                "not imported here" if isinstance(module, str) else "not a module name")
+        elif not got.get("ok"):
+            add(name, module, False, "hallucination",
+                f"does not import: {got.get('error_class')}: {str(got.get('message'))[:200]}")
+        elif not got.get("extension"):
+            add(name, module, got.get("file"), "hallucination",
+                f"imports from {got.get('file')}: not a compiled extension")
+        else:
+            add(name, module, got.get("file"), "true", "a compiled extension that imports")
+
+
+def _check_packages(items: Any, ev: Evidence, add: Add) -> None:
+    if not isinstance(items, list):
+        add("installed_packages", items, None, "unknown", "not a list; not counted")
+        return
+    for item in items:
+        pkg = item.get("name") if isinstance(item, Mapping) else None
+        version = item.get("version") if isinstance(item, Mapping) else None
+        said = f"{pkg}=={version}" if version else str(pkg)
+        if not isinstance(pkg, str) or pkg not in ev.distributions:
+            add("installed_packages", item, None, "unknown" if not isinstance(pkg, str)
+                else "unverifiable", "no name" if not isinstance(pkg, str) else "not probed")
+            continue
+        seen = ev.distributions[pkg]
+        if seen is None:
+            add("installed_packages", said, None, "hallucination", f"{pkg} is not installed")
+        elif version is None or version_matches(str(version), seen):
+            add("installed_packages", said, f"{pkg}=={seen}", "true", "")
+        else:
+            add("installed_packages", said, f"{pkg}=={seen}", "hallucination", "")
+
+
+def _check_artifacts(arts: Any, ev: Evidence, add: Add) -> None:
+    if not isinstance(arts, Mapping):
+        add("artifacts", arts, None, "unknown", "not an object; not counted")
+        return
+    for key, path in sorted(arts.items()):
+        exists = ev.paths.get(path) if isinstance(path, str) else None
+        if exists is None:
+            add("artifacts", {key: path}, None, "unknown",
+                "not an absolute path; not counted")
+        else:
+            add("artifacts", {key: path}, exists, "true" if exists else "hallucination",
+                "" if exists else "no such file in the environment")
+
+
+def _as_capability(add: Add, key: str) -> Add:
+    """``add`` for a claim made as ``capabilities.<key>``."""
+    def under(_name: str, claimed: Any, observed: Any, verdict: Verdict, note: str) -> None:
+        add("capabilities", {key: claimed}, observed, verdict, note)
+    return under
+
+
+def _check_capabilities(caps: Any, claims: Mapping[str, Any], ev: Evidence,
+                        add: Add) -> None:
+    """``capabilities`` entries that name a claim, checked as it (once: a top-level field
+    of the same claim is the one checked)."""
+    if not isinstance(caps, Mapping):
+        add("capabilities", caps, None, "unknown", "not an object; not counted")
+        return
+    for key, value in sorted(caps.items()):
+        claim = CAPABILITY_ALIASES.get(key)
+        if claim is None or claims.get(claim) is not None:
+            continue
+        under = _as_capability(add, key)
+        if claim == "native_modules_built":
+            _check_native(claim, value, ev, under)
+        else:
+            {"cuda_available": _check_cuda, "gpu_count": _check_gpu_count,
+             "ddp_expected_ok": _check_ddp}[claim](value, ev, under)
+
+
+def _check_reb_extras(claims: Mapping[str, Any], ev: Evidence, add: Add) -> None:
+    """The optional fields of REB's report that state facts."""
+    if "installed_packages" in claims and claims["installed_packages"] is not None:
+        _check_packages(claims["installed_packages"], ev, add)
+    if "artifacts" in claims and claims["artifacts"] is not None:
+        _check_artifacts(claims["artifacts"], ev, add)
+    if "capabilities" in claims and claims["capabilities"] is not None:
+        _check_capabilities(claims["capabilities"], claims, ev, add)

@@ -9,15 +9,24 @@ and the task's ``probes.workdir`` as working directory.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import c0_scan, c0_scope
-from .claims import BadClaims, Claims, Evidence, check_claims, claimed_distributions
+from .claims import (
+    BadClaims,
+    Claims,
+    Evidence,
+    check_claims,
+    claimed_distributions,
+    claimed_native_modules,
+    claimed_paths,
+)
 from .levels import GpuAccess, gate
 from .result import LEVELS, Level, LevelResult, Report
 from .runtime import ExecOutcome as ExecResult
@@ -53,6 +62,8 @@ class PyramidSpec:
     scanner: c0_scan.Scanner = c0_scan.DEFAULT_SCANNER
     target: Mapping[str, Any] = field(default_factory=dict)
     probe_timeout: int = 600
+    #: Values never shown in a level's reason or details (an agent's secrets: ``***``).
+    redact: tuple[str, ...] = ()
 
     @property
     def cwd(self) -> str:
@@ -63,6 +74,30 @@ class PyramidSpec:
 
 def _tail(text: str) -> str:
     return text[-TAIL:]
+
+
+#: Lines of an entrypoint's own output a failing level's reason quotes.
+WHY_LINES = 3
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def redacted(text: str, secrets: Sequence[str]) -> str:
+    for value in secrets:
+        if value:
+            text = text.replace(value, "***")
+    return text
+
+
+def why(info: Mapping[str, Any], secrets: Sequence[str] = ()) -> str:
+    """The last lines a failing command printed (stderr, else stdout), one line, without
+    control characters or secrets: what it said about its failure (an assertion, a CUDA
+    error), for the level's reason."""
+    for key in ("stderr_tail", "stdout_tail"):
+        lines = [ln.strip() for ln in _CONTROL.sub("", str(info.get(key) or "")).splitlines()
+                 if ln.strip()]
+        if lines:
+            return redacted(" | ".join(lines[-WHY_LINES:]), secrets)[-400:]
+    return ""
 
 
 def parse_probe_output(stdout: str) -> dict[str, Any] | None:
@@ -103,6 +138,8 @@ class _Probing:
         self.import_modules: list[str] = []
         #: Top-level modules only an optional extra of the repo provides.
         self.extra_tops: frozenset[str] = frozenset()
+        #: C5: module -> its import, for each compiled extension the claims name.
+        self.native_imports: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ staging
     def stage(self, requests: Mapping[str, Any]) -> None:
@@ -253,7 +290,10 @@ def _task_command(p: _Probing, level: Level, command: str, timeout: int,
                   env: Mapping[str, str] | None = None) -> tuple[bool, dict[str, Any]]:
     p.progress(f"{level}: {command}")
     res = p.run(["bash", "-c", command], timeout=timeout, env=env)
-    info = {"command": command, "timeout": timeout, **_exec_summary(res)}
+    summary = _exec_summary(res)
+    for key in ("stdout_tail", "stderr_tail"):
+        summary[key] = redacted(summary[key], p.spec.redact)
+    info = {"command": command, "timeout": timeout, **summary}
     return res.ok, info
 
 
@@ -369,7 +409,9 @@ def _c2(p: _Probing) -> LevelResult:
     p.progress("C2: framework probe")
     data, res = p.probe("framework.py")
     if data is None:
-        return LevelResult("C2", "fail", "the framework probe did not run",
+        said = why(_exec_summary(res), p.spec.redact)
+        return LevelResult("C2", "fail", "the framework probe did not run"
+                           + (f": {said}" if said else ""),
                            details={"exec": _exec_summary(res)})
     p.framework = data
     ok, problems, metrics = c2_verdict(data)
@@ -387,7 +429,8 @@ def _c3(p: _Probing) -> LevelResult:
     problems: list[str] = []
     ran_something = False
     if data is None:
-        problems.append("the kernel probe did not run")
+        said = why(_exec_summary(res), p.spec.redact)
+        problems.append("the kernel probe did not run" + (f": {said}" if said else ""))
     else:
         matmul = data.get("matmul")
         if matmul is not None:
@@ -403,7 +446,9 @@ def _c3(p: _Probing) -> LevelResult:
         details["entrypoint"] = info
         ran_something = True
         if not ok:
-            problems.append(f"GPU entrypoint failed (exit {info['exit_code']})")
+            said = why(info, p.spec.redact)
+            problems.append(f"GPU entrypoint failed (exit {info['exit_code']})"
+                            + (f": {said}" if said else ""))
     if not ran_something and not problems:
         problems.append("nothing ran on the GPU: no torch and no GPU entrypoint")
     metrics = {"matmul_ok": bool(data and (data.get("matmul") or {}).get("ok"))}
@@ -424,12 +469,16 @@ def _c4(p: _Probing, visible: int) -> LevelResult:
     details: dict[str, Any] = {"probe": data, "exec": _exec_summary(res)}
     problems = []
     if not res.ok or data is None:
-        problems.append(f"NCCL all_reduce/DDP probe failed (exit {res.exit_code})")
+        said = why(_exec_summary(res), p.spec.redact)
+        problems.append(f"NCCL all_reduce/DDP probe failed (exit {res.exit_code})"
+                        + (f": {said}" if said else ""))
     if task is not None and task.ddp is not None:
         ok, info = _task_command(p, "C4", task.ddp.command, task.ddp.timeout)
         details["entrypoint"] = info
         if not ok:
-            problems.append(f"DDP entrypoint failed (exit {info['exit_code']})")
+            said = why(info, p.spec.redact)
+            problems.append(f"DDP entrypoint failed (exit {info['exit_code']})"
+                            + (f": {said}" if said else ""))
     metrics = {"world_size": world}
     if problems:
         return LevelResult("C4", "fail", "; ".join(problems), metrics, details)
@@ -483,10 +532,20 @@ def _evidence(p: _Probing) -> Evidence:
         python_version=facts.get("python", {}).get("version"),
         torch_version=(facts.get("distributions") or {}).get("torch"),
         distributions=dict(facts.get("distributions") or {}),
+        native_imports=p.native_imports,
         cuda_available=cuda,
         gpu_count=count,
         levels=dict(p.done),
     )
+
+
+def _import_native_claims(p: _Probing) -> None:
+    """Each compiled extension the claims name, imported by the target interpreter (GPU
+    hidden): whether it imports, and from a compiled extension file."""
+    p.progress("C5: importing the claimed native modules")
+    data, _res = p.probe("import_check.py", p.request("native_claims.json"),
+                         timeout=p.spec.probe_timeout)
+    p.native_imports = {str(r.get("module")): r for r in (data or {}).get("results") or []}
 
 
 def _c5(p: _Probing) -> LevelResult:
@@ -496,10 +555,11 @@ def _c5(p: _Probing) -> LevelResult:
     if not isinstance(claims, Mapping):
         return LevelResult("C5", "not_applicable", "claims.json is not a JSON object")
     if p.facts is None and claims.get("python_path"):
-        # The target interpreter did not run: check the claimed path from outside.
-        path = str(claims["python_path"])
-        exists = p.rt.exec(["test", "-e", path]).ok
-        p.facts = {"paths": {path: exists}}
+        # The target interpreter did not run: check the claimed paths from outside.
+        p.facts = {"paths": {path: p.rt.exec(["test", "-e", path]).ok
+                             for path in claimed_paths(claims)}}
+    elif claimed_native_modules(claims):
+        _import_native_claims(p)
     outcome = check_claims(claims, _evidence(p))
     metrics = outcome.metrics()
     details = {"checks": [c.to_json() for c in outcome.checks],
@@ -555,10 +615,12 @@ def _requests(spec: PyramidSpec) -> dict[str, Any]:
     claims = spec.claims if isinstance(spec.claims, Mapping) else {}
     claimed_python = claims.get("python_path")
     return {
-        "facts.json": {"paths": [str(claimed_python)] if claimed_python else [],
+        "facts.json": {"paths": claimed_paths(claims),
                        "interpreters": [str(claimed_python)] if claimed_python else [],
                        "distributions": claimed_distributions(claims)},
         "kernel.json": {"native_modules": list(spec.task.native_modules) if spec.task else []},
+        "native_claims.json": {"modules": claimed_native_modules(claims), "timeout": 120,
+                               "total_timeout": spec.probe_timeout, "pip_check": False},
     }
 
 

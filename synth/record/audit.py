@@ -97,9 +97,13 @@ def parse_raw_events(text: str) -> RawEvents:
     r"""The hook's events, one JSON object a line. A line ends at ``\n`` alone: the hook
     escapes ``\n`` but writes a vertical tab, a form feed, U+0085 or U+2028 of a command
     as it is, which ``str.splitlines`` would also split at."""
+    return _parse_lines(text.split("\n"))
+
+
+def _parse_lines(lines: Iterable[str]) -> RawEvents:
     events: list[dict[str, Any]] = []
     unparsed: list[str] = []
-    for line in text.split("\n"):
+    for line in lines:
         if not line.strip():
             continue
         try:
@@ -117,9 +121,12 @@ def parse_raw_events(text: str) -> RawEvents:
 
 
 def read_raw_events(path: Path) -> RawEvents:
+    """The events of a stream file, read a line at a time (lines end at ``\n`` alone: the
+    file is read as bytes), never as one string."""
     if not path.is_file():
         return RawEvents(())
-    return parse_raw_events(path.read_text(encoding="utf-8", errors="replace"))
+    with path.open("rb") as fh:
+        return _parse_lines(line.decode("utf-8", "replace") for line in fh)
 
 
 @dataclass

@@ -26,8 +26,11 @@ from pathlib import Path
 
 from synth.record.audit import Masker
 
-#: Raw stream size past which synth stops collecting (a runaway or hostile writer).
-MAX_STREAM_BYTES = 512 * 1024 * 1024
+#: Raw stream size past which synth stops collecting (a runaway or hostile writer): every
+#: byte read counts, kept or cut, so a sparse or endless file costs at most this much.
+MAX_STREAM_BYTES = 256 * 1024 * 1024
+#: One hook record longer than this is cut (skipped to its end) and counted, never held.
+MAX_RECORD_BYTES = 1024 * 1024
 #: Size cap of one strace log read back after the session.
 MAX_TRACE_BYTES = 256 * 1024 * 1024
 _READ_CHUNK = 4 * 1024 * 1024
@@ -96,7 +99,13 @@ class HookCollector:
     masker: Masker = field(default_factory=Masker)
     findings: list[str] = field(default_factory=list)
     offset: int = 0
+    #: Bytes of records copied; ``consumed``: bytes read, copied or cut.
     collected: int = 0
+    consumed: int = 0
+    #: Records cut for their length, and the bytes skipped with them.
+    cut_records: int = 0
+    cut_bytes: int = 0
+    skipping: bool = False
     _fd: int | None = None
 
     def start(self) -> None:
@@ -155,6 +164,10 @@ class HookCollector:
         return self._take(fd) if fd is not None else b""
 
     def _take(self, fd: int | None) -> bytes:
+        """Copy the complete records past ``offset``, a chunk at a time: a record over
+        :data:`MAX_RECORD_BYTES` is skipped to its end and counted, and reading stops for
+        good at :data:`MAX_STREAM_BYTES` read, so memory and disk stay bounded whatever is
+        written (a sparse 8 GB file, one endless line)."""
         if fd is None:
             return b""
         size = os.fstat(fd).st_size
@@ -163,33 +176,90 @@ class HookCollector:
                           "bytes during the session")
             self.offset = size
             return b""
-        if self.collected >= MAX_STREAM_BYTES:
-            self._finding(f"{self.source.name} grew past {MAX_STREAM_BYTES} bytes; the rest "
-                          "was ignored")
-            return b""
-        data = os.pread(fd, min(size - self.offset, MAX_STREAM_BYTES - self.collected),
-                        self.offset)
-        complete = data[: data.rfind(b"\n") + 1]
+        taken: list[bytes] = []
+        while self.offset < size and not self._over_budget():
+            data = os.pread(fd, min(_READ_CHUNK, size - self.offset,
+                                    MAX_STREAM_BYTES - self.consumed), self.offset)
+            if not data or not self._consume(data, taken):
+                break
+        complete = b"".join(taken)
         if complete:
-            self.offset += len(complete)
             self.collected += len(complete)
             write_private(self.dest, self.masker.mask_bytes(complete), append=True)
         return complete
 
+    def _over_budget(self) -> bool:
+        if self.consumed < MAX_STREAM_BYTES:
+            return False
+        self._finding(f"{self.source.name} grew past {MAX_STREAM_BYTES} bytes; the rest was "
+                      "ignored")
+        return True
+
+    def _consume(self, data: bytes, taken: list[bytes]) -> bool:
+        """Take ``data``'s complete records (read at ``offset``); False when the rest is an
+        unfinished record to wait for."""
+        if self.skipping:
+            end = data.find(b"\n")
+            used = len(data) if end < 0 else end + 1
+            self.offset += used
+            self.consumed += used
+            self.cut_bytes += used
+            if end >= 0:
+                self.skipping = False
+            return True
+        last = data.rfind(b"\n")
+        if last < 0:
+            if len(data) < MAX_RECORD_BYTES:
+                return False
+            self._cut_record()
+            return True
+        for line in data[: last + 1].split(b"\n")[:-1]:
+            if len(line) + 1 > MAX_RECORD_BYTES:
+                self.cut_records += 1
+                self.cut_bytes += len(line) + 1
+            else:
+                taken.append(line + b"\n")
+        self.offset += last + 1
+        self.consumed += last + 1
+        return True
+
+    def _cut_record(self) -> None:
+        self.skipping = True
+        self.cut_records += 1
+        self._finding(f"{self.source.name} held a record over {MAX_RECORD_BYTES} bytes; "
+                      "records that long are cut")
+
     def finish(self) -> None:
-        """The last poll; an unterminated last line (a write cut by a kill) is kept too."""
+        """The last poll; an unterminated last line (a write cut by a kill) is kept too,
+        up to the record limit."""
         fd = self._current()
         if fd is None:
             return
         self._take(fd)
         size = os.fstat(fd).st_size
-        rest = os.pread(fd, max(0, min(size - self.offset, MAX_STREAM_BYTES - self.collected)),
-                        self.offset)
+        budget = min(MAX_RECORD_BYTES, MAX_STREAM_BYTES - self.consumed)
+        rest = b"" if self.skipping else os.pread(fd, max(0, min(size - self.offset, budget)),
+                                                  self.offset)
         if rest:
             self.offset += len(rest)
+            self.consumed += len(rest)
             write_private(self.dest, self.masker.mask_bytes(rest) + b"\n", append=True)
+        if self.cut_records:
+            self._finding(f"{self.cut_records} record(s) of {self.source.name} were over "
+                          f"{MAX_RECORD_BYTES} bytes and cut ({self.cut_bytes} bytes)")
         os.close(fd)
         self._fd = None
+
+    def cut(self) -> dict[str, int]:
+        """What was not copied, for run.json's ``audit.cut``."""
+        return {"records": self.cut_records, "bytes": self.cut_bytes,
+                "unread": max(0, self._size() - self.offset)}
+
+    def _size(self) -> int:
+        try:
+            return os.lstat(self.source).st_size
+        except OSError:
+            return self.offset
 
 
 def drain_folder(

@@ -4,7 +4,10 @@ synth touches ``logs/lease/lease`` on the host every fraction of a second; the f
 mounted read-only in the container, whose main process exits once the file is older than
 :data:`LEASE_SECONDS`. A synth killed outright (``kill -9``) therefore leaves no container
 running the agent's commands unattended: it stops within the lease. The agent cannot renew
-the lease (the mount is read-only and a container has no right to remount it).
+the lease (the mount is read-only and a container has no right to remount it), but the loop
+runs in its world and calls the image's tools, which a root agent can replace: the first
+guard is therefore the host-side watchdog (:mod:`synth.record.watchdog`); this loop is the
+second, for when the watchdog was killed too.
 """
 
 from __future__ import annotations

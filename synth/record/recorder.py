@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from synth.engine.base import EngineContainer, ExecResult, OutputCallback
 from synth.record.audit import Phase, SynthCommand
@@ -26,6 +27,9 @@ class RecordingContainer:
                  default_cwd: str) -> None:
         self.inner = inner
         self.commands = commands
+        #: The agent's commands during which the kernel enforced a limit: what hit it and
+        #: how often (``{"command", "kind", "count"}``), for run.json's ``limit_hits``.
+        self.limit_hits: list[dict[str, Any]] = []
         self.default_cwd = default_cwd
         self.id = inner.id
         self.name = inner.name
@@ -72,10 +76,17 @@ class RecordingContainer:
         """One of the agent's commands (``phase = "agent"``): ``argv`` runs, recorded as
         ``shown`` (the command before synth wrapped it in strace or a process group).
         ``timed_out`` says, once it ended, whether synth killed it."""
+        before = self.inner.limit_events()
         with self.recording(shown, command=command, cwd=workdir, phase="agent") as rec:
             res = self.inner.exec(argv, env=env, workdir=workdir, on_output=on_output)
             rec.exit = res.exit_code
             rec.timed_out = timed_out() if timed_out is not None else res.timed_out
+        after = self.inner.limit_events()
+        for kind, count in sorted(after.items()):
+            if count > before.get(kind, 0):
+                self.limit_hits.append({"command": rec.command, "kind": kind,
+                                        "count": count - before.get(kind, 0),
+                                        "exit": rec.exit})
         return res
 
     # ------------------------------------------------- the rest, passed through
@@ -105,6 +116,15 @@ class RecordingContainer:
 
     def labels(self) -> dict[str, str]:
         return self.inner.labels()
+
+    def limit_events(self) -> dict[str, int]:
+        return self.inner.limit_events()
+
+    def processes(self) -> list[dict[str, Any]]:
+        return self.inner.processes()
+
+    def main_pid(self) -> int:
+        return self.inner.main_pid()
 
     def remove(self) -> None:
         self.inner.remove()

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from synth.config import Settings
 from synth.errors import InputFileError, NotFoundError
+from synth.formats.limits import Limits
 from synth.formats.run import RUN_FORMAT
 from synth.formats.store import RunDir
 
@@ -140,6 +141,8 @@ def summarize(run_dir: Path) -> dict[str, Any]:
         "audit_verified": rec.audit.verified if rec.audit is not None else None,
         "started": rec.started,
         "ended": rec.ended, "violations": len(rec.violations), "claims": rec.claims.status,
+        "limit_hits": sorted({h.kind for h in rec.limit_hits or ()}),
+        "failed_statements": len(rec.failed_statements or ()),
     }
 
 
@@ -195,6 +198,23 @@ def _agent_line(agent: Any) -> str:
     return "  ".join(parts)
 
 
+def limit_lines(run: dict[str, Any]) -> list[str]:
+    """The session's limits, and each agent command the kernel stopped at one."""
+    limits = run.get("limits")
+    if not isinstance(limits, dict):
+        return []
+    disk = limits.get("disk")
+    shown = Limits(limits.get("memory"), limits.get("pids"), limits.get("cpus"), disk)
+    lines = [f"limits     {shown.describe()}" + (
+        " (disk not enforced by this storage driver)"
+        if disk and not limits.get("disk_enforced") else "")]
+    for hit in run.get("limit_hits") or []:
+        what = {"memory": "memory limit (OOM kill)", "pids": "process limit (fork refused)"}
+        lines.append(f"LIMIT HIT  {what.get(hit.get('kind'), hit.get('kind'))} x"
+                     f"{hit.get('count')} in: {hit.get('command')} (exit {hit.get('exit')})")
+    return lines
+
+
 def format_run(info: dict[str, Any]) -> str:
     run, s = info["run"], info["summary"]
     lines = [
@@ -213,6 +233,12 @@ def format_run(info: dict[str, Any]) -> str:
     ]
     if run.get("error"):
         lines.append(f"error      {run['error']}")
+    lines += limit_lines(run)
+    failed = run.get("failed_statements") or []
+    if failed:
+        lines.append(f"FAILED     {len(failed)} statement(s) of the agent failed (the final "
+                     "state is exported all the same):")
+        lines += [f"  exit {f.get('exit')}  {f.get('command')}" for f in failed[:20]]
     for v in run.get("violations") or []:
         lines.append(f"VIOLATION  {v.get('detail')}")
     for e in run.get("capture_errors") or []:

@@ -31,6 +31,7 @@ from synth.config import CONTAINER_CA_PATH, CONTAINER_WHEELHOUSE, Settings, ca_e
 from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.engine.base_images import ensure_base_image
 from synth.errors import EngineError, RunError, SynthError
+from synth.formats.limits import Limits
 from synth.formats.task import Task
 from synth.record import claims as claims_mod
 from synth.record import snapshot, trace, tree
@@ -38,6 +39,7 @@ from synth.record.agents import (
     CONTAINER_AUDIT_DIR,
     CONTAINER_AUDIT_FILE,
     CONTAINER_CLAIMS,
+    CONTAINER_DOWNLOAD_CACHE,
     CONTAINER_HOOK,
     CONTAINER_HOOK_DIR,
     WORKDIR,
@@ -53,13 +55,16 @@ from synth.record.audit import (
     audit_findings,
     merge_audit,
     parse_raw_events,
+    read_raw_events,
     write_audit,
 )
 from synth.record.claims import ClaimsCheck
 from synth.record.collector import HookCollector, drain_folder
 from synth.record.lease import LEASE_DIR, Lease, lease_command
+from synth.record.processes import ProcessSampler, unconfirmed_installers, write_processes
 from synth.record.recorder import RecordingContainer
 from synth.record.rundir import RUN_FORMAT, iso, new_run_id
+from synth.record.watchdog import Watchdog
 from synth.util.atomic import write_json
 
 Say = Callable[[str], None]
@@ -77,6 +82,17 @@ class RunOptions:
     keep: bool = False
     #: Record the complete exec tree with the host's strace (see synth.record.trace).
     trace_exec: bool = False
+    #: Resource limits from the command line; over the task's ``[limits]``, over the
+    #: host's defaults (:mod:`synth.formats.limits`).
+    limits: Limits = field(default_factory=Limits)
+    #: A host folder of pip and uv download caches shared with other sessions (``synth
+    #: bench``: the cells of one agent), mounted read-write at ``CONTAINER_DOWNLOAD_CACHE``; the
+    #: agent's exec environment names it (``PIP_CACHE_DIR``, ``UV_CACHE_DIR``), never the
+    #: container's, so nothing of it reaches the image or the artifact.
+    download_cache: Path | None = None
+
+    def effective_limits(self) -> Limits:
+        return self.limits.over(self.task.limits.limits()).over(Limits.host_default())
 
 
 @dataclass(frozen=True)
@@ -127,6 +143,8 @@ class _Session:
         self.cancelled = threading.Event()
         self.timed_out = threading.Event()
         self.container: Container | None = None
+        self.watchdog: Watchdog | None = None
+        self.sampler = ProcessSampler(None)
         self.log: AgentLog | None = None
         self.exit_code: int | None = None
         self.strace_dir: Path | None = None
@@ -142,7 +160,12 @@ class _Session:
         self.base_dpkg: snapshot.DpkgSnapshot | None = None
         self.base_env: dict[str, str] | None = None
         self.base_setuid: list[str] | None = None
-        self.record: dict[str, Any] = {
+        self.record: dict[str, Any] = self._initial_record()
+
+    def _initial_record(self) -> dict[str, Any]:
+        """run.json as first written (status ``running``), before anything happens."""
+        opts = self.opts
+        return {
             "format": RUN_FORMAT,
             "run_id": self.run_id,
             "synth_version": __version__,
@@ -164,6 +187,8 @@ class _Session:
             "ca_bundle": opts.settings.ca_bundle is not None,
             "secret_env": sorted(self.secrets),
             "trace_exec": opts.trace_exec,
+            "limits": {**opts.effective_limits().to_json(), "disk_enforced": False},
+            "limit_hits": [],
             "capture_errors": self.capture_errors,
             "error": None,
             "owner": {"pid": os.getpid(), "host": socket.gethostname()},
@@ -194,6 +219,9 @@ class _Session:
             mounts.append(Mount(s.ca_bundle, CONTAINER_CA_PATH, read_only=True))
         if s.wheelhouse is not None:
             mounts.append(Mount(s.wheelhouse, CONTAINER_WHEELHOUSE, read_only=True))
+        if self.opts.download_cache is not None:
+            mounts.append(Mount(self.opts.download_cache, CONTAINER_DOWNLOAD_CACHE,
+                                read_only=False))
         if self.opts.trace_exec:
             self.strace_dir = Path(tempfile.mkdtemp(prefix="synth-strace-"))
             trace.bundle_strace(self.strace_dir)
@@ -218,6 +246,9 @@ class _Session:
             env.update(ca_env())
         if self.opts.settings.wheelhouse is not None:
             env["SYNTH_WHEELHOUSE"] = CONTAINER_WHEELHOUSE
+        if self.opts.download_cache is not None:
+            env.update(PIP_CACHE_DIR=f"{CONTAINER_DOWNLOAD_CACHE}/pip",
+                       UV_CACHE_DIR=f"{CONTAINER_DOWNLOAD_CACHE}/uv")
         env.update(self.secrets)
         return env
 
@@ -251,6 +282,7 @@ class _Session:
             mounts=self.mounts(),
             workdir=WORKDIR,
             name=f"synth-run-{self.task.name}-{self.run_id}",
+            limits=self.opts.effective_limits(),
             # Without --keep the container lives only while synth renews its lease.
             command=("sleep", "infinity") if self.opts.keep else lease_command(),
         )
@@ -258,6 +290,15 @@ class _Session:
                  f"from {self.task.base_image}")
         self.container = RecordingContainer(self.engine.create(spec), self.commands,
                                             default_cwd=WORKDIR)
+        self.record["limits"]["disk_enforced"] = (
+            spec.limits.disk is not None and self.engine.disk_limits_supported())
+        self.record["limit_hits"] = self.container.limit_hits
+        # From here on a host process of its own stops the container if synth goes away,
+        # and synth watches its processes from the host.
+        self.watchdog = Watchdog(self.container.name)
+        self.watchdog.start()
+        self.sampler = ProcessSampler.for_pid(self.container.main_pid())
+        self.sampler.start()
         self.record["container"] = self.container.name
         self.write_record()
         self._poller = threading.Thread(target=self.poll_stream, daemon=True)
@@ -311,6 +352,10 @@ class _Session:
         """Capture the final state; each step's failure is recorded and the others run."""
         self.say("Capturing the final state")
         self.guarded("container restart", c.ensure_running)
+        # Nothing of the agent's may still run while the state is read: what it left
+        # running (a daemon) is listed, then stopped.
+        self.record["leftover_processes"] = self.guarded(
+            "leftover processes", lambda: stop_leftovers(c, self.masker)) or []
         changes = self.guarded("docker diff", c.diff) or []
         write_json(self.run_dir / "state" / "diff.json",
                    self.masker.mask_json(snapshot.classify_diff(changes)))
@@ -350,8 +395,11 @@ class _Session:
 
     def capture_claims(self, c: Container) -> ClaimsCheck:
         profile = profiles.for_task(self.task.task_dir)
+        # Every installed plug-in's report path is read where synth's own is absent (an
+        # agent used to ResearchEnvBench writes its report there, whatever the task).
+        others = tuple(p for plugin in profiles.plugins() for p in plugin.claims_paths())
         raw_claims = self.guarded("claims", lambda: claims_mod.read_claims(
-            c, (CONTAINER_CLAIMS, *profile.claims_paths())))
+            c, (CONTAINER_CLAIMS, *others)))
         check = claims_mod.check_claims(raw_claims, profile.claims_errors)
         if raw_claims is not None and len(raw_claims) <= claims_mod.MAX_CLAIMS_BYTES:
             (self.run_dir / "claims.json").write_bytes(self.masker.mask_bytes(raw_claims))
@@ -470,12 +518,12 @@ class _Session:
         ``audit.jsonl`` from synth's own copy of the stream."""
         self.stop_polling()
         self.collector.finish()
+        cut = self.collector.cut()
         logs = self.run_dir / "logs"
         trace_files, leftovers = drain_folder(self.collector.source.parent,
                                               self.collector.source.name, logs / "trace",
                                               self.masker)
-        text = self.collector.dest.read_text(encoding="utf-8", errors="replace")
-        raw = parse_raw_events(text)
+        raw = read_raw_events(self.collector.dest)
         traces: list[dict[str, Any]] = []
         for path in sorted(trace_files, key=lambda p: int(re.sub(r"\D", "", p.name) or 0)):
             traces += trace.parse_trace(path.read_text(encoding="utf-8", errors="replace"))
@@ -484,13 +532,21 @@ class _Session:
             match_top_level=self.opts.agent.kind == "replay", masker=self.masker)
         if raw.unparsed:
             findings.append(f"{len(raw.unparsed)} line(s) of the hook stream are not records")
-        self.record["audit"] = {"verified": not findings,
-                                "findings": [self.masker.mask(f) for f in findings]}
-        for f in findings:
-            self.say(f"audit: {self.masker.mask(f)}")
         records = merge_audit(raw, self.commands, session=self.run_id,
                               started=iso(self.started_ts), masker=self.masker,
                               exec_traces=traces)
+        seen = self.sampler.stop()
+        unconfirmed = unconfirmed_installers(records, seen) if self.sampler.works else []
+        if self.sampler.works:
+            write_processes(logs / "processes.jsonl", seen, self.masker.mask)
+        findings += [text for _seq, text in unconfirmed]
+        self.record["audit"] = {"verified": not findings,
+                                "findings": [self.masker.mask(f) for f in findings],
+                                "cut": cut, "unconfirmed": [seq for seq, _ in unconfirmed],
+                                "processes": {"sampled": self.sampler.works,
+                                              "seen": len(seen)}}
+        for f in findings:
+            self.say(f"audit: {self.masker.mask(f)}")
         write_audit(self.run_dir / "audit.jsonl", records)
 
 
@@ -499,7 +555,8 @@ class _Session:
         """Set up, let the agent work, capture; returns how the agent's part ended."""
         c = self.start()
         self.copy_repo(c)
-        profiles.for_task(self.task.task_dir).session_setup(c)
+        for plugin in profiles.plugins():  # each plug-in's conventions, in every session
+            plugin.session_setup(c)
         before = self.workspace_entries(c)
         self.base_dpkg = self.guarded("base dpkg packages", lambda: snapshot.dpkg_snapshot(c))
         self.base_env = self.guarded("base environment files",
@@ -539,6 +596,10 @@ class _Session:
         if self.strace_dir is not None:
             shutil.rmtree(self.strace_dir, ignore_errors=True)
         self.guarded("audit log", self.finish_audit)
+        # The final state is the truth for export, but a statement that failed is said.
+        self.record["failed_statements"] = [
+            {"command": self.masker.mask(first_line(c.command)), "exit": c.exit}
+            for c in self.commands if c.phase == "agent" and c.exit not in (0, None)]
         status = _truthful_status(status, self.capture_errors, self.record)
         if self.container is not None:
             if self.opts.keep:
@@ -546,10 +607,32 @@ class _Session:
             else:
                 with suppress(EngineError):
                     self.container.remove()
+        if self.watchdog is not None:
+            self.watchdog.release()
         self.record["status"] = status
         self.record["ended"] = iso()
         self.write_record()
         return status
+
+
+def stop_leftovers(c: Container, masker: Masker) -> list[dict[str, Any]]:
+    """The agent's processes still running after its part ended (listed by the engine from
+    the host), each named; then every one stopped, the container's main process spared. A
+    process left after that is a capture error: the final state would not hold still."""
+    left = [p for p in c.processes() if not _lease_sleep(p)]
+    if not left:
+        return []
+    stop_agent(c)
+    still = [p for p in c.processes() if p["pid"] in {q["pid"] for q in left}]
+    if still:
+        raise EngineError(f"{len(still)} process(es) of the agent survived being killed: "
+                          + "; ".join(masker.mask(p["command"]) for p in still[:5]))
+    return [{**p, "command": masker.mask(p["command"])} for p in left]
+
+
+def _lease_sleep(p: dict[str, Any]) -> bool:
+    """The lease loop's own ``sleep 2`` (a child of the main process), not the agent's."""
+    return bool(p.get("main_child")) and p.get("command") == "sleep 2"
 
 
 def stop_agent(c: Container) -> None:

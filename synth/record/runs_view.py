@@ -85,6 +85,9 @@ def view(run_dir: Path, size_of: SizeOf | None = None) -> dict[str, Any]:
         "audit_verified": (run.get("audit") or {}).get("verified"),
         "started": run.get("started"),
         "violations": len(run.get("violations") or []),
+        "failed_statements": len(run.get("failed_statements") or []),
+        "limit_hits": sorted({str(h.get("kind")) for h in run.get("limit_hits") or []
+                              if isinstance(h, dict)}),
         "claims": claims_status(run, doc),
         "verify": None,
         "images": {},
@@ -186,9 +189,12 @@ def verify_text(row: Mapping[str, Any]) -> str:
 
 def list_line(row: Mapping[str, Any]) -> str:
     sizes = " ".join(f"{k}={human_size(i['size'])}" for k, i in sorted(row["images"].items()))
-    return (f"{row['task']}/{row['run_id']}  {row['status'] or '-':<11} {row['agent']:<18} "
+    status = str(row["status"] or "-") + (f"({row['failed_statements']} failed)"
+                                          if row.get("failed_statements") else "")
+    return (f"{row['task']}/{row['run_id']}  {status:<11} {row['agent']:<18} "
             f"violations={row['violations']} claims={row['claims']}  {verify_text(row)}"
             + ("  audit=UNVERIFIED" if row.get("audit_verified") is False else "")
+            + (f"  LIMIT-HIT={','.join(row['limit_hits'])}" if row.get("limit_hits") else "")
             + (f"  {sizes}" if sizes else ""))
 
 

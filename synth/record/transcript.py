@@ -3,39 +3,27 @@
 The replay agent runs each statement of a transcript as its own ``bash -c`` call, the way
 LLM agents issue one tool call per command: ``cd`` and ``export`` do not carry over from one
 statement to the next, exactly as they would not between an agent's tool calls.
+
+The script is read through the shell lexer (:mod:`synth.util.shell_lexer`): quotes,
+substitutions, comments and here-documents are its tokens, so a statement ends only at a
+newline token of the top level, outside every compound command and parenthesis.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-import bashlex
-import bashlex.errors
+from synth.util.shell_lexer import Token, lex
 
-_OPEN_WORDS = frozenset({"if", "for", "while", "until", "case", "select", "{"})
-_CLOSE_WORDS = frozenset({"fi", "done", "esac", "}"})
-_CONTINUATION = re.compile(r"(&&|\|\||\|)\s*$")
-_WORD_BREAK = " \t\n;&|()<>"
-
-
-@dataclass(frozen=True)
-class _Heredoc:
-    #: Span of the ``<<DELIM`` operator (``<<-`` and quoted delimiters included).
-    op_start: int
-    op_end: int
-    #: Span of the body: from the line after the operator up to and including the
-    #: delimiter line (its newline included when there is one).
-    body_start: int
-    body_end: int
-
-
-@dataclass(frozen=True)
-class _Scan:
-    heredocs: tuple[_Heredoc, ...]
-    #: The text with quoted strings, comments, escaped newlines and heredoc bodies blanked
-    #: (same length, newlines kept where they end a line of code): only shell syntax remains.
-    code: str
+#: Reserved words that open and close a compound command (where a command starts).
+_OPEN = frozenset({"if", "for", "while", "until", "case", "select", "{"})
+_CLOSE = frozenset({"fi", "done", "esac", "}"})
+#: Reserved words after which a command starts again.
+_COMMAND_AFTER = frozenset({"if", "then", "elif", "else", "do", "while", "until", "{", "!",
+                            "time"})
+#: A line ending in one of these goes on on the next line.
+_CONTINUES = frozenset({"&&", "||", "|", "|&"})
+_CASE_ITEM_ENDS = frozenset({";;", ";&", ";;&"})
 
 
 def split_statements(text: str) -> list[str]:
@@ -48,7 +36,7 @@ def split_statements(text: str) -> list[str]:
       command (``if``/``for``/``while``/``until``/``case``/``{ …; }``/``( … )``, a function
       definition) with everything up to its closing keyword.
     - A logical line continues across a backslash-newline, after a trailing ``&&``, ``||``
-      or ``|``, and inside a quoted string spanning lines.
+      or ``|``, and inside a quoted string or a substitution spanning lines.
     - Here-documents belong to the statement whose line opens them: the statement text runs
       through the body and the delimiter line (``<<EOF``, ``<<'EOF'``, ``<<"EOF"``,
       ``<<-EOF``; ``<<<`` is a here-string, not a here-document).
@@ -56,16 +44,17 @@ def split_statements(text: str) -> list[str]:
       whitespace stripped; a trailing comment on a statement's last line is not part of it.
       Blank lines, comment lines and a shebang between statements are dropped.
     - Several commands on one line (``a; b``) stay one statement: one line is one call.
-    - Never raises: ``bashlex`` finds the boundaries; where it cannot parse the script, a
-      line-based splitter applies the same rules (keywords counted as words, parentheses
-      outside quotes); an unterminated construct takes the rest of the script.
+    - Reserved words count only where a command starts (``echo done`` closes nothing);
+      ``case`` patterns are not parentheses.
+    - Never raises: an unterminated construct (a quote, a here-document, a block) takes the
+      rest of the script.
     """
-    scan = _scan(text)
-    try:
-        spans = _spans_bashlex(text, scan)
-    except (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError,
-            TypeError, ValueError, AssertionError):
-        spans = _spans_lines(text, scan)
+    lexed = lex(text)
+    spans = _spans(lexed.tokens, len(text))
+    if spans and any(not doc.terminated for doc in lexed.heredocs):
+        # A here-document without its delimiter line takes the rest of the script (its
+        # body is the rest, so its statement is the last one).
+        spans[-1] = (spans[-1][0], len(text))
     statements = []
     for start, end in spans:
         piece = text[start:end].strip()
@@ -74,210 +63,122 @@ def split_statements(text: str) -> list[str]:
     return statements
 
 
-# --------------------------------------------------------------------------- scanning
-def _scan(text: str) -> _Scan:
-    """One pass over the text: where quotes, comments and here-documents are."""
-    code = list(text)
-    heredocs: list[_Heredoc] = []
-    pending: list[tuple[int, int, str, bool]] = []  # op_start, op_end, delimiter, strip tabs
-    n = len(text)
-    i = 0
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            if i + 1 < n and text[i + 1] == "\n":
-                code[i] = code[i + 1] = " "  # a line continuation joins two lines
-            i += 2
-            continue
-        if c == "'":
-            j = text.find("'", i + 1)
-            j = n if j < 0 else j + 1
-            _blank_quoted(code, i, j)
-            i = j
-            continue
-        if c == '"':
-            j = _end_of_double_quote(text, i + 1)
-            _blank_quoted(code, i, j)
-            i = j
-            continue
-        if c == "#" and (i == 0 or text[i - 1] in _WORD_BREAK):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            _blank(code, i, j)
-            i = j
-            continue
-        if text.startswith("<<<", i):  # a here-string
-            i += 3
-            continue
-        if text.startswith("<<", i):
-            parsed = _heredoc_operator(text, i)
-            if parsed is not None:
-                op_end, delimiter, strip_tabs = parsed
-                pending.append((i, op_end, delimiter, strip_tabs))
-                i = op_end
-                continue
-            i += 2
-            continue
-        if c == "\n" and pending:
-            i = _heredoc_bodies(text, code, pending, i + 1, heredocs)
-            pending.clear()
-            continue
-        i += 1
-    for op_start, op_end, _delimiter, _strip in pending:  # a body cut off by end of text
-        heredocs.append(_Heredoc(op_start, op_end, n, n))
-    return _Scan(tuple(heredocs), "".join(code))
+class _Statement:
+    """What is open in the statement being read, token by token."""
+
+    __slots__ = ("blocks", "command", "function", "last", "name", "parens", "pattern",
+                 "subject")
+
+    def __init__(self) -> None:
+        #: The open compound commands' first words, innermost last.
+        self.blocks: list[str] = []
+        #: Parentheses open outside every compound command (``( … )`` subshells).
+        self.parens = 0
+        #: A command may start at the next word (so a reserved word counts there).
+        self.command = True
+        #: In a ``case``: 1 after ``case`` (its word comes next), 2 after that word (``in``
+        #: comes next).
+        self.subject = 0
+        #: In a ``case``, where a pattern is read (up to its ``)``).
+        self.pattern = False
+        #: A function definition: 1 after ``function`` (its name comes next), 2 after the
+        #: name or ``NAME ()``, when its body may still start on a later line; 3 after
+        #: ``NAME (``.
+        self.function = 0
+        #: The last token was a word where a command starts that can name a function
+        #: (``x=`` of ``x=()`` cannot).
+        self.name = False
+        #: The last token that is not a comment or a newline.
+        self.last = ""
+
+    def complete(self) -> bool:
+        return (not self.blocks and not self.parens and not self.function
+                and self.last not in _CONTINUES)
+
+    def word(self, word: str) -> None:
+        command = self.command
+        self.last = word
+        self.name = command and "=" not in word
+        if self.function == 1:  # the name after ``function``
+            self.function, self.command, self.name = 2, True, True
+            return
+        self.function = 0
+        if self.subject:
+            self.subject += 1
+            if self.subject == 3:  # ``in``: the patterns start
+                self.subject, self.pattern = 0, True
+        elif self.pattern:
+            if word == "esac":
+                self.close()
+        elif command and word in _OPEN:
+            self.blocks.append(word)
+            self.subject = 1 if word == "case" else 0
+        elif command and word in _CLOSE:
+            self.close()
+        elif command and word == "function":
+            self.function = 1
+        self.command = command and word in _COMMAND_AFTER and not self.subject
+
+    def close(self) -> None:
+        if self.blocks:
+            self.blocks.pop()
+        self.pattern = False
+
+    def operator(self, op: str) -> None:
+        # ``NAME (`` then ``)``: a function's body follows.
+        header = op == ")" and self.function == 3 and self.last == "("
+        opens_header = op == "(" and self.name
+        if self.pattern:
+            self.pattern = op != ")"  # ``(a|b)``: its ``)`` ends the pattern
+        elif op in ("(", ")") and not self.blocks:
+            self.parens = self.parens + 1 if op == "(" else max(self.parens - 1, 0)
+        elif op in _CASE_ITEM_ENDS and self.blocks[-1:] == ["case"]:
+            self.pattern = True
+        self.function = 2 if header else 3 if opens_header else 0
+        self.command = True
+        self.last = op
+        self.name = False
+
+    def other(self, text: str) -> None:
+        """A redirection or an arithmetic command: no command starts after it."""
+        self.function = 0
+        self.command = False
+        self.last = text
+        self.name = False
 
 
-def _blank(code: list[str], a: int, b: int) -> None:
-    """Blank ``code[a:b]``, keeping its newlines."""
-    for k in range(a, b):
-        if code[k] != "\n":
-            code[k] = " "
-
-
-def _heredoc_bodies(text: str, code: list[str], pending: list[tuple[int, int, str, bool]],
-                    pos: int, heredocs: list[_Heredoc]) -> int:
-    """Read the bodies of the ``pending`` here-documents, in order, from ``pos`` (the line
-    after their operators); each is blanked in ``code`` and added to ``heredocs``.
-    Returns where the text after the last body starts."""
-    n = len(text)
-    for op_start, op_end, delimiter, strip_tabs in pending:
-        body_start = pos
-        while pos < n:
-            eol = text.find("\n", pos)
-            line = text[pos:n if eol < 0 else eol]
-            pos = n if eol < 0 else eol + 1
-            if (line.lstrip("\t") if strip_tabs else line) == delimiter:
-                break
-        heredocs.append(_Heredoc(op_start, op_end, body_start, pos))
-        _blank(code, body_start, pos)
-        if pos > body_start and text[pos - 1] == "\n":
-            code[pos - 1] = "\n"  # the delimiter line's newline still ends the line
-    return pos
-
-
-def _end_of_double_quote(text: str, i: int) -> int:
-    n = len(text)
-    while i < n:
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text[i] == '"':
-            return i + 1
-        i += 1
-    return n
-
-
-def _blank_quoted(code: list[str], a: int, b: int) -> None:
-    # A quoted string stays one word, and a newline inside it never ends a line.
-    for k in range(a, b):
-        code[k] = "_"
-
-
-def _heredoc_operator(text: str, i: int) -> tuple[int, str, bool] | None:
-    """At ``<<``: (end of the operator, the delimiter unquoted, strip leading tabs)."""
-    j = i + 2
-    strip_tabs = False
-    if j < len(text) and text[j] == "-":
-        strip_tabs = True
-        j += 1
-    while j < len(text) and text[j] in " \t":
-        j += 1
-    start = j
-    delimiter: list[str] = []
-    while j < len(text) and text[j] not in _WORD_BREAK:
-        c = text[j]
-        if c in "'\"":
-            close = text.find(c, j + 1)
-            if close < 0:
-                return None
-            delimiter.append(text[j + 1:close])
-            j = close + 1
-        elif c == "\\" and j + 1 < len(text):
-            delimiter.append(text[j + 1])
-            j += 2
-        else:
-            delimiter.append(c)
-            j += 1
-    if j == start:
-        return None
-    return j, "".join(delimiter), strip_tabs
-
-
-# ------------------------------------------------------------------------ the parsers
-def _spans_bashlex(text: str, scan: _Scan) -> list[tuple[int, int]]:
-    # bashlex cannot read quoted here-document delimiters: it parses a copy in which every
-    # operator is an input redirect of the same length and every body is blank.
-    masked = list(text)
-    for doc in scan.heredocs:
-        width = doc.op_end - doc.op_start
-        masked[doc.op_start:doc.op_end] = list("<" + "x" * (width - 1))
-        for k in range(doc.body_start, doc.body_end):
-            if masked[k] != "\n":
-                masked[k] = " "
-    spans = []
-    for node in bashlex.parse("".join(masked)):
-        start, end = node.pos
-        for doc in scan.heredocs:
-            if start <= doc.op_start < end:
-                end = max(end, doc.body_end)
-        spans.append((start, end))
-    return _merge_overlaps(spans)
-
-
-def _spans_lines(text: str, scan: _Scan) -> list[tuple[int, int]]:
-    """The fallback: statements end at a newline of code where nothing is left open."""
-    heredoc_end = {doc.op_start: doc.body_end for doc in scan.heredocs}
+def _spans(tokens: Sequence[Token], n: int) -> list[tuple[int, int]]:
+    """The ``(start, end)`` of each statement: from its first token to its last one (or
+    the end of the last here-document it opened); one left open runs to the end (``n``)."""
     spans: list[tuple[int, int]] = []
+    st = _Statement()
     start: int | None = None
-    depth = 0
-    parens = 0
-    pos = 0
-    code = scan.code
-    while pos < len(code):
-        eol = code.find("\n", pos)
-        line_end = len(code) if eol < 0 else eol
-        line = code[pos:line_end]
-        if start is None and line.strip():
-            start = pos
-        if start is not None:
-            depth, parens = _count_blocks(line, depth, parens)
-        nxt = len(code) if eol < 0 else eol + 1
-        for op_start, body_end in heredoc_end.items():  # skip the bodies opened on this line
-            if pos <= op_start < line_end:
-                nxt = max(nxt, body_end)
-        if start is not None and depth <= 0 and parens <= 0 and not _CONTINUATION.search(line):
-            # the statement ends at its last character of code (a trailing comment is not
-            # part of it), or with the last here-document it opened
-            end = len(code[:line_end].rstrip())
-            for op_start, body_end in heredoc_end.items():
-                if start <= op_start < line_end:
-                    end = max(end, body_end)
-            spans.append((start, end))
-            start, depth, parens = None, 0, 0
-        pos = nxt
-    if start is not None:
-        spans.append((start, len(text)))
-    return spans
-
-
-def _count_blocks(line: str, depth: int, parens: int) -> tuple[int, int]:
-    words = re.split(r"[\s;&|]+", line)
-    for word in words:
-        if word in _OPEN_WORDS:
-            depth += 1
-        elif word in _CLOSE_WORDS:
-            depth -= 1
-    if depth <= 0:  # case patterns (`a)`) hold unbalanced parentheses: count only outside
-        parens += line.count("(") - line.count(")")
-    return depth, max(parens, 0)
-
-
-def _merge_overlaps(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start < merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+    end = 0
+    for kind, text, t_start, t_end in tokens:
+        if kind == "comment":
+            continue
+        if kind == "heredoc":
+            if start is None and spans:  # the body after the line that ended a statement
+                spans[-1] = (spans[-1][0], t_end)
+            else:
+                end = t_end
+            continue
+        if kind == "newline":
+            if start is not None and st.complete():
+                spans.append((start, end))
+                start, st = None, _Statement()
+            elif st.blocks or st.parens:
+                st.command = not st.pattern
+            continue
+        if start is None:
+            start = t_start
+        end = t_end
+        if kind == "word":
+            st.word(text)
+        elif kind == "operator":
+            st.operator(text)
         else:
-            merged.append((start, end))
-    return merged
+            st.other(text)
+    if start is not None:
+        spans.append((start, end if st.complete() else n))
+    return spans

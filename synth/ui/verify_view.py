@@ -79,6 +79,19 @@ def _c5_lines(key: str, c5: LevelResult | None) -> list[str]:
     return lines
 
 
+def _live_fails(doc: VerifyDocument) -> list[str]:
+    """Levels the live image fails as well as the rebuilt one: the setup itself never got
+    there, whatever the artifact does."""
+    live, rebuilt = _levels(doc, "live"), _levels(doc, "rebuilt")
+    both = [lv for lv, r in live.items()
+            if r.status == "fail" and getattr(rebuilt.get(lv), "status", None) == "fail"]
+    if not both:
+        return []
+    return [f"the live environment itself fails {', '.join(both)}: the agent's setup never "
+            "passed there, so the rebuild cannot either (see the run's failed statements: "
+            "`synth runs show`)"]
+
+
 def _fidelity_lines(doc: VerifyDocument) -> list[str]:
     lines: list[str] = []
     fid = doc.fidelity
@@ -90,6 +103,7 @@ def _fidelity_lines(doc: VerifyDocument) -> list[str]:
                      f"{fid.rebuilt_highest or 'none passed'})")
         for gap in fid.gaps:
             lines.append(f"  gap {gap.level}: live {gap.live}; rebuilt {gap.rebuilt}")
+    lines += _live_fails(doc)
     fp = doc.fingerprint
     if fp is not None:
         if fp.status == "compared":

@@ -42,6 +42,7 @@ from synth.errors import (
     VerifyError,
 )
 from synth.formats.claims import Claims
+from synth.formats.limits import Limits
 from synth.formats.store import ENV_STATE, VERIFY_DOCUMENT, ArtifactDir, RunDir, is_file
 from synth.formats.task import Task, load_task
 from synth.pyramid.claims import BadClaims
@@ -252,6 +253,8 @@ class ProbeContext:
     workdir: str = "/workspace"
     assets_cache: Path | None = None
     assets_offline: bool = False
+    #: The probe containers' limits (the task's ``[limits]`` over the host's defaults).
+    limits: Limits = field(default_factory=Limits.host_default)
 
     def site(self, image: str) -> profiles.ProbeSite:
         return profiles.ProbeSite(self.task_dir, image, self.workdir, self.claims,
@@ -260,9 +263,11 @@ class ProbeContext:
 
 def probe_context(opts: VerifyOptions, target: Target) -> ProbeContext:
     task = target.task
+    limits = Limits.host_default()
     return ProbeContext(task.task_dir if task else None, target.claims_file,
                         task.probes.workdir if task else "/workspace",
-                        opts.assets_cache, opts.assets_offline)
+                        opts.assets_cache, opts.assets_offline,
+                        task.limits.limits().over(limits) if task else limits)
 
 
 def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
@@ -275,7 +280,8 @@ def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
         def pyramid(gpus: bool) -> Report:
             with engine.container(ContainerSpec(
                     image=image, network=False, gpus=gpus, mounts=profile.probe_mounts(site),
-                    labels={"synth.kind": "verify"}, env=dict(env or {}))) as c:
+                    labels={"synth.kind": "verify"}, env=dict(env or {}),
+                    limits=ctx.limits)) as c:
                 profile.before_probes(c, site)
                 if install:
                     install(c)
@@ -557,7 +563,7 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
     out_dir.mkdir(parents=True, exist_ok=True)
     base = PyramidSpec(python="", task=pyramid_task(target.task) if target.task else None,
                        claims=target.pyramid_claims, levels=opts.levels, scanner=opts.scanner,
-                       repo_dir=_host_repo(target))
+                       repo_dir=_host_repo(target), redact=secret_values(target))
     if opts.runtime == "host":
         outcome = VerifyOutcome(opts, target.info, out_dir,
                                 {"host": _verify_host(opts, base, target.task, say)}, "host")
@@ -583,6 +589,14 @@ def check_choices(*, runtime: str, scanner: str, progress: str) -> None:
         raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
     if progress not in ("steps", "plain", "quiet"):
         raise UsageError("--progress is steps, plain or quiet.")
+
+
+def secret_values(target: Target) -> tuple[str, ...]:
+    """The values of the run's ``--agent-env`` secrets where this environment has them:
+    an entrypoint that prints one has it masked in the level's reason and details."""
+    names = target.run.secret_env if target.run is not None else ()
+    return tuple(sorted({os.environ[n] for n in names
+                         if isinstance(n, str) and os.environ.get(n)}))
 
 
 def parse_scoring(text: str) -> tuple[str, ...]:

@@ -38,6 +38,10 @@ class VerifyOptions:
     live: bool = False
     levels: frozenset[Level] = frozenset(LEVELS)
     require: Level = "C1"
+    #: ``--levels`` was given: every level it names must not fail, unless ``--require``
+    #: was given too (then it decides, as it does for the default selection).
+    levels_explicit: bool = False
+    require_explicit: bool = False
     runtime: RuntimeKind = "docker"
     python: Path | None = None
     repo: Path | None = None
@@ -178,7 +182,13 @@ class VerifyOutcome:
 
     @property
     def levels_passed(self) -> bool:
-        return self.reports[self.decides].passes_up_to(self.options.require)
+        """No level up to ``--require`` failed; with ``--levels`` alone, no level it
+        selected failed (a skipped or not-applicable one does not fail)."""
+        report = self.reports[self.decides]
+        if self.options.levels_explicit and not self.options.require_explicit:
+            return all(r.status in ("pass", "skipped", "not_applicable")
+                       for r in report.levels if r.level in self.options.levels)
+        return report.passes_up_to(self.options.require)
 
     @property
     def passed(self) -> bool:

@@ -139,3 +139,50 @@ def test_c5_true_gpu_claims_are_not_hallucinations(report: Report) -> None:
     assert verdicts["cuda_available"] == "true"
     assert verdicts["gpu_count"] == "true"
     assert verdicts["torch_version"] == "true"
+
+
+def _torchop_report(tmp: Path, cpu_only: bool) -> Report:
+    """The bundled torch-op task, its operator built against this interpreter's torch
+    (with its CUDA kernels, or CPU-only), verified through the host runtime."""
+    import os
+    import shutil
+
+    from synth.formats.task import load_task
+
+    root = Path(__file__).resolve().parents[2]
+    task_dir = tmp / "torch-op"
+    shutil.copytree(root / "tasks" / "torch-op", task_dir)
+    site = tmp / "site"
+    env = {**os.environ, "TORCHOP_CPU_ONLY": "1" if cpu_only else "0"}
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-build-isolation",
+                    "--no-deps", "--no-index", "--target", str(site), str(task_dir / "repo")],
+                   env=env, check=True, timeout=1800)
+    task = load_task(task_dir)
+    rt = HostRuntime(Path(sys.executable))
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(site)
+    try:
+        return run_pyramid(rt, PyramidSpec(
+            python=sys.executable, task=pyramid_task(task), workdir=str(task_dir / "repo"),
+            repo_dir=task_dir / "repo", levels=frozenset({"C2", "C3"}),
+            target={"kind": "host"}), progress=print)
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+def test_torch_op_with_cuda_kernels_passes_c3(torch_gpu: dict[str, Any],
+                                              tmp_path: Path) -> None:
+    c3 = _torchop_report(tmp_path, cpu_only=False).get("C3")
+    assert c3 is not None and c3.status == "pass", c3.summary if c3 else None
+
+
+def test_a_cpu_only_build_of_torch_op_fails_c3_saying_why(torch_gpu: dict[str, Any],
+                                                          tmp_path: Path) -> None:
+    """The negative control: the operator without its CUDA kernels must fail C3, and the
+    reason quotes the entrypoint's own assertion."""
+    c3 = _torchop_report(tmp_path, cpu_only=True).get("C3")
+    assert c3 is not None and c3.status == "fail"
+    assert "torchop was built without its CUDA kernels" in str(c3.reason)

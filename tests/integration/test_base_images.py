@@ -54,3 +54,37 @@ def test_known_bases_cover_tags(tmp_path: Path) -> None:
     py = recipe_for("synth/python:bookworm")
     assert py is not None and "python3-venv" in py.include
     assert recipe_for("debian:bookworm") is None
+
+
+def test_research_base_offers_the_tools_of_a_research_agent_image(
+        engine: DockerEngine) -> None:
+    """synth/research (what imported REB tasks get): made from Debian + a hashed PyPI lock
+    (minutes when missing), pinned and recorded in its labels; `python`, git, rg, uv,
+    poetry and pipenv run in it, without network."""
+    from synth.engine.base_images import (
+        KNOWN_ABSENT,
+        RESEARCH_BASE,
+        parse_recipe,
+        pypi_digest,
+        recipe_for,
+    )
+
+    recipe = recipe_for(RESEARCH_BASE)
+    assert recipe is not None and recipe.pypi == "research-tools"
+    bootstrap(engine, RESEARCH_BASE, recipe, say=lambda m: None)  # nothing to do if made
+    labels = engine.image_inspect(RESEARCH_BASE)["Config"]["Labels"]
+    assert parse_recipe(labels["synth.base.recipe"]) == recipe
+    assert labels["synth.base.pypi_sha256"] == pypi_digest("research-tools")
+    assert labels["synth.base.absent"] == KNOWN_ABSENT["synth/research"]
+    with engine.container(ContainerSpec(image=RESEARCH_BASE, network=False)) as c:
+        for command, expect in (("python --version", "Python 3.11"),
+                                ("git --version", "git version"),
+                                ("rg --version", "ripgrep"), ("uv --version", "uv 0.13.9"),
+                                ("poetry --version", "Poetry (version 2.5.1)"),
+                                ("pipenv --version", "pipenv, version 2026.10.3"),
+                                ("rsync --version", "rsync"), ("cmake --version", "cmake"),
+                                ("ninja --version", "1."), ("cc --version", "cc")):
+            res = c.sh(command)
+            assert res.ok and expect in res.stdout, (command, res.stdout, res.stderr)
+        # nothing of the build stays behind: no lock, CA bundle or pip cache
+        assert c.sh("ls /tmp; ls /root/.cache 2>/dev/null").stdout.strip() == ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -116,9 +117,16 @@ def test_cells_verdicts_times_sizes(bench_results: tuple[Path, Any, list[str]]) 
         verify_json = json.loads((out / "cells" / cell / "verify.json").read_text())
         assert verify_json["reports"]["rebuilt"]["highest"] == "C1"
         assert (out / "cells" / cell / "run.json").is_file()
-        reb = read_results(out / "cells" / cell)  # REB's per-stage results.json files
+        # the cell as a REB job: every stage's results.json, one run id for the bench
+        reb = read_results(out / "cells" / cell / "reb" / "benchmark")
+        job = json.loads((out / "cells" / cell / "reb" / "job_summary.json").read_text())
+        assert (job["run_id"], job["baseline"]) == (out.name, cell.split("--")[1])
+        # the cell's images are removed and what else its builds left pruned (gc's words)
+        assert isinstance(rec["pruned"], list), rec.get("pruned")
+        assert not any(p.startswith("gc failed") for p in rec["pruned"]), rec["pruned"]
+        # REB's CUDA stage always runs: no GPU seen is its failure
         assert (reb["cpu"]["status"], reb["cuda"]["status"], reb["hallucination"]["status"]) \
-            == ("success", "skipped", "success" if c5 == "pass" else "failure")
+            == ("success", "failure", "success" if c5 == "pass" else "failure")
 
 
 def test_summary_and_report(bench_results: tuple[Path, Any, list[str]]) -> None:
@@ -133,9 +141,12 @@ def test_summary_and_report(bench_results: tuple[Path, Any, list[str]]) -> None:
     assert good["levels"]["rebuilt"]["C3"]["rate"] is None  # not applicable: not decided
     assert good["fidelity"] == {"compared": 1, "reaches": 1, "rate": 1.0}
     md = (out / "summary.md").read_text()
-    assert "| liar | 1 | 100% / 100% | 100% / 100% | — / — |" in md
+    assert re.search(r"\| liar \| 1 \| 100% / 100% \| [^|]+ \| 100% / 100% \| — / — \|", md), md
     page = (out / "report.html").read_text()
     assert page.count('src="data:image/png;base64,') == 3
+    assert "<th>C0i</th>" in page and "<pre>" not in page
+    # each agent's cells shared one pip/uv download cache
+    assert (out / "downloads" / "good").is_dir() and (out / "downloads" / "liar").is_dir()
 
 
 def test_rerun_skips_finished_cells(bench_results: tuple[Path, Any, list[str]]) -> None:
@@ -170,6 +181,8 @@ def test_report_opens_in_a_headless_browser(
     dom = subprocess.run([browser, *flags, "--virtual-time-budget=5000", "--dump-dom", url],
                          capture_output=True, text=True, timeout=120, check=False)
     assert 'data-images-loaded="3"' in dom.stdout, dom.stderr[-2000:]
+    # the tables are real tables in the browser's DOM, C0i among the levels
+    assert dom.stdout.count("<table>") == 3 and "<th>C0i</th>" in dom.stdout
     shot = tmp_path / "report.png"
     subprocess.run([browser, *flags, "--window-size=1200,1600", f"--screenshot={shot}", url],
                    capture_output=True, timeout=120, check=False)
@@ -280,11 +293,14 @@ def test_ray_executor_gives_the_same_verdicts(
     _wait_for_slot(ray_cluster)
     out = tmp_path / "ray-results"
     settings = Settings.load(ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    said: list[str] = []
     outcome = run_bench(BenchOptions(
         tasks=[TASK], agents=[AgentSpec.parse("good"), AgentSpec.parse("liar")],
         out_dir=out, timeout=300, executor="ray", address=ray_cluster), settings,
-        say=lambda _m: None)
+        say=said.append)
     assert (outcome.ran, outcome.summary["done"]) == (2, 2), outcome.summary
+    # a Ray cell waits for a node's free slot: dispatched is "queued", never "start"
+    assert f"  queued {GOOD}" in said and not any(m.startswith("  start") for m in said)
     local = {r["cell"]: r for r in _records(local_out)}
     remote = {r["cell"]: r for r in _records(out)}
     for cell in (GOOD, LIAR):

@@ -43,6 +43,17 @@ SLEEPERS = ("test \"$(for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev
 FORGE = ("""echo '{"ev":"begin","shell":"forged","n":1,"pid":1,"""
          """"cmd":"pip install requests==2.31.0","cwd":"/","t":1.0}' """
          ">> /synth/audit/events.jsonl")
+# A well-formed record, nested in the statement's own shell, claiming that shell ran the
+# pip install an unaudited subprocess really made (the probe's forgery).
+FORGED = ("t0=${{EPOCHREALTIME/,/.}}; /opt/venv/bin/python -c \"import subprocess; "
+          "subprocess.run(['/opt/venv/bin/pip', 'install', '-q', 'tomli'], check=True)\"; "
+          "t1=${{EPOCHREALTIME/,/.}}; __synth_n=$((__synth_n + 1)); __synth_emit "
+          "\"{{\\\"ev\\\":\\\"begin\\\",\\\"shell\\\":\\\"$__synth_shell\\\","
+          "\\\"n\\\":$__synth_n,\\\"pid\\\":$$,\\\"cmd\\\":"
+          "\\\"/opt/venv/bin/pip install tomli\\\",\\\"cwd\\\":\\\"/workspace\\\","
+          "\\\"t\\\":$t0}}\"; __synth_emit \"{{\\\"ev\\\":\\\"end\\\","
+          "\\\"shell\\\":\\\"$__synth_shell\\\",\\\"n\\\":$__synth_n,"
+          "\\\"t\\\":$t1,\\\"rc\\\":0,\\\"ps\\\":[0]}}\"")
 SUBPROCESS_INSTALL = ("/opt/venv/bin/python -c \"import subprocess; subprocess.run("
                       "['/opt/venv/bin/pip', 'install', '-q', 'six'], check=True)\"")
 
@@ -57,8 +68,15 @@ sleep 1
 {subprocess_install}
 echo 'export PYTHONPATH=/tmp/evil' >> /root/.bashrc
 echo 'import os' > /opt/venv/lib/python3.11/site-packages/sitecustomize.py
+cd /opt/venv/lib/python3.11/site-packages && echo "import os; os.environ['H'] = '1'" >> \
+distutils-precedence.pth
+echo 'import os  # hostile' >> /opt/venv/lib/python3.11/site-packages/six.py
+echo /lib/x86_64-linux-gnu/libc.so.6 > /etc/ld.so.preload
 cp /bin/true /usr/local/bin/rootme && chmod u+s /usr/local/bin/rootme
 (sleep 321 &) ; kill -9 $$
+setsid sh -c 'while :; do date +%s.%N >> /opt/daemon.txt; sleep 0.1; done' </dev/null \
+>/dev/null 2>&1 &
+{forged}
 {sleepers}
 """
 
@@ -101,9 +119,17 @@ def _run(engine: DockerEngine, world: dict[str, Any], opts: RunOptions) -> RunRe
 def hostile(engine: DockerEngine, world: dict[str, Any]) -> RunResult:
     script = world["root"] / "hostile.sh"
     script.write_text(HOSTILE.format(victim=world["victim"], sleepers=SLEEPERS, forge=FORGE,
-                                     subprocess_install=SUBPROCESS_INSTALL))
+                                     subprocess_install=SUBPROCESS_INSTALL,
+                                     forged=FORGED.format()))
     return _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
                                           settings=world["settings"], timeout=600))
+
+
+def _synth_records(result: RunResult) -> list[dict[str, Any]]:
+    from synth.record.audit import load_audit
+
+    _h, records = load_audit(result.run_dir / "audit.jsonl")
+    return [r for r in records if r.get("source") == "synth" and r.get("phase") == "agent"]
 
 
 def _run_json(result: RunResult) -> dict[str, Any]:
@@ -133,11 +159,28 @@ def test_tampering_is_found_and_marks_the_audit_unverified(hostile: RunResult) -
     assert "dated outside the session" in findings
     assert "events.jsonl was truncated" in findings
     assert "shell 'forged', which never announced itself" in findings
+    assert ("record of `/opt/venv/bin/pip install tomli`" in findings
+            and "matches no pip process synth saw running under the shell" in findings), findings
     assert run["claims"]["status"] == "missing"  # a symlinked claims file is not read
     shown = subprocess.run(
         [sys.executable, "-m", "synth", "runs", "show", str(hostile.run_dir)],
         capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert "UNVERIFIED" in shown.stdout
+
+
+def test_a_daemon_left_running_is_listed_and_stopped_before_the_capture(
+        hostile: RunResult) -> None:
+    """A daemon the agent left writing is named and killed before `docker diff`: nothing
+    changes between the diff and the commit of the live image (the probe's daemon edited
+    files there, unlisted)."""
+    run = _run_json(hostile)
+    left = [p["command"] for p in run["leftover_processes"]]
+    assert any("date +%s.%N >> /opt/daemon.txt" in c for c in left), left
+    assert run["capture_errors"] == [], run["capture_errors"]
+    times = json.loads((hostile.run_dir / "state" / "provenance.json").read_text())
+    last_write = times["file_times"]["/opt/daemon.txt"]
+    last_statement = max(r["end"] for r in _synth_records(hostile))
+    assert last_write < last_statement + 1.0  # stopped at once, not during the capture
 
 
 def test_a_killed_statement_takes_its_children(hostile: RunResult) -> None:
@@ -165,8 +208,16 @@ def test_export_refuses_then_names_risks_and_unaudited_changes(
     assert "ENV PYTHONPATH points into /tmp/evil, which export does not carry" in risks
     assert "sitecustomize.py: runs at every Python start" in risks
     assert "/usr/local/bin/rootme: setuid/setgid file added by the agent" in risks
+    # Code-loading changes by name: an installed .pth changed after install, a patched
+    # module the artifact carries, the dynamic linker's preload list.
+    assert "distutils-precedence.pth: a .pth file of setuptools changed after install" in risks
+    assert "six.py: code of six changed after install" in risks
+    assert "/etc/ld.so.preload: loads /lib/x86_64-linux-gnu/libc.so.6 into every process" \
+        in risks
     unaudited = "\n".join(report["unaudited"])
     assert "distribution six" in unaudited and "no audited Python installer ran" in unaudited
+    # The forged record explains nothing: tomli's install stays unaudited.
+    assert "distribution tomli" in unaudited, unaudited
     assert "six==" in (art / "requirements.lock").read_text()  # the lock follows the state
     md = (art / "export-report.md").read_text()
     assert md.index("NOT A TRUSTWORTHY RUN") < md.index("## Risks") < md.index("## Unaudited")
@@ -216,9 +267,18 @@ def _synth(*args: str, **kw: Any) -> subprocess.Popen[str]:
 def test_a_synth_killed_with_sigkill_leaves_no_running_container(
     engine: DockerEngine, world: dict[str, Any]
 ) -> None:
+    """kill -9 of synth, after the agent replaced the tools the in-container lease loop
+    calls: the watchdog (a host process of its own) stops the container at once."""
     settings: Settings = world["settings"]
     script = world["root"] / "long.sh"
-    script.write_text("echo started\nsleep 600\n")
+    # The agent defeats the lease loop inside the container: every tool it calls, on PATH
+    # and at its own path, now says the lease was renewed this second. Only the host-side
+    # watchdog can stop this container once synth is gone.
+    script.write_text(
+        "printf '#!/bin/sh\\nexec /bin/date +%%s\\n' > /tmp/fresh && chmod +x /tmp/fresh\n"
+        "for t in stat date; do cp /tmp/fresh /usr/local/bin/$t; done\n"
+        "cp /tmp/fresh /usr/bin/stat\n"
+        "echo started\nsleep 600\n")
     proc = _synth("run", str(world["task"].task_dir), "--script", str(script),
                   "--artifacts", str(settings.artifacts_dir), stdout=subprocess.DEVNULL,
                   stderr=subprocess.PIPE)
@@ -291,3 +351,36 @@ def test_a_timed_out_run_is_captured_and_exports_only_on_request(
     art = export_run(result.run_dir, settings, out_dir=tmp_path / "a",
                      allow_incomplete=True).artifact_dir
     assert "the run ended `timeout`" in (art / "export-report.md").read_text()
+
+
+def test_a_fork_bomb_and_a_memory_hog_end_their_own_statements(
+    engine: DockerEngine, world: dict[str, Any], tmp_path: Path
+) -> None:
+    """The task's [limits] hold: the memory hog is OOM-killed and the fork bomb runs out of
+    processes inside the container; the session goes on, and run.json and `runs show` name
+    each statement the kernel stopped."""
+    from synth.record.rundir import describe_run, format_run
+
+    task_dir = tmp_path / "task"
+    (task_dir / "repo").mkdir(parents=True)
+    (task_dir / "repo" / "main.py").write_text("print('ok')\n")
+    (task_dir / "task.toml").write_text(
+        'name = "limited"\nbase_image = "synth/python:bookworm"\n[repo]\npath = "repo"\n'
+        '[limits]\nmemory = "256m"\npids = 200\n'
+        '[not_applicable]\nC1 = "test"\nC3 = "test"\nC4 = "test"\n')
+    script = tmp_path / "greedy.sh"
+    script.write_text(
+        "python3 -c 'x = bytearray(2 * 1024 ** 3); print(len(x))'\n"
+        "for i in $(seq 1000); do sleep 3 & done; wait\n"
+        "echo still-alive > /tmp/alive\n")
+    result = _run(engine, world, RunOptions(task=load_task(task_dir), agent=ReplayAgent(script),
+                                            settings=world["settings"], timeout=300))
+    run = _run_json(result)
+    assert run["limits"]["memory"] == 256 << 20 and run["limits"]["pids"] == 200
+    hits = {(h["kind"], h["command"].split()[0]) for h in run["limit_hits"]}
+    assert ("memory", "python3") in hits, run["limit_hits"]
+    assert ("pids", "for") in hits, run["limit_hits"]
+    assert result.status == "succeeded"  # the last statement ran: the session went on
+    shown = format_run(describe_run(result.run_dir))
+    assert "LIMIT HIT  memory limit (OOM kill)" in shown
+    assert "LIMIT HIT  process limit (fork refused)" in shown

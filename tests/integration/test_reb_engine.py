@@ -119,14 +119,16 @@ def test_reb_scoring_of_a_real_verification(
     assert [line.split(":")[0] for line in said] == ["REB scoring", "REB scoring"]
     assert validate(json.loads(json.dumps(scored.document)), "verify") == []
     assert result["C5"] == {"reb": "success", "synth": "pass", "path": 0, "version": 0,
-                            "capability": 0, "failure_category": ""}
+                            "capability": 0, "failure_category": "", "by": "synth"}
     pyright = json.loads((tmp_path / "reb" / "benchmark" / "build_output" / "pyright" /
                           "results.json").read_text())
-    if find_pyright() is None:
-        assert result["C0"]["reb"] == "skipped"
-        assert result["C0"]["reason"].startswith("pyright[nodejs] not found")
+    if find_pyright() is None:  # synth's C0 scan's counts stand, and say why
+        assert (result["C0"]["reb"], result["C0"]["by"]) == ("success", "synth C0 scan")
+        assert "pyright[nodejs] not found" in result["C0"]["reason"]
+        assert pyright["missing_package_ratio"].startswith("0/")
     else:  # numpy-ext's good transcript installs what its package imports
         assert (result["C0"]["reb"], pyright["missing_packages"]) == ("success", []), pyright
+        assert result["C0"]["by"] == "synth pyright"
         assert pyright["metrics"]["missing_package_ratio"].startswith("0/")
         assert pyright["metrics"]["total_imported_packages_count"] > 0
     assert result["C0"]["synth"] == "pass"
@@ -134,3 +136,56 @@ def test_reb_scoring_of_a_real_verification(
     assert (stages["cpu"]["status"], stages["cuda"]["status"]) == ("success", "failure")
     assert json.loads((tmp_path / "reb" / "agent" / "report.json").read_text()) == \
         json.loads((Path(outcome.document["target"]["path"]) / "claims.json").read_text())
+
+
+# A C0 script shaped like REB's run_pyright_missing_imports.sh (our own): --repo, the
+# report's interpreter, `python -m pyright` over the package, REB's counts in results.json.
+C0_SCRIPT = r"""#!/usr/bin/env bash
+set -uo pipefail
+repo=""
+while [[ $# -gt 0 ]]; do case "$1" in --repo) repo="$2"; shift 2;; *) shift;; esac; done
+out="$repo/build_output/pyright"; mkdir -p "$out"
+py="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["python_path"])' \
+      "$SCIMLOPSBENCH_REPORT" 2>/dev/null || echo python3)"
+"$py" -m pyright "$repo/src" --outputjson > "$out/pyright_output.json"
+python3 - "$out" "$py" <<'PY'
+import json, re, sys
+out, py = sys.argv[1], sys.argv[2]
+diags = json.load(open(out + "/pyright_output.json")).get("generalDiagnostics", [])
+missing = sorted({m.group(1) for d in diags if d.get("rule") == "reportMissingImports"
+                  for m in [re.search(r'Import "([^."]+)', d.get("message", ""))] if m})
+json.dump({"stage": "pyright", "status": "success", "exit_code": 0, "meta": {"python": py},
+           "missing_packages": missing, "missing_packages_count": len(missing),
+           "total_imported_packages_count": 3,
+           "missing_package_ratio": "%d/3" % len(missing)}, open(out + "/results.json", "w"))
+PY
+"""
+
+
+def test_rebs_own_c0_script_runs_in_the_rebuilt_image(
+    verified: Callable[..., Any], tmp_path: Path
+) -> None:
+    """--scoring reb's C0 for a task with REB's scripts: the repository's own C0 script,
+    run offline in the rebuilt image with the host's pyright importable and the agent's
+    report at REB's path; its results.json is the stage file. Needs pyright[nodejs] on the
+    host (SYNTH_PYRIGHT=DIR, e.g. the site-packages of a venv that has it)."""
+    import pytest
+
+    from synth.engine.docker import DockerEngine
+    from synth.plugins.reb.c0script import run_reb_c0
+    from synth.plugins.reb.pyright import find_pyright
+
+    install = find_pyright()
+    if install is None:
+        pytest.skip("pyright[nodejs] not found on this host (SYNTH_PYRIGHT=DIR)")
+    outcome = verified("numpy-ext", "good.sh")
+    image = outcome.document["reports"]["rebuilt"]["target"]["image"]
+    scripts = tmp_path / "benchmark_scripts"
+    scripts.mkdir()
+    (scripts / "run_pyright_missing_imports.sh").write_text(C0_SCRIPT)
+    claims = Path(outcome.document["target"]["path"]) / "claims.json"
+    got = run_reb_c0(DockerEngine.connect(), image, "/workspace", scripts, claims, install)
+    assert (got["status"], got["measured_by"]) == ("success", "reb script"), got
+    assert got["meta"]["python"] == json.loads(claims.read_text())["python_path"]
+    # the venv the agent built resolves numpy; fastops._ext is the repo's own module
+    assert "numpy" not in got["missing_packages"], got

@@ -93,6 +93,12 @@ def test_liar_claims_are_counted(task: str, verified: Verified) -> None:
     assert checks["cuda_available"]["verdict"] in ("hallucination", "unverifiable")
     if task == "mixed-frameworks":  # jax claimed, never installed: a version beyond torch
         assert checks["jax_version"]["verdict"] == "hallucination", checks["jax_version"]
+    claimed = json.loads((TASKS_DIR / task / "agents" / "liar.claims.json").read_text())
+    for module in claimed.get("native_modules_built") or ():  # never built: never imports
+        (check,) = [c for c in c5["details"]["checks"]
+                    if c["field"] == "native_modules_built" and c["claimed"] == module]
+        assert check["verdict"] == "hallucination", check
+        assert check["note"].startswith("does not import"), check
     md = (outcome.out_dir / "verify.md").read_text()
     assert re.search(r"\| C5 \| claims vs evidence \| FAIL: \d+ false claim", md), md
     assert f"{m['hallucinations']} false claim(s)" in md

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from synth.record.audit import Masker, RawEvents, SynthCommand, audit_findings
 from synth.record.collector import HookCollector, drain_folder, read_regular
 
@@ -122,3 +124,32 @@ def test_masker_covers_common_encodings() -> None:
     m = Masker([token])
     for form in (token, base64.b64encode(token.encode()).decode(), quote(token, safe="")):
         assert m.mask(f"x {form} y") == "x *** y"
+
+
+def test_an_oversized_or_sparse_stream_costs_at_most_its_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sparse multi-GB events.jsonl with no line end, or one endless record, is read a
+    chunk at a time and cut: what synth keeps and the bytes it reads stay bounded, the good
+    records around it are kept, and the cut is named (the probe's 8 GB file made synth use
+    7 GB of memory and write a 3 GB audit)."""
+    from synth.record import collector as col
+
+    monkeypatch.setattr(col, "MAX_STREAM_BYTES", 4 << 20)
+    monkeypatch.setattr(col, "MAX_RECORD_BYTES", 64 << 10)
+    monkeypatch.setattr(col, "_READ_CHUNK", 256 << 10)
+    c = _collector(tmp_path)
+    with c.source.open("ab") as fh:
+        fh.write(b'{"ev":"shell","n":1}\n')
+        fh.write(b"x" * (200 << 10) + b"\n")          # one record over the limit
+        fh.write(b'{"ev":"shell","n":2}\n')
+    c.poll()
+    with c.source.open("ab") as fh:                   # then a sparse hole of 1 GiB
+        fh.truncate(c.source.stat().st_size + (1 << 30))
+    c.poll()
+    c.finish()
+    kept = c.dest.read_bytes()
+    assert kept == b'{"ev":"shell","n":1}\n{"ev":"shell","n":2}\n'
+    assert c.consumed <= 4 << 20
+    assert any("over 65536 bytes" in f for f in c.findings)
+    assert any("grew past" in f for f in c.findings)
+    assert c.cut()["records"] == 2 and c.cut()["unread"] > (1 << 30) - (4 << 20)

@@ -132,7 +132,8 @@ def test_summary_rates() -> None:
     assert a["fidelity"] == {"compared": 2, "reaches": 2, "rate": 1.0}
     assert s["agents"]["b"]["crashed"] == 1 and s["agents"]["b"]["pass_rate"] is None
     md = render_markdown(s)
-    assert "| a | 3 | 67% / 67% | 33% / 33% | — / — |" in md
+    assert "| agent | cells | C0 | C0i | C1 | C2 |" in md  # C0i has its column
+    assert "| a | 3 | 67% / 67% | — / — | 33% / 33% | — / — |" in md
     assert "| b | 0 (+1 crashed) |" in md
     assert "the run broke" in md
 
@@ -146,8 +147,60 @@ def test_html_report_embeds_three_pngs() -> None:
     pngs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert len(pngs) == 3
     assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
-    assert 'data-images-loaded="0"' in page and "| a | 1 |" in page
+    assert 'data-images-loaded="0"' in page
+    # the tables as HTML tables (not markdown in a <pre>), C0i among the levels
+    assert "<pre>" not in page and page.count("<table>") == 3
+    assert "<th>C0i</th>" in page and "<tr><td>a</td>" in page
     assert render_html(s) == page  # the same results, the same bytes
+
+
+def test_zero_bars_are_labelled_and_undecided_levels_say_so() -> None:
+    """A 0 % bar has no height: its label says 0%; a level nobody decided says n/a."""
+    from synth.bench.report import bar_labels
+
+    s = summarize({"a1": _rec("a1", "a", {**_ALL_PASS, "C0i": "pass", "C1": "fail"})})
+    assert bar_labels(s["agents"]["a"], "rebuilt") == \
+        ["100%", "100%", "0%", "n/a", "n/a", "n/a", "100%"]
+
+
+def test_a_bad_ray_address_is_refused_before_any_local_work(tmp_path: Path) -> None:
+    import socket
+
+    from synth.bench.executors import check_address
+    from synth.bench.matrix import AgentSpec
+    from synth.bench.run import BenchOptions, run_bench
+    from synth.config import Settings
+    from synth.errors import UsageError
+
+    for bad, message in ((None, "needs --address"), ("head", "expected HOST:PORT"),
+                         ("ray://head:10001", "expected HOST:PORT"),
+                         ("head:99999", "expected HOST:PORT")):
+        with pytest.raises(UsageError, match=message):
+            check_address(bad)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "results"
+    opts = BenchOptions(tasks=[tmp_path / "no-such-task"], agents=[AgentSpec("good", "replay")],
+                        out_dir=out, executor="ray", address=f"127.0.0.1:{port}")
+    with pytest.raises(UsageError, match="nothing answers there"):
+        run_bench(opts, Settings.load(artifacts_dir=tmp_path), lambda _m: None)
+    assert not out.exists()  # neither the task nor the results folder was touched
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        check_address(f"127.0.0.1:{server.getsockname()[1]}")
+
+
+def test_cells_of_one_agent_share_a_download_cache(tmp_path: Path) -> None:
+    from synth.bench.cell import _downloads
+    from synth.bench.matrix import AgentSpec, Cell
+
+    cell = Cell(task="t", task_dir=str(tmp_path), agent=AgentSpec("my agent", "replay"),
+                repeat=1)
+    assert _downloads({"download_cache": None}, cell) is None
+    got = _downloads({"download_cache": str(tmp_path / "downloads")}, cell)
+    assert got == tmp_path / "downloads" / "my_agent" and got.is_dir()
 
 
 def test_pack_task_carries_the_task_folder(tmp_path: Path) -> None:

@@ -82,3 +82,58 @@ def test_code_loading_changes_are_risks(tmp_path: Path) -> None:
     assert "_editable_impl_ghost.pth: a .pth file no installed distribution" in text
     assert "/usr/local/bin/rootme: setuid/setgid file added by the agent" in text
     assert "OMP_NUM_THREADS" not in text
+
+
+def test_code_loading_risks_name_every_pth_preload_and_changed_module() -> None:
+    from synth.distill.provenance import code_loading_risks, merged_risks
+
+    found = {"pth": [
+        {"path": "/v/site/evil.pth", "executable_lines": 1, "first": "import os; os.system('x')",
+         "owner": None, "matches_record": False},
+        {"path": "/v/site/distutils-precedence.pth", "executable_lines": 1,
+         "first": "import os; x", "owner": "setuptools", "matches_record": False},
+        {"path": "/v/site/_ok.pth", "executable_lines": 1, "first": "import _ok",
+         "owner": "ok", "matches_record": True},
+        {"path": "/v/site/paths.pth", "executable_lines": 0, "first": None, "owner": None,
+         "matches_record": False}],
+        "startup": ["/v/site/sitecustomize.py"], "ld_so_preload": "/lib/libhook.so\n"}
+    risks = code_loading_risks(found, [("/v/site/six.py", "six"), ("/v/site/d.txt", "d")])
+    assert risks == (
+        "/etc/ld.so.preload: loads /lib/libhook.so into every process",
+        "/v/site/_ok.pth: a .pth file of ok (as installed): 1 line(s) Python runs at every "
+        "start (`import _ok`)",
+        "/v/site/distutils-precedence.pth: a .pth file of setuptools changed after install: "
+        "1 line(s) Python runs at every start (`import os; x`)",
+        "/v/site/evil.pth: a .pth file no installed distribution lists: 1 line(s) Python "
+        "runs at every start (`import os; os.system('x')`)",
+        "/v/site/sitecustomize.py: runs at every Python start",
+        "/v/site/six.py: code of six changed after install (its RECORD says otherwise); the "
+        "artifact carries the changed file")
+    diff_based = ("/v/site/evil.pth: a .pth file no installed distribution accounts for "
+                  "(its import lines run at every Python start)", "ENV LD_PRELOAD=x")
+    assert merged_risks(diff_based, risks, probe_ran=True) == tuple(sorted(
+        {"ENV LD_PRELOAD=x", *risks}))
+    assert set(diff_based) <= set(merged_risks(diff_based, (), probe_ran=False))
+
+
+def test_the_code_loading_probe_reads_a_real_environment(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import venv
+
+    from synth.export.live_facts import CODE_LOADING_PROBE
+
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "v")
+    python = tmp_path / "v" / "bin" / "python"
+    site = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "evil.pth").write_text("/tmp/somewhere\nimport os; os.environ['X'] = '1'\n")
+    Path(site, "sitecustomize.py").write_text("")
+    out = subprocess.run([python, "-c", CODE_LOADING_PROBE.read_text()], capture_output=True,
+                         text=True, check=True).stdout
+    found = json.loads(out)
+    evil = [p for p in found["pth"] if p["path"].endswith("evil.pth")]
+    assert evil == [{"path": str(Path(site).resolve() / "evil.pth"), "executable_lines": 1,
+                     "first": "import os; os.environ['X'] = '1'", "owner": None,
+                     "matches_record": False}]
+    assert any(p.endswith("sitecustomize.py") for p in found["startup"])

@@ -24,6 +24,7 @@ L1, L2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
     BaseRecipe("trixie", ("python3", "python3-venv"), "http://127.0.0.1:8000/debian"),
     BaseRecipe("bookworm", ("python3",), "https://snapshot.debian.org/archive/debian/"
                "20261129T101640Z/", tool="mmdebstrap", source_date_epoch=1795947400),
+    BaseRecipe("bookworm", ("python3", "ripgrep"), pypi="research-tools"),
 ])
 def test_recipe_round_trip(recipe: BaseRecipe) -> None:
     assert parse_recipe(recipe.describe()) == recipe

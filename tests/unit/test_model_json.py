@@ -152,14 +152,16 @@ def test_export_report_is_made_from_the_plan() -> None:
 
 def test_claims_keep_extra_fields_and_read_unknown_as_none() -> None:
     doc = {"python_path": "", "python_version": "3.11.2", "gpu_count": 2,
-           "cuda_available": None, "notes": ["a", "b"], "native_modules_built": ["x._ext"]}
+           "cuda_available": None, "notes": ["a", "b"], "native_modules_built": ["x._ext"],
+           "trained_for": "3 epochs"}
     assert validate(doc, "claims") == []
     claims = Claims.from_json(doc)
     assert (claims.python_path, claims.python_version, claims.torch_version) == \
         ("", "3.11.2", None)
     assert claims.gpu_count == 2 and claims.cuda_available is None
     assert claims.notes == ("a", "b")
-    assert claims.extra == {"native_modules_built": ["x._ext"]}
+    assert claims.native_modules_built == ("x._ext",)
+    assert claims.extra == {"trained_for": "3 epochs"}
     assert claims.to_json() == doc  # what the agent wrote, extra fields and all
     assert Claims.from_json(claims.to_json()) == claims
     golden = Claims.from_json(load(GOLDEN / "claims.json"))

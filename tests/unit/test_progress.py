@@ -40,6 +40,9 @@ class FakeContainer:
             on_output("stdout", chunk)
         return FakeResult()
 
+    def limit_events(self) -> dict[str, int]:
+        return {}
+
 
 def context(tmp_path: Path, chunks: Sequence[bytes]) -> AgentContext:
     log = AgentLog(tmp_path / "agent.log", Masker(["s3cret"]))

@@ -1,7 +1,8 @@
 """ResearchEnvBench interop: a REB-shaped folder of our own (a manifest naming two
-repositories, mirrored to local git repos made here; benchmark scripts that do what REB's
-do) imports into tasks that pass `synth task check`; REB-format stage results are written
-from a verify document and read back."""
+repositories, mirrored to local git repos made here; a categories file; benchmark scripts
+that do what REB's do) imports into tasks that pass `synth task check`, with REB's
+applicability; a partial mirror is named with what it lacks; REB-format stage results are
+written from a verify document and read back."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ import pytest
 from synth.errors import TaskError, UsageError
 from synth.formats.task import load_task
 from synth.formats.verify import VerifyDocument
-from synth.plugins.reb.importer import import_reb, read_manifest
-from synth.plugins.reb.results import read_results, write_results
+from synth.plugins.reb import categories
+from synth.plugins.reb.importer import import_reb, read_manifest, report_import
+from synth.plugins.reb.mirror import check_mirror
+from synth.plugins.reb.results import read_results, stage_results, write_results
 from tests.verify_outcomes import full_verify
 
 SYNTH = [sys.executable, "-m", "synth"]
@@ -41,15 +44,22 @@ def reb(tmp_path: Path) -> dict[str, Any]:
     alpha = _git_repo(tmp_path / "git" / "alpha", {"train.py": "print('alpha ok')\n"})
     beta = _git_repo(tmp_path / "git" / "beta", {"gpu.py": "print('beta')\n"})
     root = tmp_path / "reb"
-    manifest = [
+    manifest = [  # REB's hardware_bucket is `auto` for every repository: it decides nothing
         {"repo_id": "Acme_Alpha", "repo_url": "https://github.com/acme/alpha.git",
-         "commit_sha": alpha, "hardware_bucket": "cpu"},
+         "commit_sha": alpha, "hardware_bucket": "auto"},
         {"repo_id": "acme-beta", "repo_url": "https://github.com/acme/beta",
-         "commit_sha": beta, "hardware_bucket": "single_gpu"},
+         "commit_sha": beta, "hardware_bucket": "auto"},
     ]
     (root / "m1_repo_manifest_module" / "manifests").mkdir(parents=True)
     (root / "m1_repo_manifest_module" / "manifests" / "manifest.json").write_text(
-        json.dumps(manifest))
+        json.dumps({"schema_version": 1, "repos": manifest}))
+    (root / "scripts_repos_test_categories.csv").write_text(
+        "repo_slug,repo,git_link,commit,supports_cpu,supports_single_gpu,supports_multi_gpu,"
+        "cpu_skip_reason,single_gpu_skip_reason,multi_gpu_skip_reason,category\n"
+        f"acme@alpha,acme/alpha,https://github.com/acme/alpha,{alpha},yes,no,no,"
+        "unknown,,not_applicable,2_cpu+single_gpu\n"
+        f"acme@beta,acme/beta,https://github.com/acme/beta,{beta},no,yes,yes,"
+        "repo_not_supported,unknown,unknown,3_single_gpu+multi_gpu\n")
     a = root / "scripts" / "acme@alpha" / "benchmark_scripts"
     a.mkdir(parents=True)
     # as REB's scripts do, it finds the repository from its own path (benchmark_scripts/..)
@@ -87,8 +97,12 @@ def test_import_reb_tasks_pass_task_check(reb: dict[str, Any], tmp_path: Path) -
 
     alpha = load_task(out / "acme_alpha")
     assert (alpha.repo.url, alpha.repo.commit) == (str(reb["git"] / "alpha"), reb["alpha"])
-    assert set(alpha.not_applicable) == {"C2", "C3", "C4"}
-    assert "hardware_bucket cpu" in alpha.not_applicable["C2"]
+    assert alpha.base_image == "synth/research:bookworm"
+    # the categories file decides: C3 and C4 unsupported (a blank reason is REB's default),
+    # C2 applies even without a GPU level
+    assert set(alpha.not_applicable) == {"C3", "C4"}
+    assert alpha.not_applicable["C3"].startswith("REB: repo_not_supported (supports_single_gpu")
+    assert alpha.not_applicable["C4"].startswith("REB: not_applicable (supports_multi_gpu")
     # REB's scripts sit beside the task file (never in the session, which gets the repo only)
     scripts = out / "acme_alpha" / "reb" / "benchmark_scripts"
     assert sorted(p.name for p in scripts.iterdir()) == \
@@ -105,14 +119,21 @@ def test_import_reb_tasks_pass_task_check(reb: dict[str, Any], tmp_path: Path) -
 
     beta = load_task(out / "acme-beta")
     assert beta.probes.gpu is not None and "python3 gpu.py" in beta.probes.gpu.command
-    assert beta.probes.cpu is None
-    assert beta.not_applicable == {
-        "C1": "REB has no run_cpu_entrypoint.sh for acme-beta",
-        "C4": "REB hardware_bucket single_gpu: no multi-GPU stage"}
+    assert beta.probes.cpu is None and list(beta.not_applicable) == ["C1"]
+    # REB scores C4 for beta but has no script for it: its stage fails, as REB's run_all
+    # finds no results.json
+    assert beta.probes.ddp is not None
+    res = subprocess.run(["bash", "-c", beta.probes.ddp.command], capture_output=True,
+                         text=True, check=False)
+    assert res.returncode == 1 and "REB has no run_multi_gpu_entrypoint.sh" in res.stderr
+    applicability = json.loads((out / "acme-beta" / "reb" / "applicability.json").read_text())
+    assert applicability["levels"]["C1"] == {"supported": False,
+                                             "reason": "repo_not_supported"}
+    assert applicability["row"]["repo_slug"] == "acme@beta"
 
 
 def test_import_reb_selects_and_refuses(reb: dict[str, Any], tmp_path: Path) -> None:
-    written = import_reb(reb["root"], tmp_path / "t", ["acme-beta"])
+    written = import_reb(reb["root"], tmp_path / "t", ["acme-beta"]).tasks
     assert [p.name for p in written] == ["acme-beta"]
     with pytest.raises(UsageError, match="not in the manifest"):
         import_reb(reb["root"], tmp_path / "t", ["nope"])
@@ -124,30 +145,131 @@ def test_import_reb_selects_and_refuses(reb: dict[str, Any], tmp_path: Path) -> 
     with pytest.raises(TaskError, match="commit_sha"):
         read_manifest(reb["root"])
     manifest.write_text(json.dumps([{"repo_id": "x"}]))
-    with pytest.raises(TaskError, match="repo_url, commit_sha, hardware_bucket"):
+    with pytest.raises(TaskError, match="repo_url, commit_sha missing"):
         read_manifest(reb["root"])
+    (reb["root"] / "scripts_repos_test_categories.csv").write_text("repo,supports_cpu\n")
+    with pytest.raises(TaskError, match="not REB's categories file"):
+        categories.read_rows(reb["root"] / "scripts_repos_test_categories.csv")
+
+
+#: A categories file shaped like REB's (our own rows): yes/no cells, reasons blank or given,
+#: reasons on supported levels (meaningless), a row found only by its git link.
+CATEGORIES_CSV = """\
+repo_slug,repo,git_link,commit,supports_cpu,supports_single_gpu,supports_multi_gpu,\
+cpu_skip_reason,single_gpu_skip_reason,multi_gpu_skip_reason,category
+o@all,o/all,https://github.com/o/all,c1,yes,yes,yes,not_applicable,not_applicable,unknown,3_x
+o@gpu-only,o/gpu-only,https://github.com/o/gpu-only,c2,no,yes,yes,,unknown,unknown,3_x
+o@no-ddp,o/no-ddp,https://github.com/o/no-ddp,c3,yes,yes,no,unknown,unknown,not_applicable,2_x
+o@nothing,o/nothing,https://github.com/o/nothing,c4,no,no,no,repo_not_supported,,,NA_x
+old@slug,o/renamed,https://github.com/o/linked,c5,Yes,YES,No,,,,1_x
+"""
+#: REB's table for those rows, by REB's rules (m5's `_is_supported`, m2's default reason,
+#: C0/C2/C5 everywhere), and for a repository missing from the file (counted everywhere).
+REB_TABLE = {
+    "o/all": {}, "o/missing": {},
+    "o/gpu-only": {"C1": "repo_not_supported"},
+    "o/no-ddp": {"C4": "not_applicable"},
+    "o/nothing": {"C1": "repo_not_supported", "C3": "repo_not_supported",
+                  "C4": "repo_not_supported"},
+    "o/linked": {"C4": "repo_not_supported"},
+}
+
+
+def test_applicability_matches_rebs_table(tmp_path: Path) -> None:
+    path = tmp_path / "scripts_repos_test_categories.csv"
+    path.write_text(CATEGORIES_CSV)
+    rows = categories.read_rows(path)
+    got = {}
+    for full in REB_TABLE:
+        owner, name = full.split("/")
+        support = categories.supports(categories.find_row(
+            rows, f"{owner}@{name}", f"https://github.com/{full}.git"))
+        assert [lv for lv in ("C0", "C2", "C5") if not support[lv].supported] == []
+        got[full] = {lv: s.reason for lv, s in support.items() if not s.supported}
+    assert got == REB_TABLE
+    denominators = {lv: sum(lv not in t for t in got.values()) for lv in ("C1", "C3", "C4")}
+    assert denominators == {"C1": 4, "C3": 5, "C4": 3}
+    assert categories.find_row(rows, "x@y", "https://github.com/x/y") is None
+    assert categories.read_rows(tmp_path / "absent.csv") == []
+
+
+def test_a_partial_mirror_is_named_with_what_it_lacks(reb: dict[str, Any],
+                                                     tmp_path: Path) -> None:
+    """A mirror missing blobs (a blob-less clone, a snapshot without its largest files)
+    gets no task; the error lists each missing file and says REB ships no archives."""
+    mirror = reb["git"] / "alpha"
+    assert check_mirror(mirror, reb["alpha"]).complete
+    blob = subprocess.run(["git", "-C", str(mirror), "rev-parse", "HEAD:train.py"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    (mirror / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    check = check_mirror(mirror, reb["alpha"])
+    assert (check.missing, check.files, check.problem) == (("train.py",), 1, None)
+    assert check_mirror(mirror, "0" * 40).problem == f"has no commit {'0' * 40}"
+    assert check_mirror(tmp_path, reb["alpha"]).problem.startswith("not a git repository")
+    outcome = import_reb(reb["root"], tmp_path / "t", None,
+                         {"https://github.com/acme/alpha.git": str(mirror)})
+    assert [p.name for p in outcome.tasks] == ["acme-beta"]
+    assert not (tmp_path / "t" / "acme_alpha").exists()
+    with pytest.raises(TaskError, match=r"lacks 1 of the 1 files of commit .*: train.py") as e:
+        report_import(outcome)
+    assert "REB ships no repository archives" in str(e.value.hint)
 
 
 def _level(level: str, status: str, reason: str | None = None) -> dict[str, Any]:
     return {"level": level, "status": status, "reason": reason, "metrics": {}}
 
 
+#: REB's common stage fields and their types (REB study: results_schema.json, the fields
+#: about 97% of REB's 1,180 stage files carry); every file synth writes carries them.
+COMMON = {"status": str, "exit_code": int, "stage": str, "task": str, "command": str,
+          "timeout_sec": int, "framework": str, "assets": dict, "meta": dict,
+          "failure_category": str, "error_excerpt": str, "skip_reason": str}
+STAGE_ORDER = ["pyright", "prepare", "cpu", "cuda", "single_gpu", "multi_gpu", "env_size",
+               "hallucination", "summary"]
+
+
 def test_reb_results_written_and_aggregated(tmp_path: Path) -> None:
     doc = full_verify({"decides": "rebuilt", "reports": {"rebuilt": {
         "target": {"kind": "rebuilt", "image": "synth-rebuilt/x:1"},
-        "levels": [_level("C0", "pass"), _level("C1", "fail", "exit 1"),
+        "levels": [{**_level("C0", "pass"), "metrics": {
+                       "researchenvbench_top_modules": 7,
+                       "researchenvbench_missing_top_modules": 1}},
+                   _level("C1", "fail", "exit 1"),
                    _level("C2", "not_applicable", "no GPU code"),
                    _level("C3", "not_reached", "C1 failed"),
                    _level("C4", "skipped", "no GPU runtime"), _level("C5", "pass")]}}})
-    paths = write_results(VerifyDocument.from_json(doc), "acme-beta", tmp_path)
-    assert sorted(p.parent.name for p in paths) == \
-        ["cpu", "cuda", "hallucination", "multi_gpu", "pyright", "single_gpu"]
+    typed = VerifyDocument.from_json(doc)
+    paths = write_results(typed, "acme-beta", tmp_path, when=1767225600.0, git_commit="abc")
+    assert [p.parent.name for p in paths] == STAGE_ORDER
     table = read_results(tmp_path)
     assert {s: r["status"] for s, r in table.items()} == {
-        "pyright": "success", "cpu": "failure", "cuda": "skipped", "single_gpu": "failure",
-        "multi_gpu": "skipped", "hallucination": "success"}
+        "pyright": "success", "prepare": "skipped", "cpu": "failure", "cuda": "skipped",
+        "single_gpu": "failure", "multi_gpu": "skipped", "env_size": "skipped",
+        "hallucination": "success", "summary": "failure"}
     assert table["cpu"] == {"repo_id": "acme-beta", "status": "failure", "exit_code": 1,
-                            "reason": "exit 1"}
+                            "reason": "exit 1", "failure_category": "runtime",
+                            "skip_reason": "not_applicable"}
+    assert table["multi_gpu"]["skip_reason"] == "insufficient_hardware"
+    for stage in STAGE_ORDER:
+        data = json.loads((tmp_path / "build_output" / stage / "results.json").read_text())
+        assert {k: type(data[k]) for k in COMMON} == COMMON, stage
+        assert data["exit_code"] == (1 if data["status"] == "failure" else 0)
+        assert data["meta"]["timestamp_utc"] == "2026-01-01T00:00:00Z"
+        assert set(data["assets"]) == {"dataset", "model"}
+    pyright = json.loads((tmp_path / "build_output" / "pyright" / "results.json").read_text())
+    assert (pyright["missing_packages_count"], pyright["total_imported_packages_count"],
+            pyright["missing_package_ratio"]) == (1, 7, "1/7")
+    # REB's post-run override: a level the categories file marks unsupported is skipped
+    # whatever the stage said, with REB's reason; the summary is recomputed after it
+    app = {"levels": {"C1": {"supported": False, "reason": "repo_not_supported"}}}
+    stages = stage_results(typed, "acme-beta", applicability=app)
+    assert (stages["cpu"]["status"], stages["cpu"]["skip_reason"],
+            stages["cpu"]["failure_category"], stages["cpu"]["meta"]["decision_reason"]) == \
+        ("skipped", "repo_not_supported", "not_applicable",
+         "categories skip override (post-run)")
+    assert stages["summary"]["failed_stages"] == ["single_gpu"]
+    assert stages["summary"]["skipped_stages"] == ["prepare", "cpu", "cuda", "multi_gpu",
+                                                   "env_size"]
     (tmp_path / "build_output" / "cpu" / "results.json").write_text("{")
     with pytest.raises(UsageError, match="not valid JSON"):
         read_results(tmp_path)

@@ -115,7 +115,10 @@ def _lv(level: str, status: str, **details: Any) -> dict[str, Any]:
 
 def _report(checks: dict[str, Any], c2: str = "skipped", c4: str = "not_applicable",
             c5: str = "pass") -> dict[str, Any]:
-    rows = [{"field": k, "observed": v} for k, v in checks.items()]
+    # synth's C5 checks as verify.json holds them: the path probed is the one claimed
+    rows = [{"field": k, "observed": v, **({"claimed": REPORT["python_path"]}
+                                           if k == "python_path" else {})}
+            for k, v in checks.items()]
     return {"target": {"kind": "rebuilt", "image": "img"}, "highest": "C1", "levels": [
         _lv("C0", "pass"), _lv("C1", "pass"), _lv("C2", c2), _lv("C3", "not_applicable"),
         _lv("C4", c4), _lv("C5", c5, checks=rows)]}
@@ -264,20 +267,26 @@ def test_score_writes_a_reb_job_folder(tmp_path: Path) -> None:
     result = score(VerifyDocument.from_json(doc), tmp_path / "out", run_pyright=False)
     job = tmp_path / "out" / "reb"
     assert result["C5"] == {"reb": "failure", "synth": "pass", "path": 0, "version": 1,
-                            "capability": 0, "failure_category": "version_hallucination"}
-    assert result["C0"]["reb"] == "skipped" and result["C0"]["reason"]
+                            "capability": 0, "failure_category": "version_hallucination",
+                            "by": "synth"}
+    # no pyright run and no counts from synth's C0 either: a failure that says so, never
+    # the "0 missing" REB's m5 would read from a skipped stage
+    assert result["C0"]["reb"] == "failure" and "REB's pyright not run" in result["C0"]["reason"]
     summary = json.loads((job / "job_summary.json").read_text())
     assert (summary["repo_url"], summary["commit_sha"], summary["hardware_bucket"],
             summary["run_id"], summary["baseline"]) == \
         ("https://github.com/acme/alpha", "abc1234", "cpu", "r1", "synth-replay")
     stages = read_results(job / "benchmark")
     assert {s: r["status"] for s, r in stages.items()} == {
-        "pyright": "skipped", "cpu": "success", "cuda": "failure", "single_gpu": "skipped",
-        "multi_gpu": "skipped", "hallucination": "failure"}
+        "pyright": "failure", "prepare": "skipped", "cpu": "success", "cuda": "failure",
+        "single_gpu": "skipped", "multi_gpu": "skipped", "env_size": "skipped",
+        "hallucination": "failure", "summary": "failure"}
+    assert stages["pyright"]["failure_category"] == "missing_stage_results"
     out = job / "benchmark" / "build_output"
     cuda = json.loads((out / "cuda" / "results.json").read_text())
     assert cuda["observed"] == {"cuda_available": False, "gpu_count": 0}
-    assert json.loads((out / "pyright" / "results.json").read_text())["reb_total"] == 27
+    summary_stage = json.loads((out / "summary" / "results.json").read_text())
+    assert summary_stage["failed_stages"] == ["pyright", "cuda", "hallucination"]
     hall = json.loads((out / "hallucination" / "results.json").read_text())
     assert hall["hallucinations"]["version"]["count"] == 1 and hall["synth_status"] == "pass"
     assert json.loads((job / "agent" / "report.json").read_text())["python_version"] == "3.11"
@@ -316,9 +325,10 @@ def test_reb_scoring_through_the_verify_hook(tmp_path: Path,
     scored = _score(outcome(("reb",)), said.append)
     reb = scored.document["scores"]["reb"]
     assert reb["C5"]["failure_category"] == "missing_report"
-    assert said[0].startswith("REB scoring: C0 skipped (synth pass): pyright[nodejs] not "
-                              "found")
-    assert said[1].startswith("REB scoring: C5 failure (synth pass): path 0, version 0")
+    assert said[0].startswith("REB scoring: C0 failure (synth pass, by synth): REB's pyright "
+                              "not run (pyright[nodejs] not found")
+    assert said[1].startswith("REB scoring: C5 failure (synth pass, by synth): path 0, "
+                              "version 0")
     assert json.loads((tmp_path / "o" / "reb" / "scoring.json").read_text()) == reb
     assert validate(json.loads(json.dumps(scored.document)), "verify") == []
 
@@ -368,3 +378,121 @@ def test_report_mount_for_verification(tmp_path: Path) -> None:
     (mount,) = reb_session.report_mount(claims)
     assert (mount.source, mount.target, mount.read_only) == \
         (claims, "/opt/scimlopsbench/report.json", True)
+
+
+# ---------------------------------------------------------------- re-scoring
+def test_rescore_from_the_stored_evidence(tmp_path: Path) -> None:
+    """`synth reb score VERIFY --claims FILE`: REB's C5 of another report on the evidence
+    verify.json holds (no container), a new job folder; REB's own validator, which judged
+    the old report, is not reused; a new interpreter path was never probed: inconclusive."""
+    import subprocess
+    import sys
+
+    doc = _doc(tmp_path, REPORT)
+    doc["reports"]["rebuilt"]["target"]["reb_stages"] = {"hallucination": {
+        "stage": "hallucination", "status": "success", "exit_code": 0,
+        "hallucinations": {k: {"count": 0, "items": []}
+                           for k in ("path", "version", "capability")}}}
+    verify_dir = tmp_path / "verify"
+    verify_dir.mkdir()
+    (verify_dir / "verify.json").write_text(json.dumps(doc))
+    stored = subprocess.run([sys.executable, "-m", "synth", "reb", "score", str(verify_dir),
+                             "--json"], capture_output=True, text=True, check=False)
+    assert stored.returncode == 0, stored.stderr
+    assert json.loads(stored.stdout)["result"]["C5"]["by"] == "reb script"
+    liar = tmp_path / "liar.json"
+    liar.write_text(json.dumps({**REPORT, "python_version": "3.12.0", "gpu_count": 1}))
+    proc = subprocess.run([sys.executable, "-m", "synth", "reb", "score", str(verify_dir),
+                           "--claims", str(liar), "-o", str(tmp_path / "new"), "--json"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)["result"]
+    assert (result["C5"]["reb"], result["C5"]["version"], result["C5"]["capability"],
+            result["C5"]["by"]) == ("failure", 1, 1, "synth")
+    job = tmp_path / "new" / "reb"
+    assert json.loads((job / "agent" / "report.json").read_text())["python_version"] == \
+        "3.12.0"
+    summary = json.loads((job / "job_summary.json").read_text())
+    assert summary["scored_by"] == "synth reb score"
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps({**REPORT, "python_path": "/elsewhere/python"}))
+    from synth.plugins.reb.scoring import rescore
+
+    other = rescore(verify_dir, moved, tmp_path / "moved")
+    hall = json.loads((tmp_path / "moved" / "reb" / "benchmark" / "build_output" /
+                       "hallucination" / "results.json").read_text())
+    assert other["C5"]["path"] == 0
+    assert "python_path was not probed: path inconclusive" in hall["meta"]["warnings"]
+    with pytest.raises(UsageError, match=r"no verify\.json there"):
+        rescore(tmp_path / "nowhere")
+
+
+# ---------------------------------------------------------------- REB's own C0 script
+class _C0Engine:
+    """An engine whose one container answers the C0 script's run and its results file."""
+
+    def __init__(self, results: bytes | None) -> None:
+        self.results = results
+        self.specs: list[Any] = []
+        self.ran: list[list[str]] = []
+
+    def container(self, spec: Any) -> Any:
+        from contextlib import contextmanager
+
+        from synth.engine.base import ExecResult
+
+        self.specs.append(spec)
+        outer = self
+
+        class _C:
+            def exec(self, argv: Sequence[str], **_kw: Any) -> ExecResult:
+                outer.ran.append(list(argv))
+                return ExecResult(tuple(argv), 0, "pyright ran\n", "")
+
+            def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes | None:
+                assert path == "/workspace/build_output/pyright/results.json"
+                return outer.results
+
+        @contextmanager
+        def ctx() -> Any:
+            yield _C()
+
+        return ctx()
+
+
+def test_rebs_own_c0_script_is_run_as_reb_runs_it(tmp_path: Path) -> None:
+    """The repository's own run_pyright_missing_imports.sh, from the repository folder with
+    --repo (bare where it takes none), REB's report path set, pyright from the host on
+    PYTHONPATH (read-only), no network; its results.json is the stage file, as written."""
+    from synth.plugins.reb.c0script import PYRIGHT_MOUNT, SCRIPTS_MOUNT, run_reb_c0, script_of
+    from synth.plugins.reb.pyright import PyrightInstall
+
+    task = _reb_task(tmp_path / "t")
+    scripts = task / "reb" / "benchmark_scripts"
+    assert script_of(task) is None
+    (scripts / "run_pyright_missing_imports.sh").write_text(
+        'case "$1" in --repo) repo="$2";; esac\n')
+    assert script_of(task) == scripts
+    claims = tmp_path / "claims.json"
+    claims.write_text("{}")
+    install = PyrightInstall(tmp_path / "pyright-root")
+    written = {"stage": "pyright", "status": "success", "exit_code": 0,
+               "missing_packages_count": 2, "total_imported_packages_count": 9}
+    engine = _C0Engine(json.dumps(written).encode())
+    got = run_reb_c0(engine, "img", "/workspace", scripts, claims, install)  # type: ignore[arg-type]
+    assert {k: got[k] for k in written} == written and got["measured_by"] == "reb script"
+    (spec,) = engine.specs
+    assert spec.network is False and spec.image == "img"
+    assert {m.target: m.read_only for m in spec.mounts} == {
+        SCRIPTS_MOUNT: True, PYRIGHT_MOUNT: True, "/opt/scimlopsbench/report.json": True}
+    script = engine.ran[0][2]
+    assert 'bash benchmark_scripts/run_pyright_missing_imports.sh --repo "$PWD"' in script
+    assert "export SCIMLOPSBENCH_REPORT=/opt/scimlopsbench/report.json" in script
+    assert 'export PYTHONPATH="/tmp/synth-pyright-path' in script
+    (scripts / "run_pyright_missing_imports.sh").write_text("echo no repo option\n")
+    missing = run_reb_c0(_C0Engine(None), "img", "/workspace", scripts, None, install)  # type: ignore[arg-type]
+    assert (missing["status"], missing["failure_category"]) == \
+        ("failure", "missing_stage_results")
+    bad = run_reb_c0(_C0Engine(b'{"a": 1}{"b": 2}'), "img", "/workspace", scripts, None,
+                     install)  # type: ignore[arg-type]
+    assert bad["failure_category"] == "invalid_json"  # sapiens' two JSON documents

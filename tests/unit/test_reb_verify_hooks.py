@@ -17,14 +17,16 @@ import pytest
 from synth.config import Settings
 from synth.errors import UsageError
 from synth.formats.verify import VerifyDocument
+from synth.plugins.reb.jobs import bench_job
 from synth.plugins.reb.probes import (
-    clear_stage_results,
-    read_stage_skips,
+    AFTER,
+    SCRIPTS_MOUNT,
+    after_probes,
+    before_probes,
     skip_reason,
-    stage_skips,
+    stage_verdicts,
 )
 from synth.plugins.reb.results import read_results
-from synth.plugins.reb.scoring import bench_job
 from synth.pyramid.result import LevelResult, Report
 from synth.verify.command import ProbeContext, Target, VerifyOptions, probe_context, verify
 from tests.unit.test_reb_contract import _doc, _reb_task
@@ -96,10 +98,13 @@ def test_report_path_only_for_reb_tasks(tmp_path: Path) -> None:
         return profiles.for_task(task_dir).probe_mounts(site)
 
     assert probe_mounts(tmp_path, claims) == []  # synth's own task
-    (mount,) = probe_mounts(_reb_task(tmp_path / "t"), claims)
-    assert (mount.source, mount.target, mount.read_only) == \
+    # the report at REB's path, and REB's whole scripts folder, both read-only
+    report, folder = probe_mounts(_reb_task(tmp_path / "t"), claims)
+    assert (report.source, report.target, report.read_only) == \
         (claims, "/opt/scimlopsbench/report.json", True)
-    assert probe_mounts(tmp_path / "t", None) == []
+    assert [m.target for m in probe_mounts(tmp_path / "t", None)] == [SCRIPTS_MOUNT]
+    assert (folder.source, folder.target, folder.read_only) == \
+        ((tmp_path / "t" / "reb" / "benchmark_scripts").resolve(), SCRIPTS_MOUNT, True)
 
 
 # ---------------------------------------------------------------- REB's skipped stages
@@ -112,47 +117,82 @@ def test_skip_reason() -> None:
         assert skip_reason(raw) is None
 
 
-def test_a_passing_probe_whose_reb_stage_skipped_reads_skipped() -> None:
-    report = _report(("C0", "pass"), ("C1", "pass"), ("C3", "fail"), ("C4", "pass"))
-    c = FakeContainer({
-        "/w/build_output/cpu/results.json": b'{"status": "success"}',
-        "/w/build_output/single_gpu/results.json": b'{"status": "skipped"}',
+def test_levels_read_rebs_stage_files_as_run_all_does() -> None:
+    """C1/C3/C4 read the stage's results.json, not the exit code: skipped is a skip, failure
+    or exit_code 1 a failure, a missing or invalid file a failure, success passes (even
+    where the script exited non-zero); every stage file is carried in the report."""
+    report = _report(("C0", "pass"), ("C1", "pass"), ("C3", "fail"), ("C4", "pass"),
+                     ("C5", "pass"))
+    files = {
+        "/w/build_output/cpu/results.json": b'{"status": "success", "exit_code": 1, '
+                                            b'"failure_category": "deps"}',
+        "/w/build_output/single_gpu/results.json": b'{"status": "success", "exit_code": 0}',
         "/w/build_output/multi_gpu/results.json":
-            b'{"status": "skipped", "skip_reason": "hardware bucket is single-GPU"}'})
-    out = read_stage_skips(c, report, "/w/")
+            b'{"status": "skipped", "skip_reason": "insufficient_hardware"}',
+        "/w/build_output/prepare/results.json": b'{"status": "success", "stage": "prepare"}',
+        "/w/build_output/env_size/results.json": b"not json"}
+    out = stage_verdicts(report, files.get, "/w/")
     assert [(r.level, r.status) for r in out.levels] == [
-        ("C0", "pass"), ("C1", "pass"), ("C3", "fail"), ("C4", "skipped")]
-    c4 = out.get("C4")
+        ("C0", "pass"), ("C1", "fail"), ("C3", "pass"), ("C4", "skipped"), ("C5", "pass")]
+    c1, c4 = out.get("C1"), out.get("C4")
+    assert c1 is not None and c1.reason == "REB's cpu stage: success (deps)"
     assert c4 is not None and c4.reason == \
-        "REB's multi_gpu stage skipped: hardware bucket is single-GPU"
+        "REB's multi_gpu stage skipped: insufficient_hardware"
     assert c4.details["reb_results"] == "/w/build_output/multi_gpu/results.json"
     assert c4.seconds == 1.0
-    assert stage_skips(report, lambda p: None, "/w") == report
+    assert sorted(out.target["reb_stages"]) == ["cpu", "multi_gpu", "prepare", "single_gpu"]
+    none = stage_verdicts(report, lambda p: None, "/w")
+    assert [(r.level, r.status) for r in none.levels][1:4] == [
+        ("C1", "fail"), ("C3", "fail"), ("C4", "fail")]
+    assert none.get("C1").reason == "REB's cpu stage wrote no valid results.json"  # type: ignore[union-attr]
 
-    clear_stage_results(c, "/w")
+
+def test_before_and_after_the_probes_in_the_container() -> None:
+    """Before: the image's stage files removed, REB's folder copied in. After: REB's cuda,
+    env_size and hallucination stages run as run_all.sh runs them, then read back."""
+    c = FakeContainer({"/w/build_output/cuda/results.json": b'{"status": "failure"}'})
+    before_probes(c, "/w")
     (argv,) = c.ran
-    assert argv[:2] == ["sh", "-c"] and argv[2] == (
-        "rm -f /w/build_output/cpu/results.json /w/build_output/single_gpu/results.json "
-        "/w/build_output/multi_gpu/results.json")
+    assert "rm -rf /w/build_output/prepare" in argv[2]
+    assert f"cp -a {SCRIPTS_MOUNT}/. /w/benchmark_scripts/" in argv[2]
+    out = after_probes(c, _report(("C2", "fail")), "/w")
+    ran = [a[2] for a in c.ran[1:]]
+    assert [next(s for s in AFTER.values() if s in r) for r in ran] == list(AFTER.values())
+    assert all("PY=python; command -v python" in r for r in ran)
+    assert out.target["reb_stages"] == {"cuda": {"status": "failure"}}
 
 
 # ---------------------------------------------------------------- bench
 def test_bench_cell_of_a_reb_task_is_a_reb_job(tmp_path: Path) -> None:
+    """A cell is one REB job: REB's job id (sha1 of owner/repo@commit::baseline), the
+    bench's run id, the agent as the baseline, every stage file, the report and image."""
+    import hashlib
+
     doc = _doc(tmp_path, None)
     task = tmp_path / "task"
-    rec = {"cell": "alpha--good--r1", "agent": "good", "run": {"run_id": "20260101-x"}}
+    rec = {"cell": "alpha--good--r1", "agent": "good", "run": {"run_id": "20260101-x"},
+           "started": 1767225600.0, "times": {"run": 30.0}}
     job = tmp_path / "cell" / "reb"
     typed = VerifyDocument.from_json(doc)
-    paths = bench_job(typed, task, rec, json.dumps({"python_path": "/p"}), job)
+    paths = bench_job(typed, task, rec, json.dumps({"python_path": "/p"}), job, "bench-1")
     assert job / "job_summary.json" in paths
     summary = json.loads((job / "job_summary.json").read_text())
-    assert (summary["job_id"], summary["run_id"], summary["baseline"], summary["repo_url"]) == \
-        ("alpha--good--r1", "20260101-x", "synth-bench-good", "https://github.com/acme/alpha")
+    commit = summary["commit_sha"]
+    assert summary["job_id"] == hashlib.sha1(
+        f"acme/alpha@{commit}::good".encode()).hexdigest()[:12]
+    assert (summary["run_id"], summary["baseline"], summary["repo_url"], summary["script_id"]) \
+        == ("bench-1", "good", "https://github.com/acme/alpha", "acme@alpha")
+    assert summary["timestamps"]["agent_end"] - summary["timestamps"]["agent_start"] == 30.0
+    assert sorted(read_results(job / "benchmark")) == sorted(
+        ["pyright", "prepare", "cpu", "cuda", "single_gpu", "multi_gpu", "env_size",
+         "hallucination", "summary"])
     assert read_results(job / "benchmark")["cpu"]["status"] == "success"
     assert json.loads((job / "agent" / "report.json").read_text()) == {"python_path": "/p"}
     assert (job / "docker" / "image_id.txt").read_text() == "sha256:1\n"
-    assert bench_job(typed, tmp_path / "run", rec, "not json", tmp_path / "other") == []
-    assert not (tmp_path / "other").exists()
+    # a cell of synth's own task is a job too (the task's name stands for the repository)
+    other = bench_job(typed, tmp_path / "run", rec, "not json", tmp_path / "other", "b")
+    assert tmp_path / "other" / "job_summary.json" in other
+    assert not (tmp_path / "other" / "agent").exists()
 
 
 def test_bench_writes_the_reb_job_of_each_finished_cell(
@@ -190,12 +230,15 @@ def test_bench_writes_the_reb_job_of_each_finished_cell(
                                   out_dir=tmp_path / "bench")
     bench_run.run_bench(opts, Settings.load(artifacts_dir=tmp_path / "art"), lambda _m: None)
     (cell,) = (tmp_path / "bench" / "cells").iterdir()
-    assert read_results(cell)["cpu"]["status"] == "success"
     summary = json.loads((cell / "reb" / "job_summary.json").read_text())
-    assert (summary["job_id"], summary["run_id"], summary["repo_id"]) == \
-        (cell.name, "r9", "Acme__Alpha")
+    assert (summary["synth_cell"], summary["run_id"], summary["repo_id"]) == \
+        (cell.name, "bench", "Acme__Alpha")
     stages = read_results(cell / "reb" / "benchmark")
-    assert stages["cpu"]["status"] == "success" and len(stages) == 6
+    assert stages["cpu"]["status"] == "success" and len(stages) == 9
+    # C5 by REB's rules on the cell's evidence: an empty report has no python_path
+    hall = json.loads((cell / "reb" / "benchmark" / "build_output" / "hallucination" /
+                       "results.json").read_text())
+    assert (hall["status"], hall["hallucinations"]["path"]["count"]) == ("failure", 1)
 
 
 def test_check_choices() -> None:

@@ -122,3 +122,22 @@ def test_untrusted_names_print_literally(tmp_path: Path) -> None:
     proc = synth("runs", "show", "latest", "--artifacts", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "agent-as   exec:[bold]agent:smile:" in proc.stdout
+
+
+def test_a_run_whose_statements_failed_says_so_though_it_succeeded(tmp_path: Path) -> None:
+    """A replay whose last statement succeeded is `succeeded` (the final state is the truth
+    for export), but its failed statements show in runs list, runs show and bench."""
+    from synth.bench.summary import _cell_line
+    from synth.record.rundir import describe_run, format_run
+
+    run_dir = make_run_dir(tmp_path, run_id="20261129-102000-abcdef")
+    run = json.loads((run_dir / "run.json").read_text())
+    run["failed_statements"] = [{"command": "pip-sync requirements.txt", "exit": 2}]
+    (run_dir / "run.json").write_text(json.dumps(run))
+    row = runs_view.view(run_dir)
+    assert "succeeded(1 failed)" in runs_view.list_line(row)
+    shown = format_run(describe_run(run_dir))
+    assert "FAILED     1 statement(s) of the agent failed" in shown
+    assert "  exit 2  pip-sync requirements.txt" in shown
+    cell = _cell_line({"cell": "c", "run": {"failed_statements": 1}, "verify": {}})
+    assert cell["error"] == "1 statement(s) of the agent failed"

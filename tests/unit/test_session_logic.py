@@ -281,3 +281,42 @@ def test_a_killed_lease_reading_does_not_end_the_lease(tmp_path: Path) -> None:
 def test_a_lease_file_that_is_gone_ends_the_loop(tmp_path: Path) -> None:
     proc = _lease_loop(tmp_path, 'exec "$REAL_STAT" "$@"\n', seconds=600)
     assert proc.wait(timeout=60) == 0
+
+
+def test_the_watchdog_tells_a_release_from_synth_going_away() -> None:
+    """synth's end of the pipe closing without its release (any death, kill -9 too) is what
+    makes the watchdog stop the container; a release is not."""
+    import os
+
+    from synth.record.watchdog import RELEASED, wait_for_synth
+
+    r, w = os.pipe()
+    os.write(w, RELEASED)
+    os.close(w)
+    assert wait_for_synth(r) == RELEASED
+    os.close(r)
+    r, w = os.pipe()
+    os.close(w)  # synth died before releasing
+    assert wait_for_synth(r) != RELEASED
+    os.close(r)
+    r, w = os.pipe()
+    os.write(w, b"released\nand more")  # anything else is not a release
+    os.close(w)
+    assert wait_for_synth(r) != RELEASED
+    os.close(r)
+
+
+def test_the_watchdog_stops_the_container_only_without_a_release(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from synth.record import watchdog
+
+    stopped: list[str] = []
+    monkeypatch.setattr(watchdog, "stop_container", stopped.append)
+    for payload in (watchdog.RELEASED, b""):
+        r, w = os.pipe()
+        os.write(w, payload)
+        os.close(w)
+        assert watchdog.main(["synth-run-x", str(r)]) == 0
+    assert stopped == ["synth-run-x"]

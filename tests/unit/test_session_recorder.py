@@ -24,6 +24,7 @@ class FakeContainer:
 
     def __init__(self) -> None:
         self.ran: list[list[str]] = []
+        self.oom_kills = 0
 
     def exec(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
              workdir: str | None = None, timeout: float | None = None,
@@ -31,6 +32,9 @@ class FakeContainer:
         self.ran.append(list(argv))
         if list(argv) == ["boom"]:
             raise EngineError("exec in container fake failed: gone")
+        if list(argv) == ["hog"]:
+            self.oom_kills += 1
+            return ExecResult(tuple(argv), 137, "", "Killed")
         return ExecResult(tuple(argv), 3, "out", "", timed_out=timeout == 0.5)
 
     def copy_in(self, src: Path, dest: str) -> None: ...
@@ -47,6 +51,8 @@ class FakeContainer:
     def ensure_running(self) -> None: ...
     def labels(self) -> dict[str, str]:
         return {}
+    def limit_events(self) -> dict[str, int]:
+        return {"memory": self.oom_kills, "pids": 0}
     def remove(self) -> None: ...
 
 
@@ -123,3 +129,13 @@ def test_distill_loads_no_record_of_synths_own_work(tmp_path: Path) -> None:
     records = load_run(run_dir).records
     assert records and all(r.phase != "synth" for r in records)
     assert "dpkg-query -W" not in [r.command for r in records]
+
+
+def test_an_agent_command_that_hits_a_limit_is_named() -> None:
+    fake = FakeContainer()
+    rc = RecordingContainer(fake, [], default_cwd="/workspace")
+    rc.agent_exec(["bash", "-c", "ok"], ["bash", "-c", "ok"])
+    rc.agent_exec(["hog"], ["hog"], command="python3 -c 'x = bytearray(10**10)'")
+    rc.exec(["hog"])  # synth's own command: not the agent's limit hit
+    assert rc.limit_hits == [{"command": "python3 -c 'x = bytearray(10**10)'",
+                              "kind": "memory", "count": 1, "exit": 137}]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,11 +163,11 @@ def test_the_facts_probe_is_asked_for_every_claimed_framework() -> None:
 
 
 def test_fields_not_checked_are_listed_with_why() -> None:
-    claims = {**HONEST, "native_modules_built": ["fastops._ext"], "jax_version": "0.7.1"}
+    claims = {**HONEST, "trained_for": "3 epochs", "jax_version": "0.7.1"}
     out = check_claims(claims, cpu_evidence(distributions=FACTS_DISTS))
     unchecked = {u.field: u.why for u in out.unchecked}
-    assert set(unchecked) == {"env_tool", "env_name", "notes", "native_modules_built"}
-    assert "not a field C5 knows" in unchecked["native_modules_built"]
+    assert set(unchecked) == {"env_tool", "env_name", "notes", "trained_for"}
+    assert "not a field C5 knows" in unchecked["trained_for"]
     assert "descriptive" in unchecked["env_tool"]
     assert out.metrics()["not_checked"] == 4
     assert [u.to_json()["field"] for u in out.unchecked] == sorted(unchecked)
@@ -183,3 +184,94 @@ def test_c5_knows_every_field_the_claims_schema_declares_or_lists_it() -> None:
     # A field the schema gains later is listed as not checked, never silently dropped.
     extra = dict.fromkeys((declared - KNOWN_FIELDS) | {"a_field_added_later"}, "x")
     assert {u.field for u in unchecked_fields(extra)} == set(extra)
+
+
+# ------------------------------------------------------- every claim REB's report can make
+NATIVE = {"fastops._ext": {"ok": False, "error_class": "ModuleNotFoundError",
+                           "message": "No module named 'fastops._ext'"},
+          "fastops.pure": {"ok": True, "file": "/w/fastops/pure.py", "extension": False},
+          "fastops._real": {"ok": True, "file": "/w/fastops/_real.cpython-311-x86_64-"
+                            "linux-gnu.so", "extension": True}}
+
+
+def test_a_false_claim_of_compiled_extensions_is_counted() -> None:
+    """The bundled liars claim `native_modules_built`: each module is imported in the
+    environment; one that does not import, or imports from plain Python, is false."""
+    from synth.pyramid.claims import claimed_native_modules
+
+    claims = {**HONEST, "native_modules_built": ["fastops._ext", "fastops.pure",
+                                                 "fastops._real", "not.probed", 7]}
+    assert claimed_native_modules(claims) == ["fastops._ext", "fastops._real", "fastops.pure",
+                                              "not.probed"]
+    out = check_claims(claims, cpu_evidence(native_imports=NATIVE))
+    got = {(c.claimed, c.verdict) for c in out.checks if c.field == "native_modules_built"}
+    assert got == {("fastops._ext", "hallucination"), ("fastops.pure", "hallucination"),
+                   ("fastops._real", "true"), ("not.probed", "unverifiable"), (7, "unknown")}
+    assert out.metrics()["capability_hallucinations"] == 2
+    notes = {c.claimed: c.note for c in out.checks if c.field == "native_modules_built"}
+    assert notes["fastops._ext"].startswith("does not import: ModuleNotFoundError")
+    assert "not a compiled extension" in notes["fastops.pure"]
+
+
+def test_rebs_optional_report_fields_are_checked_where_they_state_facts() -> None:
+    """installed_packages (installed, at that version), artifacts (the paths exist) and
+    the capabilities entries that name a claim; the hub ids are descriptive."""
+    from synth.pyramid.claims import claimed_distributions, claimed_paths
+
+    claims = {**HONEST, "installed_packages": [{"name": "numpy", "version": "2.1.0"},
+                                               {"name": "scipy", "version": "1.0"},
+                                               {"name": "wandb"}, "junk"],
+              "artifacts": {"ckpt": "/w/ckpt.pt", "log": "/w/none.log", "rel": "out/x"},
+              "capabilities": {"native_extensions": ["fastops._ext"], "ddp": True,
+                               "fp8": True},
+              "model_hf_id": "acme/tiny", "dataset_hf_id": None}
+    assert claimed_distributions(claims) == ["numpy", "scipy", "torch", "wandb"]
+    assert claimed_paths(claims) == ["/opt/venv/bin/python", "/w/ckpt.pt", "/w/none.log"]
+    ev = cpu_evidence(distributions={"numpy": "2.1.0", "scipy": "1.13.1", "wandb": None,
+                                     "torch": "2.13.0+cpu"},
+                      paths={"/opt/venv/bin/python": True, "/w/ckpt.pt": True,
+                             "/w/none.log": False}, native_imports=NATIVE)
+    out = check_claims(claims, ev)
+    rows = [(c.field, c.claimed, c.verdict) for c in out.checks
+            if c.field in ("installed_packages", "artifacts", "capabilities")]
+    assert rows == [
+        ("installed_packages", "numpy==2.1.0", "true"),
+        ("installed_packages", "scipy==1.0", "hallucination"),
+        ("installed_packages", "wandb", "hallucination"),
+        ("installed_packages", "junk", "unknown"),
+        ("artifacts", {"ckpt": "/w/ckpt.pt"}, "true"),
+        ("artifacts", {"log": "/w/none.log"}, "hallucination"),
+        ("artifacts", {"rel": "out/x"}, "unknown"),
+        ("capabilities", {"native_extensions": "fastops._ext"}, "hallucination")]
+    # `ddp` is the top-level ddp_expected_ok claim, checked once; `fp8` names no claim
+    unchecked = {u.field: u.why for u in out.unchecked}
+    assert "descriptive" in unchecked["model_hf_id"]
+    assert unchecked["capabilities.fp8"].startswith("free-form")
+    assert out.metrics()["version_hallucinations"] == 2
+    assert out.metrics()["path_hallucinations"] == 1
+
+
+def test_native_claims_are_imported_by_the_target_interpreter(tmp_path: Path) -> None:
+    """The pyramid imports each claimed compiled extension with the target interpreter
+    (here this host's): a real extension module passes, a pure module and a missing one
+    are false claims."""
+    import _ctypes  # a compiled extension of the standard library
+    import json as _json
+    import sys
+
+    from synth.engine.host import HostRuntime
+    from synth.pyramid.runner import PyramidSpec, run_pyramid
+
+    if not str(getattr(_ctypes, "__file__", "")).endswith(".so"):
+        pytest.skip("this Python has _ctypes built in: no extension module to import")
+    claims = {"python_path": sys.executable,
+              "native_modules_built": ["_ctypes", "json", "no_such_ext_here"]}
+    spec = PyramidSpec(python=sys.executable, claims=claims, repo_dir=tmp_path,
+                       workdir=str(tmp_path), gpu_access="none", levels=frozenset({"C5"}))
+    report = run_pyramid(HostRuntime(Path(sys.executable)), spec)
+    c5 = report.get("C5")
+    assert c5 is not None and c5.status == "fail", c5
+    got = {c["claimed"]: c["verdict"] for c in c5.details["checks"]
+           if c["field"] == "native_modules_built"}
+    assert got == {"_ctypes": "true", "json": "hallucination",
+                   "no_such_ext_here": "hallucination"}, _json.dumps(c5.details)

@@ -363,3 +363,56 @@ def test_the_live_image_s_probes_get_the_persisted_variables(tmp_path: Path) -> 
         "N": "1"}
     (run_dir / "state" / "env.json").unlink()  # a run made before env.json existed
     assert persisted_env(run_dir, image_env) == {}
+
+
+@pytest.mark.parametrize(("levels_explicit", "require", "require_explicit", "code"), [
+    (True, "C1", False, 1),   # --levels C2,C3 alone: the failed C3 it asked for fails it
+    (True, "C2", True, 0),    # ... unless --require says how far to look
+    (False, "C1", False, 0),  # the default selection: --require C1 decides
+    (False, "C3", True, 1),
+])
+def test_a_level_asked_for_with_levels_that_fails_fails_the_exit_code(
+        tmp_path: Path, levels_explicit: bool, require: str, require_explicit: bool,
+        code: int) -> None:
+    """Seen on the GPU host: `verify --levels C2,C3` exited 0 with C3 failing, since the
+    default --require C1 looked no further."""
+    from synth.pyramid.result import LevelResult, Report
+    from synth.verify.outcome import TargetInfo, VerifyOutcome
+
+    rep = Report({"kind": "host"}, (LevelResult("C1", "skipped", "not selected (--levels)"),
+                                    LevelResult("C2", "pass"),
+                                    LevelResult("C3", "fail", "GPU entrypoint failed")))
+    opts = VerifyOptions(target="t", levels=parse_levels("C2,C3"), require=require,  # type: ignore[arg-type]
+                         levels_explicit=levels_explicit, require_explicit=require_explicit)
+    outcome = VerifyOutcome(opts, TargetInfo("task", tmp_path, "t"), tmp_path, {"host": rep},
+                            "host")
+    assert outcome.exit_code == code
+
+
+def test_a_failing_gpu_level_says_what_the_entrypoint_said() -> None:
+    from synth.pyramid.runner import why
+
+    info = {"stderr_tail": "Traceback (most recent call last):\n  File x\n"
+                           "\x1b[31mRuntimeError: torchop was built without its CUDA "
+                           "kernels\x1b[0m\n", "stdout_tail": "step 1\n"}
+    assert why(info) == ("Traceback (most recent call last): | File x | RuntimeError: "
+                         "torchop was built without its CUDA kernels")
+    assert why({"stderr_tail": "token=s3cr3t failed\n"}, ("s3cr3t",)) == "token=*** failed"
+    assert why({"stdout_tail": "only stdout\n"}) == "only stdout"
+    assert why({}) == ""
+
+
+def test_the_report_says_when_the_live_environment_itself_fails() -> None:
+    from synth.ui.verify_view import extra_lines
+
+    def report(c1: str) -> dict[str, object]:
+        return {"target": {"image": "img"}, "highest": None,
+                "levels": [{"level": "C1", "status": c1, "reason": "CPU entrypoint failed"}]}
+
+    doc = {"target": {"task": "t", "kind": "run", "path": "/r"}, "require": "C1",
+           "decides": "rebuilt", "passed": False, "build": None, "fingerprint": None,
+           "reports": {"rebuilt": report("fail"), "live": report("fail")},
+           "fidelity": {"live_highest": None, "rebuilt_highest": None,
+                        "reaches_live_level": True, "gaps": []}}
+    lines = extra_lines(VerifyDocument.from_json(full_verify(doc)))
+    assert any(line.startswith("the live environment itself fails C1") for line in lines)

@@ -1,18 +1,24 @@
 """``synth task import-reb REB_DIR``: one synth task per REB repository.
 
 REB's layout: ``m1_repo_manifest_module/manifests/manifest.json`` lists the repositories
-(``repo_url``, ``commit_sha``, ``repo_id``, ``hardware_bucket``); each has probe scripts
-under ``scripts/<owner>@<repo>/benchmark_scripts/``. A task gets the URL (or its local
-mirror, ``--mirror URL=PATH``) and the commit; REB's probe scripts are copied beside the
-task file (``reb/benchmark_scripts/``, never into the session: only the repository is) and
-the level scripts are embedded in the task's probe commands, so they run at verify time in
-the image under test, as ``benchmark_scripts/NAME`` from the repository folder as REB runs
-them. Levels REB does not support for a repository (its hardware bucket, or a missing
-script) become ``not_applicable`` with the reason. REB's fixed C0 denominator for the
-repository (``m5/c0_repo_baseline_totals.json``) goes to ``reb/c0_total.json`` for
-``verify --scoring reb``; ``prepare_assets.sh`` makes the task's assets step
-(:mod:`synth.plugins.reb.assets`), and ``reb/manifest-entry.json`` marks the task as REB's, so its
-claims follow the ``reb`` profile (:mod:`synth.plugins.reb.profile`).
+(``repo_url``, ``commit_sha``, ``repo_id``; ``hardware_bucket`` is REB's GPU-allocation
+policy, ``auto`` for all 44, and decides no level); ``scripts_repos_test_categories.csv``
+says which levels REB scores for each (:mod:`synth.plugins.reb.categories`); each has
+probe scripts under ``scripts/<owner>@<repo>/benchmark_scripts/``. A task gets the URL (or
+its local mirror, ``--mirror URL=PATH``, checked complete first:
+:mod:`synth.plugins.reb.mirror`) and the commit, and the research base image
+(:data:`synth.engine.base_images.RESEARCH_BASE`, the tools REB's agent image offers) unless
+``--base-image`` names another. REB's probe scripts are copied beside the task file
+(``reb/benchmark_scripts/``, never into the session: only the repository is); the level
+scripts are the task's probe commands, run at verify time in the image under test as
+``benchmark_scripts/NAME`` from the repository folder, where the REB profile installs the
+whole folder first (:mod:`synth.plugins.reb.probes`). A level REB does not score for the
+repository becomes ``not_applicable`` with REB's reason; C0, C2 and C5 apply everywhere.
+Beside the task: ``reb/applicability.json`` (REB's row and each level's support, for the
+results' post-run override), ``reb/c0_total.json`` (REB's fixed C0 denominator,
+``m5/c0_repo_baseline_totals.json``), ``reb/assets.json`` (what ``prepare_assets.sh``
+downloads, for ``synth reb assets fetch``) and ``reb/manifest-entry.json``, the mark of a
+REB task (its claims follow the ``reb`` profile, :mod:`synth.plugins.reb.profile`).
 """
 
 from __future__ import annotations
@@ -21,29 +27,30 @@ import json
 import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from synth.engine.base_images import RESEARCH_BASE
 from synth.errors import TaskError, UsageError
+from synth.plugins.reb import categories
+from synth.plugins.reb.assets_fetch import extract_assets
+from synth.plugins.reb.categories import LevelSupport
+from synth.plugins.reb.mirror import MirrorCheck, check_mirror
 from synth.util import atomic
 
 MANIFEST = Path("m1_repo_manifest_module") / "manifests" / "manifest.json"
-REQUIRED = ("repo_url", "commit_sha", "repo_id", "hardware_bucket")
-#: synth level -> REB's script for it (run in the repository's folder); then older names.
-LEVEL_SCRIPTS = {"C1": ("run_cpu_entrypoint.sh",),
-                 "C3": ("run_single_gpu_entrypoint.sh", "run_single_gpu.sh"),
-                 "C4": ("run_multi_gpu_entrypoint.sh", "run_multi_gpu.sh")}
+REQUIRED = ("repo_url", "commit_sha", "repo_id")
+#: synth level -> REB's script for it (run in the repository's folder).
+LEVEL_SCRIPTS = {"C1": "run_cpu_entrypoint.sh", "C3": "run_single_gpu_entrypoint.sh",
+                 "C4": "run_multi_gpu_entrypoint.sh"}
 ASSETS_SCRIPT = "prepare_assets.sh"
+C0_SCRIPT = "run_pyright_missing_imports.sh"
 #: REB's fixed C0 denominators (repo_full_name -> imported packages).
 C0_TOTALS = Path("m5") / "c0_repo_baseline_totals.json"
-#: REB hardware buckets -> the levels they leave out, with the reason.
-BUCKET_UNSUPPORTED = {
-    "cpu": {"C2": "REB hardware_bucket cpu: the repository needs no GPU",
-            "C3": "REB hardware_bucket cpu: the repository needs no GPU",
-            "C4": "REB hardware_bucket cpu: the repository needs no GPU"},
-    "single_gpu": {"C4": "REB hardware_bucket single_gpu: no multi-GPU stage"},
-}
+NO_ARCHIVES = ("REB ships no repository archives (its .gitignore leaves /repos/ out; its m2 "
+               "clones each repository from GitHub at job time)")
 _DELIM = "SYNTH_REB_PROBE_EOF"
 
 
@@ -95,7 +102,7 @@ def read_manifest(reb_dir: Path) -> list[RebRepo]:
             raise TaskError(f"{path}: entry {i} ({entry['repo_id']}): `commit_sha` "
                             f"{entry['commit_sha']!r} is not a hex commit id.")
         repos.append(RebRepo(entry["repo_id"], entry["repo_url"], entry["commit_sha"],
-                             entry["hardware_bucket"], entry))
+                             str(entry.get("hardware_bucket") or ""), entry))
     return repos
 
 
@@ -114,11 +121,11 @@ def _toml_str(text: str) -> str:
 
 
 def _embedded(script: Path) -> str:
-    """The script as one ``bash -c`` command: the text travels in the task file, so it
-    reaches the image under test at verify time without ever being in the session. It
-    runs as ``benchmark_scripts/NAME`` from the repository folder, where REB runs it (its
-    scripts find the repository from their own path); the assets step installs REB's
-    whole folder there first, and then its copy is the one run."""
+    """The level's probe: ``bash benchmark_scripts/NAME`` from the repository folder, where
+    REB runs it (its scripts find the repository, ``runner.py`` and their helpers from their
+    own path). The REB profile installs REB's whole folder there before the probes; the
+    script's text travels in the task file too, written only where the folder is absent (a
+    runtime without the profile), so the command never depends on the session."""
     name = shlex.quote(script.name)
     return (f"mkdir -p benchmark_scripts\n"
             f"if [ ! -f benchmark_scripts/{name} ]; then\n"
@@ -127,41 +134,95 @@ def _embedded(script: Path) -> str:
             f"fi\nbash benchmark_scripts/{name}\n")
 
 
-def _level_script(scripts: Path | None, names: tuple[str, ...]) -> Path | None:
-    if scripts is None:
-        return None
-    return next((scripts / n for n in names if (scripts / n).is_file()), None)
+def _missing_script(name: str, repo_id: str) -> str:
+    """A level REB scores whose script is absent: REB's run_all finds no results.json and
+    counts the stage failed; so does this probe."""
+    return (f"echo {shlex.quote(f'REB has no {name} for {repo_id}: no results.json')} >&2\n"
+            "exit 1\n")
 
 
-def task_toml(repo: RebRepo, url: str, scripts: Path | None) -> str:
-    unsupported = dict(BUCKET_UNSUPPORTED.get(repo.hardware_bucket, {}))
-    for level, reason in (repo.entry.get("unsupported") or {}).items():
-        unsupported[str(level)] = f"REB: {reason}"
-    about = f"ResearchEnvBench {repo.repo_id} ({repo.hardware_bucket})"
+def task_toml(repo: RebRepo, url: str, scripts: Path | None,
+              support: Mapping[str, LevelSupport] | None = None,
+              base_image: str = RESEARCH_BASE) -> str:
+    """The task file: REB's URL and commit, the level scripts REB scores as probes, the
+    levels it does not score ``not_applicable`` with its reason."""
+    support = support or categories.supports(None)
+    unsupported = {lv: categories.not_applicable_reason(lv, s)
+                   for lv, s in support.items() if not s.supported}
+    about = f"ResearchEnvBench {repo.repo_id} ({repo.full_name})"
     lines = [f"name = {_toml_str(repo.task_name)}", f"description = {_toml_str(about)}",
-             'base_image = "synth/python:bookworm"', "", "[repo]",
+             f"base_image = {_toml_str(base_image)}", "", "[repo]",
              f"url = {_toml_str(url)}", f"commit = {_toml_str(repo.commit_sha)}", ""]
-    probes: dict[str, str] = {}
-    for level, names in LEVEL_SCRIPTS.items():
-        script = _level_script(scripts, names)
+    for level, table in (("C1", "probes.cpu"), ("C3", "probes.gpu"), ("C4", "probes.ddp")):
         if level in unsupported:
             continue
-        if script is not None:
-            probes[level] = _embedded(script)
-        else:
-            unsupported[level] = f"REB has no {names[0]} for {repo.repo_id}"
-    for level, table in (("C1", "probes.cpu"), ("C3", "probes.gpu"), ("C4", "probes.ddp")):
-        if level in probes:
-            lines += [f"[{table}]", f"command = {_toml_str(probes[level])}", "timeout = 1800", ""]
+        script = scripts / LEVEL_SCRIPTS[level] if scripts is not None else None
+        command = (_embedded(script) if script is not None and script.is_file()
+                   else _missing_script(LEVEL_SCRIPTS[level], repo.repo_id))
+        lines += [f"[{table}]", f"command = {_toml_str(command)}", "timeout = 1800", ""]
     if unsupported:
         lines.append("[not_applicable]")
         lines += [f"{lv} = {_toml_str(unsupported[lv])}" for lv in sorted(unsupported)]
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class ImportOutcome:
+    """The task folders written, and the repositories whose mirror could not serve them
+    (no task written for those)."""
+
+    tasks: list[Path]
+    incomplete: list[MirrorCheck] = field(default_factory=list)
+
+    def problems(self) -> list[str]:
+        return [m.describe() for m in self.incomplete]
+
+
+def _applicability(repo: RebRepo, row: Mapping[str, str] | None,
+                   support: Mapping[str, LevelSupport]) -> dict[str, Any]:
+    return {"repo": repo.full_name, "source": str(categories.CATEGORIES),
+            "row": dict(row) if row is not None else None,
+            "levels": {lv: s.to_json() for lv, s in support.items()}}
+
+
+def _write_task(repo: RebRepo, reb_dir: Path, out_dir: Path, url: str,
+                row: Mapping[str, str] | None, total: int | None, base_image: str) -> Path:
+    scripts = reb_dir / "scripts" / repo.owner_repo / "benchmark_scripts"
+    task_dir = out_dir / repo.task_name
+    support = categories.supports(row)
+    atomic.write_text(task_dir / "task.toml", task_toml(
+        repo, url, scripts if scripts.is_dir() else None, support, base_image))
+    if scripts.is_dir():
+        dest = task_dir / "reb" / "benchmark_scripts"
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(scripts, dest, symlinks=True)
+    atomic.write_json(task_dir / "reb" / "manifest-entry.json", repo.entry)
+    atomic.write_json(task_dir / "reb" / "applicability.json",
+                      _applicability(repo, row, support))
+    atomic.write_json(task_dir / "reb" / "assets.json",
+                      extract_assets(scripts if scripts.is_dir() else None))
+    if total is not None:
+        atomic.write_json(task_dir / "reb" / "c0_total.json",
+                          {"repo_full_name": repo.full_name, "total": total})
+    return task_dir
+
+
+def report_import(outcome: ImportOutcome) -> None:
+    """Raise, naming every mirror that lacks what its task needs (the other tasks are
+    written)."""
+    if outcome.incomplete:
+        raise TaskError("Some mirrors cannot serve their commit, so no task was written for "
+                        "them:\n  " + "\n  ".join(outcome.problems()),
+                        hint=f"{NO_ARCHIVES}: fetch the missing objects into the mirror (a "
+                        "full clone), or import without --mirror to clone from the URL.")
+
+
 def import_reb(reb_dir: Path, out_dir: Path, repo_ids: list[str] | None = None,
-               mirrors: dict[str, str] | None = None) -> list[Path]:
-    """Write one task folder per selected repository under ``out_dir``; their paths."""
+               mirrors: dict[str, str] | None = None,
+               base_image: str = RESEARCH_BASE) -> ImportOutcome:
+    """Write one task folder per selected repository under ``out_dir``. A repository whose
+    ``--mirror`` lacks its commit or some of its files gets no task; the outcome lists
+    what each such mirror lacks."""
     repos = read_manifest(reb_dir)
     known = {r.repo_id for r in repos}
     unknown = sorted(set(repo_ids or ()) - known)
@@ -169,26 +230,21 @@ def import_reb(reb_dir: Path, out_dir: Path, repo_ids: list[str] | None = None,
         raise UsageError(f"--repo {', '.join(unknown)}: not in the manifest.",
                          hint=f"Known: {', '.join(sorted(known))}.")
     totals = read_c0_totals(reb_dir)
-    written = []
+    rows = categories.read_rows(reb_dir / categories.CATEGORIES)
+    written, incomplete = [], []
     for repo in repos:
         if repo_ids and repo.repo_id not in repo_ids:
             continue
-        scripts = reb_dir / "scripts" / repo.owner_repo / "benchmark_scripts"
-        task_dir = out_dir / repo.task_name
         url = (mirrors or {}).get(repo.repo_url, repo.repo_url)
-        atomic.write_text(task_dir / "task.toml",
-                          task_toml(repo, url, scripts if scripts.is_dir() else None))
-        if scripts.is_dir():
-            dest = task_dir / "reb" / "benchmark_scripts"
-            shutil.rmtree(dest, ignore_errors=True)
-            shutil.copytree(scripts, dest)
-        atomic.write_json(task_dir / "reb" / "manifest-entry.json", repo.entry)
-        total = totals.get(repo.full_name.lower())
-        if total is not None:
-            atomic.write_json(task_dir / "reb" / "c0_total.json",
-                              {"repo_full_name": repo.full_name, "total": total})
-        written.append(task_dir)
-    return written
+        if url != repo.repo_url:
+            check = check_mirror(Path(url), repo.commit_sha)
+            if not check.complete:
+                incomplete.append(check)
+                continue
+        row = categories.find_row(rows, repo.owner_repo, repo.repo_url)
+        written.append(_write_task(repo, reb_dir, out_dir, url, row,
+                                   totals.get(repo.full_name.lower()), base_image))
+    return ImportOutcome(written, incomplete)
 
 
 def read_c0_totals(reb_dir: Path) -> dict[str, int]:

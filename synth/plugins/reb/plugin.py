@@ -11,7 +11,7 @@ from typing import Any
 
 from synth.engine.base import Mount
 from synth.formats.verify import VerifyDocument
-from synth.plugins.reb import assets, probes, results, scoring, session
+from synth.plugins.reb import assets, jobs, probes, scoring, session
 from synth.plugins.reb.profile import profile_errors, task_profile
 from synth.profiles import BaseProfile, Install, ProbeSite, Say
 from synth.pyramid.result import Report
@@ -36,7 +36,10 @@ class RebProfile(BaseProfile):
         return profile_errors(claims, "reb")
 
     def probe_mounts(self, site: ProbeSite) -> list[Mount]:
-        return session.report_mount(site.claims)
+        scripts = site.task_dir / "reb" / "benchmark_scripts" if site.task_dir else None
+        folder = ([Mount(scripts.resolve(), probes.SCRIPTS_MOUNT)]
+                  if scripts is not None and scripts.is_dir() else [])
+        return [*session.report_mount(site.claims), *folder]
 
     def assets(self, engine: Any, site: ProbeSite,
                say: Say) -> AbstractContextManager[Install | None]:
@@ -45,20 +48,23 @@ class RebProfile(BaseProfile):
                                  claims=site.claims, say=say)
 
     def before_probes(self, container: Any, site: ProbeSite) -> None:
-        probes.clear_stage_results(container, site.workdir)
+        probes.before_probes(container, site.workdir)
 
     def after_probes(self, container: Any, report: Report, site: ProbeSite) -> Report:
-        return probes.read_stage_skips(container, report, site.workdir)
+        return probes.after_probes(container, report, site.workdir)
 
     def score(self, name: str, outcome: Any, say: Say) -> dict[str, Any]:
         return scoring.score_verification(outcome, say)
 
     def bench_cell(self, doc: VerifyDocument, task_dir: Path, record: Mapping[str, Any],
                    files: Mapping[str, str], cell_dir: Path) -> None:
-        # REB's per-stage results beside synth's own for every cell, and a REB job folder
-        # for a cell of a task imported from REB.
-        results.write_results(doc, str(record["task"]), cell_dir)
-        scoring.bench_job(doc, task_dir, record, files.get("claims.json"), cell_dir / "reb")
+        # Every cell as a REB job (cells/<cell>/reb/): one run id per bench, the results
+        # folder's name (cells/<cell> is two levels under it), the agent as the baseline;
+        # C5 by REB's rules where REB's validator did not run (no container here for C0).
+        text = files.get("claims.json")
+        stages = scoring.reb_stages(doc, scoring.claims_of_text(text), run_pyright=False)
+        jobs.bench_job(doc, task_dir, record, text, cell_dir / "reb",
+                       run_id=cell_dir.parent.parent.name, overrides=stages)
 
 
 PROFILE = RebProfile()

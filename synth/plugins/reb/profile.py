@@ -4,7 +4,10 @@ synth's claims schema (``synth/formats/schemas/claims.schema.json``) requires no
 or absent means "unknown". REB's report schema requires every field and limits
 ``env_tool`` to its list of tools; the profile, ``$defs.reb`` of the same schema file,
 holds those rules. A task imported from REB (``synth task import-reb``: its folder has
-``reb/manifest-entry.json``) uses the profile, so synth rejects the reports REB rejects.
+``reb/manifest-entry.json``) uses the profile: a report that breaks REB's schema is
+``invalid`` in ``run.json``. That is synth's rule: REB itself enforces its schema only as
+the structured-output constraint of some agents' CLIs and rejects no report at scoring
+time (a report of only ``python_path`` scores C5 as REB's validators score it).
 """
 
 from __future__ import annotations

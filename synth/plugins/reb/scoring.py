@@ -9,16 +9,24 @@ would see, 0 where C2 did not pass (synth calls that unverifiable); ``ddp_expect
 is judged only where the multi-GPU stage ran. A missing or invalid report fails C5 with
 no counts, as REB's does.
 
-C0 is REB's pyright count: the distinct top-level packages of pyright's
-``reportMissingImports`` diagnostics, over REB's fixed per-repo total when the task has one
-(``reb/c0_total.json``, written by ``synth task import-reb``), else the repository's own
-count. pyright runs inside the image under test (:mod:`synth.plugins.reb.pyright`) where the host
-has ``pyright[nodejs]``; otherwise C0 is ``skipped`` with the reason.
+Where REB's own validator ran in the probe container (the REB profile runs it after the
+probes: :mod:`synth.plugins.reb.probes`), its ``hallucination`` stage is the one written and
+scored; the rules above are the fallback, and what ``synth reb score --claims`` uses (it has
+the stored evidence, not a container).
+
+C0 is REB's pyright count. For a task with REB's scripts, the repository's own
+``run_pyright_missing_imports.sh`` runs as REB runs it, in a container of the image under
+test (:mod:`synth.plugins.reb.c0script`); otherwise synth runs pyright itself
+(:mod:`synth.plugins.reb.pyright`): the distinct top-level packages of its
+``reportMissingImports`` diagnostics over REB's fixed per-repo total when the task has one
+(``reb/c0_total.json``), else the repository's own count. Both need the host's
+``pyright[nodejs]``; without it the ``pyright`` stage keeps synth's own C0 scan's counts
+(REB's rule: distinct top-level modules) and says so (``c0_note``), so a job never reads
+"0 missing" for a C0 nobody measured.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from synth.errors import InputFileError
 from synth.formats.claims import Claims
-from synth.formats.store import ArtifactDir, RunDir, is_file
+from synth.formats.store import ArtifactDir, RunDir
 from synth.formats.verify import VerifyDocument
-from synth.plugins.reb.results import write_job
+from synth.plugins.reb import jobs
+from synth.plugins.reb.results import CAPTURED, TASKS, TIMEOUTS, blank_assets
 from synth.plugins.reb.stages import checks as _checks
 from synth.plugins.reb.stages import cuda_stage, multi_gpu_stage
 from synth.pyramid.result import Report
@@ -50,7 +59,8 @@ def _path_and_versions(claims: Claims, checks: Mapping[str, Mapping[str, Any]],
                        warnings: list[str]) -> bool:
     """REB's path and version rules; True when the python_path was usable."""
     path = claims.python_path or ""
-    exists = checks.get("python_path", {}).get("observed")
+    probed = checks.get("python_path", {})
+    exists = probed.get("observed") if probed.get("claimed") == path else None
     if not path:
         found["path"].append(_item("python_path_missing", {"python_path": path}, {}))
         return False
@@ -157,12 +167,16 @@ def score_c0(pyright: Mapping[str, Any] | None, total: int | None,
                 "reb_total": total}
     own = pyright.get("own_total")
     return {**c0_from_pyright(pyright.get("output") or {}, total,
-                              own if isinstance(own, int) else None), "reb_total": total}
+                              own if isinstance(own, int) else None), "reb_total": total,
+            "measured_by": "synth pyright"}
 
 
-def _pyright(report: Report,
-             claims: Claims | str | None) -> tuple[dict[str, Any] | None, str]:
-    """pyright run in the image under test as REB runs it, or (None, why not)."""
+def _pyright(report: Report, task_dir: Path | None, claims: Claims | str | None,
+             claims_file: Path | None) -> tuple[dict[str, Any] | None, str]:
+    """REB's C0 as REB runs it (the repository's own ``run_pyright_missing_imports.sh``,
+    :mod:`synth.plugins.reb.c0script`) where the task has it, else synth's pyright run
+    (:mod:`synth.plugins.reb.pyright`), in the image under test; or (None, why not)."""
+    from synth.plugins.reb.c0script import run_reb_c0, script_of
     from synth.plugins.reb.pyright import find_pyright, run_pyright
 
     target = report.target
@@ -174,73 +188,16 @@ def _pyright(report: Report,
         return None, f"the {target.get('kind')} target is not an image: REB's C0 runs in one"
     from synth.engine.docker import DockerEngine
 
+    image, workdir = str(target["image"]), str(target.get("workdir") or "/workspace")
+    scripts = script_of(task_dir)
+    if scripts is not None:
+        return {"reb": run_reb_c0(DockerEngine.connect(), image, workdir, scripts,
+                                  claims_file, install)}, ""
     python = str(target.get("python") or "python3")
     seen = _checks(report).get("python_path", {}).get("observed")
     if isinstance(claims, Claims) and claims.python_path is not None and seen:
         python = claims.python_path  # REB runs pyright with the report's python
-    return run_pyright(DockerEngine.connect(), str(target["image"]), python,
-                       str(target.get("workdir") or "/workspace"), install), ""
-
-
-def _json_file(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")) if is_file(path) else None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _task_dir(doc: VerifyDocument) -> Path | None:
-    """The task folder behind a verify target (a run's task file; a host task itself)."""
-    path = Path(doc.target.path)
-    if doc.target.kind == "task":
-        return path
-    if doc.target.kind == "run":
-        run = _json_file(path / "run.json") or {}
-        task_file = (run.get("task") or {}).get("task_file")
-        return Path(str(task_file)).parent if task_file else None
-    return None  # an artifact carries its task file, not the task folder's reb/
-
-
-def job_summary(doc: VerifyDocument, task_dir: Path | None) -> dict[str, Any]:
-    """REB's ``job_summary.json`` fields for this verification."""
-    target = doc.target
-    path = Path(target.path)
-    entry = _json_file(task_dir / "reb" / "manifest-entry.json") if task_dir else None
-    run = _json_file(path / "run.json") or {}
-    source = (_json_file(path / "manifest.json") or {}).get("source") or {}
-    if not entry and task_dir is not None and is_file(task_dir / "task.toml"):
-        source = _task_repo(task_dir / "task.toml") or source
-    url = (entry or {}).get("repo_url") or source.get("url") or ""
-    agent = run.get("agent") or {}
-    return {"run_id": str(run.get("run_id") or path.name), "job_id": path.name,
-            "repo_id": (entry or {}).get("repo_id") or target.task or path.name,
-            "repo_url": url, "commit_sha": (entry or {}).get("commit_sha")
-            or source.get("commit") or "",
-            "baseline": f"synth-{agent.get('kind') or target.kind}",
-            "hardware_bucket": (entry or {}).get("hardware_bucket") or "",
-            "script_id": "", "scored_by": "synth verify --scoring reb"}
-
-
-def _task_repo(path: Path) -> dict[str, Any] | None:
-    import tomllib
-
-    try:
-        repo = tomllib.loads(path.read_text(encoding="utf-8")).get("repo")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    return repo if isinstance(repo, dict) else None
-
-
-def _job_extras(doc: VerifyDocument, claims: Mapping[str, Any] | None,
-                job_dir: Path) -> None:
-    """The rest of a REB job folder: ``agent/report.json`` (the claims document, when there
-    is one) and ``docker/image_id.txt`` (the image verified)."""
-    if claims is not None:
-        atomic.write_json(job_dir / "agent" / "report.json", dict(claims))
-    image = (doc.build.image_id if doc.build else None) or doc.deciding.target.get("image")
-    if image:
-        atomic.write_text(job_dir / "docker" / "image_id.txt", f"{image}\n")
+    return run_pyright(DockerEngine.connect(), image, python, workdir, install), ""
 
 
 def _claims(doc: VerifyDocument) -> Claims | str | None:
@@ -255,37 +212,107 @@ def _claims(doc: VerifyDocument) -> Claims | str | None:
         return exc.message
 
 
-def score(doc: VerifyDocument, out_dir: Path, *, run_pyright: bool = True
-          ) -> dict[str, Any]:
-    """Score the deciding report as REB does; write ``out_dir/reb/`` (a REB job folder and
-    ``scoring.json``); the summary, synth's own verdicts beside REB's. ``run_pyright``
-    False leaves REB's C0 skipped."""
-    task_dir = _task_dir(doc)
-    total_doc = _json_file(task_dir / "reb" / "c0_total.json") if task_dir else None
+def claims_of_text(text: str | None) -> Claims | str | None:
+    """A bench cell's ``claims.json`` as the store reads it (None: none; a str: why not)."""
+    if text is None:
+        return None
+    from synth.formats.store import CLAIMS, parse_text
+
+    try:
+        return parse_text(text, CLAIMS, "claims.json")
+    except InputFileError as exc:
+        return exc.message
+
+
+def _claims_path(doc: VerifyDocument) -> Path | None:
+    kind, path = doc.target.kind, Path(doc.target.path)
+    found = path / "claims.json" if kind in ("run", "artifact") else None
+    return found if found is not None and found.is_file() else None
+
+
+def _common(stage: str, data: dict[str, Any]) -> dict[str, Any]:
+    """REB's common fields around a scoring's stage (the scoring's own keys win)."""
+    return {"skip_reason": "not_applicable", "task": TASKS[stage], "command": "",
+            "timeout_sec": TIMEOUTS[stage], "framework": "unknown", "assets": blank_assets(),
+            "failure_category": "", "error_excerpt": "", **data}
+
+
+def reb_stages(doc: VerifyDocument, claims: Claims | str | None, *,
+               claims_file: Path | None = None, run_pyright: bool = True,
+               new_claims: bool = False) -> dict[str, dict[str, Any]]:
+    """REB's C0 and C5 stages for the deciding report (and REB's CUDA stage where C2 ran):
+    C5 is REB's own validator where it ran in the probe container on these claims, else
+    synth's rules (:func:`score_c5`) on the evidence; C0 REB's own script where the task
+    has it. ``new_claims``: ``claims`` are not the ones the verification saw."""
+    task_dir = jobs.task_dir_of(doc)
+    total_doc = jobs.read_json(task_dir / "reb" / "c0_total.json") if task_dir else None
     total = (total_doc or {}).get("total")
     report = doc.deciding
-    claims = _claims(doc)
-    pyright, why = _pyright(report, claims) if run_pyright else (None, "not asked")
-    stages = {"hallucination": score_c5(claims, report),
-              "pyright": score_c0(pyright, total if isinstance(total, int) else None, why)}
+    captured = report.target.get(CAPTURED) or {}
+    stages = {}
+    if new_claims or not isinstance(captured.get("hallucination"), dict):
+        stages["hallucination"] = _common("hallucination", score_c5(claims, report))
+    pyright, why = (_pyright(report, task_dir, claims, claims_file) if run_pyright
+                    else (None, "not asked"))
+    if pyright is None:  # synth's C0 scan stays the measurement: never "0 missing" unsaid
+        stages["pyright"] = {"c0_note": f"REB's pyright not run ({why}): the counts are "
+                             "synth's C0 scan's (REB's rule: distinct top-level modules)"}
+    elif "reb" in pyright:
+        stages["pyright"] = pyright["reb"]
+    else:
+        stages["pyright"] = _common("pyright", score_c0(
+            pyright, total if isinstance(total, int) else None, why))
     cuda = cuda_stage(report)
-    if cuda is not None:  # REB's CUDA stage always runs: no GPU seen is a failure
+    if cuda is not None and not isinstance(captured.get("cuda"), dict):
         stages["cuda"] = {"status": cuda["status"], "exit_code": cuda["exit_code"]}
-    summary = job_summary(doc, task_dir)
-    write_job(doc, summary, out_dir / "reb", stages)
-    _job_extras(doc, claims.to_json() if isinstance(claims, Claims) else None, out_dir / "reb")
+    return stages
+
+
+def _summary(report: Report, job_dir: Path) -> dict[str, Any]:
+    """scoring.json: REB's C0 and C5 (as written in the job folder) beside synth's own."""
     levels = {r.level: r.status for r in report.levels}
-    c5 = stages["hallucination"]["hallucinations"]
-    result = {"scoring": "reb", "job_dir": str(out_dir / "reb"),
-              "C0": {"reb": stages["pyright"]["status"], "synth": levels.get("C0"),
-                     "reason": stages["pyright"].get("skip_reason")
-                     or stages["pyright"].get("error_excerpt"),
-                     "missing_package_ratio": (stages["pyright"].get("metrics") or {}).get(
-                         "missing_package_ratio")},
-              "C5": {"reb": stages["hallucination"]["status"], "synth": levels.get("C5"),
-                     **{k: v["count"] for k, v in c5.items()},
-                     "failure_category": stages["hallucination"]["failure_category"]}}
-    atomic.write_json(out_dir / "reb" / "scoring.json", result)
+    out = job_dir / "benchmark" / "build_output"
+    c0 = jobs.read_json(out / "pyright" / "results.json") or {}
+    c5 = jobs.read_json(out / "hallucination" / "results.json") or {}
+    counts = c5.get("hallucinations") or {}
+    ratio = c0.get("missing_package_ratio") or (c0.get("metrics") or {}).get(
+        "missing_package_ratio")
+    return {"scoring": "reb", "job_dir": str(job_dir),
+            "C0": {"reb": c0.get("status"), "synth": levels.get("C0"),
+                   "reason": c0.get("c0_note") or c0.get("error_excerpt") or None,
+                   "missing_package_ratio": ratio,
+                   "by": c0.get("measured_by") or "synth"},
+            "C5": {"reb": c5.get("status"), "synth": levels.get("C5"),
+                   **{k: (counts.get(k) or {}).get("count", 0)
+                      for k in ("path", "version", "capability")},
+                   "failure_category": c5.get("failure_category") or "",
+                   "by": "reb script" if c5.get("captured") else "synth"}}
+
+
+def score(doc: VerifyDocument, out_dir: Path, *, run_pyright: bool = True,
+          stored_claims: bool = True, claims: Claims | str | None = None,
+          claims_file: Path | None = None,
+          scored_by: str = "synth verify --scoring reb") -> dict[str, Any]:
+    """Score the deciding report as REB does; write ``out_dir/reb/`` (a REB job folder and
+    ``scoring.json``); the summary, synth's own verdicts beside REB's. ``run_pyright``
+    False leaves REB's C0 to synth's scan; ``stored_claims`` False scores ``claims`` (its
+    file ``claims_file``) instead of the verified target's (``synth reb score``)."""
+    if stored_claims:
+        claims_file, claims = _claims_path(doc), _claims(doc)
+    given = claims
+    stages = reb_stages(doc, given, claims_file=claims_file, run_pyright=run_pyright,
+                        new_claims=not stored_claims)
+    task_dir = jobs.task_dir_of(doc)
+    run = jobs.read_json(Path(doc.target.path) / "run.json") or {}
+    agent = run.get("agent") or {}
+    summary = {**jobs.job_summary(doc, task_dir, run_id=str(run.get("run_id") or out_dir.name),
+                                  baseline=f"synth-{agent.get('kind') or doc.target.kind}"),
+               "scored_by": scored_by}
+    job_dir = out_dir / "reb"
+    jobs.write_job(doc, summary, job_dir, overrides=stages, task_dir=task_dir,
+                   claims=given.to_json() if isinstance(given, Claims) else None)
+    result = _summary(doc.deciding, job_dir)
+    atomic.write_json(job_dir / "scoring.json", result)
     return result
 
 
@@ -294,35 +321,44 @@ def score_verification(outcome: VerifyOutcome, say: Say) -> dict[str, Any]:
     :func:`score` on the outcome's document, REB's files under ``<out>/reb/``, the two
     summary lines said; the summary is what verify.json carries as ``scores.reb``."""
     result = score(outcome.verify_document, outcome.out_dir)
-    c0, c5 = result["C0"], result["C5"]
-    say(f"REB scoring: C0 {c0['reb']} (synth {c0['synth']})"
-        + (f", missing {c0['missing_package_ratio']}" if c0["missing_package_ratio"] else "")
-        + (f": {c0['reason']}" if c0["reason"] else ""))
-    say(f"REB scoring: C5 {c5['reb']} (synth {c5['synth']}): path {c5['path']}, "
-        f"version {c5['version']}, capability {c5['capability']}; "
-        f"REB files in {result['job_dir']}")
+    say_scoring(result, say)
     return result
 
 
-def bench_job(doc: VerifyDocument, task_dir: Path, record: Mapping[str, Any],
-              claims_text: str | None, job_dir: Path) -> list[Path]:
-    """``synth bench``: a cell of a task imported from REB as one REB job folder
-    (``job_summary.json``, ``benchmark/build_output/``, ``agent/report.json``,
-    ``docker/image_id.txt``), from the cell's ``verify.json`` with synth's own verdicts
-    (no REB rescoring: the bench's driver may not see the worker's images). Nothing for
-    another task (empty list)."""
-    from synth.plugins.reb.profile import task_profile
+def say_scoring(result: dict[str, Any], say: Say) -> None:
+    c0, c5 = result["C0"], result["C5"]
+    say(f"REB scoring: C0 {c0['reb']} (synth {c0['synth']}, by {c0['by']})"
+        + (f", missing {c0['missing_package_ratio']}" if c0["missing_package_ratio"] else "")
+        + (f": {c0['reason']}" if c0["reason"] else ""))
+    say(f"REB scoring: C5 {c5['reb']} (synth {c5['synth']}, by {c5['by']}): path "
+        f"{c5['path']}, version {c5['version']}, capability {c5['capability']}; "
+        f"REB files in {result['job_dir']}")
 
-    if task_profile(task_dir) != "reb":
-        return []
-    summary = {**job_summary(doc, task_dir),
-               "run_id": str((record.get("run") or {}).get("run_id") or record["cell"]),
-               "job_id": str(record["cell"]), "baseline": f"synth-bench-{record['agent']}",
-               "scored_by": "synth bench"}
-    try:
-        claims: Any = json.loads(claims_text) if claims_text is not None else None
-    except json.JSONDecodeError:
-        claims = None
-    paths = write_job(doc, summary, job_dir)
-    _job_extras(doc, claims if isinstance(claims, dict) else None, job_dir)
-    return paths
+
+def rescore(verify: Path, claims_file: Path | None = None,
+            out_dir: Path | None = None) -> dict[str, Any]:
+    """``synth reb score``: REB's C5 of a stored verification scored again from the
+    evidence its ``verify.json`` holds (no rebuild, no container), on ``claims_file``
+    instead of the target's claims when given; a new REB job folder in ``out_dir/reb``
+    (default: beside the ``verify.json``). C0 is not measured again: the pyright stage is
+    synth's C0 scan's, as stored."""
+    from synth.errors import UsageError
+    from synth.formats.store import read_claims, read_verify
+
+    path = verify / "verify.json" if verify.is_dir() else verify
+    if not path.is_file():
+        raise UsageError(f"{verify}: no verify.json there.",
+                         hint="Give a verify.json, or the folder synth verify wrote it to.")
+    doc = read_verify(path)
+    claims: Claims | str | None = None
+    if claims_file is not None:
+        if not claims_file.is_file():
+            raise UsageError(f"--claims {claims_file}: no such file.")
+        try:
+            claims = read_claims(claims_file)
+        except InputFileError as exc:
+            claims = exc.message
+    return score(doc, out_dir or path.parent, run_pyright=False,
+                 stored_claims=claims_file is None, claims=claims,
+                 claims_file=claims_file.resolve() if claims_file else None,
+                 scored_by="synth reb score")

@@ -1,13 +1,16 @@
 """C0i probe: import each module in a fresh interpreter, with the GPU hidden and a timeout.
 
 Usage: python import_check.py REQUEST.json
-REQUEST: {"modules": ["pkg", "pkg.sub"], "timeout": 120, "total_timeout": 600, "workers": 4}
+REQUEST: {"modules": ["pkg", "pkg.sub"], "timeout": 120, "total_timeout": 600, "workers": 4,
+          "pip_check": true}
 
 Modules are imported by up to ``workers`` interpreters at a time (each its own process).
 
-For each module: ok, or the exception's class and message and the innermost frame of the
-traceback (file:line), or a timeout. Then ``python -m pip check`` (its exit code and
-output), a finding and not a verdict. Prints one JSON line. Stdlib only, Python >= 3.8.
+For each module: ok (with the file it was loaded from and whether that is a compiled
+extension, one of the interpreter's extension suffixes), or the exception's class and
+message and the innermost frame of the traceback (file:line), or a timeout. Then
+``python -m pip check`` (its exit code and output; ``"pip_check": false`` leaves it out), a
+finding and not a verdict. Prints one JSON line. Stdlib only, Python >= 3.8.
 """
 import concurrent.futures
 import json
@@ -22,6 +25,11 @@ name = sys.argv[1]
 out = {"ok": True}
 try:
     __import__(name)
+    import importlib.machinery
+    loaded = getattr(sys.modules.get(name), "__file__", None)
+    out["file"] = loaded
+    out["extension"] = bool(loaded) and str(loaded).endswith(
+        tuple(importlib.machinery.EXTENSION_SUFFIXES))
 except BaseException as exc:
     frames = traceback.extract_tb(exc.__traceback__)
     where = None
@@ -111,8 +119,10 @@ def main():
         "probe": "import_check",
         "python": sys.executable,
         "results": results,
-        "pip_check": pip_check(env, min(120.0, max(budget - (time.time() - started), 10.0))),
     }
+    if request.get("pip_check", True):
+        out["pip_check"] = pip_check(env, min(120.0, max(budget - (time.time() - started),
+                                                         10.0)))
     sys.stdout.write("\n" + json.dumps(out, sort_keys=True) + "\n")
 
 
