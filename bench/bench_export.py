@@ -5,12 +5,18 @@ uv versus pip-tools/pip.
     .venv/bin/python bench/bench_export.py --only export   # 1k/10k/100k records, no network
     .venv/bin/python bench/bench_export.py --only lock     # needs the package index
     .venv/bin/python bench/bench_export.py --only export --sizes 100000 --repeat 5
+    .venv/bin/python bench/bench_export.py --only export --sizes 100000 --repeat 3 \
+        --against ../synth-before --rounds 3     # this checkout and another, side by side
 
 The export figures time, on the same synthetic run, load + distill alone and then the
 whole export (load + distill + lock + render + write; the lock is replaced by a fake so
 that the network does not dominate), each in a fresh call: the export column is the figure
 that counts. The export's CPU time is printed too, since the cores are often shared, and
-``--repeat N`` runs each whole export N times and prints the median and the range. The
+``--repeat N`` runs each whole export N times and prints the median and the range.
+``--against CHECKOUT`` compares this checkout with another (the code before a change) on the
+same run, alternating: each of ``--rounds`` rounds exports it in a fresh process of each
+checkout, a warm-up export (imports, template caches) and then ``--repeat`` measured ones, so
+both see the same machine state; medians over every measured export of a checkout. The
 lock figures time the real lockers on one pinned set, then a ``--require-hashes`` install
 of that lock into a fresh venv with uv and with pip.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import statistics
@@ -116,6 +123,70 @@ def bench_export(sizes: list[int], shape: str = "exec", repeat: int = 1
     return rows
 
 
+#: One checkout's exports of one run in a fresh process: a warm-up, then ``repeat`` timed
+#: ones, printed as JSON ``[[wall, cpu], ...]`` (only what every checkout of synth has).
+_EXPORTS = """
+import json, shutil, sys, time
+from pathlib import Path
+root, run_dir, out = (Path(a) for a in sys.argv[1:4])
+repeat = int(sys.argv[4])
+sys.path[:0] = [str(root), str(root / "tests"), str(root / "bench")]
+from bench_export import _fake_locker
+from synth.config import Settings
+from synth.export.artifact import export_run
+times = []
+for i in range(repeat + 1):
+    t, c = time.perf_counter(), time.process_time()
+    export_run(run_dir, Settings.load(artifacts_dir=out), out_dir=out / "art", locker=_fake_locker,
+               hash_downloads=False)
+    if i:
+        times.append([time.perf_counter() - t, time.process_time() - c])
+    shutil.rmtree(out / "art")
+print(json.dumps(times))
+"""
+
+
+def bench_against(sizes: list[int], other: Path, shape: str, repeat: int, rounds: int
+                  ) -> list[tuple[int, dict[Path, list[list[float]]]]]:
+    """Per size: each checkout's [wall, cpu] of every measured export, the two alternated."""
+    rows = []
+    checkouts = (ROOT, other.resolve())
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp_s:
+            tmp = Path(tmp_s)
+            py = [system_python(), venv(dists=[
+                dist("numpy", "2.3.5"), dist("pip", "23.0.1"),
+                dist("fastops", "0.1.0", direct_url={"url": "file:///workspace",
+                                                     "dir_info": {}})])]
+            run_dir = make_run_dir(tmp / "run", _audit(size, shape), python=py,
+                                   apt_added={f"pkg{i}": "1.0" for i in range(0, size, 10)})
+            times: dict[Path, list[list[float]]] = {c: [] for c in checkouts}
+            for _ in range(rounds):
+                for checkout in checkouts:
+                    out = Path(tempfile.mkdtemp(dir=tmp))
+                    proc = subprocess.run(
+                        [sys.executable, "-c", _EXPORTS, str(checkout), str(run_dir), str(out),
+                         str(repeat)], capture_output=True, text=True, check=True,
+                        env={**os.environ, "PYTHONPATH": str(checkout)})
+                    times[checkout] += json.loads(proc.stdout.splitlines()[-1])
+            rows.append((size, times))
+    return rows
+
+
+def print_against(rows: list[tuple[int, dict[Path, list[list[float]]]]]) -> None:
+    mine, other = tuple(rows[0][1])  # this checkout first
+    print(f"this checkout: {mine}\nagainst: {other}")
+    print("| audit records | whole export, wall: against | this | "
+          "whole export, CPU: against | this | CPU, this / against |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for size, times in rows:
+        walls = {c: [t[0] for t in v] for c, v in times.items()}
+        cpus = {c: [t[1] for t in v] for c, v in times.items()}
+        ratio = statistics.median(cpus[mine]) / statistics.median(cpus[other])
+        print(f"| {size:,} | {_figure(walls[other])} | {_figure(walls[mine])} | "
+              f"{_figure(cpus[other])} | {_figure(cpus[mine])} | {ratio:.2f} |")
+
+
 def _figure(values: list[float]) -> str:
     """One run's seconds, or the median of several with their range."""
     if len(values) == 1:
@@ -183,9 +254,20 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="run each whole export N times and print the median and range "
                     "(the cores are often shared: one run can be 20%% off)")
+    ap.add_argument("--against", type=Path, metavar="CHECKOUT",
+                    help="another checkout of synth (the code before a change): both export "
+                    "the same run, alternating, each in fresh processes")
+    ap.add_argument("--rounds", type=int, default=3, metavar="N",
+                    help="with --against: how many times to alternate the two")
     args = ap.parse_args()
-    if args.repeat < 1:
-        ap.error("--repeat must be at least 1")
+    if args.repeat < 1 or args.rounds < 1:
+        ap.error("--repeat and --rounds must be at least 1")
+    if args.against is not None:
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, "
+              f"{args.shape} log, Python {sys.version.split()[0]}")
+        print_against(bench_against([int(s) for s in args.sizes.split(",")], args.against,
+                                    args.shape, args.repeat, args.rounds))
+        return
     if args.only in (None, "export"):
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, "
               f"{args.shape} log, Python {sys.version.split()[0]} "

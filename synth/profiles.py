@@ -26,7 +26,7 @@ from synth.errors import UsageError
 
 if TYPE_CHECKING:
     from synth.engine.base import Mount
-    from synth.formats.model import VerifyDocument
+    from synth.formats.verify import VerifyDocument
     from synth.pyramid.result import Report
 
 #: The entry point group a plug-in registers its profile in.

@@ -54,7 +54,7 @@ from synth.formats.store import (
     RUN_RECORD,
     VERIFY_DOCUMENT,
     FileKind,
-    load_json,
+    load,
     read_audit,
 )
 from tests.distill_runs import cmd, dist, make_run_dir, system_python, venv
@@ -321,7 +321,7 @@ def refused(path: Path, kind: FileKind) -> bool:
                 not os.path.lexists(path):
             return False
         else:
-            load_json(path, kind)
+            load(path, kind)
     except errors.InputFileError:
         return True
     return False

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from synth.formats.model import VERIFY_FORMAT
+from synth.formats.verify import VERIFY_FORMAT
 from synth.pyramid.result import LevelResult, Report
 from synth.verify.outcome import (
     ArtifactCheck,
@@ -66,7 +66,7 @@ def full_outcome(root: Path = Path("/artifacts")) -> VerifyOutcome:
 def full_verify(doc: Mapping[str, Any]) -> dict[str, Any]:
     """A schema-valid verify.json around the parts a test cares about."""
     reports = {
-        key: {"highest": None, **report,
+        key: {"highest": None, **report, "target": {"kind": key, **report.get("target", {})},
               "levels": [{"details": {}, "metrics": {}, "seconds": 0.0,
                           "reason": None if lv["status"] == "pass" else "", **lv}
                          for lv in report["levels"]]}

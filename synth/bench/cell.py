@@ -21,7 +21,7 @@ from synth.bench.matrix import Cell
 from synth.bench.results import RECORD_FORMAT
 from synth.config import Settings
 from synth.errors import SynthError
-from synth.formats.model import VerifyDocument
+from synth.formats.verify import VerifyDocument
 
 #: The cell's reports copied into the results folder (name -> path under the work folder).
 REPORT_FILES = ("run.json", "claims.json", "verify.json", "verify.md", "export-report.md")
@@ -59,7 +59,7 @@ def verify_summary(doc: VerifyDocument) -> dict[str, Any]:
         "levels": {k: {r.level: r.status for r in rep.levels} for k, rep in doc.reports.items()},
         "highest": {k: rep.highest for k, rep in doc.reports.items()},
         "reaches_live_level": fid.reaches_live_level if fid else None,
-        "gaps": [g["level"] for g in fid.gaps] if fid else [],
+        "gaps": [g.level for g in fid.gaps] if fid else [],
         "fingerprint_equal": fp.equal if fp else None,
         "error": None,
     }

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from synth.compare.fingerprint import compare_fingerprints
 from synth.formats.fingerprint import Fingerprint
-from synth.formats.model import Difference
+from synth.formats.verify import Difference
 from synth.util.text import printable
 
 #: The JSON format of ``synth diff --json``; bumped on any incompatible change.
@@ -110,7 +110,7 @@ class Side:
         return {"kind": self.kind, "label": self.label, "identity": dict(self.identity)}
 
 
-#: One difference (the shared :class:`synth.formats.model.Difference`).
+#: One difference (the shared :class:`synth.formats.verify.Difference`).
 Item = Difference
 
 

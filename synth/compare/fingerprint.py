@@ -10,11 +10,13 @@ just those distributions' files, and the comparison names each file that differs
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from synth.formats import model
+from msgspec import structs
+
+from synth.formats import verify
 from synth.formats.fingerprint import (
     DistributionPrint,
     Fingerprint,
@@ -29,8 +31,8 @@ class DistFiles(Protocol):
 
 
 # ---------------------------------------------------------------------------- comparing
-#: One difference (the shared :class:`synth.formats.model.Difference`).
-Change = model.Difference
+#: One difference (the shared :class:`synth.formats.verify.Difference`).
+Change = verify.Difference
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,7 @@ def _with_owner(section: str, change: Change,
     owner = owned.get((section, change.key))
     if owner is None:
         return change
-    return replace(change, detail="; ".join(filter(None, [change.detail, owner.text])))
+    return structs.replace(change, detail="; ".join(filter(None, [change.detail, owner.text])))
 
 
 def _dpkg_owned(a: Fingerprint, b: Fingerprint, sections: Mapping[str, Iterable[Change]]
@@ -278,10 +280,10 @@ def _name_files(change: Change, a: Fingerprint, b: Fingerprint) -> Change:
     fa, fb = a.dist_files.get(change.key), b.dist_files.get(change.key)
     if fa is None or fb is None:
         why = "; ".join(e for e in (a.dist_files_error, b.dist_files_error) if e)
-        return replace(change, detail=f"{change.detail}; files not named: {why}") if why \
+        return structs.replace(change, detail=f"{change.detail}; files not named: {why}") if why \
             else change
     files = content_file_changes(fa, fb)
-    return replace(change, files=files, detail=f"{change.detail}; {files_text(files)}")
+    return structs.replace(change, files=files, detail=f"{change.detail}; {files_text(files)}")
 
 
 def content_file_changes(a: Mapping[str, str], b: Mapping[str, str]) -> tuple[Change, ...]:
@@ -291,7 +293,7 @@ def content_file_changes(a: Mapping[str, str], b: Mapping[str, str]) -> tuple[Ch
                  for c in _mapping_changes(a, b))
 
 
-def files_text(files: Iterable[Change], limit: int = model.FILES_NAMED) -> str:
+def files_text(files: Iterable[Change], limit: int = verify.FILES_NAMED) -> str:
     """``2 files differ: changed a.py, b.so; added c.py`` (the first ``limit`` by path,
     grouped by kind, then how many more)."""
     files = list(files)

@@ -41,18 +41,12 @@ from synth.errors import (
     UsageError,
 )
 from synth.formats import artifact_files
+from synth.formats.claims import Claims
 from synth.formats.fingerprint import Fingerprint
-from synth.formats.model import (
-    PLAN_FILE,
-    BuildPlan,
-    Claims,
-    DistillReport,
-    Manifest,
-    NativeStep,
-    VerifyDocument,
-    read_plan_document,
-)
-from synth.formats.store import MANIFEST, PLAN, ArtifactDir, RunDir, is_dir, load_json, read_verify
+from synth.formats.manifest import Manifest
+from synth.formats.plan import PLAN_FILE, BuildPlan, DistillReport, NativeStep
+from synth.formats.store import MANIFEST, PLAN, ArtifactDir, RunDir, is_dir, load, read_verify
+from synth.formats.verify import VerifyDocument
 from synth.ui import console
 from synth.util import safe_io
 
@@ -331,7 +325,7 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
     loaded = load_run(run_dir, with_task=False)  # the task file is not the run's
     warnings: list[str] = []
     wheels = wheelhouse_index(record.wheelhouse) | wheelhouse_index(loader.settings.wheelhouse)
-    interpreter: dict[str, str] = {"base_image": record.base_ref}
+    interpreter: dict[str, str] = {"base_image": record.base_image.ref}
     dists: dict[str, PyDist] | None = None
     interp = next((i for i in loaded.interpreters if i.path == loaded.primary), None)
     if interp is None:
@@ -346,17 +340,18 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
     apt_added = dict(loaded.apt.added)
     apt_added.update({k: v[1] for k, v in loaded.apt.changed.items()})
     native, report = _run_native_builds(loaded, dists or {}, warnings)
-    size, fp = _live_image_facts(record.live_image, loaded.primary, loader, warnings)
+    live_image = record.live_image.ref if record.live_image is not None else None
+    size, fp = _live_image_facts(live_image, loaded.primary, loader, warnings)
     exported = run_dir / "export" / "Dockerfile"
     dockerfile = (dockerfile_steps(_text(exported)) if os.path.lexists(exported) else None)
     return Side(
         kind="run",
-        label=f"{record.task_name}/{record.run_id}",
+        label=f"{record.task.name}/{record.run_id}",
         identity={
-            "run_dir": str(run_dir), "run_id": record.run_id, "task": record.task_name,
-            "agent": record.agent_kind,
-            "script": Path(record.agent_script).name if record.agent_script else None,
-            "status": record.status, "live_image": record.live_image,
+            "run_dir": str(run_dir), "run_id": record.run_id, "task": record.task.name,
+            "agent": record.agent.kind,
+            "script": Path(record.agent.script).name if record.agent.script else None,
+            "status": record.status, "live_image": live_image,
         },
         interpreter=interpreter, distributions=dists, apt_added=apt_added,
         apt_all=dict(loaded.apt.final) or None, env=dict(loaded.persisted_env),
@@ -489,8 +484,8 @@ def _artifact_plan(artifact: ArtifactDir, warnings: list[str]
                         "provenance and the Python version unknown; re-export the run to "
                         "compare them")
         return None
-    path = artifact.file(PLAN)
-    return read_plan_document(load_json(path, PLAN), str(path))
+    doc = load(artifact.file(PLAN), PLAN)
+    return doc.plan, doc.report
 
 
 #: In an artifact folder but not the export's: verify's records.

@@ -7,7 +7,7 @@ import re
 
 from synth.distill.common import pkg_name
 from synth.distill.load import LoadedRun
-from synth.formats.model import AptPlan
+from synth.formats.plan import AptPlan
 
 
 def snapshot_timestamp(iso: str | None) -> str | None:
@@ -23,7 +23,7 @@ def apt_plan(run: LoadedRun) -> AptPlan:
     manual = {pkg_name(m) for m in run.apt.manual}
     auto = sorted(n for n in pins if pkg_name(n) not in manual)
     debs = tuple(d for n, v in sorted(pins.items())
-                 if (d := run.apt.debs.get(n)) is not None and d.version == v)
+                 if (d := run.apt.deb(n)) is not None and d.version == v)
     hashed = {d.name for d in debs}
     return AptPlan(pins=tuple(sorted(pins.items())), auto=tuple(auto),
                    remove=tuple(sorted(run.apt.removed)), debs=debs,

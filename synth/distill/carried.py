@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
-from synth.formats.model import CarriedFile
+from synth.formats.plan import CarriedFile
 
 if TYPE_CHECKING:
     from synth.formats.fingerprint import Fingerprint

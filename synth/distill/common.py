@@ -17,13 +17,10 @@ from packaging.version import InvalidVersion
 from synth.config import CA_ENV_NAMES
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import Step, StepBase
-from synth.formats import model
 
 #: Variables never carried into a build: the CA (a secret at build time), shell noise.
 ENV_DENY = frozenset({*CA_ENV_NAMES, "PS1", "OLDPWD", "PWD", "SHLVL", "HOME", "_",
                       "VIRTUAL_ENV", "BASH_ENV", "HOSTNAME", "TERM"})
-#: Where the base system's own packages live: apt's business, not the lock's.
-DEBIAN_SITE = model.DEBIAN_SITE
 
 #: One simple command, the extractor that recognised it, and the step it made.
 Classified: TypeAlias = tuple[SimpleCommand, str, Step]

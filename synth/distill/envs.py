@@ -11,11 +11,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from synth.distill.common import DEBIAN_SITE, Notes, StepIndex
+from synth.distill.common import Notes, StepIndex
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import PipInstall, VenvCreate
-from synth.formats.model import PythonEnvPlan
+from synth.formats.plan import PythonEnvPlan
+from synth.formats.state import DEBIAN_SITE
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 

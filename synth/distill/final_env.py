@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from synth.config import CA_ENV_NAMES
 from synth.distill.common import Notes
 from synth.distill.load import LoadedRun
-from synth.formats.model import PythonEnvPlan
+from synth.formats.plan import PythonEnvPlan
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

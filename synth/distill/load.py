@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from synth.errors import ExportError, InputFileError
-from synth.formats.model import (
+from synth.formats.audit import AuditRecord
+from synth.formats.state import (
     AptState,
-    AuditRecord,
     DebRecord,
     Distribution,
     Interpreter,
@@ -152,17 +152,16 @@ def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:
     python = run.python_state()
     diff = run.diff_state()
     env = run.env_state()
-    base = record.raw.get("base_image") or {}
-    repo_digests = tuple(sorted(str(x) for x in base.get("repo_digests") or ()))
+    base = record.base_image
+    repo_digests = tuple(sorted(base.repo_digests or ()))
     info = RunInfo(
-        run_id=record.run_id, task_name=record.task_name, task_file=record.task_file,
-        base_ref=record.base_ref, base_id=record.base_id,
-        base_digest=record.base_digest or repo_digest(record.base_ref, repo_digests),
-        status=record.status, wheelhouse=record.wheelhouse, ca_bundle=record.ca_bundle,
-        live_image=record.live_image, ended=record.ended or record.started or None,
-        base_rootfs=tuple(str(x) for x in base.get("rootfs") or ()),
-        base_repo_digests=repo_digests,
-        base_labels={str(k): str(v) for k, v in (base.get("labels") or {}).items()},
+        run_id=record.run_id, task_name=record.task.name, task_file=record.task.task_file or None,
+        base_ref=base.ref, base_id=base.id or None,
+        base_digest=base.digest or repo_digest(base.ref, repo_digests),
+        status=record.status, wheelhouse=record.wheelhouse or None, ca_bundle=record.ca_bundle,
+        live_image=record.live_image.ref if record.live_image is not None else None,
+        ended=record.ended or record.started or None, base_rootfs=base.rootfs or (),
+        base_repo_digests=repo_digests, base_labels=dict(base.labels),
     )
     return LoadedRun(
         run_dir=run_dir, info=info, records=_agent_records(run), apt=run.apt_state(),
@@ -171,7 +170,6 @@ def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:
         claims_present=run.has(CLAIMS), claims_error=_claims_error(run),
         repo=_load_repo(info.task_file) if with_task else None,
         input_hashes=run.input_hashes(), provenance=run.provenance(),
-        agent_kind=record.agent_kind,
-        unconfirmed=frozenset(s for s in (record.raw.get("audit") or {}).get("unconfirmed")
-                              or () if isinstance(s, int) and not isinstance(s, bool)),
+        agent_kind=record.agent.kind,
+        unconfirmed=frozenset(record.audit.unconfirmed or ()) if record.audit else frozenset(),
     )

@@ -13,12 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from synth.distill.carried import norm_name
-from synth.distill.common import DEBIAN_SITE, Notes, StepIndex, build_env
+from synth.distill.common import Notes, StepIndex, build_env
 from synth.distill.envs import AuditedEnvs, Installs, interp_for, lockable
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import Download, GitClone, NativeBuild, PipInstall
-from synth.formats.model import NativeStep, PathChange, PythonEnvPlan
+from synth.formats.plan import NativeStep, PythonEnvPlan
+from synth.formats.state import DEBIAN_SITE, PathChange
 
 #: A native step with the position of its command in the log, ``(seq, index)``: the order
 #: :func:`~synth.distill.shell.simple_commands` gives the commands in.
@@ -108,9 +109,9 @@ def _remote_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
     url = d.url or ""
     vcs = d.vcs_info
     if vcs is not None:
-        target, kind = f"{d.name} @ {vcs.get('vcs', 'git')}+{url}@{vcs.get('commit_id', '')}", "vcs"
-    elif d.direct_url and "archive_info" in d.direct_url:
-        h = (d.direct_url.get("archive_info") or {}).get("hash") or ""
+        target, kind = f"{d.name} @ {vcs.vcs or 'git'}+{url}@{vcs.commit_id or ''}", "vcs"
+    elif d.direct_url is not None and d.direct_url.archive_info is not None:
+        h = d.direct_url.archive_info.hash or ""
         target, kind = url + (f"#{h}" if h else ""), "url"  # PEP 610's "sha256=…" fragment
     else:
         return None

@@ -34,9 +34,9 @@ from synth.distill.steps import (
     Unclassified,
     VenvCreate,
 )
-from synth.formats.model import CommandOutcome, PythonEnvPlan
+from synth.formats.plan import CommandOutcome, DecisionKind, PythonEnvPlan
 
-Decision = tuple[str, str]
+Decision = tuple[DecisionKind, str]
 _LOCK_KEPT = "requirements.lock (versions from the final state)"
 
 

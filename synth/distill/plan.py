@@ -35,7 +35,8 @@ from synth.distill.shell import simple_commands
 from synth.distill.source import source_plan
 from synth.distill.steps import Download, PipInstall
 from synth.distill.warnings import framework_replaced
-from synth.formats.model import (
+from synth.formats.plan import (
+    PLAN_FORMAT,
     AptPlan,
     BuildPlan,
     CommandOutcome,
@@ -141,15 +142,16 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     notes.warnings += framework_replaced(
         ((c.ref, s) for c, _x, s in ok.of(PipInstall)), _primary_final(run))
     plan = BuildPlan(
-        task=run.info.task_name, run_id=run.info.run_id, base_ref=run.info.base_ref,
-        base_id=run.info.base_id, base_digest=run.info.base_digest, apt=apt,
+        format=PLAN_FORMAT, task=run.info.task_name, run_id=run.info.run_id,
+        base_ref=run.info.base_ref, base_id=run.info.base_id,
+        base_digest=run.info.base_digest, apt=apt,
         envs=tuple(env_plans), source=source, native=native.steps, env=env,
         includes=tuple(sorted(set(include))),
         python=env_plans[0].python if env_plans else "python3",
         claims=run.claims_present, uses_wheelhouse=_uses_wheelhouse(run, env_plans),
         glibc=final_apt.get("libc6"))
     report = DistillReport(
-        outcomes=outcomes,
+        format=PLAN_FORMAT, outcomes=outcomes,
         unexplained=unexplained(run, env_plans, native.steps, apt, include),
         not_reproducible=tuple(sorted(set(notes.not_reproducible))),
         warnings=tuple(sorted(set(notes.warnings))),

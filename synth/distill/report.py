@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from synth.distill.common import DEBIAN_SITE, Notes
+from synth.distill.common import Notes
 from synth.distill.envs import lockable
 from synth.distill.load import Interpreter, LoadedRun
-from synth.formats.model import AptPlan, NativeStep, PythonEnvPlan
+from synth.formats.plan import AptPlan, NativeStep, PythonEnvPlan
+from synth.formats.state import DEBIAN_SITE
 
 #: What the apt layer explains: a package install touches these.
 _APT_ROOTS = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/libexec", "/usr/include",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from synth.distill.common import Notes
 from synth.distill.load import LoadedRun
-from synth.formats.model import SourcePlan
+from synth.formats.plan import SourcePlan
 
 #: Where the source lives in the image (the session's working folder).
 SOURCE_DEST = "/workspace"

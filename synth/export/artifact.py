@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from msgspec.structs import replace
+
 from synth import __version__, source_digest
 from synth.config import Settings
 from synth.distill.load import LoadedRun, load_run
@@ -39,7 +41,8 @@ from synth.export.lock import Lock, LockTarget, lock_env, target_for
 from synth.export.metadata import Citation, CitationOptions, Publication, make_citation
 from synth.export.render import reader_facts, render_artifact
 from synth.formats import artifact_files
-from synth.formats.model import MANIFEST_FORMAT, DistillReport
+from synth.formats.manifest import MANIFEST_FORMAT
+from synth.formats.plan import DistillReport
 from synth.formats.store import (
     CLAIMS,
     MANIFEST,
@@ -340,7 +343,7 @@ def export_run(
     plan, report = distill(
         run, include=include, classified=classified,
         download_hashes=_download_hashes(run, classified) if hash_downloads else None)
-    report = dataclasses.replace(report, incomplete=tuple(problems))
+    report = replace(report, incomplete=tuple(problems))
     # Before locking: the live image's final state can add pins (legacy egg-info installs).
     plan, report, staged = final_state.prepare(run, plan, report, dest.parent, _original(run),
                                                classified=classified,

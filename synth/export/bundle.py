@@ -33,7 +33,7 @@ from synth.distill.plan import DEFAULT_INDEX, BuildPlan, NativeStep
 from synth.errors import ExportError
 from synth.export.apt_source import AptSources
 from synth.export.lock import Lock, wheelhouse_files
-from synth.formats.model import DebRecord
+from synth.formats.state import DebRecord
 from synth.formats.store import sha256_file
 
 VENDOR = "vendor"

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from msgspec.structs import replace
+
 from synth.distill import carried as carried_mod
 from synth.distill import warnings as warn
 from synth.distill.load import LoadedRun
@@ -30,7 +32,7 @@ from synth.export.source_patch import (
 )
 from synth.formats import artifact_files
 from synth.formats.fingerprint import Fingerprint
-from synth.formats.model import CarriedFile, DistillReport
+from synth.formats.plan import CarriedFile, DistillReport
 
 
 def _named_by_pip(run: LoadedRun, classified: Sequence[Classified] | None) -> set[str]:
@@ -67,9 +69,9 @@ def lock_legacy(run: LoadedRun, plan: BuildPlan, report: DistillReport,
                     and carried_mod.norm_name(w.split()[1]) in names)]
     kept += [f"{n} {v} was installed by pip's legacy `setup.py install` (egg-info, no "
              "INSTALLER); it is locked by name like the others" for n, v in legacy]
-    env = dataclasses.replace(env, pins=tuple(sorted([*env.pins, *legacy])))
-    return (dataclasses.replace(plan, envs=(env, *plan.envs[1:])),
-            dataclasses.replace(report, warnings=tuple(sorted(set(kept)))))
+    env = replace(env, pins=tuple(sorted([*env.pins, *legacy])))
+    return (replace(plan, envs=(env, *plan.envs[1:])),
+            replace(report, warnings=tuple(sorted(set(kept)))))
 
 
 def _checks(plan: BuildPlan, facts: LiveFacts) -> tuple[
@@ -112,9 +114,9 @@ def complete_plan(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts:
     risks = merged_risks(report.risks, code_loading_risks(
         facts.code_loading, [(c.path, c.distribution) for c in carried]),
         probe_ran=facts.code_loading is not None)
-    return (dataclasses.replace(plan, carried=carried, missing=tuple(missing)),
-            dataclasses.replace(report, unexplained=unexplained, risks=risks,
-                                warnings=tuple(sorted({*report.warnings, *warnings}))))
+    return (replace(plan, carried=carried, missing=tuple(missing)),
+            replace(report, unexplained=unexplained, risks=risks,
+                    warnings=tuple(sorted({*report.warnings, *warnings}))))
 
 
 @dataclass(frozen=True)
@@ -150,30 +152,30 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
         venvs = workspace_venvs(i.prefix for i in run.interpreters)
         edits = apply_workspace(facts.workspace_tar, source, venvs)
     if facts.workspace_tar is not None and host_changed(run, original):
-        report = dataclasses.replace(report, warnings=tuple(sorted({*report.warnings, (
+        report = replace(report, warnings=tuple(sorted({*report.warnings, (
             "the repository on the host changed since the run (its tree differs from "
             "run.json's source_tree.before): source/ is the run's final /workspace all the "
             "same, but a diff from the host copy also holds those changes")})))
     outward = artifact_files.outward_links(work, "source")
     if outward:
-        report = dataclasses.replace(report, warnings=tuple(sorted({*report.warnings, (
+        report = replace(report, warnings=tuple(sorted({*report.warnings, (
             "links in the repository point outside it, and are carried as links, never "
             "followed (the rebuilt image has whatever those paths hold there): "
             + "; ".join(f"{rel} -> {target}" for rel, target in outward))})))
     sp = source_patch(original, source,
                       edited=bool(edits.modified or edits.added or edits.deleted))
     if sp.note:
-        report = dataclasses.replace(report, warnings=tuple(sorted({*report.warnings, sp.note})))
+        report = replace(report, warnings=tuple(sorted({*report.warnings, sp.note})))
     patch = None
     if sp.patch:
         patch = work / PATCH_NAME
         patch.write_bytes(sp.patch)
-    src = dataclasses.replace(
+    src = replace(
         plan.source, commit=plan.source.commit or sp.commit, dirty=sp.dirty,
         patch=PATCH_NAME if patch else None, changed=sp.files,
         not_carried=edits.not_carried,
         from_final=facts.workspace_tar is not None)
-    plan = dataclasses.replace(plan, source=src)
+    plan = replace(plan, source=src)
     if facts.workspace_tar is not None:
         plan, report = drop_idle_builds(plan, report, run, edits)
     return plan, report, StagedSource(source, patch, edits)
@@ -186,8 +188,9 @@ def host_changed(run: LoadedRun, original: Path) -> bool:
     from synth.formats.store import RunDir
     from synth.record import tree
 
-    before = (RunDir(run.run_dir).run_record().raw.get("source_tree") or {}).get("before")
-    if not isinstance(before, str) or set(before) == {"0"}:
+    tree_hashes = RunDir(run.run_dir).run_record().source_tree
+    before = tree_hashes.before if tree_hashes is not None else None
+    if before is None or set(before) == {"0"}:
         return False
     with tempfile.TemporaryFile() as fh:
         with tarfile.open(fileobj=fh, mode="w") as tar:
@@ -222,13 +225,13 @@ def drop_idle_builds(plan: BuildPlan, report: DistillReport, run: LoadedRun,
     if not idle:
         return plan, report
     outcomes = tuple(
-        dataclasses.replace(o, decision="dropped",
+        replace(o, decision="dropped",
                             reason=f"built nothing: no file under {idle[o.ref]} changed "
                                    "in the final state")
         if o.ref in idle and o.decision == "kept" else o
         for o in report.outcomes)
-    return (dataclasses.replace(plan, native=tuple(s for s in plan.native if s.ref not in idle)),
-            dataclasses.replace(report, outcomes=outcomes))
+    return (replace(plan, native=tuple(s for s in plan.native if s.ref not in idle)),
+            replace(report, outcomes=outcomes))
 
 
 def prepare(run: LoadedRun, plan: BuildPlan, report: DistillReport, near: Path,

@@ -31,7 +31,7 @@ from packaging.utils import (
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.envs import DEFAULT_INDEX
 from synth.errors import LockError
-from synth.formats.model import PythonEnvPlan
+from synth.formats.plan import PythonEnvPlan
 from synth.formats.store import sha256_file
 
 LOCKERS = ("uv", "pip-tools")

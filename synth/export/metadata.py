@@ -22,7 +22,7 @@ from synth.distill.load import LoadedRun
 from synth.engine.base_images import PublishedBase, published_base
 from synth.engine.image_archive import oci_arch
 from synth.errors import UsageError
-from synth.formats.model import BuildPlan
+from synth.formats.plan import BuildPlan
 
 _EMAIL = re.compile(r"^(?P<name>[^<>]*?)\s*<(?P<email>[^<>\s]+@[^<>\s]+)>$")
 #: Labels the base may carry that describe synth's bookkeeping, not the image: an artifact
@@ -216,7 +216,7 @@ def base_archive_name(published: PublishedBase) -> str:
 
 def run_architecture(run: LoadedRun, machine: str) -> str:
     """The base's architecture: the run's .debs say it; else this machine's."""
-    arches = sorted({d.arch for d in run.apt.debs.values() if d.arch and d.arch != "all"})
+    arches = sorted({d.arch for d in (run.apt.debs or {}).values() if d.arch and d.arch != "all"})
     return arches[0] if arches else oci_arch(machine)
 
 

@@ -9,7 +9,6 @@ command in each header.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import json
 import posixpath
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from msgspec.structs import replace
 
 import synth
 from synth.config import CONTAINER_WHEELHOUSE
@@ -31,16 +31,16 @@ from synth.export.build_lock import native_build_constraints
 from synth.export.bundle import BUILD_VENDOR, describe
 from synth.export.lock import Lock, render_lock
 from synth.export.metadata import Publication, default_publication, oci_labels
-from synth.formats.model import (
+from synth.formats.export_report import ExportReport, decision_counts
+from synth.formats.manifest import BundleSummary
+from synth.formats.plan import (
     PLAN_FILE,
     BuildPlan,
     CommandOutcome,
     DistillReport,
-    ExportReport,
-    decision_counts,
-    plan_document,
+    plan_file,
 )
-from synth.util.atomic import dumps_plain_json, dumps_plain_json_bytes
+from synth.util.atomic import dumps_plain_bytes
 
 #: Distributions that only exist for CUDA: an image with one of them wants a GPU.
 _CUDA_NAME = re.compile(r"^(nvidia-|cupy-cuda|jax-cuda|torch-cuda)|(^|-)cu\d+$")
@@ -540,7 +540,7 @@ def render_installer_lock(lock: Lock, plan: BuildPlan) -> str:
         "installed with pip --require-hashes --no-deps into a throwaway folder of the build.",
         f"Regenerate: {plan.regenerate_command}",
     ]
-    env = dataclasses.replace(lock.env, find_links=())
+    env = replace(lock.env, find_links=())
     return render_lock(Lock(env=env, pins=(pin,), locker=lock.locker), header)
 
 
@@ -559,17 +559,18 @@ def render_build_lock(lock: Lock, plan: BuildPlan) -> str:
 
 
 def report_files(plan: BuildPlan, report: DistillReport,
-                 bundle: dict[str, Any] | None = None) -> dict[str, bytes]:
+                 bundle: Mapping[str, Any] | None = None) -> dict[str, bytes]:
     """``export-report.json`` (every audited command's outcome) and ``plan.json`` (the plan,
     and the report without those outcomes: docs/formats.md), as the bytes of their files.
     Both are plain by their types (strings, integers, booleans, lists, string-keyed dicts:
     no float; tests/unit/test_plan_json.py checks the model's types)."""
-    return {"export-report.json": dumps_plain_json_bytes(
-                ExportReport.of(plan, report, bundle).encoder_document()),
-            PLAN_FILE: dumps_plain_json_bytes(plan_document(plan, report))}
+    report_file = ExportReport.of(
+        plan, report, BundleSummary.from_json(bundle) if bundle is not None else None)
+    return {"export-report.json": dumps_plain_bytes(report_file.encodable()),
+            PLAN_FILE: dumps_plain_bytes(plan_file(plan, report))}
 
 
 def plan_json(plan: BuildPlan, report: DistillReport) -> str:
     """``synth export --plan``: the document of ``plan.json`` with the report's outcomes,
     since a dry run writes no ``export-report.json`` that would list them."""
-    return dumps_plain_json(plan_document(plan, report, outcomes=True))
+    return dumps_plain_bytes(plan_file(plan, report, outcomes=True)).decode("utf-8")

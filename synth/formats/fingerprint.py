@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from synth.errors import VerifyError
-from synth.formats.model import distribution_source
+from synth.formats.state import distribution_source
 
 #: The fingerprint format this module reads; the probe writes it in ``format``.
 FINGERPRINT_FORMAT = 1

@@ -1,17 +1,21 @@
 """The store: the one place that reads a run directory's or an artifact's files.
 
-Every file has one :class:`FileKind` (its path, JSON Schema, newest known format and size
-cap) and one loader, and every loader has the same error policy: a file that is missing,
-not a regular file, over its size cap, not UTF-8, not JSON, nested too deeply, of a newer
-format, or not valid against its schema raises :class:`synth.errors.InputFileError`
-naming the file (``path:line`` for a JSON Lines file) and what is wrong. Nothing is
-repaired or guessed, and an oversized file is refused by its size, unread.
-See docs/formats.md ("Reading the files").
+Every file has one :class:`FileKind` (its path, its type, its schema's name, newest known
+format and size cap) and one loader, and every loader has the same error policy: a file
+that is missing, not a regular file, over its size cap, not UTF-8, not JSON, nested too
+deeply, of a newer format, or not of its type raises :class:`synth.errors.InputFileError`
+naming the file (``path:line`` for a JSON Lines file), what is wrong and, for a value of
+the wrong type, its JSON path. Nothing is repaired or guessed, and an oversized file is
+refused by its size, unread. See docs/formats.md ("Reading the files").
+
+A file is decoded straight into its type by msgspec, which checks it as it reads (the
+types, required fields, enums and patterns the published schemas state). Only a file that
+is refused is read again, by the standard JSON decoder, to say where and why.
 
 ``RunDir(path).run_record()``, ``.audit()``, ``.apt_state()``, ``.python_state()``,
 ``.diff_state()``, ``.env_state()``, ``.claims()``; ``ArtifactDir(path).manifest()``,
-``.claims()``, ``.export_report()``; :func:`read_verify` for a ``verify.json``
-(:func:`parse_verify` for its text).
+``.claims()``, ``.export_report()``, ``.plan()``; :func:`read_verify` for a
+``verify.json`` (:func:`parse_verify` for its text).
 """
 
 from __future__ import annotations
@@ -21,56 +25,93 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
-import orjson
+import msgspec
 
 from synth.errors import InputFileError
-from synth.formats import model
-from synth.formats.schemas import fast_check, validate
+from synth.formats.audit import (
+    AUDIT_FORMAT,
+    LINE_TYPES,
+    AuditHeader,
+    AuditLine,
+    AuditLog,
+    AuditRecord,
+    AuditUnparsed,
+    null_command,
+)
+from synth.formats.base import Document, check_format, located
+from synth.formats.claims import Claims
+from synth.formats.export_report import EXPORT_REPORT_FORMAT, ExportReport
+from synth.formats.manifest import MANIFEST_FORMAT, Manifest
+from synth.formats.plan import PLAN_FILE, PLAN_FORMAT, BuildPlan, PlanDocument
+from synth.formats.run import RUN_FORMAT, RunRecord
+from synth.formats.state import (
+    APT_STATE_FORMAT,
+    DIFF_STATE_FORMAT,
+    ENV_STATE_FORMAT,
+    PROVENANCE_STATE_FORMAT,
+    PYTHON_STATE_FORMAT,
+    AptState,
+    DiffState,
+    EnvState,
+    Provenance,
+    PythonState,
+)
+from synth.formats.verification import VERIFICATION_FORMAT, VerificationRecord
+from synth.formats.verify import VERIFY_FORMAT, VerifyDocument
 
 MiB = 1 << 20
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class FileKind:
-    """One file format: where it lives, its schema, its newest format, its size cap."""
+class FileKind(Generic[T]):
+    """One file format: where it lives, its type, its schema, its newest format, its cap."""
 
     rel: str
+    #: The type a file is decoded into (a JSON Lines file: the type of its lines).
+    model: type[T]
     schema: str
     #: The newest ``format`` this synth reads; None for a file without one (claims.json).
     format: int | None
     max_bytes: int
+    #: Where the objects that carry a ``format`` are: the top (``""``) and named members.
+    versioned: tuple[str, ...] = ("",)
 
 
-RUN_RECORD = FileKind("run.json", "run", model.RUN_FORMAT, 64 * MiB)
-AUDIT_LOG = FileKind("audit.jsonl", "audit-record", model.AUDIT_FORMAT, 512 * MiB)
-APT_STATE = FileKind("state/apt.json", "apt-state", model.APT_STATE_FORMAT, 64 * MiB)
-PYTHON_STATE = FileKind("state/python.json", "python-state", model.PYTHON_STATE_FORMAT,
-                        64 * MiB)
-DIFF_STATE = FileKind("state/diff.json", "diff-state", model.DIFF_STATE_FORMAT, 64 * MiB)
-ENV_STATE = FileKind("state/env.json", "env-state", model.ENV_STATE_FORMAT, 64 * MiB)
-PROVENANCE = FileKind("state/provenance.json", "provenance-state",
-                      model.PROVENANCE_STATE_FORMAT, 64 * MiB)
+RUN_RECORD = FileKind("run.json", RunRecord, "run", RUN_FORMAT, 64 * MiB)
+AUDIT_LOG = FileKind("audit.jsonl", AuditHeader, "audit-record", AUDIT_FORMAT, 512 * MiB)
+APT_STATE = FileKind("state/apt.json", AptState, "apt-state", APT_STATE_FORMAT, 64 * MiB)
+PYTHON_STATE = FileKind("state/python.json", PythonState, "python-state",
+                        PYTHON_STATE_FORMAT, 64 * MiB)
+DIFF_STATE = FileKind("state/diff.json", DiffState, "diff-state", DIFF_STATE_FORMAT,
+                      64 * MiB)
+ENV_STATE = FileKind("state/env.json", EnvState, "env-state", ENV_STATE_FORMAT, 64 * MiB)
+PROVENANCE = FileKind("state/provenance.json", Provenance, "provenance-state",
+                      PROVENANCE_STATE_FORMAT, 64 * MiB)
 #: Agent-written: small by nature, and loaded by verify whole.
-CLAIMS = FileKind("claims.json", "claims", None, 1 * MiB)
-MANIFEST = FileKind("manifest.json", "manifest", model.MANIFEST_FORMAT, 16 * MiB)
-EXPORT_REPORT = FileKind("export-report.json", "export-report", model.EXPORT_REPORT_FORMAT,
-                         64 * MiB)
-VERIFY_DOCUMENT = FileKind("verify.json", "verify", model.VERIFY_FORMAT, 64 * MiB)
-PLAN = FileKind(model.PLAN_FILE, "plan", model.PLAN_FORMAT, 64 * MiB)
+CLAIMS = FileKind("claims.json", Claims, "claims", None, 1 * MiB)
+MANIFEST = FileKind("manifest.json", Manifest, "manifest", MANIFEST_FORMAT, 16 * MiB)
+EXPORT_REPORT = FileKind("export-report.json", ExportReport, "export-report",
+                         EXPORT_REPORT_FORMAT, 64 * MiB)
+VERIFY_DOCUMENT = FileKind("verify.json", VerifyDocument, "verify", VERIFY_FORMAT, 64 * MiB)
+PLAN = FileKind(PLAN_FILE, PlanDocument, "plan", PLAN_FORMAT, 64 * MiB,
+                versioned=("", "plan", "report"))
 #: Written by verify into the artifact folder; it travels with the artifact.
-VERIFICATION = FileKind("verification.json", "verification", model.VERIFICATION_FORMAT,
-                        1 * MiB)
+VERIFICATION = FileKind("verification.json", VerificationRecord, "verification",
+                        VERIFICATION_FORMAT, 1 * MiB)
 
+#: Every kind of file the store reads, each with its one type.
+FILE_KINDS: tuple[FileKind[Any], ...] = (
+    RUN_RECORD, AUDIT_LOG, APT_STATE, PYTHON_STATE, DIFF_STATE, ENV_STATE, PROVENANCE, CLAIMS,
+    MANIFEST, EXPORT_REPORT, VERIFY_DOCUMENT, PLAN)
 #: The run files an export is distilled from; their sha256 goes into the manifest.
 INPUT_FILES = (RUN_RECORD, AUDIT_LOG, APT_STATE, DIFF_STATE, ENV_STATE, PYTHON_STATE,
                PROVENANCE)
-#: How many schema errors one message lists.
-_MAX_ERRORS = 5
 
 
 def _fail(where: str, what: str) -> InputFileError:
@@ -81,7 +122,7 @@ def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
-def read_bytes(path: Path, kind: FileKind) -> bytes:
+def read_bytes(path: Path, kind: FileKind[Any]) -> bytes:
     """The bytes of ``path``, a regular file (not a link) under ``kind``'s size cap."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -107,15 +148,27 @@ def read_bytes(path: Path, kind: FileKind) -> bytes:
     return data
 
 
-def read_text(path: Path, kind: FileKind) -> str:
-    """The text of ``path``, a regular file (not a link) under ``kind``'s size cap, as UTF-8;
-    an error names the line and the byte that is not."""
-    data = read_bytes(path, kind)
+def _text(data: bytes, where: str) -> str:
+    """``data`` as UTF-8; an error names the line (``where:line``) and the byte that is
+    not."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise _fail(f"{path}:{line}", f"not UTF-8 (byte {exc.start})") from None
+        raise _fail(f"{where}:{line}", f"not UTF-8 (byte {exc.start})") from None
+
+
+def check_utf8(data: bytes, where: str) -> None:
+    """Refuse bytes that are not UTF-8, anywhere (msgspec checks the strings it keeps, not
+    those of keys no type names); an ASCII file, the common case, is checked at no cost."""
+    if not data.isascii():
+        _text(data, where)
+
+
+def read_text(path: Path, kind: FileKind[Any]) -> str:
+    """The text of ``path``, a regular file (not a link) under ``kind``'s size cap, as UTF-8;
+    an error names the line and the byte that is not."""
+    return _text(read_bytes(path, kind), str(path))
 
 
 def _reject_constant(name: str) -> Any:
@@ -127,7 +180,8 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def parse_json(text: str, where: str) -> Any:
-    """One JSON value; ``where`` names it in errors (``path`` or ``path:line``)."""
+    """One JSON value, by the standard decoder; ``where`` names it in errors (``path`` or
+    ``path:line``), which say the line and column."""
     try:
         doc = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
@@ -157,69 +211,178 @@ def _encodable(doc: Any) -> bool:
     return True
 
 
-def check_document(doc: Any, kind: FileKind, where: str, *, versioned: bool = True
-                   ) -> dict[str, Any]:
-    """``doc`` as a JSON object of ``kind``: its format known, valid against its schema.
-    ``versioned``: the object carries the file's ``format`` (a JSONL file's header only)."""
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(model: Any) -> msgspec.json.Decoder[Any]:
+    """One decoder per type, made on first use (it compiles the type's checks)."""
+    decoder = _DECODERS.get(model)
+    if decoder is None:
+        decoder = _DECODERS[model] = msgspec.json.Decoder(model)
+    return decoder
+
+
+def decode(data: bytes, kind: FileKind[T], where: str) -> T:
+    """A JSON file's bytes as ``kind``'s type, decoded and checked in one pass; a
+    :class:`~synth.formats.base.Document` keeps the document as written (``raw``)."""
+    try:
+        obj: T = _decoder(kind.model).decode(data)
+    except (msgspec.DecodeError, RecursionError) as exc:  # a ValidationError is one
+        raise _refusal(data, kind, where, exc) from None
+    check_utf8(data, where)
+    if isinstance(obj, Document):
+        obj.keep_document(msgspec.json.decode(data))
+    return obj
+
+
+def _refusal(data: bytes, kind: FileKind[Any], where: str, exc: Exception) -> InputFileError:
+    """Why msgspec refused ``data`` as ``kind``, in the error policy's words: the file
+    read again by the standard decoder (not UTF-8, not JSON, not an object, no or a newer
+    ``format``), else msgspec's own located error."""
+    doc = parse_json(_text(data, where), where)
     if not isinstance(doc, dict):
-        raise _fail(where, f"not a JSON object (a {type(doc).__name__}); not a {kind.rel}")
-    fmt = doc.get("format")
-    if kind.format is not None and versioned:
-        if not isinstance(fmt, int) or isinstance(fmt, bool):
-            raise _fail(where, f"no integer `format` field; not a synth {kind.rel}")
-        if fmt > kind.format:
-            raise InputFileError(
-                f"{where}: format {fmt} is newer than this synth reads (<= {kind.format}).",
-                hint="Upgrade synth to read it.")
-    errors = validate(doc, kind.schema)
-    if errors:
-        shown = "; ".join(_clip(e) for e in errors[:_MAX_ERRORS])
-        more = f" (and {len(errors) - _MAX_ERRORS} more)" if len(errors) > _MAX_ERRORS else ""
-        raise _fail(where, f"not a valid {kind.rel}: {shown}{more}")
-    return doc
+        return _fail(where, f"not a JSON object (a {type(doc).__name__}); not a {kind.rel}")
+    check_formats(doc, kind, where)
+    if isinstance(exc, msgspec.ValidationError):
+        return _fail(where, f"not a valid {kind.rel}: {_clip(located(exc))}")
+    return _fail(where, f"not valid JSON: {_clip(str(exc))}")
 
 
-def load_json(path: Path, kind: FileKind) -> dict[str, Any]:
+def check_formats(doc: dict[str, Any], kind: FileKind[Any], where: str) -> None:
+    """Refuse a document with no integer ``format`` or a newer one, where ``kind`` has
+    one (the top, and nested objects that carry their own: plan.json's)."""
+    if kind.format is None:
+        return
+    for part in kind.versioned:
+        obj = doc.get(part) if part else doc
+        if isinstance(obj, dict):
+            check_format(obj, kind.format, f"{where}: {part}" if part else where, kind.rel)
+
+
+def load(path: Path, kind: FileKind[T]) -> T:
     """A JSON file of ``kind``, read and checked (the module's error policy)."""
-    return check_document(parse_json(read_text(path, kind), str(path)), kind, str(path))
+    return decode(read_bytes(path, kind), kind, str(path))
 
 
-def iter_jsonl(path: Path, kind: FileKind) -> Iterator[tuple[int, dict[str, Any]]]:
-    r"""(line number, checked object) of each non-blank line of a JSON Lines file.
+# --- audit.jsonl -------------------------------------------------------------------------
 
-    Lines end at ``\n`` alone (JSON Lines): a record may hold U+2028 or U+0085 unescaped,
-    as a JSON string may, and no other character ends it. A line that is a plain valid
-    record (an object, no ``format`` to check, no escape ``\u``, accepted by the schema's
-    fast check) is taken as orjson reads its bytes; any other line is decoded (naming its
-    line and byte when it is not UTF-8) and goes through :func:`parse_json` and
-    :func:`check_document`, which name it in their errors. Both give the same answer: the
-    first is that answer for the common case, without building the line's text or its
-    location (100,000 lines of a long audit log). orjson decodes three times faster than
-    the standard decoder here; what it refuses that the standard one reads (integers
-    beyond 64 bits) takes the second way."""
-    fast = fast_check(kind.schema)
-    decode = orjson.loads
-    offset = 0
-    for number, raw in enumerate(read_bytes(path, kind).split(b"\n"), start=1):
-        start, offset = offset, offset + len(raw) + 1
-        if fast is not None and b"\\u" not in raw:
-            try:
-                doc = decode(raw)
-            except ValueError:  # orjson.JSONDecodeError is one
-                doc = None
-            if type(doc) is dict and doc.get("type") != "header" and fast(doc):
-                yield number, doc
-                continue
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _fail(f"{path}:{number}", f"not UTF-8 (byte {start + exc.start})") from None
-        if line.strip():
-            where = f"{path}:{number}"
-            doc = parse_json(line, where)
-            header = isinstance(doc, dict) and doc.get("type") == "header"
-            yield number, check_document(doc, kind, where, versioned=header)
+#: A decoder per command line type, by the ``source`` as its line writes it.
+_LINE_DECODERS: dict[bytes, msgspec.json.Decoder[Any]] = {
+    source.encode(): msgspec.json.Decoder(cls) for source, cls in LINE_TYPES.items()}
+_SOURCE_KEY = b'"source": "'
 
+
+@dataclass
+class _AuditReader:
+    """The lines of one ``audit.jsonl``, each typed as it is read.
+
+    Lines end at ``\n`` alone (JSON Lines): a record may hold U+2028 or U+0085
+    unescaped, as a JSON string may, and no other character ends it. A command record is
+    decoded straight into its source's line type, found by where the line's
+    ``"source": "`` says (a hint only: the type itself checks the ``source``, so a wrong
+    guess is a refusal, retried below). Any other line (the header, an unparsed line, a
+    record with a null ``command``, a blank or a bad line) goes through :meth:`_line`,
+    which reads it as JSON, names its line and byte in errors, and types it by its keys."""
+
+    path: Path
+    data: bytes
+    header: AuditHeader | None = None
+    records: list[AuditLine] = field(default_factory=list)
+    #: Indices in ``records`` of command records written with no text and no argv.
+    textless: set[int] = field(default_factory=set)
+    #: How many of ``records`` are unparsed lines.
+    unparsed: int = 0
+
+    def read(self) -> _AuditReader:
+        check_utf8(self.data, str(self.path))
+        lines = self.data.split(b"\n")
+        start = 0
+        while self.header is None and start < len(lines):  # the header, first
+            start += 1
+            self._line(start, lines[start - 1])
+        if self.header is None:
+            raise _fail(str(self.path), "no header record; not a synth audit log")
+        append, get, key, skip = self.records.append, _LINE_DECODERS.get, _SOURCE_KEY, len(
+            _SOURCE_KEY)
+        for number, raw in enumerate(lines[start:], start=start + 1):
+            if (at := raw.find(key)) >= 0:
+                decoder = get(raw[at + skip:raw.find(b'"', at + skip)])
+                if decoder is not None:
+                    try:
+                        append(decoder.decode(raw))
+                        continue
+                    except (msgspec.DecodeError, RecursionError):  # its line says why
+                        pass
+            self._line(number, raw)
+        return self
+
+    def commands(self) -> list[AuditRecord]:
+        """The command records, in file order, without those written with no text."""
+        if not self.textless and not self.unparsed:
+            return cast(list[AuditRecord], self.records)  # every one is a command
+        return [r for i, r in enumerate(self.records)
+                if isinstance(r, AuditRecord) and i not in self.textless]
+
+    def _line(self, number: int, raw: bytes) -> None:
+        where = f"{self.path}:{number}"
+        line = raw.decode("utf-8")  # the whole file is: read() checked it first
+        if not line.strip():
+            return
+        doc = parse_json(line, where)
+        if not isinstance(doc, dict):
+            raise _fail(where, f"not a JSON object (a {type(doc).__name__}); not an "
+                        f"{AUDIT_LOG.rel} record")
+        if doc.get("type") == "header":
+            if self.header is not None:
+                raise _fail(where, "a second header record")
+            check_formats(doc, AUDIT_LOG, where)
+            self.header = _convert(doc, AuditHeader, where)
+            return
+        record = _record(doc, where)
+        if self.header is None:
+            raise _fail(where, "a record before the header")
+        self.unparsed += isinstance(record, AuditUnparsed)
+        if null_command(doc) is not None and not isinstance(doc.get("argv"), list):
+            self.textless.add(len(self.records))
+        self.records.append(record)
+
+
+def _record(doc: dict[str, Any], where: str) -> AuditLine:
+    """A line after the header, read as JSON: an unparsed line, or a command record of its
+    ``source`` (one written with a null ``command`` gets its text: :func:`null_command`)."""
+    if doc.get("type") == "unparsed":
+        unparsed: AuditUnparsed = _convert(doc, AuditUnparsed, where)
+        return unparsed
+    line_type = LINE_TYPES.get(doc.get("source"))  # type: ignore[arg-type]
+    text = null_command(doc)
+    record: AuditRecord = _convert(doc if text is None else {**doc, "command": text},
+                                   line_type or AuditRecord, where)
+    return record
+
+
+def _convert(doc: Any, model: Any, where: str) -> Any:
+    try:
+        return msgspec.convert(doc, model)
+    except msgspec.ValidationError as exc:
+        raise _fail(where, f"not a valid {AUDIT_LOG.rel}: {_clip(located(exc))}") from None
+
+
+def read_audit(path: Path) -> AuditLog:
+    """An ``audit.jsonl``: the header (first line), then every record, each checked."""
+    reader = _AuditReader(path, read_bytes(path, AUDIT_LOG)).read()
+    assert reader.header is not None
+    return AuditLog(reader.header, tuple(reader.records), frozenset(reader.textless))
+
+
+def read_audit_commands(path: Path) -> tuple[AuditRecord, ...]:
+    """:meth:`AuditLog.commands` of an ``audit.jsonl``: its command records, ordered by
+    ``seq``, without those written with no text."""
+    cmds = _AuditReader(path, read_bytes(path, AUDIT_LOG)).read().commands()
+    cmds.sort(key=attrgetter("seq"))
+    return tuple(cmds)
+
+
+# --- the other files -----------------------------------------------------------------------
 
 def is_file(path: str | Path) -> bool:
     """``Path.is_file()`` that says False, never raises, for a name the system refuses
@@ -247,59 +410,35 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _audit_records(path: Path) -> Iterator[dict[str, Any]]:
-    """The records of an ``audit.jsonl`` after its header (first line), each checked."""
-    header: dict[str, Any] | None = None
-    for number, obj in iter_jsonl(path, AUDIT_LOG):
-        if obj["type"] == "header":
-            if header is not None:
-                raise _fail(f"{path}:{number}", "a second header record")
-            header = obj
-            yield obj
-        elif header is None:
-            raise _fail(f"{path}:{number}", "a record before the header")
-        else:
-            yield obj
-    if header is None:
-        raise _fail(str(path), "no header record; not a synth audit log")
+def read_verify(path: Path) -> VerifyDocument:
+    """A ``verify.json``, checked."""
+    return load(path, VERIFY_DOCUMENT)
 
 
-def read_audit(path: Path) -> model.AuditLog:
-    """An ``audit.jsonl``: the header (first line), then every record, each checked."""
-    lines = _audit_records(path)
-    header = next(lines)  # or the file's own error: no header, a record before it
-    return model.AuditLog(header=header, records=tuple(lines))
+def parse_text(text: str, kind: FileKind[T], where: str) -> T:
+    """A file's text that came some other way (a bench worker sends it back), checked as
+    :func:`load` checks the file (its size cap too); ``where`` names it in errors."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fail(where, "holds a lone UTF-16 surrogate (\\ud800-\\udfff), not text"
+                    ) from None
+    if len(data) > kind.max_bytes:
+        raise _fail(where, f"over the {kind.max_bytes}-byte limit of a {kind.rel} file")
+    return decode(data, kind, where)
 
 
-def read_audit_commands(path: Path) -> tuple[model.AuditRecord, ...]:
-    """:meth:`model.AuditLog.commands` of an ``audit.jsonl``, each record typed as it is
-    read (a long log's checked documents are not all kept at once)."""
-    lines = _audit_records(path)
-    next(lines)  # the header
-    return model.commands_of(lines)
+def parse_verify(text: str, where: str) -> VerifyDocument:
+    """A ``verify.json``'s text that came some other way, checked as the file is."""
+    return parse_text(text, VERIFY_DOCUMENT, where)
 
 
-def read_verify(path: Path) -> model.VerifyDocument:
-    """A ``verify.json`` (schema ``verify``), validated."""
-    return model.VerifyDocument.from_json(load_json(path, VERIFY_DOCUMENT))
-
-
-def parse_verify(text: str, where: str) -> model.VerifyDocument:
-    """A ``verify.json``'s text that came some other way (a bench worker sends it back),
-    checked as :func:`read_verify` checks the file; ``where`` names it in errors."""
-    if len(text.encode("utf-8", "surrogatepass")) > VERIFY_DOCUMENT.max_bytes:
-        raise _fail(where, f"over the {VERIFY_DOCUMENT.max_bytes}-byte limit of a "
-                    f"{VERIFY_DOCUMENT.rel} file")
-    doc = check_document(parse_json(text, where), VERIFY_DOCUMENT, where)
-    return model.VerifyDocument.from_json(doc)
-
-
-def read_claims(path: Path) -> model.Claims | None:
+def read_claims(path: Path) -> Claims | None:
     """An agent's ``claims.json``: None when there is none; an error when it is bad. Fields
-    the schema does not declare are allowed, and kept (``Claims.raw``)."""
+    the claims type does not declare are allowed, and kept (``Claims.raw``)."""
     if not os.path.lexists(path):
         return None
-    return model.Claims.from_json(load_json(path, CLAIMS))
+    return load(path, CLAIMS)
 
 
 class _Folder:
@@ -308,47 +447,47 @@ class _Folder:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
-    def file(self, kind: FileKind) -> Path:
+    def file(self, kind: FileKind[Any]) -> Path:
         return self.path / kind.rel
 
-    def has(self, kind: FileKind) -> bool:
+    def has(self, kind: FileKind[Any]) -> bool:
         return os.path.lexists(self.file(kind))
 
 
 class RunDir(_Folder):
     """A run directory, ``artifacts/runs/<task>/<run-id>/`` (docs/formats.md)."""
 
-    def run_record(self) -> model.RunRecord:
-        return model.RunRecord.from_json(load_json(self.file(RUN_RECORD), RUN_RECORD))
+    def run_record(self) -> RunRecord:
+        return load(self.file(RUN_RECORD), RUN_RECORD)
 
-    def audit(self) -> model.AuditLog:
+    def audit(self) -> AuditLog:
         return read_audit(self.file(AUDIT_LOG))
 
-    def audit_commands(self) -> tuple[model.AuditRecord, ...]:
+    def audit_commands(self) -> tuple[AuditRecord, ...]:
         """The audit's command records, typed and ordered by ``seq``."""
         return read_audit_commands(self.file(AUDIT_LOG))
 
-    def apt_state(self) -> model.AptState:
-        return model.AptState.from_json(load_json(self.file(APT_STATE), APT_STATE))
+    def apt_state(self) -> AptState:
+        return load(self.file(APT_STATE), APT_STATE)
 
-    def python_state(self) -> model.PythonState:
-        return model.PythonState.from_json(load_json(self.file(PYTHON_STATE), PYTHON_STATE))
+    def python_state(self) -> PythonState:
+        return load(self.file(PYTHON_STATE), PYTHON_STATE)
 
-    def diff_state(self) -> model.DiffState:
-        return model.DiffState.from_json(load_json(self.file(DIFF_STATE), DIFF_STATE))
+    def diff_state(self) -> DiffState:
+        return load(self.file(DIFF_STATE), DIFF_STATE)
 
-    def env_state(self) -> model.EnvState:
-        return model.EnvState.from_json(load_json(self.file(ENV_STATE), ENV_STATE))
+    def env_state(self) -> EnvState:
+        return load(self.file(ENV_STATE), ENV_STATE)
 
-    def claims(self) -> model.Claims | None:
+    def claims(self) -> Claims | None:
         return read_claims(self.file(CLAIMS))
 
-    def provenance(self) -> model.Provenance | None:
+    def provenance(self) -> Provenance | None:
         """``state/provenance.json``, or None for a run made before it was captured (or
         whose capture of it failed: ``run.json`` ``capture_errors`` says so)."""
         if not self.has(PROVENANCE):
             return None
-        return model.Provenance.from_json(load_json(self.file(PROVENANCE), PROVENANCE))
+        return load(self.file(PROVENANCE), PROVENANCE)
 
     def input_hashes(self) -> dict[str, str]:
         """sha256 of each input file that exists, by its path relative to the run."""
@@ -363,31 +502,29 @@ class ArtifactDir(_Folder):
         """``manifest.json`` as written (size-capped, UTF-8 checked): what digests hash."""
         return read_text(self.file(MANIFEST), MANIFEST).encode("utf-8")
 
-    def manifest(self) -> model.Manifest:
-        return model.Manifest.from_json(load_json(self.file(MANIFEST), MANIFEST))
+    def manifest(self) -> Manifest:
+        return load(self.file(MANIFEST), MANIFEST)
 
-    def claims(self) -> model.Claims | None:
+    def claims(self) -> Claims | None:
         return read_claims(self.file(CLAIMS))
 
-    def plan(self) -> model.BuildPlan | None:
+    def plan(self) -> BuildPlan | None:
         """``plan.json``'s plan, the one the artifact was rendered from; None for an
         artifact exported before synth wrote it. (How it was decided, command by command,
         is :meth:`export_report`.)"""
         if not self.has(PLAN):
             return None
-        path = self.file(PLAN)
-        return model.read_plan_document(load_json(path, PLAN), str(path))[0]
+        return load(self.file(PLAN), PLAN).plan
 
-    def verification(self) -> model.VerificationRecord | None:
+    def verification(self) -> VerificationRecord | None:
         """``verification.json``, the last ``synth verify --rebuild`` of this artifact (the
         author's, in a published one), or None when it has none."""
         if not self.has(VERIFICATION):
             return None
-        return model.VerificationRecord.from_json(
-            load_json(self.file(VERIFICATION), VERIFICATION))
+        return load(self.file(VERIFICATION), VERIFICATION)
 
-    def export_report(self) -> model.ExportReport | None:
+    def export_report(self) -> ExportReport | None:
         """``export-report.json``, or None when the artifact has none."""
         if not self.has(EXPORT_REPORT):
             return None
-        return model.ExportReport.from_json(load_json(self.file(EXPORT_REPORT), EXPORT_REPORT))
+        return load(self.file(EXPORT_REPORT), EXPORT_REPORT)

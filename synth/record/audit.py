@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from synth.formats.model import AUDIT_FORMAT, AuditRecord
+from msgspec.structs import replace
+
+from synth.formats.audit import AUDIT_FORMAT, AuditRecord
 from synth.util.atomic import write_text
 
 MASK = "***"
@@ -176,10 +178,9 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _cwd(value: Any) -> dict[str, Any]:
-    """The ``cwd`` fields of a record: the directory, or none known."""
-    return {"cwd": value, "cwd_known": True} if isinstance(value, str) and value else {
-        "cwd": "/", "cwd_known": False}
+def _cwd(value: Any) -> str | None:
+    """The ``cwd`` of a record: the directory, or None when none is known."""
+    return value if isinstance(value, str) and value else None
 
 
 def merge_audit(
@@ -248,10 +249,11 @@ def _shell_items(events: _Events, session: str) -> list[_Item]:
             text = str(ev.get("script") or "")
         exit_code = _int(end.get("rc"))
         rec = AuditRecord(
-            seq=0, source=source, session=session, pid=_int(ev.get("pid")),
-            ppid=_int(ev.get("ppid")), command=text, **_cwd(ev.get("cwd")),
+            source=source, seq=0, session=session, pid=_int(ev.get("pid")),
+            ppid=_int(ev.get("ppid")), command=text, cwd=_cwd(ev.get("cwd")),
             cwd_end=_str(end.get("cwd")), start=_num(ev.get("t")), end=_num(end.get("t")),
-            exit=exit_code, pipestatus=(exit_code,) if exit_code is not None else (),
+            exit=exit_code, pipestatus=(exit_code,) if exit_code is not None else None,
+            parent_seq=None,
             depth=_int(ev.get("depth")) or 0, incomplete=not end,
         )
         items.append(_Item(rec.start or 0.0, events.order[shell], rec, (shell, 0),
@@ -269,10 +271,10 @@ def _hook_items(events: _Events, session: str) -> list[_Item]:
         exit_code = ps[-1] if ps else (_int(end_ev.get("rc")) if end_ev else None)
         cmd = ev.get("cmd")
         rec = AuditRecord(
-            seq=0, source="bash-hook", session=session, pid=_int(ev.get("pid")),
-            command=str(cmd) if cmd is not None else "", **_cwd(ev.get("cwd")),
+            source="bash-hook", seq=0, session=session, pid=_int(ev.get("pid")),
+            command=str(cmd) if cmd is not None else "", cwd=_cwd(ev.get("cwd")),
             start=_num(ev.get("t")), end=_num(end_ev.get("t")) if end_ev else None,
-            exit=exit_code, pipestatus=ps,
+            exit=exit_code, pipestatus=ps or None, parent_seq=None,
             depth=_int(events.shells.get(key[0], {}).get("depth")) or 0,
             incomplete=end_ev is None,
         )
@@ -288,9 +290,9 @@ def _hook_items(events: _Events, session: str) -> list[_Item]:
 
 def _synth_record(cmd: SynthCommand, session: str) -> AuditRecord:
     return AuditRecord(
-        seq=0, source="synth", session=session, command=cmd.command, argv=cmd.argv,
-        **_cwd(cmd.cwd), start=cmd.start, end=cmd.end, exit=cmd.exit,
-        pipestatus=(cmd.exit,) if cmd.exit is not None else (), timed_out=cmd.timed_out,
+        source="synth", seq=0, session=session, command=cmd.command, argv=cmd.argv,
+        cwd=_cwd(cmd.cwd), start=cmd.start, end=cmd.end, exit=cmd.exit,
+        pipestatus=(cmd.exit,) if cmd.exit is not None else None, timed_out=cmd.timed_out,
         phase=cmd.phase, incomplete=cmd.end is None,
     )
 
@@ -298,9 +300,9 @@ def _synth_record(cmd: SynthCommand, session: str) -> AuditRecord:
 def _trace_item(ex: dict[str, Any], session: str, order: int) -> _Item:
     argv = tuple(str(a) for a in ex.get("argv", []))
     rec = AuditRecord(
-        seq=0, source="exec-trace", session=session, pid=_int(ex.get("pid")),
-        path=_str(ex.get("path")), argv=argv, command=shlex.join(argv), **_cwd(None),
-        start=_num(ex.get("start")), end=None, exit=None,
+        source="exec-trace", seq=0, session=session, pid=_int(ex.get("pid")),
+        path=_str(ex.get("path")), argv=argv, command=shlex.join(argv), cwd=None,
+        start=_num(ex.get("start")), end=None, exit=None, pipestatus=None,
     )
     return _Item(rec.start or 0.0, order, rec)
 
@@ -311,7 +313,7 @@ def _number(items: list[_Item]) -> None:
     items.sort(key=lambda it: (it.start, it.order))
     shell_seq: dict[str, int] = {}
     for seq, it in enumerate(items, start=1):
-        it.record = it.record._replace(seq=seq)
+        it.record = replace(it.record, seq=seq)
         if it.key is not None and it.key[1] == 0:
             shell_seq[it.key[0]] = seq
     for it in items:
@@ -321,7 +323,7 @@ def _number(items: list[_Item]) -> None:
             parent = shell_seq.get(it.parent) if it.parent else None
         else:
             parent = shell_seq.get(it.key[0])
-        it.record = it.record._replace(parent_seq=parent)
+        it.record = replace(it.record, parent_seq=parent)
 
 
 def _fix_pipelines(items: list[_Item]) -> None:
@@ -335,18 +337,18 @@ def _fix_pipelines(items: list[_Item]) -> None:
     """
     for i, it in enumerate(items):
         rec = it.record
-        n = len(rec.pipestatus)
+        statuses = rec.pipestatus or ()
+        n = len(statuses)
         if n < 2 or i < n - 1:
             continue
         group = items[i - n + 1 : i]
         if all(g.record.end is not None and g.record.start is not None
                and g.record.end - g.record.start < _PIPELINE_GAP
-               and (g.record.cwd, g.record.cwd_known) == (rec.cwd, rec.cwd_known)
-               for g in group):
-            for g, status in zip(group, rec.pipestatus[:-1], strict=True):
-                g.record = g.record._replace(exit=status, pipestatus=(status,), end=rec.end,
-                                             pipeline=True)
-            it.record = rec._replace(pipeline=True)
+               and g.record.cwd == rec.cwd for g in group):
+            for g, status in zip(group, statuses[:-1], strict=True):
+                g.record = replace(g.record, exit=status, pipestatus=(status,), end=rec.end,
+                                   pipeline=True)
+            it.record = replace(rec, pipeline=True)
 
 
 def dumps_records(records: Iterable[dict[str, Any]]) -> str:
@@ -362,7 +364,7 @@ def load_audit(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     from synth.formats.store import read_audit
 
     log = read_audit(path)
-    return dict(log.header), [dict(r) for r in log.records]
+    return log.header.to_json(), [r.to_json() for r in log.records]
 
 
 #: Clock slack allowed between the host's timestamps and the hook's (same kernel clock;

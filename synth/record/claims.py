@@ -1,7 +1,7 @@
 """The agent's self-report, ``/synth/claims.json`` (ResearchEnvBench ``report.json`` fields).
 
-Known fields are checked against the claims JSON Schema; extra fields are allowed and kept;
-``null`` means unknown.
+Known fields are checked by their type (:class:`synth.formats.claims.Claims`, as the store
+reads the file); extra fields are allowed and kept; ``null`` means unknown.
 Invalid or missing claims are recorded as such in ``run.json``, never guessed or repaired.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from synth.errors import InputFileError
 from synth.formats.schemas import load_schema, validate
-from synth.formats.store import CLAIMS, parse_json
+from synth.formats.store import CLAIMS, decode, parse_json
 
 #: A self-report is a few hundred bytes; past this it is refused, never loaded.
 MAX_CLAIMS_BYTES = CLAIMS.max_bytes
@@ -26,7 +26,7 @@ ClaimsStatus = Literal["valid", "invalid", "missing"]
 def report_fields() -> tuple[str, ...]:
     """The self-report's fields in ResearchEnvBench's order (claims.json is compatible with
     REB's ``report.json``): the claims schema's ``reb`` profile required list, which an
-    agent's prompt names (the schema types each; :class:`synth.formats.model.Claims` reads
+    agent's prompt names (the schema types each; :class:`synth.formats.claims.Claims` reads
     them)."""
     return tuple(load_schema("claims")["$defs"]["reb"]["required"])
 
@@ -42,8 +42,9 @@ class ClaimsCheck:
 
 
 def validate_claims(raw: bytes | None) -> ClaimsCheck:
-    """Check the agent's claims against ``synth/formats/schemas/claims.schema.json`` (the one
-    declaration of the fields), within the store's size cap for a claims.json."""
+    """Check the agent's claims as the store reads them (:class:`synth.formats.claims.Claims`,
+    the one declaration of the fields; its published schema words the errors), within the
+    store's size cap for a claims.json."""
     if raw is None:
         return ClaimsCheck("missing")
     if len(raw) > CLAIMS.max_bytes:
@@ -57,8 +58,14 @@ def validate_claims(raw: bytes | None) -> ClaimsCheck:
         return ClaimsCheck("invalid", [exc.message.removeprefix("claims.json: ")])
     if not isinstance(data, dict):
         return ClaimsCheck("invalid", [f"top level must be an object, not {type(data).__name__}"])
-    errors = validate(data, CLAIMS.schema)
-    return ClaimsCheck("invalid" if errors else "valid", errors, data)
+    try:  # the type decides, as the store reads the file later
+        decode(raw, CLAIMS, "claims.json")
+    except InputFileError as exc:
+        # jsonschema words every error (the store stops at the first); where it finds none
+        # (an integer written 2.0, which JSON Schema takes), the type's error stands.
+        errors = validate(data, CLAIMS.schema) or [exc.message.removeprefix("claims.json: ")]
+        return ClaimsCheck("invalid", errors, data)
+    return ClaimsCheck("valid", [], data)
 
 
 class _Readable(Protocol):

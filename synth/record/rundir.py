@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from synth.config import Settings
 from synth.errors import InputFileError, NotFoundError
 from synth.formats.limits import Limits
-from synth.formats.model import RUN_FORMAT
+from synth.formats.run import RUN_FORMAT
 from synth.formats.store import RunDir
 
 __all__ = ["RUN_FORMAT", "describe_run", "find_run", "list_runs", "read_run", "summarize"]
@@ -136,14 +136,13 @@ def summarize(run_dir: Path) -> dict[str, Any]:
         return {"run_dir": str(run_dir), "run_id": run_dir.name, "task": run_dir.parent.name,
                 "status": "unreadable", "error": exc.message}
     return {
-        "run_dir": str(run_dir), "run_id": rec.run_id, "task": rec.task_name,
-        "agent": rec.agent_kind, "status": effective_status(dict(rec.raw), run_dir),
-        "audit_verified": (rec.raw.get("audit") or {}).get("verified"),
+        "run_dir": str(run_dir), "run_id": rec.run_id, "task": rec.task.name,
+        "agent": rec.agent.kind, "status": effective_status(dict(rec.raw), run_dir),
+        "audit_verified": rec.audit.verified if rec.audit is not None else None,
         "started": rec.started,
-        "ended": rec.ended, "violations": rec.violations, "claims": rec.claims_status,
-        "limit_hits": sorted({str(h.get("kind")) for h in rec.raw.get("limit_hits") or []
-                              if isinstance(h, dict)}),
-        "failed_statements": len(rec.raw.get("failed_statements") or []),
+        "ended": rec.ended, "violations": len(rec.violations), "claims": rec.claims.status,
+        "limit_hits": sorted({h.kind for h in rec.limit_hits or ()}),
+        "failed_statements": len(rec.failed_statements or ()),
     }
 
 

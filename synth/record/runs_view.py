@@ -15,8 +15,8 @@ from typing import Any
 
 from synth.config import Settings
 from synth.errors import InputFileError, SynthError
-from synth.formats.model import VerifyDocument
 from synth.formats.store import VERIFY_DOCUMENT, read_verify
+from synth.formats.verify import VerifyDocument
 from synth.record.rundir import effective_status, read_run
 
 #: A size lookup: image ref -> bytes, or None where the engine does not know it.

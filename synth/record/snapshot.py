@@ -19,7 +19,7 @@ from typing import Any
 
 from synth.engine.base import EngineContainer as Container
 from synth.errors import RunError
-from synth.formats.model import (
+from synth.formats.state import (
     APT_STATE_FORMAT,
     DIFF_STATE_FORMAT,
     ENV_STATE_FORMAT,

@@ -1,7 +1,7 @@
 """How a ``synth verify`` result is shown: the markdown report (:func:`render_markdown`)
 and the terminal table (:func:`print_table`).
 
-The renderers read the document (:class:`synth.formats.model.VerifyDocument`), never the
+The renderers read the document (:class:`synth.formats.verify.VerifyDocument`), never the
 outcome, so a ``verify.json`` read back from disk (:func:`synth.formats.store.read_verify`)
 renders the same way.
 """
@@ -12,9 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from synth.formats.model import (
-    VerifyDocument,
-)
+from synth.formats.verify import VerifyDocument
 from synth.pyramid.result import LEVEL_TITLES, LEVELS, LevelResult, passed_levels
 
 _MARK = {"pass": "pass", "fail": "FAIL", "skipped": "skipped", "not_applicable": "n/a",
@@ -104,15 +102,15 @@ def _fidelity_lines(doc: VerifyDocument) -> list[str]:
                      f"{fid.live_highest or 'none passed'}, rebuilt "
                      f"{fid.rebuilt_highest or 'none passed'})")
         for gap in fid.gaps:
-            lines.append(f"  gap {gap['level']}: live {gap['live']}; rebuilt {gap['rebuilt']}")
+            lines.append(f"  gap {gap.level}: live {gap.live}; rebuilt {gap.rebuilt}")
     lines += _live_fails(doc)
     fp = doc.fingerprint
     if fp is not None:
         if fp.status == "compared":
-            unexplained, raw = fp.unexplained, fp.raw
+            unexplained, raw = fp.unexplained or (), fp.raw
             lines.append(
                 f"fingerprint (live vs rebuilt): {len(unexplained)} unexplained "
-                f"difference(s), {len(fp.explained)} explained; packages "
+                f"difference(s), {len(fp.explained or ())} explained; packages "
                 f"{'equal' if raw['packages_equal'] else 'DIFFER'}, native .so "
                 f"{'equal' if raw['native_equal'] else 'DIFFER'}, contents "
                 f"{'equal' if raw['content_equal'] else 'differ'}")

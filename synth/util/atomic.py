@@ -13,6 +13,7 @@ from json.encoder import (  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 
 
@@ -52,30 +53,20 @@ def dumps_json(data: Any) -> str:
     return "".join(out)
 
 
-def dumps_plain_json(data: Any) -> str:
-    """:func:`dumps_json` of a document its caller knows to be *plain*: made of dicts with
-    string keys, lists, tuples, strings, integers, booleans and None, and no float (a typed
-    report such as the export report, 150,000 command records on a long log). The same
-    bytes, by one orjson call: orjson writes that layout exactly as the standard encoder
-    does for those types (floats it may write otherwise: ``1e-05`` as ``0.00001``). What
-    orjson refuses (integers beyond 64 bits, lone surrogates) goes to :func:`dumps_json`."""
-    raw = _orjson_plain(data)
-    return dumps_json(data) if raw is None else raw.decode("utf-8")
-
-
-def dumps_plain_json_bytes(data: Any) -> bytes:
-    """:func:`dumps_plain_json` as the UTF-8 bytes of its file, as orjson makes them: a
-    long log's 40 MB export report is not decoded into text to be encoded again (a tenth
-    of a second)."""
-    raw = _orjson_plain(data)
-    return dumps_json(data).encode("utf-8") if raw is None else raw
-
-
-def _orjson_plain(data: Any) -> bytes | None:
+def dumps_plain_bytes(data: Any) -> bytes:
+    """:func:`dumps_json` of a document its caller knows to be *plain* (made of msgspec
+    Structs, dicts with string keys, lists, tuples, strings, integers, booleans and None,
+    and no float: a file format's types such as the export report, 150,000 command records
+    on a long log), as the UTF-8 bytes of its file. The same bytes, by msgspec: its
+    encoder, fields and keys sorted, then its indenter, write that layout exactly as the
+    standard encoder does for those types (floats it writes otherwise: ``1e-05`` as
+    ``0.00001``; tests/unit/test_atomic_json.py compares them on generated documents), and
+    no builtins are made on the way. A lone surrogate, which UTF-8 cannot hold, goes to
+    :func:`dumps_json`, which refuses it too."""
     try:
-        return orjson.dumps(data, option=_ORJSON_OPTIONS | orjson.OPT_APPEND_NEWLINE)
-    except TypeError:  # orjson.JSONEncodeError is one
-        return None
+        return msgspec.json.format(msgspec.json.encode(data, order="sorted"), indent=2) + b"\n"
+    except UnicodeEncodeError:
+        return dumps_json(msgspec.to_builtins(data)).encode("utf-8")
 
 
 _SCALARS = (str, int, float, type(None))

@@ -42,7 +42,7 @@ from synth.errors import (
     UsageError,
     VerifyError,
 )
-from synth.formats import model
+from synth.formats.claims import Claims
 from synth.formats.limits import Limits
 from synth.formats.store import ENV_STATE, VERIFY_DOCUMENT, ArtifactDir, RunDir, is_file
 from synth.formats.task import Task, load_task
@@ -84,7 +84,8 @@ from synth.verify.record import write_record
 
 if TYPE_CHECKING:
     from synth.engine.docker import DockerEngine
-    from synth.formats.model import Manifest, RunRecord
+    from synth.formats.manifest import Manifest
+    from synth.formats.run import RunRecord
 
 Say = Callable[[str], None]
 
@@ -101,14 +102,14 @@ class Target:
     path: Path
     task: Task | None
     #: The agent's claims (None: it wrote none; :class:`BadClaims`: why they cannot be used).
-    claims: model.Claims | BadClaims | None
+    claims: Claims | BadClaims | None
     run: RunRecord | None = None
     manifest: Manifest | None = None
 
     @property
     def pyramid_claims(self) -> PyramidClaims:
         """The claims as C5 takes them: the document as the agent wrote it."""
-        return self.claims.to_json() if isinstance(self.claims, model.Claims) else self.claims
+        return dict(self.claims.raw) if isinstance(self.claims, Claims) else self.claims
 
     @property
     def claims_file(self) -> Path | None:
@@ -157,7 +158,7 @@ def pyramid_task(task: Task) -> PyramidTask:
     )
 
 
-def _claims(folder: RunDir | ArtifactDir) -> model.Claims | BadClaims | None:
+def _claims(folder: RunDir | ArtifactDir) -> Claims | BadClaims | None:
     """The folder's claims, None when there are none, or why they are bad."""
     try:
         return folder.claims()
@@ -192,7 +193,7 @@ def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) ->
         raise
     run_files = RunDir(run_dir)
     run = run_files.run_record()
-    task_file = run.task_file
+    task_file = run.task.task_file
     task = load_task_copy(Path(task_file)) if task_file and is_file(task_file) else None
     return Target("run", run_dir, task, _claims(run_files), run=run)
 
@@ -415,7 +416,7 @@ def _live_image(opts: VerifyOptions, settings: Settings, target: Target,
         run = RunDir(run_dir).run_record()
     if run_dir is None or run is None:
         return None
-    ref = run.live_image
+    ref = run.live_image.ref if run.live_image is not None else None
     if not ref:
         if needed:
             raise VerifyError(f"Run {run_dir} has no live image (run.json live_image).",
@@ -613,7 +614,7 @@ def check_choices(*, runtime: str, scanner: str, progress: str) -> None:
 def secret_values(target: Target) -> tuple[str, ...]:
     """The values of the run's ``--agent-env`` secrets where this environment has them:
     an entrypoint that prints one has it masked in the level's reason and details."""
-    names = (target.run.raw.get("secret_env") or []) if target.run is not None else []
+    names = target.run.secret_env if target.run is not None else ()
     return tuple(sorted({os.environ[n] for n in names
                          if isinstance(n, str) and os.environ.get(n)}))
 

@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from synth import __version__
-from synth.formats.model import (
+from synth.formats.verify import (
+    VERIFY_FORMAT,
     VerifyArtifactCheck,
     VerifyBuild,
     VerifyDocument,
     VerifyExport,
     VerifyFidelity,
     VerifyFingerprint,
+    VerifyReport,
     VerifyTarget,
 )
 from synth.pyramid.c0_scan import DEFAULT_SCANNER, Scanner
@@ -218,11 +220,13 @@ def to_document(outcome: VerifyOutcome) -> VerifyDocument:
                           str(art) if art is not None else None)
     fid = outcome.fidelity
     return VerifyDocument(
-        synth_version=__version__, target=target, require=outcome.options.require,
+        format=VERIFY_FORMAT, synth_version=__version__, target=target,
+        require=outcome.options.require,
         levels_selected=tuple(sorted(outcome.options.levels)),
         build=_part(VerifyBuild, outcome.build), fidelity=_part(VerifyFidelity, fid),
         fingerprint=_part(VerifyFingerprint, outcome.fingerprint),
-        reports={str(k): r for k, r in outcome.reports.items()}, decides=outcome.decides,
+        report_documents={k: VerifyReport.from_json(r.to_json())
+                          for k, r in outcome.reports.items()}, decides=outcome.decides,
         passed=outcome.passed,
         export=_part(VerifyExport, outcome.export),
         artifact_check=_part(VerifyArtifactCheck, outcome.artifact_check),

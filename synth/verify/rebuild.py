@@ -123,7 +123,7 @@ def _stamp(run_dir: Path) -> str | None:
 
 def _changed_copies(run: RunDir, files: Mapping[str, str]) -> str | None:
     """The copied file (task.toml, claims.json) whose source differs from the export's copy."""
-    task_file = run.run_record().task_file
+    task_file = run.run_record().task.task_file
     task_now = sha256_file(Path(task_file)) if task_file and is_file(task_file) else None
     claims = run.path / "claims.json"
     claims_now = safe_io.sha256_regular(claims) if os.path.lexists(claims) else None

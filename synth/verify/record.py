@@ -18,8 +18,9 @@ from typing import Any
 
 from synth import __version__
 from synth.errors import SynthError
-from synth.formats.model import VERIFICATION_FORMAT, VerificationRecord, VerifyDocument
 from synth.formats.store import VERIFICATION, ArtifactDir
+from synth.formats.verification import VERIFICATION_FORMAT, VerificationRecord
+from synth.formats.verify import VerifyDocument
 from synth.ui.verify_view import verdict_line
 from synth.util import atomic
 

@@ -91,7 +91,7 @@ def test_load_refuses_newer_formats(tmp_path: Path) -> None:
 
 
 def test_merged_records_are_typed_records_that_round_trip() -> None:
-    from synth.formats.model import AUDIT_KEYS, AuditRecord
+    from synth.formats.audit import AUDIT_KEYS, AuditRecord
 
     text = raw(
         SHELL,

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec import structs
 from test_render_golden import _run, fake_locker
 
 from synth.distill.load import load_run
@@ -27,7 +28,7 @@ from synth.export.build_lock import (
 )
 from synth.export.lock import Lock, LockedPin, LockTarget
 from synth.export.render import render_artifact
-from synth.formats.model import DistillReport
+from synth.formats.plan import DistillReport
 
 PYPROJECT = '[build-system]\nrequires = ["hatchling>=1.20", "hatch-vcs"]\n'
 
@@ -109,10 +110,10 @@ def test_isolated_local_build_takes_the_constraints(tmp_path: Path) -> None:
     step = NativeStep(ref="9.1", tool="pip-local", argv=(*pip, "install", "--no-deps",
                                                          "/workspace"),
                       cwd="/workspace", env=(), distribution="demo==0.0.0", network=True)
-    uv_step = replace(step, ref="9.2", tool="uv-local",
-                      argv=("uv", "pip", "install", "--python", "/opt/venv/bin/python",
-                            "/workspace"))
-    plan = replace(plan, native=(step, uv_step))
+    uv_step = structs.replace(step, ref="9.2", tool="uv-local",
+                              argv=("uv", "pip", "install", "--python",
+                                    "/opt/venv/bin/python", "/workspace"))
+    plan = structs.replace(plan, native=(step, uv_step))
     docker = render_artifact(plan, report, locks)["Dockerfile"]
     assert ("grep -o '^[A-Za-z0-9][^ ]*==[^ ]*' /tmp/synth/build-constraints.lock > "
             "/tmp/synth/pip-build-constraints.txt") in docker
@@ -163,7 +164,7 @@ def test_a_bundled_isolated_local_build_takes_its_build_requirements_from_the_ve
     step = NativeStep(ref="9.1", tool="pip-local",
                       argv=(*locks[0].env.pip, "install", "--no-deps", "-e", "/workspace"),
                       cwd="/workspace", env=(), distribution="demo==0.0.0", network=True)
-    plan = replace(plan, native=(step,))
+    plan = structs.replace(plan, native=(step,))
     summary = bundle.summary([], plan, locks)
     assert summary["offline"] is True and summary["needs_network"] == []
     docker = render_artifact(plan, report, locks, bundle=summary)["Dockerfile"]

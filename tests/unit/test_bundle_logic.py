@@ -206,10 +206,11 @@ def test_platforms_and_sizes() -> None:
     assert bundle.human_size(512) == "512 B" and bundle.human_size(3 * 2**20) == "3.0 MiB"
     files = [bundle.BundleFile("vendor/debs/a.deb", "deb", "0" * 64, 2048),
              bundle.BundleFile("vendor/files/" + "1" * 64, "file", "1" * 64, 10)]
-    from synth.distill.plan import BuildPlan
+    from synth.formats.plan import PLAN_FORMAT, AptPlan, BuildPlan, SourcePlan
 
-    plan = BuildPlan.__new__(BuildPlan)
-    object.__setattr__(plan, "native", ())
+    plan = BuildPlan(format=PLAN_FORMAT, task="t", run_id="r", base_ref="b", base_id=None,
+                     base_digest=None, apt=AptPlan(), envs=(), source=SourcePlan("none", "/w"),
+                     native=(), env=(), includes=(), python="python3")
     s = bundle.summary(files, plan)
     assert s["bytes"] == 2058 and s["files"] == 2
     assert bundle.describe(s) == ("vendor/: 2 files, 2.0 KiB (deb 1 files 2.0 KiB, "

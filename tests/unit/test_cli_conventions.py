@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from synth import __version__, errors
-from synth.formats.model import VerifyDocument
+from synth.formats.verify import VerifyDocument
 from tests.verify_outcomes import full_verify
 
 SYNTH = [sys.executable, "-m", "synth"]

@@ -26,7 +26,8 @@ from synth.compare.load import (
 from synth.config import Settings
 from synth.errors import EngineUnavailableError, InputFileError
 from synth.formats import artifact_files
-from synth.formats.model import (
+from synth.formats.plan import (
+    PLAN_FORMAT,
     AptPlan,
     BuildPlan,
     DistillReport,
@@ -133,11 +134,12 @@ def plan_json(env: Sequence[tuple[str, str]], native: Sequence[NativeStep] = ())
         lock_file="requirements.lock", pins=(), index_url="https://pypi.org/simple",
         extra_index_urls=(), find_links=(), break_system_packages=False)
     plan = BuildPlan(
-        task="demo", run_id="20261129-101500-aaaaaa", base_ref="synth/python:bookworm",
-        base_id=None, base_digest=None, apt=AptPlan(), envs=(venv,),
+        format=PLAN_FORMAT, task="demo", run_id="20261129-101500-aaaaaa",
+        base_ref="synth/python:bookworm", base_id=None, base_digest=None, apt=AptPlan(),
+        envs=(venv,),
         source=SourcePlan("path", "/workspace"), native=tuple(native), env=tuple(env),
         includes=(), python="/opt/venv/bin/python")
-    return json.dumps(plan_document(plan, DistillReport()))
+    return json.dumps(plan_document(plan, DistillReport(format=PLAN_FORMAT)))
 
 
 def make_artifact(root: Path, name: str, dockerfile: str, *, lock: str = "",

@@ -5,7 +5,6 @@ pip check, overlapping files)."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import subprocess
 import tarfile
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 from distill_runs import cmd, dist, make_run_dir, venv
+from msgspec import structs
 
 from synth.distill import carried
 from synth.distill import warnings as warn
@@ -176,7 +176,7 @@ def test_modified_distribution_files_are_carried_after_the_lock_or_after_the_bui
     run = load_run(make_run_dir(tmp_path, [cmd("/opt/venv/bin/pip install numpy==1.26.4")],
                                 python=[venv(dists=[dist("numpy", "1.0")])]))
     plan, report = distill(run)
-    plan = dataclasses.replace(plan, carried=files)
+    plan = structs.replace(plan, carried=files)
     from synth.export.render import render_artifact
 
     out = render_artifact(plan, report, [])

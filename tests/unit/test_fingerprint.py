@@ -641,7 +641,7 @@ def test_files_probe_names_the_files_that_make_two_digests_differ(tmp_path: Path
 
 def test_file_names_are_capped_with_a_count() -> None:
     from synth.compare.fingerprint import content_file_changes, files_text
-    from synth.formats.model import FILES_NAMED
+    from synth.formats.verify import FILES_NAMED
 
     a = {f"pkg/m{i:02}.py": "a" * 64 for i in range(25)}
     b = {**dict.fromkeys(a, "b" * 64), "pkg/new.py": "c" * 64}

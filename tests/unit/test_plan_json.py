@@ -1,39 +1,34 @@
 """plan.json: the BuildPlan and DistillReport an artifact travels with (docs/formats.md).
 
-The schema is checked against the model (same fields, all required), the document
-round-trips, a newer format is refused, and the store reads it from an artifact."""
+The published schema says what the types do (the same fields; required those without a
+default; closed), the document round-trips, a newer format is refused, and the store reads
+it from an artifact."""
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import typing
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from synth.distill.steps import Step, StepBase
 from synth.errors import InputFileError
-from synth.formats import model
+from synth.formats import plan as model
+from synth.formats.export_report import ExportReport
 from synth.formats.schemas import load_schema, validate
 from synth.formats.store import ArtifactDir
-from synth.util.atomic import dumps_json, dumps_plain_json
+from synth.util.atomic import dumps_json, dumps_plain_bytes
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
 
-#: schema $defs name -> the model class it describes, and keys beyond the dataclass fields.
-DEFS: dict[str, tuple[type[Any], set[str]]] = {
-    "plan": (model.BuildPlan, {"format"}),
-    "report": (model.DistillReport, {"format"}),
-    "apt": (model.AptPlan, set()),
-    "deb": (model.DebRecord, set()),
-    "env": (model.PythonEnvPlan, set()),
-    "native": (model.NativeStep, set()),
-    "source": (model.SourcePlan, set()),
-    "outcome": (model.CommandOutcome, set()),
-}
+#: The types of plan.json's objects (each is its schema's ``$defs`` entry of that name).
+DEFS: tuple[type[Any], ...] = (
+    model.BuildPlan, model.DistillReport, model.AptPlan, model.DebRecord, model.PythonEnvPlan,
+    model.NativeStep, model.SourcePlan, model.CommandOutcome, model.CarriedFile)
 
 
 def golden_doc() -> dict[str, Any]:
@@ -41,16 +36,19 @@ def golden_doc() -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize("name", sorted(DEFS))
-def test_schema_matches_the_model(name: str) -> None:
-    cls, extra = DEFS[name]
-    schema = load_schema("plan")["$defs"][name]
-    fields = {f.name for f in dataclasses.fields(cls)} | extra
-    assert set(schema["properties"]) == fields
-    # Not required: the report's outcomes (an artifact's plan.json leaves them to
-    # export-report.json) and what format 1 did not have (a native step's source).
-    optional = {"report": {"outcomes"}, "native": {"source"}}.get(name, set())
-    assert set(schema["required"]) == fields - optional
+@pytest.mark.parametrize("cls", DEFS, ids=lambda c: c.__name__)
+def test_schema_matches_the_model(cls: type[Any]) -> None:
+    schema = load_schema("plan")["$defs"][cls.__name__]
+    fields = msgspec.structs.fields(cls)
+    assert set(schema["properties"]) == {f.encode_name for f in fields}
+    # Required: what has no default. Among them the formats, never the report's outcomes
+    # (an artifact's plan.json leaves them to export-report.json) nor what format 1 did not
+    # have (a native step's source).
+    required = {f.encode_name for f in fields if f.required}
+    assert set(schema.get("required", ())) == required
+    assert "outcomes" not in required and "source" not in (
+        required if cls is model.NativeStep else ())
+    assert cls not in (model.BuildPlan, model.DistillReport) or "format" in required
     assert schema["additionalProperties"] is False
 
 
@@ -64,29 +62,32 @@ def test_document_round_trips() -> None:
 
 
 def _types_within(t: Any, seen: set[type[Any]]) -> set[Any]:
-    """Every type a field of the dataclass ``t`` (and of those its fields hold) may take."""
-    if dataclasses.is_dataclass(t) and isinstance(t, type):
+    """Every type a field of the Struct ``t`` (and of those its fields hold) may take."""
+    if isinstance(t, type) and issubclass(t, msgspec.Struct):
         if t in seen:
             return set()
         seen.add(t)
-        hints = typing.get_type_hints(t)
-        return set().union(*(_types_within(hints[f.name], seen)
-                             for f in dataclasses.fields(t)))
+        return set().union(*(_types_within(f.type, seen) for f in msgspec.structs.fields(t)))
+    if typing.get_origin(t) is typing.Literal:  # its values' types
+        return {type(v) for v in typing.get_args(t)}
+    if typing.get_origin(t) is typing.Annotated:
+        return _types_within(typing.get_args(t)[0], seen)
     args = [a for a in typing.get_args(t) if a is not Ellipsis]  # tuple[str, ...]
     return set().union(*(_types_within(a, seen) for a in args)) if args else {t}
 
 
 def test_plan_document_is_plain_by_its_types() -> None:
-    """plan.json and the export report are written by one orjson call (dumps_plain_json),
+    """plan.json and the export report are written by msgspec's encoder (dumps_plain_bytes),
     which writes the standard layout for every type but float: no field of the plan or
     the report may hold a float (nor Any, which could)."""
     seen: set[type[Any]] = set()
-    leaves = _types_within(model.BuildPlan, seen) | _types_within(model.DistillReport, seen)
+    leaves = set().union(*(_types_within(t, seen) for t in (
+        model.BuildPlan, model.DistillReport, ExportReport)))
     assert model.CommandOutcome in seen and model.NativeStep in seen  # the walk went deep
     assert leaves <= {str, int, bool, type(None)}, leaves
     plan, report = model.read_plan_document(golden_doc(), "plan.json")
     text = (GOLDEN / "plan.json").read_text(encoding="utf-8")
-    assert dumps_plain_json(model.plan_document(plan, report)) == text
+    assert dumps_plain_bytes(model.plan_file(plan, report)) == text.encode("utf-8")
 
 
 def test_artifact_plan_leaves_the_outcomes_to_the_export_report() -> None:
@@ -98,9 +99,9 @@ def test_artifact_plan_leaves_the_outcomes_to_the_export_report() -> None:
     report_doc = json.loads((GOLDEN / "export-report.json").read_text(encoding="utf-8"))
     plan, report = model.read_plan_document(doc, "plan.json")
     assert report.outcomes == ()
-    full = model.ExportReport.from_json(report_doc)
+    full = ExportReport.from_json(report_doc)
     with_outcomes = json.loads(dumps_json(model.plan_document(
-        plan, dataclasses.replace(report, outcomes=full.commands), outcomes=True)))
+        plan, msgspec.structs.replace(report, outcomes=full.commands), outcomes=True)))
     assert validate(with_outcomes, "plan") == []
     assert with_outcomes["report"]["outcomes"] == report_doc["commands"]
     assert model.read_plan_document(with_outcomes, "--plan")[1].outcomes == full.commands
@@ -114,8 +115,9 @@ def test_format_1_with_its_outcomes_is_still_read() -> None:
     doc["report"]["outcomes"] = report_doc["commands"]
     assert validate(doc, "plan") == []
     plan, report = model.read_plan_document(doc, "plan.json")
-    assert plan == model.read_plan_document(golden_doc(), "plan.json")[0]
-    assert report.outcomes == model.ExportReport.from_json(report_doc).commands
+    assert msgspec.structs.replace(plan, format=model.PLAN_FORMAT) == model.read_plan_document(
+        golden_doc(), "plan.json")[0]
+    assert report.outcomes == ExportReport.from_json(report_doc).commands
 
 
 @pytest.mark.parametrize("where", [(), ("plan",), ("report",)])

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from synth.errors import SynthError, TaskError, UsageError
-from synth.formats.model import VerifyDocument
 from synth.formats.task import load_task
+from synth.formats.verify import VerifyDocument
 from synth.plugins.reb import categories
 from synth.plugins.reb.importer import import_reb, read_manifest, report_import
 from synth.plugins.reb.mirror import check_mirror

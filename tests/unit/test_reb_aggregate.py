@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from synth.formats.model import VerifyDocument
+from synth.formats.verify import VerifyDocument
 from synth.plugins.reb import categories
 from synth.plugins.reb.jobs import bench_job
 from tests.verify_outcomes import full_verify

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from synth.errors import UsageError
-from synth.formats.model import Claims, VerifyDocument
+from synth.formats.claims import Claims
 from synth.formats.schemas import validate
+from synth.formats.verify import VerifyDocument
 from synth.plugins.reb import session as reb_session
 from synth.plugins.reb.assets import CACHE_MOUNT, SCRIPTS_MOUNT, plan_assets
 from synth.plugins.reb.profile import profile_errors, task_profile

@@ -16,7 +16,7 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import UsageError
-from synth.formats.model import VerifyDocument
+from synth.formats.verify import VerifyDocument
 from synth.plugins.reb.jobs import bench_job
 from synth.plugins.reb.probes import (
     AFTER,

@@ -255,13 +255,15 @@ def test_pinned_download_is_replayed_and_checked(tmp_path: Path) -> None:
 def test_reader_facts_url_source_cuda_and_labels(tmp_path: Path) -> None:
     from dataclasses import replace
 
+    from msgspec import structs
+
     from synth.distill.load import load_run
     from synth.distill.plan import SourcePlan, distill
     from synth.export.render import ReaderFacts, check_line, render_artifact
 
     plan, report = distill(load_run(_run(tmp_path)))
-    plan = replace(plan, source=SourcePlan("url", "/workspace", "https://example.org/r.git",
-                                           "0123abcd" * 5))
+    plan = structs.replace(plan, source=SourcePlan(
+        "url", "/workspace", "https://example.org/r.git", "0123abcd" * 5))
     locks = [fake_locker(e, None) for e in plan.envs]  # type: ignore[arg-type]
     reader = ReaderFacts(description='A "quoted" task', cpu_command="python run.py --fast",
                          workdir="/workspace/sub")

@@ -10,8 +10,8 @@ import pytest
 
 from synth.engine.base import EngineContainer, ExecResult, OutputCallback
 from synth.errors import EngineError
-from synth.formats.model import AuditLog
-from synth.record.audit import RawEvents, merge_audit
+from synth.formats.store import read_audit
+from synth.record.audit import RawEvents, merge_audit, write_audit
 from synth.record.recorder import RecordingContainer
 
 
@@ -107,7 +107,8 @@ def test_the_audit_keeps_both_phases_and_distill_sees_the_agents_only(tmp_path: 
 
     for r in records:
         assert validate(r, "audit-record") == [], r
-    log = AuditLog(header=records[0], records=tuple(records[1:]))
+    write_audit(tmp_path / "audit.jsonl", records)
+    log = read_audit(tmp_path / "audit.jsonl")
     assert [c.phase for c in log.commands()] == ["synth", "agent", "synth"]
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from synth.errors import InputFileError
-from synth.formats.model import PythonState
+from synth.formats.audit import AuditRecord
 from synth.formats.schemas import validate
-from synth.formats.schemas.fastcheck import compile_schema
+from synth.formats.state import PythonState
 from synth.formats.store import (
     AUDIT_LOG,
     CLAIMS,
@@ -135,7 +135,8 @@ def test_audit_lines_end_at_newline_only(run_dir: Path) -> None:
     records[0]["command"] = text
     path.write_text(dumps_records([header, *records]), encoding="utf-8")
     assert "\u2028" in path.read_text(encoding="utf-8")
-    assert read_audit(path).records[0]["command"] == text
+    first = read_audit(path).records[0]
+    assert isinstance(first, AuditRecord) and first.command == text
     assert RunDir(run_dir).audit_commands()[0].command == text
 
 
@@ -180,7 +181,7 @@ def test_typed_python_state_is_the_one_reader(run_dir: Path) -> None:
     assert prim is not None and prim.kind == "venv"
 
 
-# --------------------------------------------------------------------- the fast check
+# ------------------------------------------------------------- the types and the schemas
 def _documents() -> list[tuple[str, Any]]:
     from tests.unit.test_schemas import AUDIT, RUN
 
@@ -193,87 +194,99 @@ def _documents() -> list[tuple[str, Any]]:
     return docs
 
 
-def test_fast_check_never_accepts_what_jsonschema_refuses() -> None:
-    from jsonschema import Draft202012Validator
+def _typed(doc: Any, name: str, tmp: Path) -> bool:
+    """Does the store take ``doc``: a run.json, or one line of an audit.jsonl (after a
+    header, or itself the header)?"""
+    from tests.unit.test_schemas import AUDIT
 
-    from synth.formats.schemas import load_schema
+    if name == "run":
+        path, kind = tmp / RUN_RECORD.rel, RUN_RECORD
+        path.write_text(json.dumps(doc))
+    else:
+        path, kind = tmp / AUDIT_LOG.rel, AUDIT_LOG
+        lines = [doc] if doc.get("type") == "header" else [AUDIT[0], doc]
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    try:
+        read_audit(path) if kind is AUDIT_LOG else RunDir(tmp).run_record()
+    except InputFileError:
+        return False
+    return True
 
+
+def test_the_reader_refuses_what_the_published_schema_refuses(tmp_path: Path) -> None:
+    """The types decide, the generated schemas describe them: on 500-odd hostile variants of
+    real documents, the typed reader never takes what jsonschema refuses against the
+    published schema, and refuses what it takes only where JSON Schema calls a number
+    without a fraction an integer (``2.0``, ``1e308``): the types want an integer there."""
     checked = 0
     for name, doc in _documents():
-        fast = compile_schema(load_schema(name))(doc)
-        slow = Draft202012Validator(load_schema(name)).is_valid(doc)
-        assert not fast or slow, (name, doc)
-        # The one known difference: jsonschema takes 1e308 for an integer; the fast check
-        # does not (stricter is sound: jsonschema then has the last word).
+        typed, valid = _typed(doc, name, tmp_path), validate(doc, name) == []
+        assert not typed or valid, (name, doc)
         integral = any(isinstance(v, float) and v.is_integer() for v in doc.values())
-        assert fast == slow or integral, (name, doc)
+        assert typed == valid or integral, (name, doc, validate(doc, name))
         checked += 1
     assert checked > 500
-    assert validate({"format": 1}, "run")  # a refusal still carries jsonschema's messages
 
 
-def test_valid_files_pass_the_fast_check_alone(run_dir: Path) -> None:
-    """Complete on what synth writes: a valid file never falls back to jsonschema (whose
-    import and validation cost more than reading a long log)."""
-    from synth.formats.schemas import fast_check
+def test_valid_files_are_read_by_their_types_and_valid_by_their_schemas(run_dir: Path) -> None:
+    """Every file synth writes is taken by its type and valid against its published
+    schema (jsonschema): the two say the same about real files."""
     from synth.formats.store import (
         APT_STATE,
-        AUDIT_LOG,
         DIFF_STATE,
         ENV_STATE,
         EXPORT_REPORT,
         PLAN,
         PROVENANCE,
-        PYTHON_STATE,
-        RUN_RECORD,
         VERIFY_DOCUMENT,
+        decode,
     )
 
     golden = Path(__file__).resolve().parents[1] / "golden"
-    files = [(run_dir / k.rel, k.schema) for k in (RUN_RECORD, APT_STATE, PYTHON_STATE,
-                                                   DIFF_STATE, ENV_STATE, PROVENANCE)]
-    files += [(run_dir / "claims.json", "claims"),
-              (golden / "export-basic" / MANIFEST.rel, MANIFEST.schema),
-              (golden / "export-basic" / EXPORT_REPORT.rel, EXPORT_REPORT.schema),
-              (golden / "export-basic" / PLAN.rel, PLAN.schema),
-              (golden / "export-basic" / CLAIMS.rel, CLAIMS.schema),
-              (golden / "verify" / VERIFY_DOCUMENT.rel, VERIFY_DOCUMENT.schema)]
-    docs = [(name, json.loads(path.read_text())) for path, name in files]
-    docs += [(AUDIT_LOG.schema, json.loads(line))
-             for line in (run_dir / AUDIT_LOG.rel).read_text().splitlines()]
-    for name, doc in docs:
-        assert validate(doc, name) == [], name
-        check = fast_check(name)
-        assert check is not None and check(doc), name
+    files = [(run_dir / k.rel, k) for k in (RUN_RECORD, APT_STATE, PYTHON_STATE,
+                                            DIFF_STATE, ENV_STATE, PROVENANCE, CLAIMS)]
+    files += [(golden / "export-basic" / k.rel, k) for k in (MANIFEST, EXPORT_REPORT, PLAN,
+                                                            CLAIMS)]
+    files += [(golden / "verify" / VERIFY_DOCUMENT.rel, VERIFY_DOCUMENT)]
+    for path, kind in files:
+        data = path.read_bytes()
+        assert validate(json.loads(data), kind.schema) == [], path
+        assert isinstance(decode(data, kind, str(path)), kind.model), path
+    log = read_audit(run_dir / AUDIT_LOG.rel)
+    for line in (run_dir / AUDIT_LOG.rel).read_text().splitlines():
+        assert validate(json.loads(line), AUDIT_LOG.schema) == [], line
+    assert len(log.records) == len((run_dir / AUDIT_LOG.rel).read_text().splitlines()) - 1
 
 
-def test_fast_check_of_a_record_schema_inlines_each_property_kind() -> None:
-    check = compile_schema({
-        "type": "object", "required": ["a"], "additionalProperties": False,
-        "properties": {
-            "a": {"type": "integer", "minimum": 2}, "b": {"const": "x"},
-            "c": {"enum": ["p", None]}, "d": {"type": ["string"], "pattern": "^a"},
-            "e": {"type": "array", "items": {"type": "integer"}},
-            "f": {"type": "array", "items": {"type": "string"}, "minItems": 1}}})
-    for doc, valid in [
-            ({"a": 2}, True), ({"a": 1}, False), ({"a": True}, False), ({"a": 2.0}, False),
-            ({"a": 2, "b": "x"}, True), ({"a": 2, "b": "y"}, False), ({"a": 2, "b": 1}, False),
-            ({"a": 2, "c": None}, True), ({"a": 2, "c": "q"}, False),
-            ({"a": 2, "d": "ab"}, True), ({"a": 2, "d": "ba"}, False),
-            ({"a": 2, "e": [1, 2]}, True), ({"a": 2, "e": [1, "2"]}, False),
-            ({"a": 2, "f": ["x"]}, True), ({"a": 2, "f": []}, False),
-            ({"a": 2, "z": 1}, False), ({}, False), ([], False), ("a", False)]:
-        assert check(doc) is valid, doc
-    nullable = compile_schema({"type": ["object", "null"], "required": ["url"],
-                               "properties": {"url": {"type": "string"}}})
-    assert nullable(None) and nullable({"url": "u"})
-    assert not nullable({}) and not nullable("u")
-    one_of = compile_schema({"oneOf": [{"type": "array", "maxItems": 2}, {"type": "null"}]})
-    assert one_of(None) and one_of([1]) and not one_of([1, 2, 3]) and not one_of(1)
-    from synth.formats.schemas.fastcheck import Unsupported
-
-    with pytest.raises(Unsupported):  # overlapping branches: "exactly one" is not anyOf
-        compile_schema({"oneOf": [{"type": "integer"}, {"type": "number"}]})
+@pytest.mark.parametrize(("change", "message"), [
+    ({"seq": 0}, r"audit\.jsonl:2: not a valid audit\.jsonl: \$\.seq: Expected `int` >= 1"),
+    ({"seq": "1"}, r"audit\.jsonl:2: not a valid audit\.jsonl: \$\.seq: Expected `int`"),
+    ({"depth": -1}, r"\$\.depth: Expected `int` >= 0"),
+    ({"argv": "pip"}, r"\$\.argv: Expected `array`"),
+    ({"source": "zsh"}, r"\$\.source: Invalid enum value 'zsh'"),
+    ({"type": "cmd"}, r"\$\.type: Invalid enum value 'cmd'"),
+    ({"pid": None, "ppid": "x"}, r"\$\.ppid: Expected `int \| null`, got `str`"),
+    ({"cwd_end": ...}, r"\$: 'cwd_end' is a required property"),
+    ({"command": None, "argv": ...}, None),  # a shell record with no text: read, not a command
+])
+def test_a_bad_audit_record_is_refused_with_its_line_and_path(
+        run_dir: Path, change: dict[str, Any], message: str | None) -> None:
+    """What the compiled schema check refused, the line's type refuses, naming the line,
+    the field and what is wrong with it (a field set to ``...`` is removed)."""
+    path = run_dir / "audit.jsonl"
+    header, first, *rest = [json.loads(line) for line in path.read_text().splitlines()]
+    assert first["source"] == "bash-c"
+    first = {k: v for k, v in {**first, **change}.items() if v is not ...}
+    path.write_text("".join(json.dumps(r) + "\n" for r in [header, first, *rest]))
+    if message is None:
+        log = read_audit(path)
+        assert len(log.records) == 1 + len(rest) and first["seq"] not in {
+            r.seq for r in log.commands()}
+        assert [r.seq for r in RunDir(run_dir).audit_commands()] == [
+            r.seq for r in log.commands()]
+        return
+    with pytest.raises(InputFileError, match=message):
+        read_audit(path)
 
 
 # ------------------------------------------------------------------------- commands
@@ -345,8 +358,8 @@ def test_pure_modules_do_not_load_docker() -> None:
     modules = ["synth.compare.diff", "synth.compare.load", "synth.distill.plan",
                "synth.distill.load",
                "synth.distill.envs", "synth.distill.native", "synth.distill.outcomes",
-               "synth.export.render", "synth.formats.model", "synth.formats.store",
-               "synth.formats.schemas",
+               "synth.export.render", "synth.formats.store", "synth.formats.schemas",
+               "synth.formats.schemas.generate",
                "synth.compare.fingerprint", "synth.engine", "synth.engine.base", "synth.distill",
                "synth.record.audit", "synth.record.recorder", "synth.record.transcript",
                "synth.engine.base_images"]
@@ -370,8 +383,8 @@ def test_python_json_has_one_reader() -> None:
 
 
 def test_valid_files_never_load_jsonschema(run_dir: Path) -> None:
-    # Importing jsonschema takes seconds (its format checkers build grammars): the fast
-    # check must answer for every valid file, so that only a refusal pays for it.
+    # Importing jsonschema takes seconds (its format checkers build grammars): the types
+    # read every file, and a valid one never needs jsonschema's messages.
     golden = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
     code = ("import sys\nfrom pathlib import Path\n"
             "from synth.formats.store import ArtifactDir, RunDir\n"
@@ -386,22 +399,27 @@ def test_valid_files_never_load_jsonschema(run_dir: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def test_model_classes_read_every_schema_shaped_document() -> None:
+def test_model_classes_read_every_schema_shaped_document(tmp_path: Path) -> None:
     # The documents test_schemas.py proves valid are exactly what the typed classes read.
-    from synth.formats import model
+    from synth.formats.manifest import Manifest
+    from synth.formats.run import RunRecord
+    from synth.formats.state import AptState, DiffState, EnvState
+    from synth.record.audit import write_audit
     from tests.unit.test_schemas import APT, AUDIT, DIFF, ENV, PYTHON, RUN
 
     golden = Path(__file__).resolve().parents[1] / "golden" / "export-basic"
-    assert model.RunRecord.from_json(RUN).live_image == RUN["live_image"]["ref"]
-    log = model.AuditLog(header=AUDIT[0], records=tuple(AUDIT[1:]))
+    record = RunRecord.from_json(RUN)
+    assert record.live_image is not None and record.live_image.ref == RUN["live_image"]["ref"]
+    write_audit(tmp_path / "audit.jsonl", AUDIT)
+    log = read_audit(tmp_path / "audit.jsonl")
     assert [r.seq for r in log.commands()] == sorted(
         r["seq"] for r in AUDIT[1:] if r["type"] == "command")
-    assert model.AptState.from_json(APT).base == APT["base"]
-    assert model.PythonState.from_json(PYTHON).primary == PYTHON["primary"]
-    assert len(model.DiffState.from_json(DIFF).changes) == len(DIFF["changes"])
-    assert model.EnvState.from_json(ENV).persisted == ENV["persisted"]
+    assert AptState.from_json(APT).base == APT["base"]
+    assert PythonState.from_json(PYTHON).primary == PYTHON["primary"]
+    assert len(DiffState.from_json(DIFF).changes) == len(DIFF["changes"])
+    assert EnvState.from_json(ENV).persisted == ENV["persisted"]
     manifest = json.loads((golden / "manifest.json").read_text(encoding="utf-8"))
-    assert model.Manifest.from_json(manifest).files == manifest["files"]
+    assert Manifest.from_json(manifest).files == manifest["files"]
     for name, doc in [("run", RUN), ("apt-state", APT), ("python-state", PYTHON),
                       ("diff-state", DIFF), ("env-state", ENV), ("manifest", manifest)]:
         assert validate(doc, name) == [], name
@@ -414,8 +432,8 @@ def test_verify_json_reads_typed_and_its_text_is_checked_alike(
     import dataclasses
 
     import synth.formats.store
-    from synth.formats.model import VERIFY_FORMAT
     from synth.formats.store import VERIFY_DOCUMENT, parse_verify, read_verify
+    from synth.formats.verify import VERIFY_FORMAT
 
     text = (Path(__file__).resolve().parents[1] / "golden" / "verify" / "verify.json"
             ).read_text(encoding="utf-8")

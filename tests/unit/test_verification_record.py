@@ -15,9 +15,9 @@ from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
 from synth.export.artifact import export_run
-from synth.formats.model import VerifyDocument
 from synth.formats.schemas import validate
 from synth.formats.store import ArtifactDir
+from synth.formats.verify import VerifyDocument
 from synth.verify.record import changes, verification_record, write_record
 from tests.distill_runs import fake_base, manifest
 from tests.verify_outcomes import full_verify
@@ -80,7 +80,7 @@ def test_a_second_verify_says_what_changed_and_keeps_the_first(tmp_path: Path) -
 
 
 def test_changes_leave_out_what_always_differs() -> None:
-    from synth.formats.model import VerificationRecord
+    from synth.formats.verification import VerificationRecord
 
     old = VerificationRecord.from_json({
         "format": 1, "date": "2026-01-01T00:00:00Z", "synth_version": "0.1.0", "passed": True,

@@ -13,7 +13,7 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import UsageError
-from synth.formats.model import VerifyDocument
+from synth.formats.verify import VerifyDocument
 from synth.ui.verify_view import render_markdown
 from synth.verify.command import VerifyOptions, parse_levels, resolve_target, verify
 from tests.distill_runs import manifest

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from synth.errors import SynthError
-from synth.formats.model import VerifyDocument
+from synth.formats.verify import VerifyDocument
 from synth.plugins.reb.results import write_results
 from synth.util import atomic, safe_io
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from synth.engine.base import Mount
-from synth.formats.model import VerifyDocument
+from synth.formats.verify import VerifyDocument
 from synth.plugins.reb import assets, jobs, probes, scoring, session
 from synth.plugins.reb.profile import profile_errors, task_profile
 from synth.profiles import BaseProfile, Install, ProbeSite, Say

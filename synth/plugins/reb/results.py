@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from synth.errors import UsageError
-from synth.formats.model import VerifyDocument
+from synth.formats.verify import VerifyDocument
 from synth.plugins.reb.stages import cuda_stage
 from synth.pyramid.result import Level, LevelResult, Report
 from synth.util import atomic, safe_io

@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from synth.errors import InputFileError
-from synth.formats.model import Claims, VerifyDocument
+from synth.formats.claims import Claims
 from synth.formats.store import ArtifactDir, RunDir
+from synth.formats.verify import VerifyDocument
 from synth.plugins.reb import jobs
 from synth.plugins.reb.results import CAPTURED, TASKS, TIMEOUTS, blank_assets
 from synth.plugins.reb.stages import checks as _checks
@@ -215,11 +216,10 @@ def claims_of_text(text: str | None) -> Claims | str | None:
     """A bench cell's ``claims.json`` as the store reads it (None: none; a str: why not)."""
     if text is None:
         return None
-    from synth.formats.store import CLAIMS, check_document, parse_json
+    from synth.formats.store import CLAIMS, parse_text
 
     try:
-        return Claims.from_json(check_document(parse_json(text, "claims.json"), CLAIMS,
-                                               "claims.json", versioned=False))
+        return parse_text(text, CLAIMS, "claims.json")
     except InputFileError as exc:
         return exc.message
 

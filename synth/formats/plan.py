@@ -1,0 +1,229 @@
+"""An artifact's ``plan.json`` (docs/formats.md): the frozen :class:`BuildPlan` (what to
+build) and :class:`DistillReport` (how it was decided) the artifact was rendered from.
+
+Made by distill, written by the export, read by ``synth diff`` and verify: later stages read
+this data, never the rendered Dockerfile. Every object is closed (no other key is allowed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+from synth.formats.base import Digest, Part, check_format, convert
+from synth.formats.state import DebRecord
+
+#: plan.json: the frozen BuildPlan and DistillReport an artifact was rendered from (2: the
+#: report without its per-command outcomes, which format 1 repeated; both are read).
+PLAN_FORMAT: Final = 2
+#: Its name in an artifact: diff and verify read it, never the rendered Dockerfile.
+PLAN_FILE = "plan.json"
+#: Where an artifact keeps the files it carries (``carried/<absolute path>``).
+CARRIED_DIR = "carried"
+
+PlanFormat = Literal[1, 2]
+#: What distillation did with a command: ``kept`` (a step of the artifact), ``folded`` (its
+#: effect lives in another step), ``dropped`` (not replayed; ``reason`` says why).
+DecisionKind = Literal["kept", "folded", "dropped"]
+#: A ``(name, value)`` pair: a pin, a variable.
+Pair = tuple[str, str]
+
+
+class PlanPart(Part, frozen=True, forbid_unknown_fields=True):
+    """An object of plan.json: closed, every field written."""
+
+
+class CommandOutcome(PlanPart, frozen=True, gc=False):
+    """One simple command of the audit log and what distillation did with it."""
+
+    #: ``<seq>.<index>``: the audit record and the simple command within it.
+    ref: str
+    command: str
+    cwd: str
+    extractor: str
+    step: str
+    decision: DecisionKind
+    reason: str
+
+
+class AptPlan(PlanPart, frozen=True):
+    """The apt layer: (package, version) pins against the base."""
+
+    #: ``(package, version)`` of every package added or changed against the base, sorted.
+    pins: tuple[Pair, ...] = ()
+    #: Installed as dependencies in the run: marked automatic after the install.
+    auto: tuple[str, ...] = ()
+    #: Base packages the run removed.
+    remove: tuple[str, ...] = ()
+    #: The pins apt's indexes described in the live container: fetched by URL and
+    #: checked by sha256. The other pins (``unhashed``) go through ``apt-get install``.
+    debs: tuple[DebRecord, ...] = ()
+    unhashed: tuple[Pair, ...] = ()
+    #: The run's end as a snapshot.debian.org timestamp (``20261129T101640Z``).
+    timestamp: str | None = None
+
+
+class PythonEnvPlan(PlanPart, frozen=True):
+    """One Python environment to reproduce, and the pinned distributions it gets."""
+
+    python: str
+    kind: str
+    version: str
+    prefix: str
+    #: argv creating it (``python3 -m venv /opt/venv``); empty for the system interpreter.
+    create: tuple[str, ...]
+    #: argv prefix that runs pip for this environment.
+    pip: tuple[str, ...]
+    lock_file: str
+    pins: tuple[Pair, ...]
+    index_url: str
+    extra_index_urls: tuple[str, ...]
+    #: find-links as the run saw them (URLs, or paths inside the container).
+    find_links: tuple[str, ...]
+    break_system_packages: bool
+
+
+class NativeStep(PlanPart, frozen=True):
+    """A build replayed in its original order, with the environment it ran with."""
+
+    ref: str
+    tool: str
+    argv: tuple[str, ...]
+    cwd: str
+    env: tuple[Pair, ...]
+    #: ``name==version`` this step installs, when it installs a distribution.
+    distribution: str | None = None
+    network: bool = False
+    #: ``(sha256, path)`` the step's output is checked against (pinned downloads).
+    check_sha256: tuple[str, str] | None = None
+    #: How the run had ``distribution`` installed (``Distribution.source``: ``local
+    #: build``, ``editable``, ``setup.py install``, ``vcs``, ``url`` or ``local file``),
+    #: which the replay repeats; None when the step installs none (absent from format 1).
+    source: str | None = None
+
+
+class SourcePlan(PlanPart, frozen=True):
+    """Where the research code comes from."""
+
+    kind: Literal["path", "url", "none"]
+    dest: str
+    url: str | None = None
+    commit: str | None = None
+    #: Set by the export (synth.export.final_state): source/ differs from the commit (or
+    #: the original copy); the diff's file name; "M\tpath" lines; added paths left out.
+    dirty: bool | None = None
+    patch: str | None = None
+    changed: tuple[str, ...] = ()
+    not_carried: tuple[str, ...] = ()
+    #: source/ is the final /workspace (read from the live image), not the host copy.
+    from_final: bool = False
+
+
+class CarriedFile(PlanPart, frozen=True):
+    """A file of an installed distribution the agent modified, put back after the lock."""
+
+    #: Absolute, in the image.
+    path: str
+    sha256: Digest
+    distribution: str
+    #: Of a distribution a native step builds: put back after the native steps.
+    after_builds: bool = False
+
+    @property
+    def artifact_path(self) -> str:
+        return f"{CARRIED_DIR}{self.path}"
+
+
+class BuildPlan(PlanPart, frozen=True, kw_only=True):
+    """What to build: everything the templates render, nothing about how it was decided."""
+
+    format: PlanFormat
+    task: str
+    run_id: str
+    base_ref: str
+    base_id: str | None
+    base_digest: str | None
+    apt: AptPlan
+    envs: tuple[PythonEnvPlan, ...]
+    source: SourcePlan
+    native: tuple[NativeStep, ...]
+    #: Final ``ENV`` of the image: persisted variables and the primary venv on PATH.
+    env: tuple[Pair, ...]
+    #: Container paths the user asked to carry along (``--include``).
+    includes: tuple[str, ...]
+    #: The interpreter research code runs under, as a path inside the image.
+    python: str
+    claims: bool = False
+    uses_wheelhouse: bool = False
+    #: glibc of the final state (libc6), for the lock's platform tag.
+    glibc: str | None = None
+    #: Files of installed distributions the agent modified, put back after the lock, and
+    #: what the artifact does not reproduce (``--allow-missing``): synth.export.final_state.
+    carried: tuple[CarriedFile, ...] = ()
+    missing: tuple[str, ...] = ()
+
+    @property
+    def regenerate_command(self) -> str:
+        return f"synth export {self.task}/{self.run_id}"
+
+
+class DistillReport(PlanPart, frozen=True, kw_only=True):
+    """How the plan was decided: every command's outcome, and what could not be explained.
+    An artifact's plan.json (format 2) leaves out ``outcomes``, which its
+    export-report.json lists; ``synth export --plan`` and format 1 have them."""
+
+    format: PlanFormat
+    outcomes: tuple[CommandOutcome, ...] = ()
+    unexplained: tuple[str, ...] = ()
+    not_reproducible: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    #: Why the run cannot be trusted (not succeeded, audit unverified…), when it was
+    #: exported anyway with ``--allow-incomplete``; the report says so at the top.
+    incomplete: tuple[str, ...] = ()
+    #: Changes no audited command explains (see :mod:`synth.distill.provenance`).
+    unaudited: tuple[str, ...] = ()
+    #: Changes that alter which code runs: loader variables, startup files, setuid files.
+    risks: tuple[str, ...] = ()
+
+    def without_outcomes(self) -> dict[str, Any]:
+        """The report as an artifact's ``plan.json`` holds it, to encode: without the
+        per-command outcomes (its ``export-report.json`` lists them, once)."""
+        return {name: getattr(self, name) for name in self.__struct_fields__
+                if name != "outcomes"}
+
+
+class PlanDocument(PlanPart, frozen=True, kw_only=True):
+    """An artifact's ``plan.json``."""
+
+    format: PlanFormat
+    plan: BuildPlan
+    report: DistillReport
+
+
+def plan_file(plan: BuildPlan, report: DistillReport, *, outcomes: bool = False) -> Any:
+    """``plan.json``, to encode: the plan and the report an artifact was rendered from; the
+    report without its per-command outcomes unless ``outcomes`` (``synth export --plan``,
+    which writes no ``export-report.json``). Kept out of the artifact's file, they would
+    repeat its export report's 150,000 records on a long log (docs/formats.md)."""
+    return {"format": PLAN_FORMAT, "plan": plan,
+            "report": report if outcomes else report.without_outcomes()}
+
+
+def plan_document(plan: BuildPlan, report: DistillReport, *,
+                  outcomes: bool = False) -> dict[str, Any]:
+    """:func:`plan_file` as the JSON document (what ``json.loads`` of the file gives)."""
+    doc: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(
+        plan_file(plan, report, outcomes=outcomes)))
+    return doc
+
+
+def read_plan_document(doc: Any, where: str) -> tuple[BuildPlan, DistillReport]:
+    """A decoded plan.json document, checked: a newer format (at its top, its ``plan`` or its
+    ``report``) is refused first, then anything not a plan.json, with its JSON path."""
+    for part in ("", "plan", "report"):
+        obj = doc if not part else doc.get(part) if isinstance(doc, dict) else None
+        if isinstance(obj, dict):
+            check_format(obj, PLAN_FORMAT, f"{where}: {part}" if part else where, PLAN_FILE)
+    read = convert(doc, PlanDocument, where, PLAN_FILE)
+    return read.plan, read.report
