@@ -660,7 +660,6 @@ REB_HOSTILE: list[tuple[str, Any]] = [
     ("repo_url", "git@github.com:acme/alpha"), ("commit_sha", "ABCDEF1"),
     ("commit_sha", "--upload-pack=x"), ("commit_sha", None), ("repo_id", ["x"]),
     ("repo_id", "x\x1b[2J"), ("repo_id", ""), ("hardware_bucket", {}),
-    ("unsupported", ["C4"]), ("unsupported", {"C9": "x"}), ("unsupported", {"C4": 1}),
     ("repo_id", "acme-beta"),  # two entries, one task name
 ]
 

@@ -53,17 +53,26 @@ def interp_for(hint: str | None, run: LoadedRun) -> Interpreter | None:
     return system[0] if system else None
 
 
+#: INSTALLER values (lower-cased prefixes) of tools that take distributions from a conda
+#: channel, not from a Python package index.
+CONDA_INSTALLERS = ("conda", "mamba", "micromamba", "rattler", "pixi")
+
+
+def index_tool(d: Distribution) -> bool:
+    """Installed by a tool that installs from a Python package index: pip and uv, and just
+    as well poetry (``Poetry 2.5.1``), pdm, pipenv, hatch…; a conda channel's packages are
+    not (their INSTALLER is conda's), nor what left no INSTALLER (``setup.py install``)."""
+    return d.installer is not None and not d.installer.lower().startswith(CONDA_INSTALLERS)
+
+
 def lockable(d: Distribution) -> bool:
-    """Installed from an index by pip or uv, outside Debian's site: the lock pins it."""
-    return (d.direct_url is None and d.installer in ("pip", "uv")
-            and not d.location.startswith(DEBIAN_SITE))
+    """Installed from an index, outside Debian's site: the lock pins it."""
+    return d.direct_url is None and index_tool(d) and not d.location.startswith(DEBIAN_SITE)
 
 
 def _agent_touched(i: Interpreter) -> bool:
     return i.created_by_agent or any(
-        d.installer in ("pip", "uv") and not d.location.startswith(DEBIAN_SITE)
-        for d in i.distributions
-    )
+        index_tool(d) and not d.location.startswith(DEBIAN_SITE) for d in i.distributions)
 
 
 def reproduced_interpreters(run: LoadedRun) -> list[Interpreter]:
@@ -86,7 +95,8 @@ def audited_envs(ok: StepIndex, run: LoadedRun) -> AuditedEnvs:
     return AuditedEnvs(installs=installs, creates=creates)
 
 
-def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes
+def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
+              base_python: Interpreter | None = None
               ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """argv that makes a venv / other environment, and the argv prefix that runs its pip."""
     made = audited.creates.get(interp.prefix)
@@ -100,9 +110,12 @@ def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes
         else:
             create = (base_py, "-m", "venv", *v.options, interp.prefix)
     elif interp.kind == "venv":
-        create = ("python3", "-m", "venv", interp.prefix)
+        # Made by a tool (uv sync, poetry, pdm, pipenv, virtualenv): without pip where the
+        # live env had none, since `venv` would add pip and setuptools it never had.
+        create = ("python3", "-m", "venv", *(() if has_pip else ("--without-pip",)),
+                  interp.prefix)
         notes.warnings.append(f"no audited command created {interp.prefix}; it is made with "
-                              "`python3 -m venv`")
+                              f"`{' '.join(create)}`")
     else:
         create = ()
         notes.not_reproducible.append(
@@ -110,11 +123,39 @@ def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes
             "are reproduced")
     pip = (interp.path, "-m", "pip") if has_pip or (made and made[1].tool != "uv") else (
         "python3", "-m", "pip", "--python", interp.path)
+    if create and interp.kind == "venv":
+        _check_base_interpreter(interp, base_python, notes)
     return create, pip
 
 
-def env_plan(interp: Interpreter, idx: int, audited: AuditedEnvs, notes: Notes
-             ) -> PythonEnvPlan:
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def _check_base_interpreter(interp: Interpreter, base: Interpreter | None,
+                            notes: Notes) -> None:
+    """A venv is rebuilt from the base's ``python3``: one made from another interpreter (a
+    uv-managed or pyenv Python, another version) is not the same environment."""
+    same = interp.base_prefix == base.prefix if base else False
+    if base is None or not interp.base_prefix or (
+            same and _minor(interp.version) == _minor(base.version)):
+        return
+    notes.not_reproducible.append(
+        f"venv {interp.prefix} runs Python {interp.version} made from {interp.base_prefix}, "
+        f"an interpreter the base image does not have (its python3 is {base.version} at "
+        f"{base.prefix}): rebuilt from the base's python3, the environment is another one "
+        "and its lock may not install")
+
+
+def base_python(run: LoadedRun) -> Interpreter | None:
+    """The ``python3`` a rebuilt venv is made from: the system interpreter under ``/usr``."""
+    system = sorted((i for i in run.interpreters if i.kind == "system" and i.prefix == "/usr"),
+                    key=lambda i: (i.path != "/usr/bin/python3", i.path))
+    return system[0] if system else None
+
+
+def env_plan(interp: Interpreter, idx: int, audited: AuditedEnvs, notes: Notes,
+             base: Interpreter | None = None) -> PythonEnvPlan:
     """How environment ``idx`` (0: the primary one) is made, filled and locked."""
     index_url = DEFAULT_INDEX
     extra: list[str] = []
@@ -132,7 +173,7 @@ def env_plan(interp: Interpreter, idx: int, audited: AuditedEnvs, notes: Notes
         pip: tuple[str, ...] = (interp.path, "-m", "pip")
         bsp = True  # Debian marks its Python externally managed (PEP 668)
     else:
-        create, pip = _creation(interp, audited, notes)
+        create, pip = _creation(interp, audited, notes, base)
     lock_file = "requirements.lock" if idx == 0 else (
         "requirements-" + re.sub(r"[^a-z0-9]+", "-", interp.prefix.lower()).strip("-") + ".lock")
     return PythonEnvPlan(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from synth.distill.common import Notes, StepIndex, build_env
 from synth.distill.envs import AuditedEnvs, Installs, interp_for, lockable
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
+from synth.distill.source import SOURCE_DEST
 from synth.distill.steps import Download, GitClone, NativeBuild, PipInstall
 from synth.formats.plan import NativeStep, PythonEnvPlan
 from synth.formats.state import DEBIAN_SITE, PathChange
@@ -60,6 +62,10 @@ def _local_step(c: SimpleCommand, s: PipInstall, env: PythonEnvPlan, d: Distribu
         source=d.source)
 
 
+#: Where a replayed step with no audited command of its own stands: after every other.
+_LAST = (sys.maxsize, 0)
+
+
 def _local_install(d: Distribution, env: PythonEnvPlan, installs: Installs) -> Placed | None:
     path = (d.url or "")[len("file://"):]
     for c, s in reversed(installs):
@@ -67,7 +73,20 @@ def _local_install(d: Distribution, env: PythonEnvPlan, installs: Installs) -> P
                 s.requirement_files[0]) == path):
             return _local_step(c, s, env, d, path)
     # A setup.py develop/install explains an egg-link or an egg-info install.
-    return None
+    return _tool_project_install(d, env, path)
+
+
+def _tool_project_install(d: Distribution, env: PythonEnvPlan, path: str) -> Placed | None:
+    """The research project a tool installed into its environment (``uv sync``, ``poetry
+    install``, ``pdm install``, ``pipenv install -e .``: no pip command of its own), as the
+    final state says it: the same folder of the source, editable or not, replayed with the
+    environment's pip after everything else (its dependencies are in the lock)."""
+    if not d.installer or not _under(path, SOURCE_DEST) or d.vcs_info is not None:
+        return None
+    argv = (*env.pip, "install", *_install_opts(env), *(("-e",) if d.editable else ()), path)
+    return _LAST, NativeStep(
+        ref=f"final state ({d.installer})", tool="pip-local", argv=argv, cwd=path, env=(),
+        distribution=f"{d.name}=={d.version}", network=True, source=d.source)
 
 
 _EGG_INFO = re.compile(r"(?P<dir>/.*)/(?P<name>[^/]+)\.egg-info")

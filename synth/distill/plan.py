@@ -23,7 +23,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_plan import apt_plan, snapshot_timestamp
 from synth.distill.common import Classified, Notes, StepIndex, pkg_name
-from synth.distill.envs import DEFAULT_INDEX, audited_envs, env_plan, reproduced_interpreters
+from synth.distill.envs import (
+    DEFAULT_INDEX,
+    audited_envs,
+    base_python,
+    env_plan,
+    reproduced_interpreters,
+)
 from synth.distill.extractors import classify_each
 from synth.distill.final_env import DEFAULT_PATH, final_env
 from synth.distill.load import LoadedRun
@@ -127,7 +133,9 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     ok = StepIndex(t for t in classified if t[0].succeeded)
     envs_in = reproduced_interpreters(run)
     audited = audited_envs(ok, run)
-    env_plans = [env_plan(interp, idx, audited, notes) for idx, interp in enumerate(envs_in)]
+    base = base_python(run)
+    env_plans = [env_plan(interp, idx, audited, notes, base)
+                 for idx, interp in enumerate(envs_in)]
     native = native_plan(run, ok, envs_in, env_plans, audited, hashes, notes)
     env = final_env(run, env_plans, notes)
     final_apt = {pkg_name(k): v for k, v in run.apt.final.items()}

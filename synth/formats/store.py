@@ -108,7 +108,7 @@ VERIFICATION = FileKind("verification.json", VerificationRecord, "verification",
 #: Every kind of file the store reads, each with its one type.
 FILE_KINDS: tuple[FileKind[Any], ...] = (
     RUN_RECORD, AUDIT_LOG, APT_STATE, PYTHON_STATE, DIFF_STATE, ENV_STATE, PROVENANCE, CLAIMS,
-    MANIFEST, EXPORT_REPORT, VERIFY_DOCUMENT, PLAN)
+    MANIFEST, EXPORT_REPORT, VERIFY_DOCUMENT, PLAN, VERIFICATION)
 #: The run files an export is distilled from; their sha256 goes into the manifest.
 INPUT_FILES = (RUN_RECORD, AUDIT_LOG, APT_STATE, DIFF_STATE, ENV_STATE, PYTHON_STATE,
                PROVENANCE)

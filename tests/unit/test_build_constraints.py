@@ -202,7 +202,7 @@ def test_a_local_index_is_never_given_to_the_locker(tmp_path: Path) -> None:
     from synth.export.lock import _compile_argv
 
     _plan, _report, locks = _locks_with_build(tmp_path)
-    env = replace(locks[0].env, index_url="file:///etc")
+    env = structs.replace(locks[0].env, index_url="file:///etc")
     target = LockTarget("3.11", "x86_64-manylinux_2_36", None, None)
     with pytest.raises(LockError, match="not an http"):
         _compile_argv("uv", env, target, tmp_path / "pins.in")

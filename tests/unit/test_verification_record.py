@@ -32,7 +32,8 @@ def _doc(c1: str = "pass", passed: bool = True) -> VerifyDocument:
            "reports": {"rebuilt": {"highest": "C1" if c1 == "pass" else "C0",
                                    "passed_levels": ["C0", "C1"], "levels": [
                {"level": "C0", "status": "pass"}, {"level": "C1", "status": c1}]}},
-           "fidelity": {"reaches_live_level": passed}}
+           "fidelity": {"reaches_live_level": passed, "live_highest": "C1",
+                        "rebuilt_highest": "C1" if c1 == "pass" else "C0", "gaps": []}}
     return VerifyDocument.from_json(full_verify(doc))
 
 
