@@ -258,9 +258,15 @@ def _package_changes(a: Fingerprint,
 
 
 def _content_changes(name: str, x: DistributionPrint, y: DistributionPrint) -> list[Change]:
-    """Same name and version: ``content`` (the installed code differs), ``metadata`` (the
-    files outside the metadata folder are equal, the metadata folder is not: an egg-info
-    from ``setup.py install`` against a wheel's dist-info), ``scripts`` (launchers only)."""
+    """Same name and version: ``editable`` (both editable installs of one source folder,
+    linked in by different tools), ``content`` (the installed code differs), ``metadata``
+    (the files outside the metadata folder are equal, the metadata folder is not: an
+    egg-info from ``setup.py install`` against a wheel's dist-info), ``scripts`` (launchers
+    only)."""
+    if x.digest != y.digest and x.editable and y.editable and x.direct_url and \
+            x.direct_url == y.direct_url:
+        return [Change("editable", name, x.installer, y.installer,
+                       f"both editable installs of {x.direct_url}")]
     if x.digest != y.digest and not (x.module_digest and x.module_digest == y.module_digest):
         return [Change("content", name, x.digest[:12], y.digest[:12],
                        f"{x.files} vs {y.files} files")]
@@ -427,6 +433,10 @@ def explain(section: str, change: Change,
         return "same files, recorded as installed by another installer or from another source"
     if section == "native" and change.kind == "debug-only":
         return "loaded code identical; only debug info, symbols or the build-id differ"
+    if section == "content" and change.kind == "editable":
+        return ("an editable install of the same source folder by another tool: the code is "
+                "the working tree (compared in the workspace section); only how the tool "
+                "links it in (.pth files, METADATA, WHEEL) differs")
     if section == "content" and change.kind == "scripts":
         return "launcher scripts are written by the installer at install time"
     rel = change.key

@@ -110,10 +110,11 @@ def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
         else:
             create = (base_py, "-m", "venv", *v.options, interp.prefix)
     elif interp.kind == "venv":
-        # Made by a tool (uv sync, poetry, pdm, pipenv, virtualenv): without pip where the
-        # live env had none, since `venv` would add pip and setuptools it never had.
-        create = ("python3", "-m", "venv", *(() if has_pip else ("--without-pip",)),
-                  interp.prefix)
+        # Made by a tool (uv sync, poetry, pdm, pipenv, virtualenv): `venv` would add the
+        # pip and setuptools of Python's own ensurepip, which the live env may not have had
+        # at those versions or at all; the lock installs whatever seeded ones it had.
+        create = ("python3", "-m", "venv", "--without-pip", interp.prefix)
+        has_pip = False  # until the lock installs it: the base's pip serves the venv
         notes.warnings.append(f"no audited command created {interp.prefix}; it is made with "
                               f"`{' '.join(create)}`")
     else:

@@ -84,6 +84,7 @@ from synth.verify.record import write_record
 
 if TYPE_CHECKING:
     from synth.engine.docker import DockerEngine
+    from synth.engine.fingerprint import ImageProbe
     from synth.formats.manifest import Manifest
     from synth.formats.run import RunRecord
 
@@ -226,6 +227,22 @@ def _run_python(run_dir: Path) -> str:
     return str(primary)
 
 
+def _other_pythons(run_dir: Path) -> tuple[str, ...]:
+    """Every interpreter of the run's final state but the primary one (a conda prefix, the
+    system python3 beside a venv, a second venv), one path per real interpreter: fidelity
+    compares each of them, not only the primary environment."""
+    state = RunDir(run_dir).python_state()
+    seen = {state.primary}
+    out = []
+    for i in state.interpreters:
+        real = i.realpath or i.path
+        if i.path in seen or real in seen or i.error:
+            continue
+        seen |= {i.path, real}
+        out.append(i.path)
+    return tuple(sorted(out))
+
+
 def _manifest_python(manifest: Manifest, artifact_dir: Path) -> str:
     if not manifest.python:
         raise VerifyError(f"{artifact_dir}/manifest.json names no `python` interpreter.")
@@ -319,10 +336,13 @@ def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say:
 # ------------------------------------------------------------------------ fidelity
 def compare_images(engine: DockerEngine, live: str, rebuilt: str, python_live: str,
                    python_rebuilt: str, workdir: str,
-                   live_env: Mapping[str, str] | None = None) -> FingerprintOutcome:
+                   live_env: Mapping[str, str] | None = None,
+                   others: Sequence[str] = ()) -> FingerprintOutcome:
     """The live and rebuilt images' fingerprints, compared; each distribution whose files
     differ at the same version has the differing files named. ``live_env``: the live
-    image's persisted variables (:class:`LiveImage`)."""
+    image's persisted variables (:class:`LiveImage`); ``others``: the run's other
+    interpreters, whose distributions must be the same in both (:func:`other_interpreters`).
+    """
     from synth.compare.fingerprint import compare_fingerprints, differences, name_content_files
     from synth.engine.fingerprint import ImageProbe
 
@@ -337,9 +357,36 @@ def compare_images(engine: DockerEngine, live: str, rebuilt: str, python_live: s
     diffs = differences(cmp, b.environment)
     return FingerprintOutcome(
         "compared", comparison={**cmp.to_json(), "differences": [d.to_json() for d in diffs]},
-        unexplained=tuple(d.line for d in diffs if d.explained is None),
+        unexplained=tuple(d.line for d in diffs if d.explained is None)
+        + other_interpreters(probe, live, rebuilt, others, live_env),
         explained=tuple(d.line for d in diffs if d.explained is not None),
         summary=tuple(cmp.summary()))
+
+
+def other_interpreters(probe: ImageProbe, live: str, rebuilt: str, pythons: Sequence[str],
+                       live_env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Each other interpreter of the run, in both images: one the rebuilt image lacks (a
+    conda prefix the artifact does not reproduce), or whose distributions differ by name
+    or version, is a line of difference."""
+    out: list[str] = []
+    for python in pythons:
+        try:
+            had = probe.fingerprint(live, python, env=live_env).effective
+        except SynthError:
+            continue  # gone from the live image too: nothing to keep
+        try:
+            has = probe.fingerprint(rebuilt, python).effective
+        except SynthError as exc:
+            out.append(f"interpreter {python}: in the live image ({len(had)} distributions), "
+                       f"not usable in the rebuilt one: {exc.message.splitlines()[0][:200]}")
+            continue
+        for name in sorted(set(had) | set(has)):
+            a = had[name].version if name in had else None
+            b = has[name].version if name in has else None
+            if a != b:
+                out.append(f"interpreter {python}: {name} {a or 'absent'} live, "
+                           f"{b or 'absent'} rebuilt")
+    return tuple(out)
 
 
 def judge_fidelity(rebuilt: Report, live: Report,
@@ -373,6 +420,8 @@ class LiveImage:
     #: artifact's ``ENV`` carries: its probes run with them, as the agent's shells had them
     #: (a ``docker exec`` reads no ``~/.bashrc``).
     env: Mapping[str, str] = field(default_factory=dict)
+    #: The run's other interpreters (:func:`_other_pythons`), compared as well.
+    others: tuple[str, ...] = ()
 
 
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -428,7 +477,8 @@ def _live_image(opts: VerifyOptions, settings: Settings, target: Target,
         return None
     config = engine.image_inspect(ref).get("Config") or {}
     return LiveImage(ref, _run_python(run_dir),
-                     persisted_env(run_dir, [str(e) for e in config.get("Env") or ()]))
+                     persisted_env(run_dir, [str(e) for e in config.get("Env") or ()]),
+                     _other_pythons(run_dir))
 
 
 def _artifact_run(target: Target, settings: Settings) -> Path:
@@ -504,7 +554,8 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target,
         # The source tree lives where the artifact puts it, whatever folder the task's
         # probes run in (a task may run them from /tmp, away from an unbuilt checkout).
         fp = compare_images(engine, live.ref, rebuilt.build.image, live.python,
-                            rebuilt.python, _source_dest(rebuilt.manifest), live.env)
+                            rebuilt.python, _source_dest(rebuilt.manifest), live.env,
+                            live.others)
     reports: dict[ReportKey, Report] = {}
     if rebuilt is not None:
         reports["rebuilt"] = rebuilt.report

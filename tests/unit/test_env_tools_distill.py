@@ -77,12 +77,17 @@ def test_a_venv_without_pip_is_made_without_pip(tmp_path: Path) -> None:
         "--python", "/workspace/.venv/bin/python")
 
 
-def test_a_venv_with_pip_keeps_it(tmp_path: Path) -> None:
+def test_a_venv_with_pip_gets_its_own_pip_from_the_lock(tmp_path: Path) -> None:
+    """virtualenv (poetry's venvs) seeds pip but not setuptools: `venv` would add Debian's
+    ensurepip pip and setuptools; the lock installs the pip it had."""
     py = [system_python(), venv("/workspace/.venv", [
         dist("pip", "25.3"), dist("six", "1.17.0", installer="Poetry 2.5.1")])]
     plan, _report = plan_of(tmp_path, [cmd("poetry install")], python=py,
                             primary="/workspace/.venv/bin/python")
-    assert plan.envs[0].create == ("python3", "-m", "venv", "/workspace/.venv")
+    [env] = plan.envs
+    assert env.create == ("python3", "-m", "venv", "--without-pip", "/workspace/.venv")
+    assert ("pip", "25.3") in env.pins
+    assert env.pip == ("python3", "-m", "pip", "--python", "/workspace/.venv/bin/python")
 
 
 def test_a_venv_of_an_interpreter_the_base_lacks_is_not_reproduced_silently(

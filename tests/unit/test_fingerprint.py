@@ -730,3 +730,44 @@ def test_name_content_files_asks_each_image_once_and_checks_the_digest() -> None
     same = image("live", "d1")
     assert name_content_files(engine, same, same) == (same, same)  # type: ignore[arg-type]
     assert len(engine.runtimes["live"].argv) == 2
+
+
+def test_a_python_environment_inside_the_working_folder_is_no_workspace_file(
+        env_dirs: tuple[Path, Path]) -> None:
+    """A tool's .venv in the project (uv sync, poetry, pdm) holds its own activation scripts
+    and markers; its distributions are compared as distributions, so its files are left out
+    of the workspace and workdir-native sections (they made every such rebuild differ)."""
+    site, work = env_dirs
+    venv = work / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin" / "activate.csh").write_text("# uv's own\n")
+    (venv / "lib.so").write_bytes(b"\x7fELF in an env")
+    conda = work / "env"
+    (conda / "conda-meta").mkdir(parents=True)
+    (conda / "conda-meta" / "history").write_text("==> 2026 <==\n")
+    (work / "keep.txt").write_text("research file\n")
+    data = run_probe(site, work)
+    files = data["workspace"]["files"]
+    assert "keep.txt" in files
+    assert not [k for k in files if k.startswith((".venv/", "env/"))], files
+    assert not [n for n in data["native"] if "/.venv/" in n["path"]]
+
+
+def test_two_editable_installs_of_one_folder_differ_only_in_how_they_link_it() -> None:
+    """poetry links the project in with its own .pth and METADATA, pip with the build
+    backend's editable hook: an explained `editable` difference, not `content`."""
+    from synth.compare.fingerprint import _content_changes, explain
+    from synth.formats.fingerprint import DistributionPrint
+
+    def d(installer: str, digest: str, url: str = "file:///workspace") -> DistributionPrint:
+        return DistributionPrint(
+            name="envtools", version="0.1.0", installer=installer, direct_url=url,
+            direct_url_kind="dir", editable=True, location="/w/.venv/lib/site-packages",
+            files=3, digest=digest)
+
+    [c] = _content_changes("envtools", d("Poetry 2.2.1", "a" * 64), d("pip", "b" * 64))
+    assert c.kind == "editable" and explain("content", c) is not None
+    [other] = _content_changes("envtools", d("pip", "a" * 64),
+                               d("pip", "b" * 64, "file:///elsewhere"))
+    assert other.kind == "content" and explain("content", other) is None

@@ -22,7 +22,7 @@ host. Image IDs never repeat between builds, so two environments are compared by
   (``modified``: patched after install, e.g. ``sed -i`` in site-packages) or that is gone
   (``missing_paths``);
 - the working directory's tree (``workspace``): every file's sha256 (``.git`` included,
-  ``__pycache__``/``*.pyc`` left out), and the environment variables the research code sees.
+  ``__pycache__``/``*.pyc`` and Python environments inside it left out), and the environment variables the research code sees.
 
 Usage: python fingerprint.py [--workdir /workspace] [--dpkg-admindir /var/lib/dpkg]
 Prints the JSON object on stdout; exits 0 unless the probe itself breaks.
@@ -208,14 +208,25 @@ def record_check(site, meta_dir, hashes):
 WORKSPACE_MAX_FILES = 50000
 
 
+def is_environment(path):
+    """A Python environment's folder (a venv's ``pyvenv.cfg``, a conda prefix's
+    ``conda-meta``): its distributions are compared as distributions, of this interpreter
+    or of the run's others, never as working-directory files (a tool's ``.venv`` inside the
+    project holds its own activation scripts and markers)."""
+    return (os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+            or os.path.isdir(os.path.join(path, "conda-meta")))
+
+
 def workspace_tree(workdir):
     """{relative path: sha256 or 'symlink:<target>'} of every file under ``workdir``
-    (``.git`` included; ``__pycache__`` and ``*.pyc`` left out), and whether it was cut."""
+    (``.git`` included; ``__pycache__``, ``*.pyc`` and Python environments inside it left
+    out), and whether it was cut."""
     files = {}
     if not os.path.isdir(workdir):
         return files, False
     for root, dirs, names in os.walk(workdir):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__"
+                         and not is_environment(os.path.join(root, d)))
         for name in sorted(names):
             if name.endswith((".pyc", ".pyo")):
                 continue
@@ -411,6 +422,12 @@ class _Seen:
         self.dpkg_admindir = DPKG_ADMINDIR
 
 
+def is_seed_marker(site, path):
+    """virtualenv's ``<name>-<version>.virtualenv`` beside the distributions it seeded
+    (pip, setuptools, wheel): its record of having seeded them, like an INSTALLER file."""
+    return os.path.dirname(path) == site and path.endswith(".virtualenv")
+
+
 def _dist_files(site, meta_dir, rels, cname, seen):
     """(files inside the site dir with digests, files outside it with digests, missing).
     ``inside`` holds the metadata folder's files too (see :func:`module_pairs`)."""
@@ -423,7 +440,7 @@ def _dist_files(site, meta_dir, rels, cname, seen):
         path = os.path.normpath(os.path.join(site, rel))
         seen.owners.setdefault(path, cname)
         in_meta = os.path.dirname(path) == meta_dir
-        if in_meta and os.path.basename(path) in BOOKKEEPING:
+        if (in_meta and os.path.basename(path) in BOOKKEEPING) or is_seed_marker(site, path):
             seen.owned.add(path)
             continue
         if not path.startswith(site + os.sep):
@@ -591,7 +608,8 @@ def scan_native(roots, where, seen, skip_dirs=()):
         if not os.path.isdir(base):
             continue
         for root, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if d not in skip_dirs)
+            dirs[:] = sorted(d for d in dirs if d not in skip_dirs and not (
+                where == "workdir" and is_environment(os.path.join(root, d))))
             for f in sorted(files):
                 if not is_native(f):
                     continue

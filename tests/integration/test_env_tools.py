@@ -1,0 +1,63 @@
+"""Environments made by tools other than pip, end to end on a real engine: ``uv sync`` and
+``poetry install`` of a tiny pyproject package (its own .venv, the project itself
+installed editable, INSTALLER ``uv`` / ``Poetry X``), run → export → verify --rebuild
+--live. The rebuilt image must hold the same distributions at the same versions, the
+project installed (the CPU probe runs from ``/``, so the working folder cannot stand in for
+an install), and verify must exit 0 with no fidelity failure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synth.config import Settings
+from synth.formats.task import load_task
+from synth.record import ReplayAgent, RunOptions, run_session
+from synth.verify.command import VerifyOptions, verify
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TASK = Path(__file__).resolve().parent.parent / "data" / "env-tools"
+
+
+@pytest.fixture(scope="module")
+def images(engine: Any) -> Iterator[list[str]]:
+    made: list[str] = []
+    yield made
+    for ref in made:
+        engine.remove_image(ref)
+
+
+@pytest.mark.parametrize("script", ["uv-sync.sh", "poetry.sh"])
+def test_a_tool_made_environment_rebuilds_the_same(
+        script: str, engine: Any, ca_bundle: Path | None, wheelhouse: Path | None,
+        tmp_path: Path, images: list[str]) -> None:
+    settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    task = load_task(TASK)
+    result = run_session(RunOptions(task=task, agent=ReplayAgent(task.agents_dir / script),
+                                    settings=settings, timeout=900),
+                         engine=engine, say=lambda _m: None)
+    assert result.status == "succeeded", (result.status, result.run_dir)
+    images.append(str(result.live_image))
+    outcome = verify(VerifyOptions(target=str(result.run_dir), rebuild=True, live=True,
+                                   out_dir=tmp_path / "verify"), settings,
+                     say=lambda _m: None)
+    doc = outcome.document
+    if doc.get("build"):
+        images.append(doc["build"]["image"])
+    rebuilt = {r["level"]: r for r in doc["reports"]["rebuilt"]["levels"]}
+    live = {r["level"]: r for r in doc["reports"]["live"]["levels"]}
+    assert live["C1"]["status"] == "pass", live["C1"]
+    assert rebuilt["C1"]["status"] == "pass", rebuilt["C1"]
+    assert doc["fidelity"]["reaches_live_level"] is True, "\n".join(doc["fidelity"]["failures"])
+    assert not doc["fidelity"].get("failures"), doc["fidelity"]
+    assert doc["fingerprint"]["status"] == "compared"
+    assert doc["fingerprint"]["packages_equal"] is True, doc["fingerprint"]["summary"]
+    assert outcome.exit_code == 0
+    dockerfile = (Path(doc["target"]["artifact_dir"]) / "Dockerfile").read_text()
+    if script == "uv-sync.sh":  # uv's .venv has no pip: venv must not add one
+        assert "--without-pip /workspace/.venv" in dockerfile
+    assert "-> envtools==0.1.0 (final state" in dockerfile
