@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from synth.distill.common import Notes, StepIndex
+from synth.distill.conda import conda_env
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import PipInstall, VenvCreate
@@ -47,7 +48,7 @@ def interp_for(hint: str | None, run: LoadedRun) -> Interpreter | None:
         for i in interps:
             if i.prefix == prefix:
                 return i
-        return None
+        return conda_env(prefix, interps)
     system = [i for i in interps if i.kind == "system"]
     system.sort(key=lambda i: (i.prefix != "/usr", i.path))
     return system[0] if system else None

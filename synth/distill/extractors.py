@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from synth.distill import conda
 from synth.distill.shell import SimpleCommand, expand
 from synth.distill.steps import (
     AptInstall,
@@ -130,7 +131,8 @@ def extract_shell_state(cmd: SimpleCommand) -> Step | None:
     prog, args = _program(cmd)
     if prog in _SHELL_BUILTINS:
         return ShellState(builtin=prog)
-    if prog in ("source", ".") and args and args[0].endswith("/bin/activate"):
+    if prog in ("source", ".") and args and (args[0].endswith("/bin/activate")
+                                             or args[0] == "activate"):
         return ShellState(builtin="activate")
     if not cmd.argv and cmd.assignments:
         return ShellState(builtin="assignment")
@@ -416,26 +418,30 @@ def extract_venv(cmd: SimpleCommand) -> Step | None:
 # --- conda --------------------------------------------------------------------------------
 
 def extract_conda(cmd: SimpleCommand) -> Step | None:
+    """What a conda/mamba/micromamba command does. Its options are its own: ``-n`` names an
+    environment, ``-p`` a prefix, ``-c`` a channel and ``-f`` a spec file, none of them a
+    package. ``conda run`` is never seen here: the shell model hands its inner command to
+    the extractors, in the environment it names (:mod:`synth.distill.shell`)."""
     prog, args = _program(cmd)
     tool = _base(prog)
-    if tool not in ("conda", "mamba", "micromamba"):
+    if tool not in conda.TOOLS:
         return None
-    words = [a for a in args if not a.startswith("-")]
+    opts, words = conda.split_args(args)
     verb = words[0] if words else "help"
-    if verb in ("list", "info", "search", "env" if args[1:2] == ("list",) else "",
-                "--version", "help", "config"):
-        return ReadOnly(program=f"{tool} {verb}")
     if verb == "env":
-        sub = words[1] if len(words) > 1 else ""
-        spec = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-f", "--file")),
-                    None)
-        return CondaAction(tool=tool, verb=f"env {sub}".strip(),
-                           packages=(f"-f {spec}",) if spec else ())
-    opts, positional = _split_opts(args[1:] if args else ())
-    channels = tuple(v for k, v in opts if k in ("-c", "--channel") and v)
-    name = next((v for k, v in opts if k in ("-n", "--name") and v), None)
-    pkgs = tuple(p for p in positional if p not in channels and p != name)
-    return CondaAction(tool=tool, verb=verb, packages=pkgs, channels=channels, env_name=name)
+        verb = f"env {words[1]}" if len(words) > 1 else "env"
+        words = words[1:]
+    if verb in ("list", "info", "search", "env list", "--version", "help", "config"):
+        return ReadOnly(program=f"{tool} {verb}")
+    if verb in ("activate", "deactivate"):
+        return ShellState(builtin=verb)
+    prefix = conda.option(opts, "-p", "--prefix")
+    return CondaAction(
+        tool=tool, verb=verb, packages=tuple(words[1:]),
+        channels=tuple(v for k, v in opts if k in ("-c", "--channel") and v),
+        env_name=conda.option(opts, "-n", "--name"),
+        prefix=_abs(cmd, prefix) if prefix else None,
+        files=tuple(_abs(cmd, v) for k, v in opts if k in ("-f", "--file") and v))
 
 
 # --- native builds ------------------------------------------------------------------------

@@ -50,6 +50,23 @@ def _install_opts(env: PythonEnvPlan) -> tuple[str, ...]:
     return ("--no-deps",) + (("--break-system-packages",) if env.break_system_packages else ())
 
 
+#: A WHEEL ``Generator:``: ``setuptools (84.2.1)``, ``hatchling 1.27.0``.
+_GENERATOR = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s+\(?v?([0-9][A-Za-z0-9.+!]*)\)?")
+#: Generators named otherwise than the package that provides them.
+_GENERATOR_PACKAGE = {"bdist-wheel": "wheel", "flit": "flit-core"}
+
+
+def build_backend_pin(generator: str | None) -> str | None:
+    """``name==version`` of the package a WHEEL ``Generator:`` names (``bdist_wheel
+    (0.45.1)``, the older setuptools' builder, is ``wheel==0.45.1``); None for none or one
+    that is not a name and a version."""
+    m = _GENERATOR.fullmatch((generator or "").strip())
+    if m is None:
+        return None
+    name = norm_name(m[1])
+    return f"{_GENERATOR_PACKAGE.get(name, name)}=={m[2]}"
+
+
 def _local_step(c: SimpleCommand, s: PipInstall, env: PythonEnvPlan, d: Distribution,
                 path: str) -> Placed:
     """The replay of install ``c`` of the local project ``path``, which installed ``d``."""
@@ -59,7 +76,8 @@ def _local_step(c: SimpleCommand, s: PipInstall, env: PythonEnvPlan, d: Distribu
     return _position(c), NativeStep(
         ref=c.ref, tool=f"{s.tool}-local", argv=argv, cwd=c.cwd, env=build_env(c),
         distribution=f"{d.name}=={d.version}", network=not s.no_build_isolation,
-        source=d.source)
+        source=d.source, build_backend=None if s.no_build_isolation
+        else build_backend_pin(d.wheel_generator))
 
 
 #: Where a replayed step with no audited command of its own stands: after every other.

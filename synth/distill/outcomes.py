@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
+from synth.distill import conda
 from synth.distill.common import Notes, pkg_name, req_name, req_pin, satisfies
 from synth.distill.envs import Installs, interp_for
 from synth.distill.load import Distribution, LoadedRun
@@ -209,13 +210,23 @@ def _unmatched_build(final: Mapping[str, Distribution]) -> str:
 
 
 def _conda(c: SimpleCommand, s: CondaAction, ctx: DecideContext) -> Decision:
+    """Not reproduced; each package it names mapped to a distribution of the same name in
+    the environment it targets (``-p``, ``-n``: :mod:`synth.distill.conda`) or in a
+    reproduced one."""
+    where = s.prefix or (conda.env_prefix(conda.UNKNOWN_ROOT, s.env_name) if s.env_name
+                         else None)
+    target = interp_for(where + "/bin/python", ctx.run) if where else None
+    pythons = ([target.path] if target else []) + [e.python for e in ctx.envs]
     mapped = []
     for p in s.packages:
         n = req_name(p)
-        for e in ctx.envs:
-            d = ctx.dists_of.get(e.python, {}).get(n)
+        for python in dict.fromkeys(pythons):
+            d = ctx.dists_of.get(python, {}).get(n)
             if d is not None:
-                mapped.append(f"{n}=={d.version} (pip, {e.python})")
+                mapped.append(f"{n}=={d.version} ({d.installer or 'unknown installer'}, "
+                              f"{python})")
     note = f"; mapped to pip: {', '.join(mapped)}" if mapped else "; no pip mapping found"
+    if s.files:
+        note += f"; spec files: {', '.join(s.files)}"
     ctx.notes.not_reproducible.append(f"`{c.text}`: conda is not reproduced{note}")
     return "dropped", "not reproducible: conda/mamba" + note

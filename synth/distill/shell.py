@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import bashlex
 import bashlex.errors
 
+from synth.distill import conda
 from synth.distill.fastshell import FastCommand, fast_parse
 from synth.distill.load import AuditRecord
 
@@ -129,6 +130,8 @@ def _normalise(text: str) -> str:
 #: The commands :meth:`_Walker._apply` changes the shell state for (and bare ``X=1``).
 _STATEFUL = frozenset({"cd", "export", "declare", "typeset", "unset", "source", ".",
                        "deactivate", "conda", "mamba", "micromamba"})
+#: conda's programs named by a path (``/opt/conda/bin/conda activate X``) change it too.
+_CONDA_PATHS = ("/conda", "/mamba", "/micromamba")
 
 
 class _Walker:
@@ -226,14 +229,17 @@ class _Walker:
         else:
             scope = {**st.exported, **dict(assignments)} if assignments else st.exported
             argv = tuple([expand(w, scope) for w in words])
+        activated = st.activated
+        if argv and argv[0].endswith(("conda", "mamba")) and argv[1:2] == ("run",):
+            argv, activated = _conda_run(argv, st)
         # Made as the tuple it is, every field given in order: once per command of a long
         # log (the named tuple's own __new__ is one Python call more).
         cmd = _new_tuple(SimpleCommand, (
             argv, assignments, tuple(redirects), self.source[start:end], st.cwd, st.env,
-            st.activated, self.record.seq, self._exit(masked), True, flags, masked,
+            activated, self.record.seq, self._exit(masked), True, flags, masked,
             len(self.out)))
         self.out.append(cmd)
-        if not argv or argv[0] in _STATEFUL:
+        if not argv or argv[0] in _STATEFUL or argv[0].endswith(_CONDA_PATHS):
             self._apply(cmd)
             st.env = tuple(sorted(st.exported.items()))
 
@@ -259,15 +265,53 @@ class _Walker:
         elif name == "unset":
             for arg in args:
                 st.exported.pop(arg, None)
+        elif name in ("source", ".") and args[:1] == ("activate",):
+            _conda_activate(st, conda.UNKNOWN_ROOT, args[1] if len(args) > 1 else "base")
         elif name in ("source", ".") and args and args[0].endswith("/bin/activate"):
             bindir = posixpath.dirname(_resolve(st.cwd, args[0], st.exported))
-            st.activated = bindir
-            st.exported["VIRTUAL_ENV"] = posixpath.dirname(bindir)
+            if len(args) > 1:  # conda's activate script: ``source <root>/bin/activate X``
+                _conda_activate(st, posixpath.dirname(bindir), args[1])
+            else:
+                st.activated = bindir
+                st.exported["VIRTUAL_ENV"] = posixpath.dirname(bindir)
         elif name == "deactivate":
             st.activated = None
             st.exported.pop("VIRTUAL_ENV", None)
-        elif name in ("conda", "mamba", "micromamba") and args[:1] == ("activate",):
-            st.exported["CONDA_DEFAULT_ENV"] = args[1] if len(args) > 1 else "base"
+        elif posixpath.basename(name) in conda.TOOLS and args[:1] == ("activate",):
+            opts, words = conda.split_args(args[1:])
+            root = conda.root_of(_resolve(st.cwd, name, st.exported) if "/" in name else name,
+                                 opts, st.exported)
+            _conda_activate(st, root, words[0] if words else "base")
+        elif posixpath.basename(name) in conda.TOOLS and args[:1] == ("deactivate",):
+            st.activated = None
+            st.exported.pop("CONDA_DEFAULT_ENV", None)
+
+
+def _conda_activate(st: _ShellState, root: str, name: str) -> None:
+    """``conda activate name``: the environment's ``bin`` is what ``python`` and ``pip``
+    name from now on in this shell (:mod:`synth.distill.conda`)."""
+    st.activated = conda.env_prefix(root, name) + "/bin"
+    st.exported["CONDA_DEFAULT_ENV"] = name
+
+
+def _conda_run(argv: tuple[str, ...], st: _ShellState) -> tuple[tuple[str, ...], str | None]:
+    """``conda run [-n X | -p P] [options] CMD…`` as the command it runs, and the ``bin`` of
+    the environment it runs in (``-p``, ``-n``, else the active one, else ``base``)."""
+    prog = argv[0]
+    if posixpath.basename(prog) not in conda.TOOLS:
+        return argv, st.activated
+    opts, inner = conda.run_split(argv[2:])
+    if not inner:
+        return argv, st.activated
+    prefix = conda.option(opts, "-p", "--prefix")
+    name = conda.option(opts, "-n", "--name")
+    if prefix:
+        return inner, _resolve(st.cwd, prefix, st.exported) + "/bin"
+    if name is None and st.activated:
+        return inner, st.activated
+    root = conda.root_of(_resolve(st.cwd, prog, st.exported) if "/" in prog else prog,
+                         opts, st.exported)
+    return inner, conda.env_prefix(root, name or "base") + "/bin"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -287,32 +331,35 @@ def parse_line(record: AuditRecord, *, fast: bool = True) -> list[SimpleCommand]
     A plain line takes the fast path (:mod:`synth.distill.fastshell`), which gives the
     same commands bashlex would; ``fast=False`` always asks bashlex (for the test that
     checks exactly that)."""
-    return _parse_line(record, fast=fast)
+    return _parse_line(record, fast=fast)[0]
 
 
-def _parse_line(record: AuditRecord, *, fast: bool = True,
-                exits: str | None = None) -> list[SimpleCommand]:
+def _parse_line(record: AuditRecord, *, fast: bool = True, exits: str | None = None,
+                activated: str | None = None) -> tuple[list[SimpleCommand], str | None]:
+    """The record's commands, and the environment activated after them: ``activated`` is
+    the one active before (an interactive shell's earlier statement activated it)."""
     source = record.command
     state = _ShellState(record.cwd or "/")
+    state.activated = activated
     walker = _Walker(source, record, state, exits)
     plain = _fast_parse(source) if fast else None
     if plain is not None:
         for c in plain:
             walker.emit(c.assignments, c.words, c.redirects, c.start, c.end, masked=c.masked,
                         flags=())
-        return walker.out
+        return walker.out, state.activated
     try:
         trees = _parse(source)
     except (bashlex.errors.ParsingError, NotImplementedError, IndexError, AttributeError,
             TypeError, ValueError, AssertionError):
         return [SimpleCommand(
             argv=(), assignments=(), redirects=(), text=source, cwd=state.cwd, env=(),
-            activated=None, seq=record.seq, exit=record.exit, parsed=False,
+            activated=activated, seq=record.seq, exit=record.exit, parsed=False,
             flags=("unparsed",),
-        )]
+        )], activated
     for tree in trees:
         walker.walk(tree)
-    return walker.out
+    return walker.out, state.activated
 
 
 def _with_exits(
@@ -398,6 +445,8 @@ def simple_commands(records: Sequence[AuditRecord]) -> Iterator[SimpleCommand]:
     for r in records:
         if r.source == "bash-hook" and r.parent_seq in tops:
             hooks_of.setdefault(r.parent_seq, []).append(r)
+    #: The environment each interactive shell or script (its pid, its parent) activated.
+    activated: dict[tuple[int | None, int | None], str | None] = {}
     for r in records:
         if r.source == "exec-trace":
             continue
@@ -405,11 +454,16 @@ def simple_commands(records: Sequence[AuditRecord]) -> Iterator[SimpleCommand]:
             continue
         if r.source == "bash-hook":
             # One hook record is one simple command already; its exit status is its own.
-            yield from _parse_line(r, exits="own")
+            # Its shell's earlier statements are other records: their activation holds.
+            shell = (r.pid, r.parent_seq)
+            cmds, now = _parse_line(r, exits="own", activated=activated.get(shell))
+            if r.pid is not None:
+                activated[shell] = now
+            yield from cmds
             continue
         hooks = hooks_of.get(r.seq)
         if not hooks:
-            yield from _parse_line(r, exits="line")
+            yield from _parse_line(r, exits="line")[0]
             continue
         with_exits, leftovers = _with_exits(parse_line(r), r, hooks)
         yield from with_exits

@@ -98,14 +98,23 @@ class PipUninstall(StepBase):
 @cheap_init
 @dataclass(frozen=True)
 class CondaAction(StepBase):
-    """conda / mamba: not reproducible in a pip-locked image; reported with a pip mapping."""
+    """conda / mamba / micromamba: not reproducible in a pip-locked image; reported with a
+    pip mapping. ``verb`` is ``create``, ``install``, ``env create``, …"""
 
     kind: ClassVar[str] = "conda"
     tool: str
     verb: str
+    #: Package specs (``python=3.11``, ``numpy``), never an option's value.
     packages: tuple[str, ...]
+    #: ``-c`` / ``--channel``, in order.
     channels: tuple[str, ...] = ()
+    #: ``-n`` / ``--name``.
     env_name: str | None = None
+    #: ``-p`` / ``--prefix``, absolute.
+    prefix: str | None = None
+    #: ``-f`` / ``--file`` spec files (``environment.yml``, an explicit or a requirements
+    #: list), absolute.
+    files: tuple[str, ...] = ()
 
 
 @cheap_init

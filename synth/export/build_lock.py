@@ -4,12 +4,14 @@
   that locked it, hashed like every other pin (pip installs it with ``--require-hashes``).
 - ``build-constraints.lock`` (one per environment): every build requirement of what the
   rebuild builds from source — the lock's sdists (pins with no wheel for the image's
-  platform) and the isolated builds of local projects (``pip install /workspace``). The
-  lock's own versions win where a build requirement is also installed (setuptools, wheel,
-  numpy …: "pinned from the lock"); the rest is resolved on the host, for the image's Python
-  and platform, with hashes. uv installs with ``--build-constraints`` and
-  ``--require-build-hashes``, so a build requirement missing from this file fails the build
-  naming it: nothing is taken unpinned from the index.
+  platform) and the isolated builds of local projects (``pip install /workspace``). A local
+  project's build backend is pinned at the version that built it live, which its installed
+  distribution's ``WHEEL`` file names (``Generator: setuptools (84.2.1)``: the plan's
+  ``build_backend``); otherwise the lock's own versions win where a build requirement is
+  also installed (setuptools, wheel, numpy …: "pinned from the lock"); the rest is resolved
+  on the host, for the image's Python and platform, with hashes. uv installs with
+  ``--build-constraints`` and ``--require-build-hashes``, so a build requirement missing
+  from this file fails the build naming it: nothing is taken unpinned from the index.
 """
 
 from __future__ import annotations
@@ -214,7 +216,10 @@ def lock_build(lock: Lock, target: LockTarget, requires: Iterable[str]) -> tuple
     reqs = sorted(set(requires))
     if not reqs:
         return ()
-    from_lock = [f"{p.name}=={p.version}" for p in lock.pins]
+    # A build requirement pinned exactly (a local project's backend, as built live) is
+    # not held to the environment's own version of it.
+    exact = {_req_name(r) for r in reqs if "==" in r}
+    from_lock = [f"{p.name}=={p.version}" for p in lock.pins if _name(p.name) not in exact]
     proc = _compile(lock.env, target, reqs, constraints=from_lock, no_deps=False)
     if proc.returncode != 0:  # the build needs versions the environment does not have
         proc = _compile(lock.env, target, reqs, no_deps=False)
@@ -244,8 +249,22 @@ def local_build_requires(plan: BuildPlan, env: PythonEnvPlan,
             reqs += DEFAULT_BUILD_REQUIRES
             continue
         pyproject = source_dir / path[len(dest):].lstrip("/") / "pyproject.toml"
-        reqs += project_build_requires(_repo_text(pyproject))
+        reqs += _with_backend(project_build_requires(_repo_text(pyproject)),
+                              step.build_backend)
     return reqs
+
+
+def _req_name(req: str) -> str:
+    return _name(re.split(r"[<>=!~;\[ @]", req, maxsplit=1)[0])
+
+
+def _with_backend(requires: list[str], backend: str | None) -> list[str]:
+    """``requires`` and the backend that built the project live (``name==version``, its
+    WHEEL generator), when the project builds with it: the rebuild takes that version, not
+    the newest the index has nor the environment's own."""
+    if backend and _req_name(backend) in {_req_name(r) for r in requires}:
+        return [*requires, backend]
+    return requires
 
 
 def _repo_text(path: Path) -> str | None:

@@ -101,6 +101,10 @@ class NativeStep(PlanPart, frozen=True):
     #: build``, ``editable``, ``setup.py install``, ``vcs``, ``url`` or ``local file``),
     #: which the replay repeats; None when the step installs none (absent from format 1).
     source: str | None = None
+    #: ``name==version`` of the build backend that built ``distribution`` live (its
+    #: ``WHEEL`` file's generator), which an isolated rebuild is pinned to; None when the
+    #: step builds nothing in isolation or the state does not say (absent from format 1).
+    build_backend: str | None = None
 
 
 class SourcePlan(PlanPart, frozen=True):

@@ -108,6 +108,10 @@ class Distribution(Part, frozen=True):
     #: reads that as "").
     written_location: str | None = field(name="location")
     display_name: str | None = None
+    #: The ``Generator:`` of its ``WHEEL`` file (``setuptools (84.2.1)``, ``hatchling
+    #: 1.27.0``): the build backend that made the wheel it was installed from; None when
+    #: it has no WHEEL file (or the probe predates this field).
+    wheel_generator: str | None = None
 
     @property
     def version(self) -> str:

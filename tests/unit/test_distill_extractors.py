@@ -199,7 +199,7 @@ def test_shell_state_and_unclassified() -> None:
 
 def test_conda_env_create() -> None:
     assert step("conda env create -f environment.yml") == CondaAction(
-        tool="conda", verb="env create", packages=("-f environment.yml",))
+        tool="conda", verb="env create", packages=(), files=("/workspace/environment.yml",))
 
 
 def test_program_runs() -> None:

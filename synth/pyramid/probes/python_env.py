@@ -35,6 +35,16 @@ def location(dist: Any) -> Optional[str]:  # noqa: UP045
     return os.path.dirname(str(path)) if path is not None else None
 
 
+def wheel_generator(dist: Any) -> Optional[str]:  # noqa: UP045
+    """The ``Generator:`` line of the distribution's WHEEL file: the backend that built it."""
+    text = read_text(dist, "WHEEL")
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() == "generator":
+            return value.strip()[:200]
+    return None
+
+
 def describe(dist: Any) -> Optional[Dict[str, Any]]:  # noqa: UP006, UP045
     try:
         name = dist.metadata["Name"]
@@ -58,6 +68,7 @@ def describe(dist: Any) -> Optional[Dict[str, Any]]:  # noqa: UP006, UP045
         "requested": read_text(dist, "REQUESTED") is not None,
         "direct_url": direct,
         "location": location(dist),
+        "wheel_generator": wheel_generator(dist),
     }
 
 
