@@ -22,7 +22,8 @@ host. Image IDs never repeat between builds, so two environments are compared by
   (``modified``: patched after install, e.g. ``sed -i`` in site-packages) or that is gone
   (``missing_paths``);
 - the working directory's tree (``workspace``): every file's sha256 (``.git`` included,
-  ``__pycache__``/``*.pyc`` and Python environments inside it left out), and the environment variables the research code sees.
+  ``__pycache__``/``*.pyc`` and Python environments inside it left out), and the
+  environment variables the research code sees.
 
 Usage: python fingerprint.py [--workdir /workspace] [--dpkg-admindir /var/lib/dpkg]
 Prints the JSON object on stdout; exits 0 unless the probe itself breaks.
