@@ -268,6 +268,9 @@ class VerifyDocument(Part, frozen=True, kw_only=True, omit_defaults=True, dict=T
     #: Why fidelity failed the verdict: its first failures, joined by ``; `` (absent when
     #: it did not).
     fidelity_failed: str | None = None
+    #: The code-loading risks the rebuilt artifact's export report names (docs/security.md):
+    #: the artifact carries them, so verify says so beside its verdict.
+    risks: tuple[str, ...] = ()
     #: With ``--scoring NAME``: that scoring's section, by name (a plug-in's scoring,
     #: synth.profiles), beside synth's own verdict.
     scores: Annotated[dict[str, dict[str, Any]], Meta(extra_json_schema=_SCORES)] = field(

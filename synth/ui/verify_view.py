@@ -44,6 +44,7 @@ def extra_lines(doc: VerifyDocument) -> list[str]:
         lines += _c0i_lines(key, levels.get("C0i"))
         lines += _c5_lines(key, levels.get("C5"))
     lines += _fidelity_lines(doc)
+    lines += [f"risk: {r}" for r in doc.risks]
     if doc.artifact_check is not None and doc.artifact_check.problems:
         lines.append("artifact: MODIFIED since export, rebuilt anyway (--allow-modified): "
                      + "; ".join(doc.artifact_check.problems[:10]))

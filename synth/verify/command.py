@@ -574,7 +574,14 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target,
         decides="rebuilt" if rebuilt is not None else "live",
         export=rebuilt.export if rebuilt else None,
         artifact_check=rebuilt.check if rebuilt else None,
-        build=rebuilt.build if rebuilt else None, fingerprint=fp, fidelity=verdict)
+        build=rebuilt.build if rebuilt else None, fingerprint=fp, fidelity=verdict,
+        risks=_artifact_risks(rebuilt.build.artifact_dir) if rebuilt else ())
+
+
+def _artifact_risks(artifact_dir: Path) -> tuple[str, ...]:
+    """The risks the artifact's export report names (none without a report)."""
+    report = ArtifactDir(artifact_dir).export_report()
+    return tuple(report.risks) if report is not None else ()
 
 
 # --------------------------------------------------------------------------- verify

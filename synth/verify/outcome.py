@@ -179,6 +179,9 @@ class VerifyOutcome:
     #: Sections added by other scorings (e.g. ``--scoring reb``), by name; verify.json
     #: carries them as ``scores.<name>``, beside synth's own verdict.
     scores: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The code-loading risks the rebuilt artifact's export report names (``.pth`` files
+    #: with code, sitecustomize, ``/etc/ld.so.preload``, modified installed modules…).
+    risks: tuple[str, ...] = ()
 
     @property
     def levels_passed(self) -> bool:
@@ -232,7 +235,8 @@ def to_document(outcome: VerifyOutcome) -> VerifyDocument:
         artifact_check=_part(VerifyArtifactCheck, outcome.artifact_check),
         fidelity_failed=("; ".join(fid.failures[:3]) if fid is not None
                          and not fid.reaches_live_level else None),
-        scores={name: dict(section) for name, section in outcome.scores.items()})
+        scores={name: dict(section) for name, section in outcome.scores.items()},
+        risks=outcome.risks)
 
 
 def _part(cls: Any, value: Any) -> Any:

@@ -400,3 +400,25 @@ def test_the_report_says_when_the_live_environment_itself_fails() -> None:
                         "reaches_live_level": True, "gaps": []}}
     lines = extra_lines(VerifyDocument.from_json(full_verify(doc)))
     assert any(line.startswith("the live environment itself fails C1") for line in lines)
+
+
+def test_verify_names_the_code_loading_risks_the_artifact_carries(tmp_path: Path) -> None:
+    """A .pth with code or a patched installed module is a risk the export report names;
+    verify's output and verify.json repeat it beside the verdict (docs/security.md)."""
+    import json
+    import shutil
+
+    from synth.ui.verify_view import extra_lines
+    from synth.verify.command import _artifact_risks
+
+    art = tmp_path / "art"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "golden" / "export-basic", art)
+    report = json.loads((art / "export-report.json").read_text())
+    risk = "/opt/venv/lib/python3.11/site-packages/evil.pth runs code at every start"
+    report["risks"] = [risk]
+    (art / "export-report.json").write_text(json.dumps(report))
+    assert _artifact_risks(art) == (risk,)
+    doc = VerifyDocument.from_json(full_verify({"risks": [risk], "reports": {"rebuilt": {
+        "passed_levels": ["C0"], "levels": [{"level": "C0", "status": "pass"}]}}}))
+    assert f"risk: {risk}" in extra_lines(doc)
+    assert doc.to_json()["risks"] == [risk]
