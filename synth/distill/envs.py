@@ -6,9 +6,10 @@ and find-links it was filled from, and the audited ``venv`` command how it was m
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from synth.distill.common import Notes, StepIndex
@@ -71,15 +72,28 @@ def lockable(d: Distribution) -> bool:
     return d.direct_url is None and index_tool(d) and not d.location.startswith(DEBIAN_SITE)
 
 
-def _agent_touched(i: Interpreter) -> bool:
+def _changed_under(changed: Sequence[str], root: str) -> bool:
+    """Some path of ``changed`` (sorted) lies under ``root``."""
+    prefix = root.rstrip("/") + "/"
+    k = bisect.bisect_left(changed, prefix)
+    return k < len(changed) and changed[k].startswith(prefix)
+
+
+def _agent_touched(i: Interpreter, changed: Sequence[str]) -> bool:
+    """The agent made the interpreter, or changed a site folder of it where index tools
+    install (an interpreter the base image brought, such as a base's own tools venv, is
+    the base's: its distributions are not the agent's to reproduce)."""
     return i.created_by_agent or any(
-        index_tool(d) and not d.location.startswith(DEBIAN_SITE) for d in i.distributions)
+        _changed_under(changed, d.location) for d in i.distributions
+        if index_tool(d) and not d.location.startswith(DEBIAN_SITE))
 
 
 def reproduced_interpreters(run: LoadedRun) -> list[Interpreter]:
     """The primary interpreter first, then any other the agent made or installed into."""
     primary = next((i for i in run.interpreters if i.path == run.primary), None)
-    targets = [i for i in run.interpreters if _agent_touched(i) and i is not primary]
+    changed = sorted(c.path for c in run.changes)
+    targets = [i for i in run.interpreters
+               if i is not primary and _agent_touched(i, changed)]
     return ([primary] if primary else []) + sorted(targets, key=lambda i: i.path)
 
 

@@ -102,3 +102,19 @@ def test_a_venv_of_an_interpreter_the_base_lacks_is_not_reproduced_silently(
                             primary="/workspace/.venv/bin/python")
     said = [n for n in report.not_reproducible if "/workspace/.venv" in n]
     assert said and "3.12" in said[0] and managed in said[0], report.not_reproducible
+
+
+def test_an_interpreter_the_base_brought_is_not_the_agents(tmp_path: Path) -> None:
+    """A base's own tools venv (/opt/synth-tools in synth/research) holds pip-installed
+    distributions the session never touched: it is the base's, not a second environment
+    to rebuild (it was, with a "packages went into a second interpreter" warning)."""
+    tools = venv("/opt/synth-tools", [dist("poetry", "2.2.1",
+                                          location="/opt/synth-tools/lib/python3.11/site-packages")],
+                 created=False)
+    touched = venv("/opt/other", [dist("six", "1.17.0",
+                                       location="/opt/other/lib/python3.11/site-packages")],
+                   created=False)
+    py = [system_python(), venv(dists=[dist("attrs", "25.4.0")]), tools, touched]
+    plan, _report = plan_of(tmp_path, [cmd("/opt/venv/bin/pip install attrs")], python=py,
+                            diff=[("A", "/opt/other/lib/python3.11/site-packages/six.py")])
+    assert [e.prefix for e in plan.envs] == ["/opt/venv", "/opt/other"]
