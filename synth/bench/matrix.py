@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from synth.bench.presets import check_preset
 from synth.errors import UsageError
 from synth.formats.task import load_task
 
@@ -33,8 +34,6 @@ class AgentSpec:
             return cls(name.removesuffix(".sh"), "replay")
         kind, colon, command = rest.partition(":")
         if kind == "preset" and colon:
-            from synth.bench.presets import check_preset
-
             preset, _, binary = command.partition(":")
             check_preset(preset, binary)
             return cls(name, "preset", (preset, str(Path(binary).resolve())))

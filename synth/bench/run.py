@@ -16,6 +16,7 @@ from typing import Any
 from synth import profiles
 from synth.bench.executors import ExecOptions, crashed, run_local, run_ray
 from synth.bench.matrix import AgentSpec, Cell, plan_cells
+from synth.bench.report import render_html
 from synth.bench.results import ResultsFolder
 from synth.bench.summary import render_markdown, summarize
 from synth.config import Settings
@@ -62,7 +63,6 @@ def _verdict(rec: dict[str, Any]) -> str:
 
 def write_reports(folder: ResultsFolder) -> dict[str, Any]:
     """``summary.json``, ``summary.md`` and ``report.html`` from the cells so far."""
-    from synth.bench.report import render_html
 
     summary = summarize(folder.latest())
     atomic.write_json(folder.root / "summary.json", summary)

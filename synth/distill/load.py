@@ -24,6 +24,7 @@ from synth.formats.model import (
     Provenance,
 )
 from synth.formats.store import CLAIMS, RunDir, is_file, sha256_file
+from synth.formats.task import load_task
 
 __all__ = [
     "AptState", "AuditRecord", "DebRecord", "Distribution", "Interpreter", "LoadedRun",
@@ -105,7 +106,6 @@ def repo_digest(ref: str, repo_digests: Sequence[Any]) -> str | None:
 def _load_repo(task_file: str | None) -> RepoRef | None:
     if not task_file or not is_file(task_file):
         return None
-    from synth.formats.task import load_task
 
     task = load_task(Path(task_file))
     path = task.repo_path

@@ -26,9 +26,10 @@ from typing import Any
 from synth import __version__
 from synth.distill.load import LoadedRun
 from synth.distill.plan import BuildPlan
-from synth.errors import ExportError
+from synth.errors import ExportError, SynthError
 from synth.export.lock import Lock
 from synth.formats import artifact_files
+from synth.formats.store import VERIFY_DOCUMENT, read_verify
 
 RO_CRATE = "ro-crate-metadata.json"
 SBOM = "sbom.cdx.json"
@@ -95,9 +96,6 @@ def sbom_json(plan: BuildPlan, locks: Sequence[Lock], epoch: int) -> str:
 # -------------------------------------------------------------------------- RO-Crate
 
 def _verification(run: LoadedRun) -> dict[str, Any] | None:
-    from synth.errors import SynthError
-    from synth.formats.store import VERIFY_DOCUMENT, read_verify
-
     try:
         doc = read_verify(run.run_dir / "verify" / VERIFY_DOCUMENT.rel)
         return {"decides": doc.decides, "passed": doc.passed,

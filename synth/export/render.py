@@ -26,6 +26,8 @@ import synth
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
 from synth.distill.load import repo_name
+from synth.engine.base_images import DEFAULT_MIRROR, recipe_for
+from synth.errors import SynthError
 from synth.export.apt_source import AptSources, apt_sources
 from synth.export.build_lock import native_build_constraints
 from synth.export.bundle import BUILD_VENDOR, describe
@@ -39,6 +41,7 @@ from synth.formats.model import (
     decision_counts,
     plan_document,
 )
+from synth.formats.task import load_task
 from synth.util.atomic import dumps_plain_json, dumps_plain_json_bytes
 
 #: Distributions that only exist for CUDA: an image with one of them wants a GPU.
@@ -212,8 +215,6 @@ class ReaderFacts:
 
 def reader_facts(task_file: str | Path | None) -> ReaderFacts:
     """The task file's facts, or none where it does not load (the README then says so)."""
-    from synth.errors import SynthError
-    from synth.formats.task import load_task
 
     if not task_file:
         return ReaderFacts()
@@ -235,7 +236,6 @@ def uses_cuda(locks: Sequence[Lock]) -> bool:
 def base_recipe(plan: BuildPlan) -> dict[str, str] | None:
     """How the base was made when synth made it (debootstrap + docker import), as commands
     a reader runs without synth; None for a base synth does not make."""
-    from synth.engine.base_images import DEFAULT_MIRROR, recipe_for
 
     recipe = recipe_for(plan.base_ref, DEFAULT_MIRROR)
     if recipe is None:

@@ -29,6 +29,7 @@ from synth.engine.base import Mount
 from synth.errors import RunError, UsageError
 from synth.record.audit import Masker
 from synth.record.recorder import RecordingContainer
+from synth.record.transcript import split_statements
 
 WORKDIR = "/workspace"
 #: Where the hook's directory is mounted; the hook is sourced from there by BASH_ENV.
@@ -165,8 +166,6 @@ class ReplayAgent:
         return []
 
     def statements(self) -> list[str]:
-        from synth.record.transcript import split_statements
-
         try:
             text = self.script.read_text(encoding="utf-8")
         except OSError as exc:

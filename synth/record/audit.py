@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from synth.formats.model import AUDIT_FORMAT, AuditRecord
+from synth.formats.store import read_audit
 from synth.util.atomic import write_text
 
 MASK = "***"
@@ -352,7 +353,6 @@ def write_audit(path: Path, records: Iterable[dict[str, Any]]) -> None:
 
 def load_audit(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The header and the records of an ``audit.jsonl`` (:func:`synth.formats.store.read_audit`)."""
-    from synth.formats.store import read_audit
 
     log = read_audit(path)
     return dict(log.header), [dict(r) for r in log.records]

@@ -16,6 +16,7 @@ from synth.config import Settings
 from synth.errors import InputFileError, NotFoundError
 from synth.formats.model import RUN_FORMAT
 from synth.formats.store import RunDir
+from synth.record.lease import lapsed
 
 __all__ = ["RUN_FORMAT", "describe_run", "find_run", "list_runs", "read_run", "summarize"]
 T = TypeVar("T")
@@ -100,7 +101,6 @@ def effective_status(data: dict[str, Any], run_dir: Path) -> str:
     status = str(data.get("status"))
     if status != "running":
         return status
-    from synth.record.lease import lapsed
 
     owner = data.get("owner") or {}
     pid = owner.get("pid")

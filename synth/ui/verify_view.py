@@ -16,6 +16,7 @@ from synth.formats.model import (
     VerifyDocument,
 )
 from synth.pyramid.result import LEVEL_TITLES, LEVELS, LevelResult, passed_levels
+from synth.ui import console
 
 _MARK = {"pass": "pass", "fail": "FAIL", "skipped": "skipped", "not_applicable": "n/a",
          "not_reached": "not reached"}
@@ -203,7 +204,6 @@ def print_table(doc: VerifyDocument) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from synth.ui import console
     cols = report_columns(doc)
     table = Table(title=f"synth verify: {escape(str(doc.target.task))}",
                   show_lines=False)

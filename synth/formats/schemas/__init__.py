@@ -15,6 +15,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from synth.formats.schemas.fastcheck import Unsupported, compile_schema
+
 SCHEMA_NAMES = (
     "run", "audit-record", "apt-state", "python-state", "diff-state", "env-state",
     "provenance-state", "claims", "verify", "manifest", "export-report", "plan",
@@ -43,8 +45,6 @@ def _validator(name: str) -> Any:
 
 @cache
 def _fast(name: str) -> Callable[[Any], bool] | None:
-    from synth.formats.schemas.fastcheck import Unsupported, compile_schema
-
     try:
         return compile_schema(load_schema(name))
     except Unsupported:
