@@ -163,7 +163,8 @@ def task_run(
     The live images these runs commit are removed at the end of the session."""
     from synth.config import Settings
     from synth.formats.task import load_task
-    from synth.record import ReplayAgent, RunOptions, run_session
+    from synth.record.agents import ReplayAgent
+    from synth.record.runner import RunOptions, run_session
 
     settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("task-runs"),
                              ca_bundle=ca_bundle, wheelhouse=wheelhouse)
@@ -239,7 +240,7 @@ def verified(
                                      wheelhouse=wheelhouse)
             out = tmp_path_factory.mktemp(f"verify-{task}-{transcript}")
             outcome = verify(VerifyOptions(target=str(run_dir), rebuild=rebuild, out_dir=out),
-                             settings, say=lambda _m: None)
+                             settings, engine, say=lambda _m: None)
             if outcome.document.get("build"):
                 images.append(outcome.document["build"]["image"])
             done[key] = outcome

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, open_engine
 from synth.config import Settings
 from synth.errors import (
     UsageError,
@@ -16,7 +17,6 @@ from synth.ui import console
 
 if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
     from synth.export.artifact import ExportResult
-from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app
 
 
 @app.command("export")
@@ -60,19 +60,20 @@ def export_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Distill a run into a rebuildable artifact (Dockerfile, locks, manifest, report)."""
-    from synth.export.artifact import export_run, find_export_run, plan_json_of
+    from synth.export.artifact import ExportOptions, export_run, find_export_run, plan_json_of
 
-    fmt, run_ref = _export_target(run_arg, fmt, run_opt)
+    _fmt, run_ref = _export_target(run_arg, fmt, run_opt)
     settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
-    run_dir = find_export_run(settings, run_ref)
-    if plan_only:
-        sys.stdout.write(plan_json_of(run_dir, include or ()))
+    opts = ExportOptions(
+        find_export_run(settings, run_ref), out_dir=out, include=tuple(include or ()),
+        locker=locker, force=force, allow_incomplete=allow_incomplete,
+        allow_missing=allow_missing, apt_snapshot=apt_snapshot,
+        apt_snapshot_only=apt_snapshot_only, archive=archive, bundle=bundle)
+    if plan_only:  # nothing is asked of the engine: docker-py is not even loaded
+        sys.stdout.write(plan_json_of(opts.run_dir, opts.include))
         return
-    result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
-                        force=force, allow_incomplete=allow_incomplete, allow_missing=allow_missing,
-                        apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only,
-                        archive=archive, bundle=bundle)
-    _print_export(result, run_dir, json_out)
+    result = export_run(opts, settings, open_engine(required=False))
+    _print_export(result, opts.run_dir, json_out)
 
 
 def _print_export(result: ExportResult, run_dir: Path, json_out: bool) -> None:

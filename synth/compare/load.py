@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
@@ -32,16 +32,17 @@ from synth.compare.diff import (
 )
 from synth.compare.fingerprint import name_content_files
 from synth.config import Settings
+from synth.distill.load import LoadedRun, load_run
+from synth.distill.plan import distill
 from synth.errors import EngineUnavailableError, NotFoundError, SynthError, UsageError
 from synth.formats.fingerprint import Fingerprint
 from synth.formats.model import PLAN_FILE, BuildPlan, Manifest, NativeStep, VerifyDocument
 from synth.formats.store import MANIFEST, ArtifactDir, RunDir, is_dir, read_verify
+from synth.record.rundir import find_run
 from synth.ui import console
 
 #: Exit status of ``synth diff`` when it cannot compare (like diff(1)).
 DIFF_ERROR_EXIT = 2
-if TYPE_CHECKING:
-    from synth.distill.load import LoadedRun
 
 __all__ = ["DiffOptions", "SideLoader", "diff_command"]
 
@@ -59,13 +60,13 @@ class DiffOptions:
     artifacts_dir: Path | None = None
 
 
-def diff_command(opts: DiffOptions, connect: Callable[[], ImageSource] | None = None) -> int:
+def diff_command(opts: DiffOptions, images: ImageSource | None = None) -> int:
     """Load, compare, print; 0 equal, 1 differ, 2 error (SynthError reported on stderr).
-    ``connect``: the images' source (the command line gives the engine's)."""
+    ``images``: the images' source (the command line gives the engine's)."""
     try:
         settings = Settings.load(artifacts_dir=opts.artifacts_dir)
         loader = SideLoader(settings, python=opts.python, fingerprint=opts.fingerprint,
-                            connect=connect)
+                            images=images)
         result = diff_sides(*loader.name_content_files(_load_checked(loader, opts.a),
                                                        _load_checked(loader, opts.b)))
     except SynthError as exc:
@@ -100,6 +101,10 @@ class ImageSource(Protocol):
     """What ``synth diff`` asks of images: the engine's inspection and the fingerprint
     probe (:class:`synth.engine.fingerprint.ImageProbe`, made by the command line)."""
 
+    def ping(self) -> None:
+        """Nothing when the engine answers, else :class:`EngineUnavailableError`."""
+        ...
+
     def image_exists(self, ref: str) -> bool: ...
 
     def image_inspect(self, ref: str) -> dict[str, Any]: ...
@@ -111,8 +116,8 @@ class ImageSource(Protocol):
 
 
 class SideLoader:
-    """Resolves references and loads sides; ``connect`` gives the images' source (the
-    engine), asked only when a side needs it (an image, a size, a fingerprint)."""
+    """Resolves references and loads sides; ``images`` is the images' source (the engine),
+    asked only when a side needs it (an image, a size, a fingerprint)."""
 
     def __init__(
         self,
@@ -120,12 +125,12 @@ class SideLoader:
         *,
         python: str | None = None,
         fingerprint: bool = False,
-        connect: Callable[[], ImageSource] | None = None,
+        images: ImageSource | None = None,
     ) -> None:
         self.settings = settings
         self.python = python
         self.fingerprint = fingerprint
-        self._connect = connect
+        self._images = images
         self._engine: ImageSource | None = None
         self._engine_error: SynthError | None = None
 
@@ -133,12 +138,13 @@ class SideLoader:
     def engine(self) -> ImageSource | None:
         """The images' source, or None when no engine answers (the reason kept)."""
         if self._engine is None and self._engine_error is None:
-            if self._connect is None:
+            if self._images is None:
                 self._engine_error = EngineUnavailableError(
                     "this comparison was not given a container engine")
                 return None
             try:
-                self._engine = self._connect()
+                self._images.ping()
+                self._engine = self._images
             except EngineUnavailableError as exc:
                 self._engine_error = exc
         return self._engine
@@ -198,8 +204,6 @@ class SideLoader:
         return load_image_side(ref, self)
 
     def find_run(self, ref: str) -> Path:
-        from synth.record.rundir import find_run
-
         return find_run(self.settings, ref)
 
     # ------------------------------------------------------------------ images
@@ -307,8 +311,6 @@ def _step_key(step: NativeStep) -> tuple[str, str | None]:
 def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
     """A run as a side: every file through the store, so a corrupt or missing one is an
     error (exit 2), never an "equal" section."""
-    from synth.distill.load import load_run
-
     run_dir = run_dir.resolve()
     record = RunDir(run_dir).run_record()
     loaded = load_run(run_dir, with_task=False)  # the task file is not the run's
@@ -367,8 +369,6 @@ def _run_native_builds(
     run: LoadedRun, dists: Mapping[str, PyDist], warnings: list[str]
 ) -> tuple[NativeBuildInfo, ...] | None:
     """The run's native builds as export would replay them (the distilled plan)."""
-    from synth.distill.plan import distill
-
     try:
         plan, _report = distill(run)
     except SynthError as exc:

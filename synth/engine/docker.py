@@ -14,7 +14,7 @@ import tarfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import docker
 import docker.errors
@@ -63,6 +63,9 @@ class DockerEngine:
     def __init__(self, client: docker.DockerClient) -> None:
         self.client = client
         self.api = client.api
+        self.address = docker_host()
+        #: Containers this handle started (what one export costs: docs/benchmarks.md).
+        self.containers_started = 0
 
     @classmethod
     def connect(cls, timeout: int = 120) -> DockerEngine:
@@ -76,6 +79,14 @@ class DockerEngine:
         return cls(client)
 
     # ----------------------------------------------------------------- facts
+    def ping(self) -> None:
+        try:
+            self.client.ping()
+        except docker.errors.DockerException as exc:
+            raise EngineUnavailableError(
+                f"No Docker engine answers at {docker_host()} ({_short(exc)})."
+            ) from exc
+
     def version(self) -> dict[str, Any]:
         return dict(self.client.version())
 
@@ -129,6 +140,7 @@ class DockerEngine:
         container = Container(self, raw)
         try:
             raw.start()
+            self.containers_started += 1
         except docker.errors.APIError as exc:
             container.remove()
             if "could not select device driver" in str(exc):
@@ -375,7 +387,7 @@ class Container:
         self.exec(["mkdir", "-p", dest])
         self.put_archive(dest, buf.getvalue())
 
-    def put_archive(self, dest: str, data: bytes) -> None:
+    def put_archive(self, dest: str, data: bytes | IO[bytes]) -> None:
         try:
             ok = self.raw.put_archive(dest, data)
         except docker.errors.DockerException as exc:
@@ -535,19 +547,3 @@ def _owner_alive(labels: Mapping[str, str]) -> bool:
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[-1] if text else type(exc).__name__
-
-
-def image_sizes() -> Callable[[str], int | None] | None:
-    """Image sizes from the engine, or None when no engine answers (sizes are then left out)."""
-    try:
-        engine = DockerEngine.connect(timeout=5)
-    except SynthError:
-        return None
-
-    def size_of(ref: str) -> int | None:
-        try:
-            return int(engine.image_inspect(ref).get("Size") or 0) or None
-        except SynthError:
-            return None
-
-    return size_of

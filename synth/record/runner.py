@@ -60,6 +60,7 @@ from synth.record.collector import HookCollector, drain_folder
 from synth.record.lease import LEASE_DIR, Lease, lease_command
 from synth.record.recorder import RecordingContainer
 from synth.record.rundir import RUN_FORMAT, iso, new_run_id
+from synth.ui import console
 from synth.util.atomic import write_json
 
 Say = Callable[[str], None]
@@ -581,16 +582,9 @@ def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def run_session(
-    opts: RunOptions, *, engine: Engine | None = None, say: Say | None = None
-) -> RunResult:
-    """Run one audited session; the result says where the run directory is and how it ended."""
-    from synth.ui import console
-    say = say or console.say
-    if engine is None:
-        from synth.engine.docker import DockerEngine
-
-        engine = DockerEngine.connect()
+def run_session(opts: RunOptions, *, engine: Engine, say: Say = console.say) -> RunResult:
+    """Run one audited session on ``engine``; the result says where the run directory is
+    and how it ended."""
     s = _Session(opts, engine, say)
     status = "error"
     try:

@@ -28,11 +28,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from synth import profiles
+from synth.compare.fingerprint import compare_fingerprints, differences, name_content_files
 from synth.config import Settings
-from synth.engine.base import ContainerSpec
+from synth.distill.final_env import carried_variables
+from synth.engine.base import ContainerSpec, Engine
+from synth.engine.base_images import check_base
+from synth.engine.fingerprint import ImageProbe
+from synth.engine.host import HostRuntime
 from synth.errors import (
     GpuRuntimeUnavailableError,
     InputFileError,
@@ -42,6 +47,7 @@ from synth.errors import (
     VerifyError,
 )
 from synth.formats import model
+from synth.formats.model import Manifest, RunRecord
 from synth.formats.store import ENV_STATE, VERIFY_DOCUMENT, ArtifactDir, RunDir, is_file
 from synth.formats.task import Task, load_task
 from synth.pyramid.claims import BadClaims
@@ -56,6 +62,8 @@ from synth.pyramid.runtime import (
     Runtime,
     RuntimeFailure,
 )
+from synth.record.rundir import find_run
+from synth.ui import console
 from synth.ui.verify_view import print_table, render_markdown
 from synth.util import atomic
 from synth.verify.outcome import (
@@ -79,10 +87,6 @@ from synth.verify.rebuild import (
     rebuilt_tag,
 )
 from synth.verify.record import verification_record
-
-if TYPE_CHECKING:
-    from synth.engine.docker import DockerEngine
-    from synth.formats.model import Manifest, RunRecord
 
 Say = Callable[[str], None]
 
@@ -171,8 +175,6 @@ def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) ->
     ):
         task = load_task(path)
         return Target("task", task.task_dir, task, None)
-    from synth.record.rundir import find_run
-
     try:
         run_dir = find_run(settings, ref)
     except NotFoundError:
@@ -264,7 +266,7 @@ def probe_context(opts: VerifyOptions, target: Target) -> ProbeContext:
                         opts.assets_cache, opts.assets_offline)
 
 
-def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
+def _verify_image(engine: Engine, image: str, spec: PyramidSpec, say: Say,
                   ctx: ProbeContext = ProbeContext(),
                   env: Mapping[str, str] | None = None) -> Report:
     """The pyramid in a throwaway container of ``image`` (a GPU one where the engine has a
@@ -289,8 +291,6 @@ def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
 
 
 def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say: Say) -> Report:
-    from synth.engine.host import HostRuntime
-
     assert opts.python is not None
     rt = HostRuntime(opts.python)
     repo = opts.repo or (task.repo_path if task else None)
@@ -305,15 +305,12 @@ def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say:
 
 
 # ------------------------------------------------------------------------ fidelity
-def compare_images(engine: DockerEngine, live: str, rebuilt: str, python_live: str,
+def compare_images(engine: Engine, live: str, rebuilt: str, python_live: str,
                    python_rebuilt: str, workdir: str,
                    live_env: Mapping[str, str] | None = None) -> FingerprintOutcome:
     """The live and rebuilt images' fingerprints, compared; each distribution whose files
     differ at the same version has the differing files named. ``live_env``: the live
     image's persisted variables (:class:`LiveImage`)."""
-    from synth.compare.fingerprint import compare_fingerprints, differences, name_content_files
-    from synth.engine.fingerprint import ImageProbe
-
     probe = ImageProbe(engine)
     try:
         a, b = name_content_files(
@@ -370,8 +367,6 @@ def persisted_env(run_dir: Path, image_env: Sequence[str]) -> dict[str, str]:
     """The run's carried persisted variables (synth.distill.final_env), each ``$VAR``
     expanded against the image's own environment as the Dockerfile's one ``ENV`` does (an
     unset one is empty)."""
-    from synth.distill.final_env import carried_variables
-
     if not RunDir(run_dir).has(ENV_STATE):
         return {}
     config = {name: value for name, _, value in (e.partition("=") for e in image_env)}
@@ -393,7 +388,7 @@ class Rebuilt:
 
 
 def _live_image(opts: VerifyOptions, settings: Settings, target: Target,
-                engine: DockerEngine) -> LiveImage | None:
+                engine: Engine) -> LiveImage | None:
     """The live image to verify (or compare with): a run's own, or, for an artifact with
     --live, the run it was exported from. None where there is none and none is needed."""
     needed = opts.live or not opts.rebuild
@@ -421,8 +416,6 @@ def _live_image(opts: VerifyOptions, settings: Settings, target: Target,
 
 def _artifact_run(target: Target, settings: Settings) -> Path:
     """The run an artifact was exported from (its manifest's task and run_id)."""
-    from synth.record.rundir import find_run
-
     task = target.manifest.task if target.manifest else None
     run_id = target.manifest.run_id if target.manifest else None
     if not task or not run_id:
@@ -439,11 +432,11 @@ def _artifact_run(target: Target, settings: Settings) -> Path:
 
 
 def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
-                        base: PyramidSpec, out_dir: Path, engine: DockerEngine,
+                        base: PyramidSpec, out_dir: Path, engine: Engine,
                         say: Say) -> Rebuilt:
     """Export the run (or reuse its identical export) or take the artifact; check it against
     its manifest, rebuild it from scratch, and run the pyramid on the new image."""
-    export = (artifact_for_run(target.path, settings, say, bundle=opts.offline)
+    export = (artifact_for_run(target.path, settings, engine, say, bundle=opts.offline)
               if target.kind == "run" else None)
     artifact_dir = export.artifact_dir if export else target.path
     manifest = ArtifactDir(artifact_dir).manifest()
@@ -452,8 +445,6 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
     python = _manifest_python(manifest, artifact_dir)
     check = checked_artifact(artifact_dir, opts.allow_modified, say)
     if isinstance(manifest.raw.get("base"), Mapping):
-        from synth.engine.base_images import check_base
-
         say("Base image: " + check_base(engine, manifest.raw["base"],
                                         allow_mismatch=opts.allow_base_mismatch, say=say))
     tag = rebuilt_tag(target.name, check.files, ArtifactDir(artifact_dir).manifest_bytes())
@@ -475,11 +466,8 @@ def _check_docker_target(opts: VerifyOptions, target: Target) -> None:
 
 
 def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target,
-                   base: PyramidSpec, out_dir: Path, say: Say) -> VerifyOutcome:
-    from synth.engine.docker import DockerEngine
-
+                   base: PyramidSpec, out_dir: Path, engine: Engine, say: Say) -> VerifyOutcome:
     _check_docker_target(opts, target)
-    engine = DockerEngine.connect()
     live = _live_image(opts, settings, target, engine)
     rebuilt = (_rebuild_and_verify(opts, settings, target, base, out_dir, engine, say)
                if opts.rebuild else None)
@@ -535,22 +523,25 @@ def _check_options(opts: VerifyOptions) -> None:
                              hint=f"Known: {', '.join(sorted(known)) or 'none installed'}.")
 
 
-def _score(outcome: VerifyOutcome, say: Say) -> VerifyOutcome:
+def _score(outcome: VerifyOutcome, engine: Engine | None, say: Say) -> VerifyOutcome:
     """The outcome with a section per scoring asked for in ``options.scoring``: each
-    plug-in's scoring (:mod:`synth.profiles`) gets the outcome and the progress printer and
-    returns the section verify.json carries as ``scores.<name>``."""
+    plug-in's scoring (:mod:`synth.profiles`) gets the outcome, the engine (None on the
+    host runtime) and the progress printer and returns the section verify.json carries as
+    ``scores.<name>``."""
     known = profiles.scorings()
     scores: dict[str, Mapping[str, Any]] = {
-        name: known[name].score(name, outcome, say) for name in outcome.options.scoring}
+        name: known[name].score(name, outcome, engine, say) for name in outcome.options.scoring}
     return replace(outcome, scores=scores) if scores else outcome
 
 
-def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> VerifyOutcome:
-    """Resolve TARGET, verify it (host, or rebuilt/live images), score it and write
-    verify.json, verify.md (and the artifact's verification.json after a rebuild)."""
-    from synth.ui import console
-    say = say or console.say
+def verify(opts: VerifyOptions, settings: Settings, engine: Engine | None,
+           say: Say = console.say) -> VerifyOutcome:
+    """Resolve TARGET, verify it (host, or rebuilt/live images on ``engine``), score it and
+    write verify.json, verify.md (and the artifact's verification.json after a rebuild).
+    ``engine`` is None only for ``--runtime host``, which runs no container."""
     _check_options(opts)
+    if opts.runtime == "docker" and engine is None:
+        raise UsageError("--runtime docker verifies in containers, and was given no engine.")
     target = resolve_target(opts.target, settings, opts.runtime)
     out_dir = (opts.out_dir or default_out_dir(target, settings, opts.runtime)).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -561,8 +552,9 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
         outcome = VerifyOutcome(opts, target.info, out_dir,
                                 {"host": _verify_host(opts, base, target.task, say)}, "host")
     else:
-        outcome = _verify_docker(opts, settings, target, base, out_dir, say)
-    outcome = _score(outcome, say)
+        assert engine is not None
+        outcome = _verify_docker(opts, settings, target, base, out_dir, engine, say)
+    outcome = _score(outcome, engine, say)
     _write(outcome)
     return outcome
 

@@ -11,11 +11,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from synth import __version__, source_digest
 from synth.config import Settings
+from synth.engine.base import Engine
+from synth.engine.build import StepLines
 from synth.errors import BuildError, SynthError, UsageError, VerifyError
+from synth.export.artifact import EXPORT_STAMP, ExportOptions, export_run
 from synth.formats import artifact_files
 from synth.formats.store import ArtifactDir, RunDir, is_file, sha256_file
+from synth.ui import console
+from synth.verify.build import build_artifact
 from synth.verify.outcome import ArtifactCheck, BuildInfo, ExportUse
 
 Say = Callable[[str], None]
@@ -111,8 +118,6 @@ def reusable_export(run_dir: Path, bundle: bool = False) -> tuple[Path | None, s
 
 
 def _stamp(run_dir: Path) -> str | None:
-    from synth.export.artifact import EXPORT_STAMP
-
     try:
         return (run_dir / EXPORT_STAMP).read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
@@ -131,18 +136,16 @@ def _changed_copies(run: RunDir, files: Mapping[str, str]) -> str | None:
     return None
 
 
-def artifact_for_run(run_dir: Path, settings: Settings, say: Say,
+def artifact_for_run(run_dir: Path, settings: Settings, engine: Engine, say: Say,
                      bundle: bool = False) -> ExportUse:
     """The artifact to rebuild for a run: the existing export when identical, else a new one
-    (``bundle``: exported with ``--bundle``, for an offline rebuild)."""
-    from synth.export.artifact import export_run
-
+    made on ``engine`` (``bundle``: exported with ``--bundle``, for an offline rebuild)."""
     existing, why = reusable_export(run_dir, bundle)
     if existing is not None:
         say(f"Reusing the existing export {existing} ({why})")
         return ExportUse(existing, True, why)
     say(f"Exporting {run_dir}{' with --bundle' if bundle else ''} ({why})")
-    result = export_run(run_dir, settings, bundle=bundle)
+    result = export_run(ExportOptions(run_dir, bundle=bundle), settings, engine)
     for warning in result.warnings:  # as `synth export` says them: verify made this export
         say(f"warning: {warning}")
     return ExportUse(Path(result.artifact_dir), False, why)
@@ -152,12 +155,6 @@ def artifact_for_run(run_dir: Path, settings: Settings, say: Say,
 def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
             say: Say, progress: str = "steps", offline: bool = False) -> BuildInfo:
     """Build ``artifact_dir`` from scratch (no cache) as ``tag``; the log in ``out_dir``."""
-    from rich.markup import escape
-
-    from synth.engine.build import StepLines
-    from synth.ui import console
-    from synth.verify.build import build_artifact
-
     log_path = out_dir / "build.log"
     start = time.monotonic()
     say(f"Rebuilding {artifact_dir} from scratch (no cache{', no network' if offline else ''}) "

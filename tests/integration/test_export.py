@@ -15,7 +15,8 @@ import pytest
 from image_layers import layers_containing
 
 from synth.config import Settings
-from synth.export.artifact import export_run
+from synth.engine.base import Engine
+from synth.export.artifact import ExportOptions, export_run
 from synth.formats.task import discover_tasks, load_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -101,12 +102,12 @@ def test_failed_read_only_and_undone_commands_are_reported_not_built(
 @pytest.mark.parametrize("task", SLOPPY_TASKS[:1])
 def test_export_twice_is_byte_identical(
     task: str, task_run: Callable[[str, str], Path], wheelhouse: Path | None,
-    ca_bundle: Path | None, tmp_path: Path,
+    ca_bundle: Path | None, tmp_path: Path, engine: Engine,
 ) -> None:
     run_dir = task_run(task, "sloppy.sh")
     settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
-    a = export_run(run_dir, settings, out_dir=tmp_path / "a").artifact_dir
-    b = export_run(run_dir, settings, out_dir=tmp_path / "b").artifact_dir
+    a = export_run(ExportOptions(run_dir, out_dir=tmp_path / "a"), settings, engine).artifact_dir
+    b = export_run(ExportOptions(run_dir, out_dir=tmp_path / "b"), settings, engine).artifact_dir
     files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
     for rel in files:

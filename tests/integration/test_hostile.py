@@ -25,11 +25,13 @@ import pytest
 
 from synth.config import Settings
 from synth.engine import Mount
+from synth.engine.base import Engine
 from synth.engine.docker import DockerEngine
 from synth.errors import ExportError
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.formats.task import Task, load_task
-from synth.record import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
+from synth.record.agents import ExecAgent, ReplayAgent
+from synth.record.runner import RunOptions, RunResult, run_session
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -150,14 +152,15 @@ def test_a_killed_statement_takes_its_children(hostile: RunResult) -> None:
 
 
 def test_export_refuses_then_names_risks_and_unaudited_changes(
-    hostile: RunResult, world: dict[str, Any], tmp_path: Path
+    hostile: RunResult, world: dict[str, Any], tmp_path: Path, engine: Engine
 ) -> None:
     settings: Settings = world["settings"]
     with pytest.raises(ExportError, match="not a run synth can vouch for"):
-        export_run(hostile.run_dir, settings, out_dir=tmp_path / "refused")
+        export_run(ExportOptions(hostile.run_dir, out_dir=tmp_path / "refused"), settings, engine)
     assert not (tmp_path / "refused").exists()
-    art = export_run(hostile.run_dir, settings, out_dir=tmp_path / "art",
-                     allow_incomplete=True).artifact_dir
+    art = export_run(ExportOptions(
+        hostile.run_dir, out_dir=tmp_path / "art", allow_incomplete=True),
+        settings, engine).artifact_dir
     report = json.loads((art / "export-report.json").read_text())
     assert any("audit log is unverified" in w for w in report["incomplete"])
     risks = "\n".join(report["risks"])
@@ -287,7 +290,8 @@ def test_a_timed_out_run_is_captured_and_exports_only_on_request(
     assert run["capture_errors"] == []
     assert (result.run_dir / "state" / "python.json").is_file()
     with pytest.raises(ExportError, match="ended `timeout`"):
-        export_run(result.run_dir, settings, out_dir=tmp_path / "a")
-    art = export_run(result.run_dir, settings, out_dir=tmp_path / "a",
-                     allow_incomplete=True).artifact_dir
+        export_run(ExportOptions(result.run_dir, out_dir=tmp_path / "a"), settings, engine)
+    art = export_run(ExportOptions(
+        result.run_dir, out_dir=tmp_path / "a", allow_incomplete=True),
+        settings, engine).artifact_dir
     assert "the run ended `timeout`" in (art / "export-report.md").read_text()

@@ -26,9 +26,10 @@ from synth.engine import Mount
 from synth.engine.docker import DockerEngine
 from synth.errors import EXIT_AGENT_FAILED, EXIT_AGENT_TIMEOUT
 from synth.formats.task import Task, load_task
-from synth.record import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
+from synth.record.agents import ExecAgent, ReplayAgent
 from synth.record.audit import load_audit
 from synth.record.rundir import find_run, list_runs
+from synth.record.runner import RunOptions, RunResult, run_session
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -6,16 +6,18 @@ import json
 from pathlib import Path
 
 import pytest
+from distill_runs import NO_ENGINE
 from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
 from synth.errors import ExportError
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 
 
 def _export(run_dir: Path, out: Path | None, **kw: object) -> Path:
-    return export_run(run_dir, Settings.load(artifacts_dir=run_dir.parents[2]), out_dir=out,
-                      locker=fake_locker, hash_downloads=False, **kw).artifact_dir  # type: ignore[arg-type]
+    return export_run(ExportOptions(
+        run_dir, out_dir=out, locker=fake_locker, ask_live=False, **kw),
+        Settings.load(artifacts_dir=run_dir.parents[2]), NO_ENGINE).artifact_dir
 
 
 def _tree(root: Path) -> dict[str, bytes]:

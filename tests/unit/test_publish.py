@@ -9,15 +9,17 @@ import json
 import tarfile
 from pathlib import Path
 
+from distill_runs import NO_ENGINE
 from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
-from synth.export.artifact import ExportResult, export_run
+from synth.export.artifact import ExportOptions, ExportResult, export_run
 
 
 def _export(tmp: Path, run_dir: Path, name: str) -> ExportResult:
-    return export_run(run_dir, Settings.load(artifacts_dir=tmp), out_dir=tmp / name / "export",
-                      locker=fake_locker, hash_downloads=False, archive=True)
+    return export_run(ExportOptions(
+        run_dir, out_dir=tmp / name / "export", locker=fake_locker, ask_live=False,
+        archive=True), Settings.load(artifacts_dir=tmp), NO_ENGINE)
 
 
 def test_two_archive_exports_have_the_same_sha256(tmp_path: Path) -> None:

@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from synth.engine.base import Engine
 from synth.errors import InputFileError
 from synth.formats.model import Claims, VerifyDocument
 from synth.formats.store import ArtifactDir, RunDir, is_file
+from synth.plugins.reb.profile import task_profile
+from synth.plugins.reb.pyright import find_pyright, run_pyright
 from synth.plugins.reb.results import write_job
 from synth.plugins.reb.stages import checks as _checks
 from synth.plugins.reb.stages import cuda_stage, multi_gpu_stage
@@ -159,11 +163,10 @@ def score_c0(pyright: Mapping[str, Any] | None, total: int | None,
                               own if isinstance(own, int) else None), "reb_total": total}
 
 
-def _pyright(report: Report,
-             claims: Claims | str | None) -> tuple[dict[str, Any] | None, str]:
-    """pyright run in the image under test as REB runs it, or (None, why not)."""
-    from synth.plugins.reb.pyright import find_pyright, run_pyright
-
+def _pyright(report: Report, claims: Claims | str | None,
+             engine: Engine | None) -> tuple[dict[str, Any] | None, str]:
+    """pyright run in the image under test on ``engine`` as REB runs it, or (None, why
+    not)."""
     target = report.target
     install = find_pyright()
     if install is None:
@@ -171,13 +174,13 @@ def _pyright(report: Report,
                       "SYNTH_PYRIGHT=a folder it was installed into with --target)")
     if not target.get("image"):
         return None, f"the {target.get('kind')} target is not an image: REB's C0 runs in one"
-    from synth.engine.docker import DockerEngine
-
+    if engine is None:
+        return None, "no container engine to run pyright in"
     python = str(target.get("python") or "python3")
     seen = _checks(report).get("python_path", {}).get("observed")
     if isinstance(claims, Claims) and claims.python_path is not None and seen:
         python = claims.python_path  # REB runs pyright with the report's python
-    return run_pyright(DockerEngine.connect(), str(target["image"]), python,
+    return run_pyright(engine, str(target["image"]), python,
                        str(target.get("workdir") or "/workspace"), install), ""
 
 
@@ -222,8 +225,6 @@ def job_summary(doc: VerifyDocument, task_dir: Path | None) -> dict[str, Any]:
 
 
 def _task_repo(path: Path) -> dict[str, Any] | None:
-    import tomllib
-
     try:
         repo = tomllib.loads(path.read_text(encoding="utf-8")).get("repo")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
@@ -254,19 +255,19 @@ def _claims(doc: VerifyDocument) -> Claims | str | None:
         return exc.message
 
 
-def score(doc: VerifyDocument, out_dir: Path, *, run_pyright: bool = True
-          ) -> dict[str, Any]:
+def score(doc: VerifyDocument, out_dir: Path, engine: Engine | None, *,
+          pyright: bool = True) -> dict[str, Any]:
     """Score the deciding report as REB does; write ``out_dir/reb/`` (a REB job folder and
-    ``scoring.json``); the summary, synth's own verdicts beside REB's. ``run_pyright``
-    False leaves REB's C0 skipped."""
+    ``scoring.json``); the summary, synth's own verdicts beside REB's. pyright runs on
+    ``engine``; ``pyright`` False leaves REB's C0 skipped."""
     task_dir = _task_dir(doc)
     total_doc = _json_file(task_dir / "reb" / "c0_total.json") if task_dir else None
     total = (total_doc or {}).get("total")
     report = doc.deciding
     claims = _claims(doc)
-    pyright, why = _pyright(report, claims) if run_pyright else (None, "not asked")
+    found, why = _pyright(report, claims, engine) if pyright else (None, "not asked")
     stages = {"hallucination": score_c5(claims, report),
-              "pyright": score_c0(pyright, total if isinstance(total, int) else None, why)}
+              "pyright": score_c0(found, total if isinstance(total, int) else None, why)}
     cuda = cuda_stage(report)
     if cuda is not None:  # REB's CUDA stage always runs: no GPU seen is a failure
         stages["cuda"] = {"status": cuda["status"], "exit_code": cuda["exit_code"]}
@@ -288,11 +289,13 @@ def score(doc: VerifyDocument, out_dir: Path, *, run_pyright: bool = True
     return result
 
 
-def score_verification(outcome: VerifyOutcome, say: Say) -> dict[str, Any]:
+def score_verification(outcome: VerifyOutcome, engine: Engine | None,
+                       say: Say) -> dict[str, Any]:
     """``synth verify --scoring reb`` (the ``reb`` profile's scoring):
-    :func:`score` on the outcome's document, REB's files under ``<out>/reb/``, the two
-    summary lines said; the summary is what verify.json carries as ``scores.reb``."""
-    result = score(outcome.verify_document, outcome.out_dir)
+    :func:`score` on the outcome's document (pyright on ``engine``), REB's files under
+    ``<out>/reb/``, the two summary lines said; the summary is what verify.json carries as
+    ``scores.reb``."""
+    result = score(outcome.verify_document, outcome.out_dir, engine)
     c0, c5 = result["C0"], result["C5"]
     say(f"REB scoring: C0 {c0['reb']} (synth {c0['synth']})"
         + (f", missing {c0['missing_package_ratio']}" if c0["missing_package_ratio"] else "")
@@ -310,8 +313,6 @@ def bench_job(doc: VerifyDocument, task_dir: Path, record: Mapping[str, Any],
     ``docker/image_id.txt``), from the cell's ``verify.json`` with synth's own verdicts
     (no REB rescoring: the bench's driver may not see the worker's images). Nothing for
     another task (empty list)."""
-    from synth.plugins.reb.profile import task_profile
-
     if task_profile(task_dir) != "reb":
         return []
     summary = {**job_summary(doc, task_dir),
