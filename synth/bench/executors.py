@@ -58,7 +58,7 @@ def _mem_available() -> int | None:
 def bounded_jobs(jobs: int, cores: int | None = None, mem: int | None = None) -> int:
     """``--jobs`` limited by the cores and by the memory (one cell needs ``CELL_MEMORY``)."""
     if jobs < 1:
-        raise UsageError("--jobs must be at least 1.")
+        raise UsageError("--jobs must be at least 1.", option="--jobs")
     cores = cores if cores is not None else (os.cpu_count() or 1)
     mem = mem if mem is not None else _mem_available()
     limit = max(1, min(cores, mem // CELL_MEMORY if mem else cores))
@@ -131,14 +131,15 @@ def _ray() -> Any:
         import ray
     except ImportError as exc:
         raise UsageError("--executor ray needs ray, which is not installed.",
-                         hint="pip install 'synth[bench]'") from exc
+                         hint="pip install 'synth[bench]'", option="--executor") from exc
     return ray
 
 
 def run_ray(cells: list[Cell], opts: ExecOptions, on_start: OnStart, on_done: OnDone) -> None:
     ray = _ray()
     if not opts.address:
-        raise UsageError("--executor ray needs --address HOST:PORT of the cluster's head.")
+        raise UsageError("--executor ray needs --address HOST:PORT of the cluster's head.",
+                         option="--executor")
     try:
         ray.init(address=opts.address, log_to_driver=False, logging_level="ERROR")
     except Exception as exc:

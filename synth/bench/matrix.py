@@ -29,7 +29,8 @@ class AgentSpec:
         name = name.strip()
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
             raise UsageError(f"--agent {text!r}: the name must be letters, digits, . _ -.",
-                             hint="A transcript name (good, liar) or NAME=exec:COMMAND.")
+                             hint="A transcript name (good, liar) or NAME=exec:COMMAND.",
+                             option="--agent")
         if not sep:
             return cls(name.removesuffix(".sh"), "replay")
         kind, colon, command = rest.partition(":")
@@ -39,7 +40,7 @@ class AgentSpec:
             return cls(name, "preset", (preset, str(Path(binary).resolve())))
         if kind != "exec" or not colon or not command.strip():
             raise UsageError(f"--agent {text!r}: expected NAME=exec:COMMAND or "
-                             "NAME=preset:PRESET:HOST_BINARY.")
+                             "NAME=preset:PRESET:HOST_BINARY.", option="--agent")
         return cls(name, "exec", tuple(shlex.split(command)))
 
 
@@ -73,12 +74,12 @@ class Cell:
 def plan_cells(tasks: list[Path], agents: list[AgentSpec], repeats: int) -> list[Cell]:
     """Every (task, agent, repeat), task-major; a transcript a task lacks is an error."""
     if repeats < 1:
-        raise UsageError("--repeats must be at least 1.")
+        raise UsageError("--repeats must be at least 1.", option="--repeats")
     if not tasks or not agents:
         raise UsageError("A bench needs at least one task and one --agent.")
     names = [a.name for a in agents]
     if len(set(names)) != len(names):
-        raise UsageError(f"--agent names repeat: {', '.join(names)}.")
+        raise UsageError(f"--agent names repeat: {', '.join(names)}.", option="--agent")
     cells: list[Cell] = []
     seen: set[str] = set()
     for ref in tasks:

@@ -92,7 +92,7 @@ def _recover(folder: ResultsFolder, cells: list[Cell], say: Say) -> None:
 
 def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
     if opts.executor not in ("local", "ray"):
-        raise UsageError(f"--executor {opts.executor!r}: use local or ray.")
+        raise UsageError(f"--executor {opts.executor!r}: use local or ray.", option="--executor")
     cells = plan_cells(opts.tasks, opts.agents, opts.repeats)
     folder = ResultsFolder(opts.out_dir)
     _recover(folder, cells, say)

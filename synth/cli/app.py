@@ -181,7 +181,7 @@ def main() -> None:
         if console.mode["debug"]:
             raise
         console.print_error(code=exc.exit_code, kind=type(exc).__name__, message=exc.message,
-                            hint=exc.hint)
+                            hint=exc.hint, fields=exc.fields())
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         console.err.print("interrupted; cleaned up.", markup=False)

@@ -49,7 +49,8 @@ def run_demo(opts: DemoOptions, settings: Settings, engine: Engine,
                                     timeout=opts.timeout), engine=engine, say=say)
     if not result.ok:
         raise RunError(f"The demo run ended {result.status} (agent exit "
-                       f"{result.agent_exit_code}); see {result.run_dir}/logs/agent.log.")
+                       f"{result.agent_exit_code}); see {result.run_dir}/logs/agent.log.",
+                       run_dir=result.run_dir)
     say(f"[3/3] export, rebuild from scratch, verify: {result.run_dir}")
     return verify(VerifyOptions(target=str(result.run_dir), rebuild=True), settings, engine,
                   say)

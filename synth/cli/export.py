@@ -105,8 +105,8 @@ def _export_target(run_arg: str | None, fmt: str, run_opt: str | None) -> tuple[
         fmt, run_arg = run_arg, None
     if run_arg is not None and run_opt is not None:
         raise UsageError(f"Two runs named: {run_arg} and --run {run_opt}.",
-                         hint="Name the run once: `synth export RUN`.")
+                         hint="Name the run once: `synth export RUN`.", option="--run")
     if fmt not in FORMATS:
         raise UsageError(f"Unknown export format {fmt!r}.",
-                         hint=f"Supported: {', '.join(FORMATS)}.")
+                         hint=f"Supported: {', '.join(FORMATS)}.", option="--format")
     return fmt, run_arg if run_arg is not None else run_opt

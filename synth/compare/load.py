@@ -71,7 +71,7 @@ def diff_command(opts: DiffOptions, images: ImageSource | None = None) -> int:
                                                        _load_checked(loader, opts.b)))
     except SynthError as exc:
         console.print_error(code=DIFF_ERROR_EXIT, kind=type(exc).__name__,
-                            message=exc.message, hint=exc.hint)
+                            message=exc.message, hint=exc.hint, fields=exc.fields())
         return DIFF_ERROR_EXIT
     emit(result, json_out=opts.json, markdown=opts.markdown)
     return result.exit_code
@@ -172,7 +172,7 @@ class SideLoader:
                     return load_artifact_side(cand, self)
             raise NotFoundError(
                 f"{path} is neither a run directory (no run.json) nor an artifact "
-                "(no manifest.json or Dockerfile)."
+                "(no manifest.json or Dockerfile).", ref=ref,
             )
         try:
             return load_run_side(self.find_run(ref), self)
@@ -186,7 +186,7 @@ class SideLoader:
                 f"{ref} is not a run ({run_error.message.rstrip('.')}), not a directory, "
                 f"and {why}.",
                 hint="Name a run (`synth runs list`), an artifact directory, or an image "
-                "(`image:REF`).",
+                "(`image:REF`).", ref=ref,
             ) from run_error
 
     def _load_kind(self, kind: str, ref: str) -> Side:
@@ -197,10 +197,12 @@ class SideLoader:
             if os.path.lexists(path / "export" / "manifest.json"):
                 path = path / "export"
             if not path.is_dir():
-                raise NotFoundError(f"Artifact directory {ref} does not exist.")
+                raise NotFoundError(f"Artifact directory {ref} does not exist.", ref=ref,
+                                    what="artifact")
             return load_artifact_side(path, self)
         if not self._engine_or_raise().image_exists(ref):
-            raise NotFoundError(f"Image {ref} does not exist on this engine.")
+            raise NotFoundError(f"Image {ref} does not exist on this engine.", ref=ref,
+                                what="image")
         return load_image_side(ref, self)
 
     def find_run(self, ref: str) -> Path:

@@ -121,10 +121,11 @@ def _claims_error(run: RunDir) -> str | None:
         return None
     info = path.lstat()
     if not stat.S_ISREG(info.st_mode):
-        raise InputFileError(f"{path}: not a regular file; refused")
+        raise InputFileError(f"{path}: not a regular file; refused", path=path)
     if info.st_size > CLAIMS.max_bytes:
         raise InputFileError(f"{path}: {info.st_size} bytes, over the "
-                             f"{CLAIMS.max_bytes}-byte limit of a claims.json; refused unread")
+                             f"{CLAIMS.max_bytes}-byte limit of a claims.json; refused unread",
+                             path=path)
     try:
         run.claims()
     except InputFileError as exc:
@@ -143,7 +144,7 @@ def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:
     diff that need the run's own files only."""
     run_dir = run_dir.resolve()
     if not run_dir.is_dir():
-        raise ExportError(f"{run_dir} is not a directory.")
+        raise ExportError(f"{run_dir} is not a directory.", path=run_dir)
     run = RunDir(run_dir)
     record = run.run_record()
     python = run.python_state()

@@ -192,7 +192,7 @@ class NoEngine:
 
     def __init__(self, error: EngineUnavailableError) -> None:
         self.error = error
-        self.address = ""
+        self.address = error.engine or ""
 
     def _fail(self, *_args: object, **_kwargs: object) -> NoReturn:
         raise self.error

@@ -76,7 +76,7 @@ def recipe_from_options(tag: str, suite: str, include: str | None, mirror: str |
     )
     if tool not in TOOLS or (source_date_epoch is not None and tool != "mmdebstrap"):
         raise UsageError(f"--tool is one of {', '.join(TOOLS)}; --source-date-epoch needs "
-                         "--tool mmdebstrap.")
+                         "--tool mmdebstrap.", option="--tool")
     return recipe
 
 
@@ -109,12 +109,11 @@ def _find_tool(tool: str, ref: str) -> str:
         raise BaseImageError(
             f"{tool} is not installed, so no base image can be made here.",
             hint=f"apt-get install {tool} (or pull/load a Debian image and tag it {ref}).",
-        )
+            image=ref)
     if os.geteuid() != 0:
         raise BaseImageError(
             f"{tool} needs root to make a base image.",
-            hint=f"Run `sudo synth base bootstrap --tag {ref}`.",
-        )
+            hint=f"Run `sudo synth base bootstrap --tag {ref}`.", image=ref)
     return path
 
 
@@ -212,8 +211,7 @@ def ensure_base_image(
         raise BaseImageError(
             f"Base image {ref} is not on this engine and synth does not know how to make it.",
             hint="Pull or load it (`docker load -i image.tar`), or use a synth base such as "
-            "synth/python:bookworm, which synth makes itself with debootstrap.",
-        )
+            "synth/python:bookworm, which synth makes itself with debootstrap.", image=ref)
     say(f"Base image {ref} is missing; making it now.")
     bootstrap(engine, ref, recipe, say=say)
 
@@ -281,7 +279,8 @@ def check_base(engine: Engine, base: Mapping[str, Any], *, allow_mismatch: bool 
             raise BaseImageError(
                 f"The artifact's base image {ref} is not on this engine, and its manifest "
                 "records no recipe to make it from.",
-                hint="Load the original image (`docker load -i base.tar`) and tag it " + ref)
+                hint="Load the original image (`docker load -i base.tar`) and tag it " + ref,
+                image=ref)
         sde = raw.get("source_date_epoch")
         recipe = BaseRecipe(suite=str(raw["suite"]), include=tuple(raw.get("include") or ()),
                             mirror=str(raw.get("mirror") or DEFAULT_MIRROR),
@@ -296,7 +295,8 @@ def check_base(engine: Engine, base: Mapping[str, Any], *, allow_mismatch: bool 
             raise BaseImageError(
                 f"Recreated {ref} from its recipe, but its Debian packages differ from the "
                 f"recorded base (package list {str(got)[:12]} vs {str(rec)[:12]}): the mirror "
-                "has moved on.", hint="Pass --allow-base-mismatch to build on it anyway.")
+                "has moved on.", hint="Pass --allow-base-mismatch to build on it anyway.",
+                image=ref)
         return "recreated from the recorded recipe"
     layers = list((engine.image_inspect(ref).get("RootFS") or {}).get("Layers") or [])
     if not want:
@@ -308,6 +308,6 @@ def check_base(engine: Engine, base: Mapping[str, Any], *, allow_mismatch: bool 
             f"The base image {ref} on this engine is not the one the artifact was made on: its "
             f"rootfs layers are {_short(layers)}, manifest.json records {_short(want)}.",
             hint="Load the original base image, or pass --allow-base-mismatch to build on "
-            "this one anyway (the rebuild may then differ).")
+            "this one anyway (the rebuild may then differ).", image=ref)
     say(f"warning: base image {ref} differs from the recorded one (allowed).")
     return "differs from the recorded rootfs (allowed)"

@@ -74,8 +74,8 @@ class DockerEngine:
             client.ping()
         except docker.errors.DockerException as exc:
             raise EngineUnavailableError(
-                f"No Docker engine answers at {docker_host()} ({_short(exc)})."
-            ) from exc
+                f"No Docker engine answers at {docker_host()} ({_short(exc)}).",
+                engine=docker_host()) from exc
         return cls(client)
 
     # ----------------------------------------------------------------- facts
@@ -84,8 +84,8 @@ class DockerEngine:
             self.client.ping()
         except docker.errors.DockerException as exc:
             raise EngineUnavailableError(
-                f"No Docker engine answers at {docker_host()} ({_short(exc)})."
-            ) from exc
+                f"No Docker engine answers at {docker_host()} ({_short(exc)}).",
+                engine=docker_host()) from exc
 
     def version(self) -> dict[str, Any]:
         return dict(self.client.version())
@@ -132,11 +132,11 @@ class DockerEngine:
         try:
             raw = self.client.containers.create(**kwargs)
         except docker.errors.ImageNotFound as exc:
-            raise EngineError(f"Image {spec.image} does not exist on this engine.") from exc
+            raise EngineError(f"Image {spec.image} does not exist on this engine.",
+                              engine=self.address, operation="create") from exc
         except docker.errors.APIError as exc:
-            raise EngineError(
-                f"Cannot create a container from {spec.image}: {_short(exc)}"
-            ) from exc
+            raise EngineError(f"Cannot create a container from {spec.image}: {_short(exc)}",
+                              engine=self.address, operation="create") from exc
         container = Container(self, raw)
         try:
             raw.start()
@@ -145,9 +145,10 @@ class DockerEngine:
             container.remove()
             if "could not select device driver" in str(exc):
                 raise GpuRuntimeUnavailableError(
-                    "No GPU runtime on this engine: it cannot give containers a GPU."
-                ) from exc
-            raise EngineError(f"Cannot start a container from {spec.image}: {_short(exc)}") from exc
+                    "No GPU runtime on this engine: it cannot give containers a GPU.",
+                    engine=self.address, operation="start") from exc
+            raise EngineError(f"Cannot start a container from {spec.image}: {_short(exc)}",
+                              engine=self.address, operation="start") from exc
         return container
 
     @contextmanager
@@ -170,16 +171,19 @@ class DockerEngine:
         except docker.errors.ImageNotFound:
             return False
         except docker.errors.DockerException as exc:
-            raise EngineError(f"Cannot look up image {ref}: {_short(exc)}") from exc
+            raise EngineError(f"Cannot look up image {ref}: {_short(exc)}",
+                              engine=self.address, operation="image_exists") from exc
         return True
 
     def image_inspect(self, ref: str) -> dict[str, Any]:
         try:
             return dict(self.api.inspect_image(ref))  # type: ignore[no-untyped-call]
         except docker.errors.ImageNotFound as exc:
-            raise EngineError(f"Image {ref} does not exist on this engine.") from exc
+            raise EngineError(f"Image {ref} does not exist on this engine.",
+                              engine=self.address, operation="image_inspect") from exc
         except docker.errors.DockerException as exc:
-            raise EngineError(f"Cannot inspect image {ref}: {_short(exc)}") from exc
+            raise EngineError(f"Cannot inspect image {ref}: {_short(exc)}",
+                              engine=self.address, operation="image_inspect") from exc
 
     def image_labels(self, ref: str) -> dict[str, str]:
         return dict((self.image_inspect(ref).get("Config") or {}).get("Labels") or {})
@@ -218,7 +222,8 @@ class DockerEngine:
                     str(tar_path), repository=repo, tag=tag, changes=changes
                 )
         except docker.errors.APIError as exc:
-            raise EngineError(f"docker import of {ref} failed: {_short(exc)}") from exc
+            raise EngineError(f"docker import of {ref} failed: {_short(exc)}",
+                              engine=self.address, operation="import") from exc
         return str(self.image_inspect(ref)["Id"])
 
     def save_image(self, ref: str, dest: Path) -> None:
@@ -367,7 +372,8 @@ class Container:
                         on_output("stderr", e)
             code = api.exec_inspect(exec_id)["ExitCode"]
         except docker.errors.DockerException as exc:
-            raise EngineError(f"exec in {self.description} failed: {_short(exc)}") from exc
+            raise EngineError(f"exec in {self.description} failed: {_short(exc)}",
+                              engine=self.engine.address, operation="exec") from exc
         code = -1 if code is None else int(code)
         return ExecResult(
             argv=tuple(argv),
@@ -392,9 +398,11 @@ class Container:
             ok = self.raw.put_archive(dest, data)
         except docker.errors.DockerException as exc:
             raise EngineError(f"Copying into {self.description}:{dest} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="put_archive") from exc
         if not ok:
-            raise EngineError(f"Copying into {self.description}:{dest} failed.")
+            raise EngineError(f"Copying into {self.description}:{dest} failed.",
+                              engine=self.engine.address, operation="put_archive")
 
     def get_archive(self, src: str) -> bytes | None:
         try:
@@ -404,7 +412,8 @@ class Container:
             return None
         except docker.errors.DockerException as exc:
             raise EngineError(f"Reading {src} from {self.description} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="get_archive") from exc
 
     def save_archive(self, src: str, dest: Path) -> bool:
         """Stream ``src`` of the container as a tar into the file ``dest`` (never whole in
@@ -418,7 +427,8 @@ class Container:
             return False
         except docker.errors.DockerException as exc:
             raise EngineError(f"Reading {src} from {self.description} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="get_archive") from exc
         return True
 
     def put_bytes(self, data: bytes, dest: str, mode: int = 0o644) -> None:
@@ -436,7 +446,8 @@ class Container:
     def copy_out(self, src: str, dest: Path) -> None:
         data = self.get_archive(src)
         if data is None:
-            raise EngineError(f"{src} does not exist in {self.description}.")
+            raise EngineError(f"{src} does not exist in {self.description}.",
+                              engine=self.engine.address, operation="copy_out")
         buf = io.BytesIO(data)
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=buf) as tar:
@@ -452,7 +463,8 @@ class Container:
             return None
         except docker.errors.DockerException as exc:
             raise EngineError(f"Reading {path} from {self.description} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="read_file") from exc
         if max_bytes is not None and int((info or {}).get("size") or 0) > max_bytes:
             return b"\0" * (max_bytes + 1)
         with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
@@ -470,7 +482,8 @@ class Container:
                 changes = self.raw.diff() or []
         except docker.errors.DockerException as exc:
             raise EngineError(f"docker diff of {self.description} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="diff") from exc
         return sorted((kinds[int(c["Kind"])], str(c["Path"])) for c in changes)
 
     def commit(self, ref: str, *, labels: Mapping[str, str]) -> str:
@@ -482,7 +495,8 @@ class Container:
                 )
         except docker.errors.DockerException as exc:
             raise EngineError(f"Committing {self.description} as {ref} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="commit") from exc
         return str(image.id)
 
     def ensure_running(self) -> None:
@@ -492,13 +506,15 @@ class Container:
                 self.raw.start()
                 self.raw.reload()
         except docker.errors.DockerException as exc:
-            raise EngineError(f"Cannot start {self.description} again: {_short(exc)}") from exc
+            raise EngineError(f"Cannot start {self.description} again: {_short(exc)}",
+                              engine=self.engine.address, operation="ensure_running") from exc
 
     def labels(self) -> dict[str, str]:
         try:
             self.raw.reload()
         except docker.errors.DockerException as exc:
-            raise EngineError(f"Cannot inspect {self.description}: {_short(exc)}") from exc
+            raise EngineError(f"Cannot inspect {self.description}: {_short(exc)}",
+                              engine=self.engine.address, operation="labels") from exc
         return dict(self.raw.labels or {})
 
     def kill(self) -> None:
@@ -514,7 +530,8 @@ class Container:
             pass
         except docker.errors.APIError as exc:
             if "already in progress" not in str(exc):
-                raise EngineError(f"Cannot remove {self.description}: {_short(exc)}") from exc
+                raise EngineError(f"Cannot remove {self.description}: {_short(exc)}",
+                                  engine=self.engine.address, operation="remove") from exc
 
 
 if TYPE_CHECKING:

@@ -135,7 +135,8 @@ def _copy_includes(live: LiveImage, includes: Sequence[str], dest: Path) -> None
     c = live.container()
     for path in includes:
         if not path.startswith("/"):
-            raise ExportError(f"--include {path}: give an absolute path in the container.")
+            raise ExportError(f"--include {path}: give an absolute path in the container.",
+                              path=path)
         c.copy_out(path, dest / "include" / path.lstrip("/").rsplit("/", 1)[0]
                    if "/" in path.strip("/") else dest / "include")
 
@@ -199,25 +200,27 @@ def check_destination(dest: Path, run_dir: Path, *, explicit: bool, force: bool)
     dest = dest.absolute()
     where = f"-o {dest}" if explicit else str(dest)
     if dest.is_symlink():
-        raise ExportError(f"{where} is a symlink; synth does not write through it.")
+        raise ExportError(f"{where} is a symlink; synth does not write through it.", path=dest)
     real = dest.resolve()
     if real in (Path.cwd().resolve(), Path.home().resolve(), Path("/")) \
             or run_dir.resolve().is_relative_to(real):
         raise ExportError(f"{where} would replace {real}, which holds more than an artifact.",
-                          hint="Give a new folder, e.g. -o ./artifact.")
+                          hint="Give a new folder, e.g. -o ./artifact.", path=dest)
     if not dest.exists():
         return
     if not dest.is_dir():
-        raise ExportError(f"{where} exists and is not a folder; synth will not replace it.")
+        raise ExportError(f"{where} exists and is not a folder; synth will not replace it.",
+                          path=dest)
     if not any(dest.iterdir()):
         return
     if not is_artifact_dir(dest):
         raise ExportError(f"{where} is not empty and is not an artifact synth exported; "
                           "synth replaces only folders it made.",
-                          hint="Give a new or empty folder.")
+                          hint="Give a new or empty folder.", path=dest)
     if explicit and not force:
         raise ExportError(f"{where} already holds an artifact.",
-                          hint="--force replaces it (atomically), or give a new folder.")
+                          hint="--force replaces it (atomically), or give a new folder.",
+                          path=dest)
 
 
 def find_export_run(settings: Settings, run_ref: str | None) -> Path:
@@ -226,7 +229,7 @@ def find_export_run(settings: Settings, run_ref: str | None) -> Path:
         return find_run(settings, run_ref)
     except NotFoundError as exc:
         raise NotFoundError(exc.message, hint=f"{exc.hint} (An artifact format is named with "
-                            "--format: Dockerfile.)") from exc
+                            "--format: Dockerfile.)", ref=exc.ref, what=exc.what) from exc
 
 
 def plan_json_of(run_dir: Path, include: Sequence[str] = ()) -> str:
@@ -315,7 +318,7 @@ def check_trust(run_dir: Path, *, allow_incomplete: bool) -> list[str]:
         raise ExportError(f"{run_dir} is not a run synth can vouch for: "
                           + "; ".join(problems) + ".",
                           hint="--allow-incomplete exports it anyway; the export report "
-                          "then says why at its top.")
+                          "then says why at its top.", path=run_dir)
     return problems
 
 

@@ -224,7 +224,7 @@ def vendor_downloads(plan: BuildPlan, live: LiveImage, dest: Path) -> list[Bundl
         data = c.read_file(path)
         if data is None or hashlib.sha256(data).hexdigest() != digest:
             raise ExportError(f"--bundle: {path} in the live image {live.ref} is gone "
-                              f"or no longer hashes to {digest[:12]}….")
+                              f"or no longer hashes to {digest[:12]}….", path=path)
         rel = f"{VENDOR}/files/{digest}"
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         (dest / rel).write_bytes(data)

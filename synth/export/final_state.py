@@ -255,7 +255,8 @@ def copy_carried(live: LiveImage, plan: BuildPlan, artifact: Path) -> None:
     for f in plan.carried:
         data = c.read_file(f.path)
         if data is None:
-            raise ExportError(f"{f.path} ({f.distribution}) is gone from the live image.")
+            raise ExportError(f"{f.path} ({f.distribution}) is gone from the live image.",
+                              path=f.path)
         out = artifact / f.artifact_path
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(data)

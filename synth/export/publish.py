@@ -29,7 +29,7 @@ from synth.distill.plan import BuildPlan
 from synth.errors import ExportError, SynthError
 from synth.export.lock import Lock
 from synth.formats import artifact_files
-from synth.formats.store import VERIFY_DOCUMENT, read_verify
+from synth.formats.store import RUN_RECORD, VERIFY_DOCUMENT, RunDir, read_verify
 
 RO_CRATE = "ro-crate-metadata.json"
 SBOM = "sbom.cdx.json"
@@ -46,7 +46,8 @@ def source_date_epoch(run: LoadedRun) -> int:
                    .timestamp())
     except ValueError as exc:
         raise ExportError(f"{run.run_dir}/run.json: `ended` {stamp!r} is not "
-                          "YYYY-MM-DDTHH:MM:SSZ.") from exc
+                          "YYYY-MM-DDTHH:MM:SSZ.",
+                          path=RunDir(run.run_dir).file(RUN_RECORD)) from exc
 
 
 # ------------------------------------------------------------------------------ SBOM

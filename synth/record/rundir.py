@@ -52,7 +52,7 @@ def find_run(settings: Settings, ref: str | Path | None = None) -> Path:
             raise NotFoundError(
                 f"No runs under {settings.runs_dir}.",
                 hint="Make one with `synth run TASK --agent …`, or point --artifacts at "
-                "the folder holding runs/.",
+                "the folder holding runs/.", ref="latest", what="run",
             )
         return runs[-1]
     text = str(ref)
@@ -73,10 +73,10 @@ def find_run(settings: Settings, ref: str | Path | None = None) -> Path:
     if len(matches) > 1:
         names = ", ".join(f"{d.parent.name}/{d.name}" for d in matches[:5])
         raise NotFoundError(f"Run {text} is ambiguous: {names}.",
-                            hint="Name it as <task>/<run-id>.")
+                            hint="Name it as <task>/<run-id>.", ref=text, what="run")
     raise NotFoundError(
         f"No run {text} under {settings.runs_dir}.",
-        hint="`synth runs list` shows the runs there.",
+        hint="`synth runs list` shows the runs there.", ref=text, what="run",
     )
 
 

@@ -203,7 +203,8 @@ class _Session:
         mounts += self.opts.agent.agent_mounts()
         for m in mounts:
             if not m.source.exists():
-                raise RunError(f"Cannot mount {m.source} at {m.target}: it does not exist.")
+                raise RunError(f"Cannot mount {m.source} at {m.target}: it does not exist.",
+                               run_dir=self.run_dir)
         return mounts
 
     def exec_env(self) -> dict[str, str]:
@@ -288,7 +289,8 @@ class _Session:
                 proc = subprocess.run(argv, capture_output=True, text=True, check=False)
                 if proc.returncode != 0:
                     raise RunError(f"`{' '.join(argv)}` failed: {proc.stderr.strip()[-400:]}",
-                                   hint="Is the URL reachable and the commit in it?")
+                                   hint="Is the URL reachable and the commit in it?",
+                                   run_dir=self.run_dir)
             yield Path(tmp)
 
     def workspace_entries(self, c: Container) -> dict[str, tree.TreeEntry]:

@@ -48,7 +48,16 @@ from synth.errors import (
 )
 from synth.formats import model
 from synth.formats.model import Manifest, RunRecord
-from synth.formats.store import ENV_STATE, VERIFY_DOCUMENT, ArtifactDir, RunDir, is_file
+from synth.formats.store import (
+    ENV_STATE,
+    MANIFEST,
+    PYTHON_STATE,
+    RUN_RECORD,
+    VERIFY_DOCUMENT,
+    ArtifactDir,
+    RunDir,
+    is_file,
+)
 from synth.formats.task import Task, load_task
 from synth.pyramid.claims import BadClaims
 from synth.pyramid.claims import Claims as PyramidClaims
@@ -217,13 +226,15 @@ def _run_python(run_dir: Path) -> str:
     primary = RunDir(run_dir).python_state().primary
     if not primary:
         raise VerifyError(f"{run_dir}/state/python.json names no primary interpreter.",
-                          hint="Was the run's final state captured? `synth runs show RUN`.")
+                          hint="Was the run's final state captured? `synth runs show RUN`.",
+                          path=RunDir(run_dir).file(PYTHON_STATE))
     return str(primary)
 
 
 def _manifest_python(manifest: Manifest, artifact_dir: Path) -> str:
     if not manifest.python:
-        raise VerifyError(f"{artifact_dir}/manifest.json names no `python` interpreter.")
+        raise VerifyError(f"{artifact_dir}/manifest.json names no `python` interpreter.",
+                          path=ArtifactDir(artifact_dir).file(MANIFEST))
     return manifest.python
 
 
@@ -403,11 +414,13 @@ def _live_image(opts: VerifyOptions, settings: Settings, target: Target,
     if not ref:
         if needed:
             raise VerifyError(f"Run {run_dir} has no live image (run.json live_image).",
-                              hint="Verify its artifact instead: --rebuild.")
+                              hint="Verify its artifact instead: --rebuild.",
+                              path=RunDir(run_dir).file(RUN_RECORD))
         return None
     if not engine.image_exists(ref):
         if needed:
-            raise NotFoundError(f"The live image {ref} is not on this engine.")
+            raise NotFoundError(f"The live image {ref} is not on this engine.", ref=ref,
+                                what="image")
         return None
     config = engine.image_inspect(ref).get("Config") or {}
     return LiveImage(ref, _run_python(run_dir),
@@ -420,7 +433,7 @@ def _artifact_run(target: Target, settings: Settings) -> Path:
     run_id = target.manifest.run_id if target.manifest else None
     if not task or not run_id:
         raise VerifyError(f"{target.path}/manifest.json names no run; --live has no image "
-                          "to compare with.")
+                          "to compare with.", path=ArtifactDir(target.path).file(MANIFEST))
     try:
         return find_run(settings, f"{task}/{run_id}")
     except NotFoundError as exc:
@@ -428,6 +441,7 @@ def _artifact_run(target: Target, settings: Settings) -> Path:
             f"The run {task}/{run_id} this artifact was exported from is not under "
             f"{settings.runs_dir}, so --live has no image to compare with.",
             hint="Point --artifacts at the folder holding its runs/, or drop --live.",
+            ref=f"{task}/{run_id}", what="run",
         ) from exc
 
 
@@ -502,25 +516,31 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target,
 # --------------------------------------------------------------------------- verify
 def _check_options(opts: VerifyOptions) -> None:
     if opts.runtime == "host" and opts.python is None:
-        raise UsageError("--runtime host needs --python PATH (the environment's interpreter).")
+        raise UsageError("--runtime host needs --python PATH (the environment's interpreter).",
+                         option="--runtime")
     if opts.runtime == "docker" and opts.python is not None:
         raise UsageError("--python belongs to --runtime host; in a container the interpreter "
-                         "comes from the artifact's manifest or the run's state.")
+                         "comes from the artifact's manifest or the run's state.",
+                         option="--python")
     if opts.offline and not opts.rebuild:
-        raise UsageError("--offline is about the rebuild: add --rebuild.")
+        raise UsageError("--offline is about the rebuild: add --rebuild.", option="--offline")
     if opts.runtime == "host" and (opts.assets_cache is not None or opts.assets_offline):
         raise UsageError("--assets-cache and --assets-offline belong to --runtime docker "
-                         "(the assets step of a REB task runs in a container).")
+                         "(the assets step of a REB task runs in a container).",
+                         option="--assets-cache")
     if opts.assets_cache is not None and not opts.assets_cache.is_dir():
-        raise UsageError(f"--assets-cache {opts.assets_cache}: not a folder.")
+        raise UsageError(f"--assets-cache {opts.assets_cache}: not a folder.",
+                         option="--assets-cache")
     if opts.assets_offline and opts.assets_cache is None:
         raise UsageError("--assets-offline needs --assets-cache DIR.",
-                         hint="Give the folder REB's benchmark_assets/cache was saved to.")
+                         hint="Give the folder REB's benchmark_assets/cache was saved to.",
+                         option="--assets-offline")
     known = profiles.scorings()
     for name in opts.scoring:
         if name not in known:
             raise UsageError(f"Unknown scoring {name!r}.",
-                             hint=f"Known: {', '.join(sorted(known)) or 'none installed'}.")
+                             hint=f"Known: {', '.join(sorted(known)) or 'none installed'}.",
+                             option="--scoring")
 
 
 def _score(outcome: VerifyOutcome, engine: Engine | None, say: Say) -> VerifyOutcome:
@@ -541,7 +561,8 @@ def verify(opts: VerifyOptions, settings: Settings, engine: Engine | None,
     ``engine`` is None only for ``--runtime host``, which runs no container."""
     _check_options(opts)
     if opts.runtime == "docker" and engine is None:
-        raise UsageError("--runtime docker verifies in containers, and was given no engine.")
+        raise UsageError("--runtime docker verifies in containers, and was given no engine.",
+                         option="--runtime")
     target = resolve_target(opts.target, settings, opts.runtime)
     out_dir = (opts.out_dir or default_out_dir(target, settings, opts.runtime)).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -571,9 +592,10 @@ def _write(outcome: VerifyOutcome) -> None:
 def check_choices(*, runtime: str, scanner: str, progress: str) -> None:
     """The verify command's options that take one of a few words."""
     if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
-        raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
+        raise UsageError("--runtime is docker or host; --scanner is ast or libcst.",
+                         option="--runtime")
     if progress not in ("steps", "plain", "quiet"):
-        raise UsageError("--progress is steps, plain or quiet.")
+        raise UsageError("--progress is steps, plain or quiet.", option="--progress")
 
 
 def parse_scoring(text: str) -> tuple[str, ...]:
@@ -584,7 +606,7 @@ def parse_scoring(text: str) -> tuple[str, ...]:
     known = profiles.scorings()
     if text not in known:
         raise UsageError(f"--scoring {text!r}: expected one of "
-                         f"{', '.join(('synth', *sorted(known)))}.")
+                         f"{', '.join(('synth', *sorted(known)))}.", option="--scoring")
     return (text,)
 
 
@@ -594,11 +616,11 @@ def parse_levels(text: str | None) -> frozenset[Level]:
     try:
         return frozenset(parse_level(p) for p in text.split(",") if p.strip())
     except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+        raise UsageError(str(exc), option="--levels") from exc
 
 
 def parse_require(text: str) -> Level:
     try:
         return parse_level(text)
     except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+        raise UsageError(str(exc), option="--require") from exc

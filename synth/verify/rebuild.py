@@ -68,7 +68,7 @@ def checked_artifact(artifact_dir: Path, allow_modified: bool, say: Say) -> Arti
             + "; ".join(problems[:20]) + (f"; … {len(problems) - 20} more"
                                          if len(problems) > 20 else ""),
             hint="Re-export it (`synth export`), or pass --allow-modified to rebuild it as it "
-            "is (the report says so).")
+            "is (the report says so).", path=artifact_dir)
     if problems:
         say(f"warning: rebuilding a MODIFIED artifact (--allow-modified): {'; '.join(problems)}")
     return ArtifactCheck(files, tuple(problems), allow_modified)
@@ -206,5 +206,6 @@ def tls_hint(exc: BuildError, log_path: Path) -> BuildError:
         f"{exc.message}\nThe rebuild failed on TLS: CERTIFICATE_VERIFY_FAILED in {log_path} "
         "(an intercepting proxy's certificate the build does not trust).",
         hint="Pass the CA bundle that signs it: --ca-bundle PATH (or SYNTH_CA_BUNDLE); it "
-        "reaches the build as a BuildKit secret and never lands in the image.")
+        "reaches the build as a BuildKit secret and never lands in the image.",
+        image=exc.image, log=exc.log or log_path)
 

@@ -79,21 +79,24 @@ def read_manifest(reb_dir: Path) -> list[RebRepo]:
     except FileNotFoundError as exc:
         raise UsageError(f"{reb_dir} has no REB manifest at {MANIFEST}.") from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TaskError(f"{path}: not valid JSON: {exc}") from exc
+        raise TaskError(f"{path}: not valid JSON: {exc}", path=path) from exc
     entries = data.get("repos", data.get("repositories")) if isinstance(data, dict) else data
     if not isinstance(entries, list):
-        raise TaskError(f"{path}: expected a list of repositories (or {{\"repos\": [...]}}).")
+        raise TaskError(f"{path}: expected a list of repositories (or {{\"repos\": [...]}}).",
+                        path=path)
     repos = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            raise TaskError(f"{path}: entry {i} is not an object.")
+            raise TaskError(f"{path}: entry {i} is not an object.", path=path, field=f"[{i}]")
         missing = [k for k in REQUIRED if not isinstance(entry.get(k), str) or not entry[k]]
         if missing:
             raise TaskError(f"{path}: entry {i} ({entry.get('repo_id', '?')}): field(s) "
-                            f"{', '.join(missing)} missing or not a string.")
+                            f"{', '.join(missing)} missing or not a string.", path=path,
+                            field=f"[{i}].{missing[0]}")
         if not re.fullmatch(r"[0-9a-f]{7,40}", entry["commit_sha"]):
             raise TaskError(f"{path}: entry {i} ({entry['repo_id']}): `commit_sha` "
-                            f"{entry['commit_sha']!r} is not a hex commit id.")
+                            f"{entry['commit_sha']!r} is not a hex commit id.", path=path,
+                            field=f"[{i}].commit_sha")
         repos.append(RebRepo(entry["repo_id"], entry["repo_url"], entry["commit_sha"],
                              entry["hardware_bucket"], entry))
     return repos
@@ -104,7 +107,7 @@ def parse_mirrors(items: list[str]) -> dict[str, str]:
     for item in items:
         url, sep, path = item.partition("=")
         if not sep or not url or not path:
-            raise UsageError(f"--mirror {item!r}: expected URL=PATH.")
+            raise UsageError(f"--mirror {item!r}: expected URL=PATH.", option="--mirror")
         mirrors[url] = str(Path(path).expanduser().resolve())
     return mirrors
 
@@ -167,7 +170,7 @@ def import_reb(reb_dir: Path, out_dir: Path, repo_ids: list[str] | None = None,
     unknown = sorted(set(repo_ids or ()) - known)
     if unknown:
         raise UsageError(f"--repo {', '.join(unknown)}: not in the manifest.",
-                         hint=f"Known: {', '.join(sorted(known))}.")
+                         hint=f"Known: {', '.join(sorted(known))}.", option="--repo")
     totals = read_c0_totals(reb_dir)
     written = []
     for repo in repos:
@@ -199,9 +202,10 @@ def read_c0_totals(reb_dir: Path) -> dict[str, int]:
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TaskError(f"{path}: not valid JSON: {exc}") from exc
+        raise TaskError(f"{path}: not valid JSON: {exc}", path=path) from exc
     repos = data.get("repos") if isinstance(data, dict) else None
     if not isinstance(repos, dict):
-        raise TaskError(f"{path}: expected {{\"repos\": {{\"owner/repo\": N, ...}}}}.")
+        raise TaskError(f"{path}: expected {{\"repos\": {{\"owner/repo\": N, ...}}}}.",
+                        path=path)
     return {str(k).strip().lower(): v for k, v in repos.items()
             if isinstance(v, int) and not isinstance(v, bool) and v > 0}
