@@ -83,8 +83,8 @@ def make_run(task: str, transcript: str, settings: Settings) -> Path:
 
     spec = load_task(ROOT / "tasks" / task)
     result = run_session(RunOptions(task=spec, agent=ReplayAgent(spec.agents_dir / transcript),
-                                    settings=settings, timeout=3600),
-                         engine=DockerEngine.connect(), say=lambda _m: None)
+                                    timeout=3600),
+                         settings, DockerEngine.connect(), say=lambda _m: None)
     return result.run_dir
 
 

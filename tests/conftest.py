@@ -177,9 +177,8 @@ def task_run(
             task = load_task(TASKS_DIR / task_name)
             result = run_session(
                 RunOptions(task=task, agent=ReplayAgent(task.agents_dir / transcript),
-                           settings=settings, timeout=1800),
-                engine=engine,  # type: ignore[arg-type]
-                say=lambda _msg: None,
+                           timeout=1800),
+                settings, engine, say=lambda _msg: None,  # type: ignore[arg-type]
             )
             if not result.live_image:
                 # Every test on this run needs its live image: name why there is none

@@ -75,8 +75,7 @@ def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Engine,
     t0 = time.monotonic()
     task = load_task(cell.task_dir)
     result = run_session(RunOptions(task=task, agent=_agent(cell, task, rec["timeout"]),
-                                    settings=settings, timeout=rec["timeout"]),
-                         engine=engine, say=say)
+                                    timeout=rec["timeout"]), settings, engine, say=say)
     times["run"] = round(time.monotonic() - t0, 2)
     if result.status == "interrupted":  # Ctrl-C reached the worker: not a measurement
         raise KeyboardInterrupt(f"the run {result.run_dir} was interrupted")

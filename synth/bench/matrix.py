@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ class Cell:
                    agent=AgentSpec(agent["name"], agent["kind"], tuple(agent["argv"])))
 
 
-def plan_cells(tasks: list[Path], agents: list[AgentSpec], repeats: int) -> list[Cell]:
+def plan_cells(tasks: Sequence[Path], agents: Sequence[AgentSpec], repeats: int) -> list[Cell]:
     """Every (task, agent, repeat), task-major; a transcript a task lacks is an error."""
     if repeats < 1:
         raise UsageError("--repeats must be at least 1.", option="--repeats")

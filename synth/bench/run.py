@@ -29,8 +29,11 @@ Say = Callable[[str], None]
 
 @dataclass(frozen=True)
 class BenchOptions:
-    tasks: list[Path]
-    agents: list[AgentSpec]
+    """One ``synth bench``: the matrix and how its cells run. (No engine: each cell's
+    worker process opens its own, :func:`synth.bench.cell.run_cell`.)"""
+
+    tasks: tuple[Path, ...]
+    agents: tuple[AgentSpec, ...]
     out_dir: Path
     repeats: int = 1
     executor: str = "local"

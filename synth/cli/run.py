@@ -63,11 +63,10 @@ def run(
         agent=make_agent(agent, script=script, stop_on_error=stop_on_error,
                          command=command or (), mounts=agent_mount or (),
                          env_names=agent_env or (), quiet=quiet),
-        settings=Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
-                               wheelhouse=wheelhouse),
         timeout=timeout, keep=keep, trace_exec=trace_exec,
     )
-    result = run_session(opts, engine=open_engine(), say=console.say)
+    settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    result = run_session(opts, settings, open_engine(), say=console.say)
     if json_out:
         console.print_json(result.to_json())
     if not result.ok:

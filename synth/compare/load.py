@@ -49,6 +49,9 @@ __all__ = ["DiffOptions", "SideLoader", "diff_command"]
 
 @dataclass(frozen=True)
 class DiffOptions:
+    """One ``synth diff``. It names the artifacts folder, not the settings: the diff loads
+    them inside its own error boundary, so that any error exits 2, as diff(1) does."""
+
     a: str
     b: str
     json: bool = False

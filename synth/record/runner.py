@@ -69,9 +69,10 @@ Container = RecordingContainer
 
 @dataclass(frozen=True)
 class RunOptions:
+    """One ``synth run``: the task, the agent and how the session is run."""
+
     task: Task
     agent: Agent
-    settings: Settings
     #: Seconds the agent may work before the container is killed (status ``timeout``).
     timeout: float = 3600
     #: Keep the session container after the run (for inspection); it is named in run.json.
@@ -114,13 +115,14 @@ def live_image_ref(task: str, run_id: str) -> str:
 class _Session:
     """The state of one run while it happens; :func:`run_session` drives it."""
 
-    def __init__(self, opts: RunOptions, engine: Engine, say: Say) -> None:
+    def __init__(self, opts: RunOptions, settings: Settings, engine: Engine, say: Say) -> None:
         self.opts = opts
+        self.settings = settings
         self.engine = engine
         self.say = say
         self.task = opts.task
         self.run_id = new_run_id()
-        self.run_dir = opts.settings.runs_dir / self.task.name / self.run_id
+        self.run_dir = settings.runs_dir / self.task.name / self.run_id
         self.secrets = secret_values(opts.agent.secret_names())
         self.masker = Masker(self.secrets.values())
         self.started_ts = time.time()
@@ -161,8 +163,8 @@ class _Session:
             "live_image": None,
             "container": None,
             "kept": opts.keep,
-            "wheelhouse": str(opts.settings.wheelhouse) if opts.settings.wheelhouse else None,
-            "ca_bundle": opts.settings.ca_bundle is not None,
+            "wheelhouse": str(self.settings.wheelhouse) if self.settings.wheelhouse else None,
+            "ca_bundle": self.settings.ca_bundle is not None,
             "secret_env": sorted(self.secrets),
             "trace_exec": opts.trace_exec,
             "capture_errors": self.capture_errors,
@@ -183,7 +185,7 @@ class _Session:
 
     # ------------------------------------------------------------------ setup
     def mounts(self) -> list[Mount]:
-        s = self.opts.settings
+        s = self.settings
         hook_host = self.run_dir / "logs" / "hook"
         mounts = [
             Mount(hook_dir(), CONTAINER_HOOK_DIR, read_only=True),
@@ -216,9 +218,9 @@ class _Session:
             "SYNTH_CLAIMS": CONTAINER_CLAIMS,
             "SYNTH_SECRET_NAMES": " ".join(sorted(self.secrets)),
         }
-        if self.opts.settings.ca_bundle is not None:
+        if self.settings.ca_bundle is not None:
             env.update(ca_env())
-        if self.opts.settings.wheelhouse is not None:
+        if self.settings.wheelhouse is not None:
             env["SYNTH_WHEELHOUSE"] = CONTAINER_WHEELHOUSE
         env.update(self.secrets)
         return env
@@ -249,7 +251,7 @@ class _Session:
             image=self.task.base_image,
             labels={"synth.run": self.run_id, "synth.kind": "session",
                     "synth.task": self.task.name,
-                    "synth.artifacts": str(self.opts.settings.artifacts_dir.resolve())},
+                    "synth.artifacts": str(self.settings.artifacts_dir.resolve())},
             mounts=self.mounts(),
             workdir=WORKDIR,
             name=f"synth-run-{self.task.name}-{self.run_id}",
@@ -342,7 +344,7 @@ class _Session:
         self.write_record()
         labels = {"synth.run": self.run_id, "synth.kind": "live",
                   "synth.task": self.task.name,
-                  "synth.artifacts": str(self.opts.settings.artifacts_dir.resolve())}
+                  "synth.artifacts": str(self.settings.artifacts_dir.resolve())}
         if hits:
             labels["synth.shareable"] = "false"
         image_id = self.guarded("live image commit", lambda: c.commit(ref, labels=labels))
@@ -403,7 +405,7 @@ class _Session:
     def run_agent(self, c: Container, log: AgentLog) -> int:
         ctx = AgentContext(
             container=c, env=self.exec_env(), log=log, say=self.say, cancelled=self.cancelled,
-            docker_cli=self.opts.settings.docker_cli,
+            docker_cli=self.settings.docker_cli,
             wrap=self.tracer.wrap if self.tracer is not None else None,
         )
 
@@ -584,10 +586,11 @@ def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def run_session(opts: RunOptions, *, engine: Engine, say: Say = console.say) -> RunResult:
-    """Run one audited session on ``engine``; the result says where the run directory is
-    and how it ended."""
-    s = _Session(opts, engine, say)
+def run_session(opts: RunOptions, settings: Settings, engine: Engine,
+                say: Say = console.say) -> RunResult:
+    """Run one audited session on ``engine`` (the run directory under ``settings``'
+    artifacts folder); the result says where the run directory is and how it ended."""
+    s = _Session(opts, settings, engine, say)
     status = "error"
     try:
         status = s.work()

@@ -64,8 +64,8 @@ def test_a_checkout_the_agent_changed_rebuilds_equal_to_live(
         "cd /workspace && python3 run.py\n")
     settings = Settings.load(artifacts_dir=tmp_path / "artifacts", ca_bundle=ca_bundle)
     result = run_session(RunOptions(task=load_task(task_dir), agent=ReplayAgent(script),
-                                    settings=settings, timeout=600),
-                         engine=engine, say=lambda _m: None)
+                                    timeout=600),
+                         settings, engine, say=lambda _m: None)
     outcome = None
     try:
         assert result.status == "succeeded"

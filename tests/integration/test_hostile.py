@@ -93,7 +93,7 @@ def world(
 
 
 def _run(engine: DockerEngine, world: dict[str, Any], opts: RunOptions) -> RunResult:
-    result = run_session(opts, engine=engine, say=lambda _m: None)
+    result = run_session(opts, world["settings"], engine, say=lambda _m: None)
     if result.live_image:
         world["images"].append(result.live_image)
     return result
@@ -105,7 +105,7 @@ def hostile(engine: DockerEngine, world: dict[str, Any]) -> RunResult:
     script.write_text(HOSTILE.format(victim=world["victim"], sleepers=SLEEPERS, forge=FORGE,
                                      subprocess_install=SUBPROCESS_INSTALL))
     return _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
-                                          settings=world["settings"], timeout=600))
+                                          timeout=600))
 
 
 def _run_json(result: RunResult) -> dict[str, Any]:
@@ -194,8 +194,7 @@ def test_secrets_written_by_the_agent_are_found_before_the_image_is_tagged(
     monkeypatch.setenv("HOSTILE_TOKEN", SECRET)
     agent = ExecAgent(["python3", "/agent/agent.py"], [Mount(agent_dir, "/agent")],
                       ["HOSTILE_TOKEN"])
-    result = _run(engine, world, RunOptions(task=world["task"], agent=agent,
-                                            settings=world["settings"], timeout=300))
+    result = _run(engine, world, RunOptions(task=world["task"], agent=agent, timeout=300))
     assert result.status == "succeeded"
     run = _run_json(result)
     assert run["secret_findings"] == ["/root/token.b64", "/root/token.txt"]
@@ -284,7 +283,7 @@ def test_a_timed_out_run_is_captured_and_exports_only_on_request(
     script = world["root"] / "slow.sh"
     script.write_text("python3 -m venv /opt/venv\nsleep 300\n")
     result = _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
-                                            settings=settings, timeout=8))
+                                            timeout=8))
     assert result.status == "timeout"
     run = _run_json(result)
     assert run["capture_errors"] == []

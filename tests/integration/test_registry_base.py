@@ -129,8 +129,8 @@ def test_a_registry_base_is_pinned_by_digest_and_rebuilds(
     settings = Settings.load(artifacts_dir=tmp_path / "artifacts", ca_bundle=ca_bundle)
     task = load_task(_task(tmp_path, registry_base))
     result = run_session(RunOptions(task=task, agent=ReplayAgent(task.agents_dir / "good.sh"),
-                                    settings=settings, timeout=600),
-                         engine=engine, say=lambda _m: None)
+                                    timeout=600),
+                         settings, engine, say=lambda _m: None)
     try:
         run = json.loads((result.run_dir / "run.json").read_text())
         assert run["base_image"]["repo_digests"] == digests

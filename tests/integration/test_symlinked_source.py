@@ -56,8 +56,8 @@ def test_a_symlinked_repository_exports_identically_and_rebuilds(
     script.write_text("cd /workspace && python3 run.py\n")
     settings = Settings.load(artifacts_dir=tmp_path / "artifacts", ca_bundle=ca_bundle)
     result = run_session(RunOptions(task=load_task(task_dir), agent=ReplayAgent(script),
-                                    settings=settings, timeout=600),
-                         engine=engine, say=lambda _m: None)
+                                    timeout=600),
+                         settings, engine, say=lambda _m: None)
     assert result.status == "succeeded"
     one = export_run(ExportOptions(
         result.run_dir, out_dir=tmp_path / "one" / "art", archive=True), settings, engine)

@@ -395,3 +395,23 @@ def test_commands_that_need_no_engine_do_not_load_docker(args: list[str],
                 "    assert exc.code in (0, None), exc.code\n"
                 "assert 'docker' not in sys.modules, 'docker-py was loaded'\n")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_command_options_are_frozen() -> None:
+    """Each command builds one options object and passes it on with the settings (and the
+    engine): a frozen dataclass, with no list, dict or set a callee could change."""
+    from dataclasses import fields, is_dataclass
+
+    from synth.bench.run import BenchOptions
+    from synth.cli.demo import DemoOptions
+    from synth.compare.load import DiffOptions
+    from synth.export.artifact import ExportOptions
+    from synth.record.runner import RunOptions
+    from synth.verify.outcome import VerifyOptions
+
+    for kind in (RunOptions, ExportOptions, VerifyOptions, DiffOptions, BenchOptions,
+                 DemoOptions):
+        assert is_dataclass(kind) and kind.__dataclass_params__.frozen, kind  # type: ignore[attr-defined]
+        mutable = [f.name for f in fields(kind)
+                   if str(f.type).startswith(("list[", "dict[", "set[", "Mapping", "Sequence"))]
+        assert not mutable, (kind.__name__, mutable)
