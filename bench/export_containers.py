@@ -29,9 +29,10 @@ INCLUDE = "/opt/venv/lib/python3.11/site-packages/attrs"
 
 
 def synth(code: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # Run from the code's folder: `python -m` puts the working directory first on sys.path.
     env = {**os.environ, "PYTHONPATH": str(code)}
     return subprocess.run([sys.executable, "-m", "synth", *args], env=env, text=True,
-                          capture_output=True, check=False)
+                          capture_output=True, check=False, cwd=code)
 
 
 def record_run(code: Path, task: str, script: str, artifacts: Path) -> Path:
@@ -46,20 +47,21 @@ def record_run(code: Path, task: str, script: str, artifacts: Path) -> Path:
 
 def export_counted(code: Path, run_dir: Path, live: str, out: Path,
                    extra: list[str]) -> tuple[int, float, int]:
-    """(containers started from ``live``, seconds, exit code) of one export."""
-    events = subprocess.Popen(
-        ["docker", "events", "--filter", "type=container", "--filter", "event=start",
+    """(containers started from ``live``, seconds, exit code) of one export. The engine's
+    events of that window are read back once the export is over (``--since``/``--until``:
+    a stream read while it runs can lose lines it had not flushed)."""
+    since = time.time()
+    t0 = time.monotonic()
+    res = synth(code, "export", str(run_dir), "-o", str(out), "--allow-missing", *extra)
+    seconds = time.monotonic() - t0
+    until = time.time() + 1
+    time.sleep(1.5)
+    events = subprocess.run(
+        ["docker", "events", "--since", f"{since:.3f}", "--until", f"{until:.3f}",
+         "--filter", "type=container", "--filter", "event=start",
          "--filter", f"image={live}", "--format", "{{.ID}}"],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        time.sleep(1)  # the event stream is open before the export starts
-        t0 = time.monotonic()
-        res = synth(code, "export", str(run_dir), "-o", str(out), "--allow-missing", *extra)
-        seconds = time.monotonic() - t0
-        time.sleep(1)
-    finally:
-        events.terminate()
-    started = [line for line in (events.communicate()[0] or "").splitlines() if line.strip()]
+        capture_output=True, text=True, check=True)
+    started = [line for line in events.stdout.splitlines() if line.strip()]
     if res.returncode != 0:
         print(res.stderr[-2000:], file=sys.stderr)
     return len(started), seconds, res.returncode
@@ -67,7 +69,7 @@ def export_counted(code: Path, run_dir: Path, live: str, out: Path,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--code", type=Path, default=ROOT, help="the synth code to run")
+    ap.add_argument("--code", type=Path, default=ROOT, help="the synth checkout to run")
     ap.add_argument("--task", default="optional-extras")
     ap.add_argument("--script", default="patched.sh",
                     help="a transcript under the task's agents/, or a path")

@@ -45,8 +45,8 @@ def run_demo(opts: DemoOptions, settings: Settings, engine: Engine,
         say("No CA bundle given (SYNTH_CA_BUNDLE); fine without an intercepting proxy.")
     say(f"[2/3] audited run: {task.name} with {opts.script} (replay agent)")
     agent = make_agent("replay", script=script)
-    result = run_session(RunOptions(task=task, agent=agent,
-                                    timeout=opts.timeout), settings, engine, say=say)
+    result = run_session(RunOptions(task=task, agent=agent, timeout=opts.timeout), settings,
+                         engine, say=say)
     if not result.ok:
         raise RunError(f"The demo run ended {result.status} (agent exit "
                        f"{result.agent_exit_code}); see {result.run_dir}/logs/agent.log.",

@@ -76,7 +76,7 @@ class LiveImage:
 
     def __init__(self, engine: Engine, ref: str | None) -> None:
         self.engine = engine
-        self.ref = ref
+        self.ref = ref or None
         self._stack = ExitStack()
         self._container: EngineContainer | None = None
         self._error: SynthError | None = None
