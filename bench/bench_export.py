@@ -44,7 +44,9 @@ from distill_runs import cmd, dist, make_run_dir, system_python, venv  # noqa: E
 from synth.config import Settings  # noqa: E402
 from synth.distill.load import load_run  # noqa: E402
 from synth.distill.plan import PythonEnvPlan, distill  # noqa: E402
-from synth.export.artifact import export_run  # noqa: E402
+from synth.engine.base import NoEngine  # noqa: E402
+from synth.errors import EngineUnavailableError  # noqa: E402
+from synth.export.artifact import ExportOptions, export_run  # noqa: E402
 from synth.export.lock import Lock, LockedPin, LockTarget, lock_env, render_lock  # noqa: E402
 
 #: One pinned set for the locker comparison: a small research stack, all on PyPI.
@@ -66,6 +68,9 @@ _LINES = (
     "pip list | grep torch",
 )
 
+
+#: The export figures ask no live image (``ask_live=False``): no engine is needed.
+NO_ENGINE = NoEngine(EngineUnavailableError("the export benchmark asks no engine"))
 
 def _fake_locker(env: PythonEnvPlan, _target: LockTarget) -> Lock:
     return Lock(env=env, pins=tuple(
@@ -114,8 +119,9 @@ def bench_export(sizes: list[int], shape: str = "exec", repeat: int = 1
             walls, cpus = [], []
             for i in range(repeat):
                 t1, c1 = time.perf_counter(), time.process_time()
-                export_run(run_dir, Settings.load(artifacts_dir=tmp), out_dir=tmp / f"out{i}",
-                           locker=_fake_locker, hash_downloads=False)
+                export_run(ExportOptions(
+                    run_dir, out_dir=tmp / f"out{i}", locker=_fake_locker, ask_live=False),
+                    Settings.load(artifacts_dir=tmp), NO_ENGINE)
                 walls.append(time.perf_counter() - t1)
                 cpus.append(time.process_time() - c1)
                 shutil.rmtree(tmp / f"out{i}")
@@ -124,7 +130,8 @@ def bench_export(sizes: list[int], shape: str = "exec", repeat: int = 1
 
 
 #: One checkout's exports of one run in a fresh process: a warm-up, then ``repeat`` timed
-#: ones, printed as JSON ``[[wall, cpu], ...]`` (only what every checkout of synth has).
+#: ones, printed as JSON ``[[wall, cpu], ...]`` (only what every checkout of synth has:
+#: ``export_run`` with its options and engine, or with keywords as before them).
 _EXPORTS = """
 import json, shutil, sys, time
 from pathlib import Path
@@ -133,12 +140,21 @@ repeat = int(sys.argv[4])
 sys.path[:0] = [str(root), str(root / "tests"), str(root / "bench")]
 from bench_export import _fake_locker
 from synth.config import Settings
-from synth.export.artifact import export_run
+from synth.export import artifact
+def export():  # a checkout with ExportOptions (and its engine), or one from before them
+    if hasattr(artifact, "ExportOptions"):
+        from synth.engine.base import NoEngine
+        from synth.errors import EngineUnavailableError
+        artifact.export_run(artifact.ExportOptions(
+            run_dir, out_dir=out / "art", locker=_fake_locker, ask_live=False),
+            Settings.load(artifacts_dir=out), NoEngine(EngineUnavailableError("none")))
+    else:
+        artifact.export_run(run_dir, Settings.load(artifacts_dir=out), out_dir=out / "art",
+                            locker=_fake_locker, hash_downloads=False)
 times = []
 for i in range(repeat + 1):
     t, c = time.perf_counter(), time.process_time()
-    export_run(run_dir, Settings.load(artifacts_dir=out), out_dir=out / "art", locker=_fake_locker,
-               hash_downloads=False)
+    export()
     if i:
         times.append([time.perf_counter() - t, time.process_time() - c])
     shutil.rmtree(out / "art")

@@ -130,7 +130,7 @@ def bench_rebuild(run_dir: Path) -> dict[str, object]:
     from synth.config import Settings
     from synth.engine.build import BuildRequest, build_image, find_build_cli
     from synth.engine.docker import DockerEngine
-    from synth.export.artifact import export_run
+    from synth.export.artifact import ExportOptions, export_run
     from synth.record.rundir import read_run
     from synth.verify.build import build_artifact
 
@@ -139,7 +139,7 @@ def bench_rebuild(run_dir: Path) -> dict[str, object]:
     run = read_run(run_dir)
     task = run["task"]["name"]
     t = time.perf_counter()
-    artifact = export_run(run_dir, settings).artifact_dir
+    artifact = export_run(ExportOptions(run_dir), settings, engine).artifact_dir
     export_s = time.perf_counter() - t
     tag_a = f"synth-bench/{task}:artifact"
     t = time.perf_counter()

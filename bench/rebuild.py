@@ -78,12 +78,13 @@ def make_run(task: str, transcript: str, settings: Settings) -> Path:
     """Replay ``tasks/<task>/agents/<transcript>`` once: the run to rebuild."""
     from synth.engine.docker import DockerEngine
     from synth.formats.task import load_task
-    from synth.record import ReplayAgent, RunOptions, run_session
+    from synth.record.agents import ReplayAgent
+    from synth.record.runner import RunOptions, run_session
 
     spec = load_task(ROOT / "tasks" / task)
     result = run_session(RunOptions(task=spec, agent=ReplayAgent(spec.agents_dir / transcript),
-                                    settings=settings, timeout=3600),
-                         engine=DockerEngine.connect(), say=lambda _m: None)
+                                    timeout=3600),
+                         settings, DockerEngine.connect(), say=lambda _m: None)
     return result.run_dir
 
 
@@ -160,15 +161,17 @@ def _naive_context(run_dir: Path, artifact: Path, ctx: Path, settings: Settings)
 def bench(run_dir: Path, settings: Settings, only: Sequence[str] = ()) -> dict[str, Any]:
     """Every build (or those named in ``only``), one after the other; the figures."""
     from synth.engine.docker import DockerEngine
-    from synth.export.artifact import export_run
+    from synth.export.artifact import ExportOptions, export_run
 
     engine = DockerEngine.connect()
     rows: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="synth-bench-rebuild-") as tmp_s:
         tmp = Path(tmp_s)
-        arts = {"synth-uv": export_run(run_dir, settings, out_dir=tmp / "uv").artifact_dir,
-                "synth-pip": export_run(run_dir, settings, out_dir=tmp / "pip",
-                                        locker=_pip_locker).artifact_dir}
+        arts = {"synth-uv": export_run(ExportOptions(
+            run_dir, out_dir=tmp / "uv"), settings, engine).artifact_dir,
+                "synth-pip": export_run(ExportOptions(
+                    run_dir, out_dir=tmp / "pip", locker=_pip_locker),
+                    settings, engine).artifact_dir}
         lock_pins = sum(1 for line in (arts["synth-uv"] / "requirements.lock").read_text()
                         .splitlines() if "==" in line)
         builds: list[tuple[str, Any]] = []

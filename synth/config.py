@@ -46,12 +46,14 @@ class Settings:
             raise UsageError(
                 f"CA bundle {ca} does not exist or is not a file.",
                 hint="Pass the PEM bundle your proxy needs with --ca-bundle or SYNTH_CA_BUNDLE.",
+                option="--ca-bundle",
             )
         wh = wheelhouse or _env_path("SYNTH_WHEELHOUSE")
         if wh is not None and not wh.is_dir():
             raise UsageError(
                 f"Wheelhouse {wh} is not a directory.",
                 hint="Pass a folder of wheels with --wheelhouse or SYNTH_WHEELHOUSE.",
+                option="--wheelhouse",
             )
         cli = docker_cli or env.get("SYNTH_DOCKER_CLI") or None
         return cls(

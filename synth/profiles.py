@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from synth.errors import UsageError
 
 if TYPE_CHECKING:
-    from synth.engine.base import Mount
+    from synth.engine.base import Engine, EngineContainer, Mount
     from synth.formats.verify import VerifyDocument
     from synth.pyramid.result import Report
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "synth.plugins"
 Say = Callable[[str], None]
 #: Puts what an assets step left into a probe container.
-Install = Callable[[Any], None]
+Install = Callable[["EngineContainer"], None]
 
 
 @dataclass(frozen=True)
@@ -61,19 +61,21 @@ class Profile(Protocol):
     # the session: every installed plug-in's setup runs and its claims paths are read in
     # every session (an agent keeps its benchmark's habits whatever the task); its claims
     # rules apply to the tasks it owns
-    def session_setup(self, container: Any) -> None: ...
+    def session_setup(self, container: EngineContainer) -> None: ...
     def claims_paths(self) -> tuple[str, ...]: ...
     def claims_errors(self, claims: Any) -> list[str]: ...
 
     # verify's probe containers
     def probe_mounts(self, site: ProbeSite) -> list[Mount]: ...
-    def assets(self, engine: Any, site: ProbeSite,
+    def assets(self, engine: Engine, site: ProbeSite,
                say: Say) -> AbstractContextManager[Install | None]: ...
-    def before_probes(self, container: Any, site: ProbeSite) -> None: ...
-    def after_probes(self, container: Any, report: Report, site: ProbeSite) -> Report: ...
+    def before_probes(self, container: EngineContainer, site: ProbeSite) -> None: ...
+    def after_probes(self, container: EngineContainer, report: Report,
+                     site: ProbeSite) -> Report: ...
 
     # scoring and bench
-    def score(self, name: str, outcome: Any, say: Say) -> dict[str, Any]: ...
+    def score(self, name: str, outcome: Any, engine: Engine | None,
+              say: Say) -> dict[str, Any]: ...
     def bench_cell(self, doc: VerifyDocument, task_dir: Path, record: Mapping[str, Any],
                    files: Mapping[str, str], cell_dir: Path) -> None: ...
 
@@ -87,7 +89,7 @@ class BaseProfile:
     def owns(self, task_dir: Path | None) -> bool:
         return False
 
-    def session_setup(self, container: Any) -> None:
+    def session_setup(self, container: EngineContainer) -> None:
         return None
 
     def claims_paths(self) -> tuple[str, ...]:
@@ -100,17 +102,19 @@ class BaseProfile:
     def probe_mounts(self, site: ProbeSite) -> list[Mount]:
         return []
 
-    def assets(self, engine: Any, site: ProbeSite,
+    def assets(self, engine: Engine, site: ProbeSite,
                say: Say) -> AbstractContextManager[Install | None]:
         return _nothing()
 
-    def before_probes(self, container: Any, site: ProbeSite) -> None:
+    def before_probes(self, container: EngineContainer, site: ProbeSite) -> None:
         return None
 
-    def after_probes(self, container: Any, report: Report, site: ProbeSite) -> Report:
+    def after_probes(self, container: EngineContainer, report: Report,
+                     site: ProbeSite) -> Report:
         return report
 
-    def score(self, name: str, outcome: Any, say: Say) -> dict[str, Any]:
+    def score(self, name: str, outcome: Any, engine: Engine | None,
+              say: Say) -> dict[str, Any]:
         raise UsageError(f"The {self.name} profile has no scoring {name!r}.")
 
     def bench_cell(self, doc: VerifyDocument, task_dir: Path, record: Mapping[str, Any],

@@ -163,7 +163,8 @@ def task_run(
     The live images these runs commit are removed at the end of the session."""
     from synth.config import Settings
     from synth.formats.task import load_task
-    from synth.record import ReplayAgent, RunOptions, run_session
+    from synth.record.agents import ReplayAgent
+    from synth.record.runner import RunOptions, run_session
 
     settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("task-runs"),
                              ca_bundle=ca_bundle, wheelhouse=wheelhouse)
@@ -176,9 +177,8 @@ def task_run(
             task = load_task(TASKS_DIR / task_name)
             result = run_session(
                 RunOptions(task=task, agent=ReplayAgent(task.agents_dir / transcript),
-                           settings=settings, timeout=1800),
-                engine=engine,  # type: ignore[arg-type]
-                say=lambda _msg: None,
+                           timeout=1800),
+                settings, engine, say=lambda _msg: None,  # type: ignore[arg-type]
             )
             if not result.live_image:
                 # Every test on this run needs its live image: name why there is none
@@ -239,7 +239,7 @@ def verified(
                                      wheelhouse=wheelhouse)
             out = tmp_path_factory.mktemp(f"verify-{task}-{transcript}")
             outcome = verify(VerifyOptions(target=str(run_dir), rebuild=rebuild, out_dir=out),
-                             settings, say=lambda _m: None)
+                             settings, engine, say=lambda _m: None)
             if outcome.document.get("build"):
                 images.append(outcome.document["build"]["image"])
             done[key] = outcome

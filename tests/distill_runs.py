@@ -7,6 +7,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from synth.engine.base import NoEngine
+from synth.errors import EngineUnavailableError
+
+#: The engine unit tests pass where a function takes one: none answers (no Docker there).
+NO_ENGINE = NoEngine(EngineUnavailableError("no engine in unit tests"))
+
 #: A real manifest.json (the golden export), for artifacts made by hand in tests.
 GOLDEN_MANIFEST = Path(__file__).resolve().parent / "golden" / "export-basic" / "manifest.json"
 

@@ -57,7 +57,7 @@ from synth.formats.store import (
     load,
     read_audit,
 )
-from tests.distill_runs import cmd, dist, make_run_dir, system_python, venv
+from tests.distill_runs import NO_ENGINE, cmd, dist, make_run_dir, system_python, venv
 
 RUN_KINDS = (RUN_RECORD, AUDIT_LOG, APT_STATE, PYTHON_STATE, DIFF_STATE, ENV_STATE,
              PROVENANCE, CLAIMS)
@@ -104,7 +104,7 @@ def fake_locker(env: Any, target: Any) -> Any:
 def build_world(root: Path) -> World:
     """The pristine inputs every case starts from."""
     from synth.config import Settings
-    from synth.export.artifact import export_run
+    from synth.export.artifact import ExportOptions, export_run
 
     task_dir = root / "tasks" / "demo"
     (task_dir / "repo" / "demo").mkdir(parents=True)
@@ -133,9 +133,9 @@ def build_world(root: Path) -> World:
         env={"OMP_NUM_THREADS": "1"}, diff=[("A", "/opt/venv"), ("C", "/root/.bashrc")],
         claims={"python_path": "/opt/venv/bin/python", "torch_version": None},
     )
-    artifact = export_run(run_dir, Settings.load(artifacts_dir=root / "pristine"),
-                          out_dir=root / "pristine-artifact", locker=fake_locker,
-                          hash_downloads=False).artifact_dir
+    artifact = export_run(ExportOptions(
+        run_dir, out_dir=root / "pristine-artifact", locker=fake_locker, ask_live=False),
+        Settings.load(artifacts_dir=root / "pristine"), NO_ENGINE).artifact_dir
     (artifact / VERIFY_DOCUMENT.rel).write_text(json.dumps(_verify_document(artifact)))
     secret = root / "host-secret.txt"
     secret.write_text(HOST_SECRET + "\n")

@@ -18,30 +18,35 @@ from pathlib import Path
 from typing import Any
 
 from synth.bench.matrix import Cell
+from synth.bench.presets import preset_agent
 from synth.bench.results import RECORD_FORMAT
 from synth.config import Settings
+from synth.engine.base import Engine
+from synth.engine.docker import DockerEngine
 from synth.errors import SynthError
+from synth.export.artifact import ExportOptions, export_run
+from synth.formats.task import Task, load_task
 from synth.formats.verify import VerifyDocument
+from synth.record.agents import Agent, ExecAgent, ReplayAgent
+from synth.record.rundir import read_run, trust_problems
+from synth.record.runner import RunOptions, run_session
+from synth.verify.command import VerifyOptions, verify
 
 #: The cell's reports copied into the results folder (name -> path under the work folder).
 REPORT_FILES = ("run.json", "claims.json", "verify.json", "verify.md", "export-report.md")
 LEVELS = ("C0", "C1", "C2", "C3", "C4", "C5")
 
 
-def _agent(cell: Cell, task: Any, timeout: float) -> Any:
-    from synth.record import ExecAgent, ReplayAgent
-
+def _agent(cell: Cell, task: Task, timeout: float) -> Agent:
     if cell.agent.kind == "replay":
         assert cell.script is not None
         return ReplayAgent(cell.script)
     if cell.agent.kind == "preset":
-        from synth.bench.presets import preset_agent
-
         return preset_agent(cell.agent.argv[0], cell.agent.argv[1], task, timeout)
     return ExecAgent(list(cell.agent.argv))
 
 
-def _image_size(engine: Any, ref: str | None) -> int | None:
+def _image_size(engine: Engine, ref: str | None) -> int | None:
     if not ref:
         return None
     try:
@@ -65,21 +70,14 @@ def verify_summary(doc: VerifyDocument) -> dict[str, Any]:
     }
 
 
-def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
+def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Engine,
             say: Callable[[str], None], downloads: Path | None = None) -> None:
-    from synth.export.artifact import export_run
-    from synth.formats.task import load_task
-    from synth.record import RunOptions, run_session
-    from synth.record.rundir import read_run, trust_problems
-    from synth.verify.command import VerifyOptions, verify
-
     times = rec["times"]
     t0 = time.monotonic()
     task = load_task(cell.task_dir)
     result = run_session(RunOptions(task=task, agent=_agent(cell, task, rec["timeout"]),
-                                    settings=settings, timeout=rec["timeout"],
-                                    download_cache=downloads),
-                         engine=engine, say=say)
+                                    timeout=rec["timeout"], download_cache=downloads),
+                         settings, engine, say=say)
     times["run"] = round(time.monotonic() - t0, 2)
     if result.status == "interrupted":  # Ctrl-C reached the worker: not a measurement
         raise KeyboardInterrupt(f"the run {result.run_dir} was interrupted")
@@ -95,7 +93,8 @@ def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
     problems = trust_problems(info, result.run_dir)
     t0 = time.monotonic()
     try:
-        exported = export_run(result.run_dir, settings, allow_incomplete=True)
+        exported = export_run(ExportOptions(result.run_dir, allow_incomplete=True), settings,
+                              engine)
     except SynthError as exc:
         rec["export"] = {"ok": False, "error": exc.message, "incomplete": problems}
         return
@@ -104,12 +103,12 @@ def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Any,
     rec["export"] = {"ok": True, "error": None, "incomplete": problems,
                      "allowed_incomplete": bool(problems),
                      "artifact_dir": str(exported.artifact_dir)}
-    live = bool(result.live_image) and engine.image_exists(result.live_image)
+    live = bool(result.live_image) and engine.image_exists(str(result.live_image))
     t0 = time.monotonic()
     try:
         outcome = verify(VerifyOptions(target=str(exported.artifact_dir), rebuild=True,
                                        live=live, out_dir=result.run_dir / "verify"),
-                         settings, say=say)
+                         settings, engine, say=say)
     except SynthError as exc:
         rec["verify"] = {"passed": False, "error": exc.message, "levels": {}, "highest": {}}
         return
@@ -138,9 +137,9 @@ def run_cell(cell_json: dict[str, Any], work_dir: str, settings_kw: dict[str, An
              keep_images: bool = False) -> dict[str, Any]:
     """Run one cell under ``work_dir`` (its artifacts folder); never raises.
 
-    Returns the record, with ``files``: the cell's reports (name -> text) for the driver."""
-    from synth.engine.docker import DockerEngine
-
+    Returns the record, with ``files``: the cell's reports (name -> text) for the driver.
+    A cell runs in a worker process of its own (a local one, or a Ray task on another node):
+    it opens that process's one engine handle here and passes it to every stage."""
     cell = Cell.from_json(cell_json)
     rec = new_record(cell, executor, timeout)
     log = Path(work_dir) / "cell.log"
@@ -151,7 +150,7 @@ def run_cell(cell_json: dict[str, Any], work_dir: str, settings_kw: dict[str, An
             fh.write(msg + "\n")
             fh.flush()
 
-        engine: Any = None
+        engine: Engine | None = None
         try:
             ca, wh = settings_kw.get("ca_bundle"), settings_kw.get("wheelhouse")
             settings = Settings.load(artifacts_dir=Path(work_dir) / "artifacts",
@@ -186,7 +185,7 @@ def _downloads(settings_kw: dict[str, Any], cell: Cell) -> Path | None:
     return folder
 
 
-def _remove_images(engine: Any, rec: dict[str, Any], artifacts: Path) -> None:
+def _remove_images(engine: Engine, rec: dict[str, Any], artifacts: Path) -> None:
     """The cell's images and everything else its builds left on the engine (temporary
     images, BuildKit cache records: ``synth gc`` scoped to the cell's artifacts folder)."""
     for which in ("rebuilt", "live"):

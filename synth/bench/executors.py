@@ -58,7 +58,7 @@ def _mem_available() -> int | None:
 def bounded_jobs(jobs: int, cores: int | None = None, mem: int | None = None) -> int:
     """``--jobs`` limited by the cores and by the memory (one cell needs ``CELL_MEMORY``)."""
     if jobs < 1:
-        raise UsageError("--jobs must be at least 1.")
+        raise UsageError("--jobs must be at least 1.", option="--jobs")
     cores = cores if cores is not None else (os.cpu_count() or 1)
     mem = mem if mem is not None else _mem_available()
     limit = max(1, min(cores, mem // CELL_MEMORY if mem else cores))
@@ -137,19 +137,21 @@ def check_address(address: str | None, timeout: float = 5.0) -> None:
     import socket
 
     if not address:
-        raise UsageError("--executor ray needs --address HOST:PORT of the cluster's head.")
+        raise UsageError("--executor ray needs --address HOST:PORT of the cluster's head.",
+                         option="--address")
     host, sep, port = address.rpartition(":")
     if (not sep or not host or "://" in address or not port.isdigit()
             or not 0 < int(port) < 65536):
         raise UsageError(f"--address {address!r}: expected HOST:PORT (e.g. 10.0.0.5:6379).",
-                         hint="Ray Client addresses (ray://…) are not supported.")
+                         hint="Ray Client addresses (ray://…) are not supported.",
+                         option="--address")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
             pass
     except OSError as exc:
         raise UsageError(f"--address {address}: nothing answers there ({exc}).",
                          hint="Start the head first: `ray start --head --port PORT`; check "
-                         "the host name and the port.") from exc
+                         "the host name and the port.", option="--address") from exc
 
 
 def _ray() -> Any:
@@ -157,7 +159,7 @@ def _ray() -> Any:
         import ray
     except ImportError as exc:
         raise UsageError("--executor ray needs ray, which is not installed.",
-                         hint="pip install 'synth[bench]'") from exc
+                         hint="pip install 'synth[bench]'", option="--executor") from exc
     return ray
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from synth.bench.presets import check_preset
 from synth.errors import UsageError
 from synth.formats.task import load_task
 
@@ -28,19 +30,18 @@ class AgentSpec:
         name = name.strip()
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
             raise UsageError(f"--agent {text!r}: the name must be letters, digits, . _ -.",
-                             hint="A transcript name (good, liar) or NAME=exec:COMMAND.")
+                             hint="A transcript name (good, liar) or NAME=exec:COMMAND.",
+                             option="--agent")
         if not sep:
             return cls(name.removesuffix(".sh"), "replay")
         kind, colon, command = rest.partition(":")
         if kind == "preset" and colon:
-            from synth.bench.presets import check_preset
-
             preset, _, binary = command.partition(":")
             check_preset(preset, binary)
             return cls(name, "preset", (preset, str(Path(binary).resolve())))
         if kind != "exec" or not colon or not command.strip():
             raise UsageError(f"--agent {text!r}: expected NAME=exec:COMMAND or "
-                             "NAME=preset:PRESET:HOST_BINARY.")
+                             "NAME=preset:PRESET:HOST_BINARY.", option="--agent")
         return cls(name, "exec", tuple(shlex.split(command)))
 
 
@@ -71,15 +72,15 @@ class Cell:
                    agent=AgentSpec(agent["name"], agent["kind"], tuple(agent["argv"])))
 
 
-def plan_cells(tasks: list[Path], agents: list[AgentSpec], repeats: int) -> list[Cell]:
+def plan_cells(tasks: Sequence[Path], agents: Sequence[AgentSpec], repeats: int) -> list[Cell]:
     """Every (task, agent, repeat), task-major; a transcript a task lacks is an error."""
     if repeats < 1:
-        raise UsageError("--repeats must be at least 1.")
+        raise UsageError("--repeats must be at least 1.", option="--repeats")
     if not tasks or not agents:
         raise UsageError("A bench needs at least one task and one --agent.")
     names = [a.name for a in agents]
     if len(set(names)) != len(names):
-        raise UsageError(f"--agent names repeat: {', '.join(names)}.")
+        raise UsageError(f"--agent names repeat: {', '.join(names)}.", option="--agent")
     cells: list[Cell] = []
     seen: set[str] = set()
     for ref in tasks:

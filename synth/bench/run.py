@@ -18,9 +18,12 @@ from typing import Any
 from synth import profiles
 from synth.bench.executors import ExecOptions, check_address, crashed, run_local, run_ray
 from synth.bench.matrix import AgentSpec, Cell, plan_cells
+from synth.bench.report import render_html
 from synth.bench.results import ResultsFolder
 from synth.bench.summary import render_markdown, summarize
 from synth.config import Settings
+from synth.engine import build_cache
+from synth.engine.build import find_build_cli
 from synth.errors import SynthError, UsageError
 from synth.formats.store import parse_verify
 from synth.util import atomic
@@ -30,8 +33,11 @@ Say = Callable[[str], None]
 
 @dataclass(frozen=True)
 class BenchOptions:
-    tasks: list[Path]
-    agents: list[AgentSpec]
+    """One ``synth bench``: the matrix and how its cells run. (No engine: each cell's
+    worker process opens its own, :func:`synth.bench.cell.run_cell`.)"""
+
+    tasks: tuple[Path, ...]
+    agents: tuple[AgentSpec, ...]
     out_dir: Path
     repeats: int = 1
     executor: str = "local"
@@ -66,7 +72,6 @@ def _verdict(rec: dict[str, Any]) -> str:
 
 def write_reports(folder: ResultsFolder) -> dict[str, Any]:
     """``summary.json``, ``summary.md`` and ``report.html`` from the cells so far."""
-    from synth.bench.report import render_html
 
     summary = summarize(folder.latest())
     atomic.write_json(folder.root / "summary.json", summary)
@@ -97,9 +102,6 @@ def _recover(folder: ResultsFolder, cells: list[Cell], say: Say) -> None:
 def _prune_build_cache(folder: ResultsFolder, cells: list[Cell], say: Say) -> None:
     """Once every cell is done, the BuildKit records the cells' builds left that were still
     in use when each cell pruned its own (an image's records are released after it)."""
-    from synth.engine import build_cache
-    from synth.engine.build import find_build_cli
-
     try:
         cli = find_build_cli().path
     except SynthError:
@@ -113,7 +115,7 @@ def _prune_build_cache(folder: ResultsFolder, cells: list[Cell], say: Say) -> No
 
 def run_bench(opts: BenchOptions, settings: Settings, say: Say) -> BenchOutcome:
     if opts.executor not in ("local", "ray"):
-        raise UsageError(f"--executor {opts.executor!r}: use local or ray.")
+        raise UsageError(f"--executor {opts.executor!r}: use local or ray.", option="--executor")
     if opts.executor == "ray":  # a bad address stops the bench before any local work
         check_address(opts.address)
     cells = plan_cells(opts.tasks, opts.agents, opts.repeats)

@@ -9,28 +9,26 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from synth import __version__
+from synth.engine.base import Engine, NoEngine
 from synth.errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    EngineUnavailableError,
     SynthError,
     UsageError,
+    error_kinds,
     exit_codes,
 )
 from synth.formats.limits import Limits, from_options
 from synth.ui import console
 
-if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
-    pass
-
 
 def _epilog() -> str:
-    from synth.errors import error_kinds
-
     outcomes = ". ".join(f"{code} = {meaning}" for code, meaning in exit_codes()
                          if code < SynthError.exit_code or code == EXIT_INTERRUPTED)
     kinds = ", ".join(f"{k.exit_code} = {k.__name__}" for k in error_kinds())
@@ -85,6 +83,25 @@ def limits_of(memory: str | None, pids: int | None, cpus: float | None,
         return from_options(memory, pids, cpus, disk)
     except ValueError as exc:
         raise UsageError(f"--memory/--pids/--cpus/--disk: {exc}.") from exc
+
+
+def open_engine(timeout: int = 120, *, required: bool = True) -> Engine:
+    """The one engine handle of a command, opened when the command runs and passed down to
+    the function it calls. With ``required=False`` (export, diff, runs, doctor, verify) a
+    command gets a :class:`~synth.engine.base.NoEngine` where none answers, whose every use
+    raises the connection's error: it works as far as it can without one, and a usage error
+    or a bad input file is said before a missing engine. ``timeout``: seconds one engine
+    call may take (the Docker client's read timeout)."""
+    # docker-py loads here, only for the commands that talk to the engine: `synth --help`,
+    # `task check` and `export --plan` never load it (tests/unit/test_structure.py).
+    from synth.engine.docker import DockerEngine
+
+    try:
+        return DockerEngine.connect(timeout=timeout)
+    except EngineUnavailableError as exc:
+        if required:
+            raise
+        return NoEngine(exc)
 
 
 def _print_version(value: bool) -> None:
@@ -186,7 +203,7 @@ def main() -> None:
         if console.mode["debug"]:
             raise
         console.print_error(code=exc.exit_code, kind=type(exc).__name__, message=exc.message,
-                            hint=exc.hint)
+                            hint=exc.hint, fields=exc.fields())
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         console.err.print("interrupted; cleaned up.", markup=False)

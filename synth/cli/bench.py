@@ -42,12 +42,13 @@ def bench(
     from synth.bench.matrix import AgentSpec
     from synth.bench.run import BenchOptions, run_bench
 
-    outcome = run_bench(BenchOptions(
-        tasks=tasks, agents=[AgentSpec.parse(a) for a in agent], out_dir=out, repeats=repeats,
-        executor=executor, jobs=jobs, address=address, timeout=timeout,
-        keep_images=keep_images, share_downloads=share_downloads),
-        Settings.load(ca_bundle=ca_bundle, wheelhouse=wheelhouse),
-        say=console.say)
+    opts = BenchOptions(
+        tasks=tuple(tasks), agents=tuple(AgentSpec.parse(a) for a in agent), out_dir=out,
+        repeats=repeats, executor=executor, jobs=jobs, address=address, timeout=timeout,
+        keep_images=keep_images, share_downloads=share_downloads)
+    # No engine here: each cell's worker process opens its own (synth.bench.cell.run_cell).
+    outcome = run_bench(opts, Settings.load(ca_bundle=ca_bundle, wheelhouse=wheelhouse),
+                        say=console.say)
     if json_out:
         console.print_json({"results_dir": str(outcome.results_dir), "ran": outcome.ran,
                             "skipped": outcome.skipped, "summary": outcome.summary})

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
-if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
-    pass
-from synth.cli.app import ArtifactsOpt, JsonOpt, app
+from synth.cli.app import ArtifactsOpt, JsonOpt, app, open_engine
+
+#: Seconds one engine call of a diff may take (an image's inspection; the fingerprint probe
+#: has its own limit).
+DIFF_TIMEOUT = 30
 
 
 @app.command()
@@ -28,6 +30,7 @@ def diff(
     from synth.compare.load import DiffOptions, diff_command
     from synth.engine.fingerprint import ImageProbe
 
-    raise typer.Exit(diff_command(DiffOptions(
-        a=a, b=b, json=json_out, markdown=md, python=python, fingerprint=fingerprint,
-        artifacts_dir=artifacts), connect=ImageProbe.connect))
+    opts = DiffOptions(a=a, b=b, json=json_out, markdown=md, python=python,
+                       fingerprint=fingerprint, artifacts_dir=artifacts)
+    images = ImageProbe(open_engine(DIFF_TIMEOUT, required=False))
+    raise typer.Exit(diff_command(opts, images))

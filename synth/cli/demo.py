@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synth.config import Settings
+from synth.engine.base import Engine
+from synth.engine.base_images import ensure_base_image
 from synth.errors import RunError, UsageError
+from synth.formats.task import load_task
+from synth.record.agents import make_agent
+from synth.record.runner import RunOptions, run_session
+from synth.ui import console
 from synth.verify.command import Say, VerifyOptions, VerifyOutcome, verify
 
 TASKS_DIR = Path(__file__).resolve().parent.parent / "tasks"
@@ -25,31 +31,26 @@ class DemoOptions:
     timeout: float = 1800
 
 
-def run_demo(opts: DemoOptions, settings: Settings, say: Say | None = None) -> VerifyOutcome:
-    from synth.engine.base_images import ensure_base_image
-    from synth.engine.docker import DockerEngine
-    from synth.formats.task import load_task
-    from synth.record.agents import make_agent
-    from synth.record.runner import RunOptions, run_session
-    from synth.ui import console
-
-    say = say or console.say
+def run_demo(opts: DemoOptions, settings: Settings, engine: Engine,
+             say: Say = console.say) -> VerifyOutcome:
+    """The demo on ``engine``: base image, audited run, then ``verify --rebuild``."""
     task = load_task(opts.task, TASKS_DIR)
     script = task.agents_dir / opts.script
     if not script.is_file():
         raise UsageError(f"Task {task.name} has no transcript {opts.script} in "
                          f"{task.agents_dir}.")
-    engine = DockerEngine.connect()
     say(f"[1/3] base image {task.base_image}")
     ensure_base_image(engine, task.base_image, say=say)
     if settings.ca_bundle is None:
         say("No CA bundle given (SYNTH_CA_BUNDLE); fine without an intercepting proxy.")
     say(f"[2/3] audited run: {task.name} with {opts.script} (replay agent)")
     agent = make_agent("replay", script=script)
-    result = run_session(RunOptions(task=task, agent=agent, settings=settings,
-                                    timeout=opts.timeout), engine=engine, say=say)
+    result = run_session(RunOptions(task=task, agent=agent, timeout=opts.timeout), settings,
+                         engine, say=say)
     if not result.ok:
         raise RunError(f"The demo run ended {result.status} (agent exit "
-                       f"{result.agent_exit_code}); see {result.run_dir}/logs/agent.log.")
+                       f"{result.agent_exit_code}); see {result.run_dir}/logs/agent.log.",
+                       run_dir=result.run_dir)
     say(f"[3/3] export, rebuild from scratch, verify: {result.run_dir}")
-    return verify(VerifyOptions(target=str(result.run_dir), rebuild=True), settings, say)
+    return verify(VerifyOptions(target=str(result.run_dir), rebuild=True), settings, engine,
+                  say)

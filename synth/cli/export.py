@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, open_engine
 from synth.config import Settings
 from synth.errors import (
     UsageError,
@@ -14,9 +15,8 @@ from synth.errors import (
 from synth.ui import console
 
 if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
-    from synth.export.artifact import ExportResult
+    from synth.export.artifact import ExportOptions, ExportResult
     from synth.verify.push import Pushed
-from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app
 
 #: How the published artifact is cited (synth.export.metadata) and where it is pushed.
 AuthorOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -82,30 +82,36 @@ def export_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Distill a run into a rebuildable artifact (Dockerfile, locks, manifest, report)."""
-    from synth.export.artifact import export_run, find_export_run, plan_json_of
+    from synth.export.artifact import ExportOptions, find_export_run, plan_json_of
     from synth.export.metadata import CitationOptions
-
-    fmt, run_ref = _export_target(run_arg, fmt, run_opt)
+    _fmt, run_ref = _export_target(run_arg, fmt, run_opt)
     settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
-    run_dir = find_export_run(settings, run_ref)
-    if plan_only:
-        console.write_json_text(plan_json_of(run_dir, include or ()))
+    opts = ExportOptions(
+        find_export_run(settings, run_ref), out_dir=out, include=tuple(include or ()),
+        locker=locker, force=force, allow_incomplete=allow_incomplete,
+        allow_missing=allow_missing, apt_snapshot=apt_snapshot,
+        apt_snapshot_only=apt_snapshot_only, archive=archive, bundle=bundle,
+        citation=CitationOptions(tuple(author or ()), license_id, release, repository_url))
+    if plan_only:  # nothing is asked of the engine: docker-py is not even loaded
+        console.write_json_text(plan_json_of(opts.run_dir, opts.include))
         return
-    citation = CitationOptions(tuple(author or ()), license_id, release, repository_url)
-    result = export_run(run_dir, settings, out_dir=out, include=include or (), locker=locker,
-                        force=force, allow_incomplete=allow_incomplete, allow_missing=allow_missing,
-                        apt_snapshot=apt_snapshot, apt_snapshot_only=apt_snapshot_only,
-                        archive=archive, bundle=bundle, citation=citation)
-    _print_export(result, run_dir, json_out, _push(result, push, settings))
+    result, pushed = _export_and_push(opts, settings, push)
+    _print_export(result, opts.run_dir, json_out, pushed)
 
 
-def _push(result: ExportResult, registry: str | None, settings: Settings) -> Pushed | None:
-    """``--push REGISTRY``: the base and the built image, in the registry."""
+def _export_and_push(opts: ExportOptions, settings: Settings,
+                     registry: str | None) -> tuple[ExportResult, Pushed | None]:
+    """The export on the command's one engine (none needed where it asks nothing of the
+    live image), then ``--push REGISTRY``: the base and the built image, in the registry."""
+    from synth.export.artifact import export_run
+
+    engine = open_engine(required=False)
+    result = export_run(opts, settings, engine)
     if registry is None:
-        return None
+        return result, None
     from synth.verify.push import push_artifact
 
-    return push_artifact(result.artifact_dir, registry, settings, console.say)
+    return result, push_artifact(result.artifact_dir, registry, settings, engine, console.say)
 
 
 def _print_export(result: ExportResult, run_dir: Path, json_out: bool,
@@ -140,8 +146,8 @@ def _export_target(run_arg: str | None, fmt: str, run_opt: str | None) -> tuple[
         fmt, run_arg = run_arg, None
     if run_arg is not None and run_opt is not None:
         raise UsageError(f"Two runs named: {run_arg} and --run {run_opt}.",
-                         hint="Name the run once: `synth export RUN`.")
+                         hint="Name the run once: `synth export RUN`.", option="--run")
     if fmt not in FORMATS:
         raise UsageError(f"Unknown export format {fmt!r}.",
-                         hint=f"Supported: {', '.join(FORMATS)}.")
+                         hint=f"Supported: {', '.join(FORMATS)}.", option="--format")
     return fmt, run_arg if run_arg is not None else run_opt

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, base_app, open_engine
 from synth.config import Settings
 from synth.errors import (
     EXIT_NEGATIVE,
@@ -14,15 +15,15 @@ from synth.ui import console
 
 if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
     from synth.engine.doctor import DoctorReport
-from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, base_app
 
 
 @app.command()
 def doctor(json_out: JsonOpt = False, ca_bundle: CaBundleOpt = None) -> None:
     """Check the engine, BuildKit CLI, debootstrap, GPU runtime, base images and CA bundle."""
-    from synth.engine.doctor import diagnose
+    from synth.engine.doctor import ENGINE_TIMEOUT, diagnose
 
-    report = diagnose(Settings.load(ca_bundle=ca_bundle))
+    settings = Settings.load(ca_bundle=ca_bundle)
+    report = diagnose(settings, open_engine(ENGINE_TIMEOUT, required=False))
     if json_out:
         console.print_json(report.to_json())
     else:
@@ -53,12 +54,9 @@ def gc(
     json_out: JsonOpt = False,
 ) -> None:
     """Remove containers, images and build cache synth left behind for this artifacts folder."""
-    from synth.engine.docker import DockerEngine
-
     scope = None if all_folders else str(Settings.load(artifacts_dir=artifacts)
                                          .artifacts_dir.resolve())
-    removed = DockerEngine.connect().gc(images=images, force=force, scope=scope,
-                                        dry_run=dry_run)
+    removed = open_engine().gc(images=images, force=force, scope=scope, dry_run=dry_run)
     if json_out:
         console.print_json({"removed": removed})
     else:
@@ -88,9 +86,8 @@ def base_bootstrap(
 ) -> None:
     """Make a minimal Debian base image with debootstrap + docker import."""
     from synth.engine.base_images import bootstrap, recipe_from_options
-    from synth.engine.docker import DockerEngine
 
     recipe = recipe_from_options(tag, suite, include, mirror, tool, source_date_epoch)
-    image_id = bootstrap(DockerEngine.connect(), tag, recipe, force=force, say=console.say)
+    image_id = bootstrap(open_engine(), tag, recipe, force=force, say=console.say)
     if json_out:
         console.print_json({"image": tag, "id": image_id, "recipe": recipe.describe()})

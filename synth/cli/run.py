@@ -3,21 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from synth.config import Settings
-from synth.errors import (
-    EXIT_AGENT_FAILED,
-    EXIT_AGENT_TIMEOUT,
-    EXIT_INTERRUPTED,
-    RunError,
-)
-from synth.ui import console
-
-if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
-    pass
 from synth.cli.app import (
     ArtifactsOpt,
     CaBundleOpt,
@@ -28,8 +17,20 @@ from synth.cli.app import (
     PidsOpt,
     app,
     limits_of,
+    open_engine,
     runs_app,
 )
+from synth.config import Settings
+from synth.errors import (
+    EXIT_AGENT_FAILED,
+    EXIT_AGENT_TIMEOUT,
+    EXIT_INTERRUPTED,
+    RunError,
+)
+from synth.ui import console
+
+#: Seconds the engine may take to say an image's size in `runs list|show` (sizes are extras).
+SIZES_TIMEOUT = 5
 
 
 @app.command()
@@ -70,20 +71,19 @@ def run(
 ) -> None:
     """Run an agent in an audited session container and record what it did."""
     from synth.formats.task import load_task
-    from synth.record import RunOptions, run_session
     from synth.record.agents import make_agent
+    from synth.record.runner import RunOptions, run_session
 
     opts = RunOptions(
         task=load_task(task, tasks_root=Path("tasks")),
         agent=make_agent(agent, script=script, stop_on_error=stop_on_error,
                          command=command or (), mounts=agent_mount or (),
                          env_names=agent_env or (), quiet=quiet),
-        settings=Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
-                               wheelhouse=wheelhouse),
         timeout=timeout, keep=keep, trace_exec=trace_exec,
         limits=limits_of(memory, pids, cpus, disk),
     )
-    result = run_session(opts, say=console.say)
+    settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    result = run_session(opts, settings, open_engine(), say=console.say)
     if json_out:
         console.print_json(result.to_json())
     if not result.ok:
@@ -102,11 +102,11 @@ def runs_list(
     json_out: JsonOpt = False,
 ) -> None:
     """List recorded runs, oldest first: agent, claims after C5, verify verdicts, image sizes."""
-    from synth.engine.docker import image_sizes
     from synth.record import runs_view
 
     listing = runs_view.list_runs_view(Settings.load(artifacts_dir=artifacts), task,
-                                       warn=console.warn, sizes=image_sizes)
+                                       warn=console.warn,
+                                       engine=open_engine(SIZES_TIMEOUT, required=False))
     if json_out:
         console.print_json(listing.to_json())
         return
@@ -122,12 +122,11 @@ def runs_show(
     json_out: JsonOpt = False,
 ) -> None:
     """Show one run: outcome, violations, claims, and what it installed."""
-    from synth.engine.docker import image_sizes
     from synth.record import runs_view
     from synth.record.rundir import format_run
 
     shown = runs_view.show_run_view(Settings.load(artifacts_dir=artifacts), run_ref,
-                                    sizes=image_sizes)
+                                    engine=open_engine(SIZES_TIMEOUT, required=False))
     if json_out:
         console.print_json(shown.to_json())
     else:

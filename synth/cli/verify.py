@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, open_engine
 from synth.config import Settings
 from synth.ui import console
 
 if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
     from synth.verify.command import VerifyOutcome
-from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app
 
 
 @app.command("verify")
@@ -74,9 +74,9 @@ def verify_cmd(
         progress=progress, allow_base_mismatch=allow_base_mismatch, offline=offline,
         allow_modified=allow_modified, assets_cache=assets_cache, assets_offline=assets_offline,
         scoring=v.parse_scoring(scoring))
-    outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
-                                           wheelhouse=wheelhouse))
-    raise typer.Exit(_print_verify(outcome, json_out))
+    settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    engine = open_engine(required=False) if opts.runtime == "docker" else None
+    raise typer.Exit(_print_verify(v.verify(opts, settings, engine), json_out))
 
 
 def _print_verify(outcome: VerifyOutcome, json_out: bool) -> int:
@@ -104,5 +104,6 @@ def demo(
     from synth.cli.demo import DemoOptions, run_demo
 
     outcome = run_demo(DemoOptions(task=task, script=agent_script),
-                       Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle))
+                       Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle),
+                       open_engine())
     raise typer.Exit(_print_verify(outcome, json_out))

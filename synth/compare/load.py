@@ -13,10 +13,10 @@ import hashlib
 import json
 import os
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
@@ -33,6 +33,8 @@ from synth.compare.diff import (
 )
 from synth.compare.fingerprint import name_content_files
 from synth.config import Settings
+from synth.distill.load import LoadedRun, load_run
+from synth.distill.plan import distill
 from synth.errors import (
     EngineUnavailableError,
     InputFileError,
@@ -47,19 +49,21 @@ from synth.formats.manifest import Manifest
 from synth.formats.plan import PLAN_FILE, BuildPlan, DistillReport, NativeStep
 from synth.formats.store import MANIFEST, PLAN, ArtifactDir, RunDir, is_dir, load, read_verify
 from synth.formats.verify import VerifyDocument
+from synth.record.rundir import find_run, read_run, trust_problems
 from synth.ui import console
 from synth.util import safe_io
 
 #: Exit status of ``synth diff`` when it cannot compare (like diff(1)).
 DIFF_ERROR_EXIT = 2
-if TYPE_CHECKING:
-    from synth.distill.load import LoadedRun
 
 __all__ = ["DiffOptions", "SideLoader", "diff_command"]
 
 
 @dataclass(frozen=True)
 class DiffOptions:
+    """One ``synth diff``. It names the artifacts folder, not the settings: the diff loads
+    them inside its own error boundary, so that any error exits 2, as diff(1) does."""
+
     a: str
     b: str
     json: bool = False
@@ -71,18 +75,19 @@ class DiffOptions:
     artifacts_dir: Path | None = None
 
 
-def diff_command(opts: DiffOptions, connect: Callable[[], ImageSource] | None = None) -> int:
+def diff_command(opts: DiffOptions, images: ImageSource | None = None) -> int:
     """Load, compare, print; 0 equal, 1 differ, 2 error (SynthError reported on stderr).
-    ``connect``: the images' source (the command line gives the engine's)."""
+    ``images``: the images' source (the command line gives the engine's)."""
     try:
         settings = Settings.load(artifacts_dir=opts.artifacts_dir)
         loader = SideLoader(settings, python=opts.python, fingerprint=opts.fingerprint,
-                            connect=connect)
+                            images=images)
         result = diff_sides(*loader.name_content_files(_load_checked(loader, opts.a),
                                                        _load_checked(loader, opts.b)))
     except SynthError as exc:
         console.print_error(code=DIFF_ERROR_EXIT, kind=type(exc).__name__,
-                            message=f"could not compare: {exc.message}", hint=exc.hint)
+                            message=f"could not compare: {exc.message}", hint=exc.hint,
+                            fields=exc.fields())
         return DIFF_ERROR_EXIT
     emit(result, json_out=opts.json, markdown=opts.markdown)
     return result.exit_code
@@ -111,6 +116,10 @@ class ImageSource(Protocol):
     """What ``synth diff`` asks of images: the engine's inspection and the fingerprint
     probe (:class:`synth.engine.fingerprint.ImageProbe`, made by the command line)."""
 
+    def ping(self) -> None:
+        """Nothing when the engine answers, else :class:`EngineUnavailableError`."""
+        ...
+
     def image_exists(self, ref: str) -> bool: ...
 
     def image_inspect(self, ref: str) -> dict[str, Any]: ...
@@ -122,8 +131,8 @@ class ImageSource(Protocol):
 
 
 class SideLoader:
-    """Resolves references and loads sides; ``connect`` gives the images' source (the
-    engine), asked only when a side needs it (an image, a size, a fingerprint)."""
+    """Resolves references and loads sides; ``images`` is the images' source (the engine),
+    asked only when a side needs it (an image, a size, a fingerprint)."""
 
     def __init__(
         self,
@@ -131,12 +140,12 @@ class SideLoader:
         *,
         python: str | None = None,
         fingerprint: bool = False,
-        connect: Callable[[], ImageSource] | None = None,
+        images: ImageSource | None = None,
     ) -> None:
         self.settings = settings
         self.python = python
         self.fingerprint = fingerprint
-        self._connect = connect
+        self._images = images
         self._engine: ImageSource | None = None
         self._engine_error: SynthError | None = None
 
@@ -144,12 +153,13 @@ class SideLoader:
     def engine(self) -> ImageSource | None:
         """The images' source, or None when no engine answers (the reason kept)."""
         if self._engine is None and self._engine_error is None:
-            if self._connect is None:
+            if self._images is None:
                 self._engine_error = EngineUnavailableError(
                     "this comparison was not given a container engine")
                 return None
             try:
-                self._engine = self._connect()
+                self._images.ping()
+                self._engine = self._images
             except EngineUnavailableError as exc:
                 self._engine_error = exc
         return self._engine
@@ -177,7 +187,7 @@ class SideLoader:
                     return load_artifact_side(cand, self)
             raise NotFoundError(
                 f"{path} is neither a run directory (no run.json) nor an artifact "
-                "(no manifest.json or Dockerfile)."
+                "(no manifest.json or Dockerfile).", ref=ref,
             )
         try:
             return load_run_side(self.find_run(ref), self)
@@ -191,7 +201,7 @@ class SideLoader:
                 f"{ref} is not a run ({run_error.message.rstrip('.')}), not a directory, "
                 f"and {why}.",
                 hint="Name a run (`synth runs list`), an artifact directory, or an image "
-                "(`image:REF`).",
+                "(`image:REF`).", ref=ref,
             ) from run_error
 
     def _load_kind(self, kind: str, ref: str) -> Side:
@@ -202,15 +212,15 @@ class SideLoader:
             if os.path.lexists(path / "export" / "manifest.json"):
                 path = path / "export"
             if not path.is_dir():
-                raise NotFoundError(f"Artifact directory {ref} does not exist.")
+                raise NotFoundError(f"Artifact directory {ref} does not exist.", ref=ref,
+                                    what="artifact")
             return load_artifact_side(path, self)
         if not self._engine_or_raise().image_exists(ref):
-            raise NotFoundError(f"Image {ref} does not exist on this engine.")
+            raise NotFoundError(f"Image {ref} does not exist on this engine.", ref=ref,
+                                what="image")
         return load_image_side(ref, self)
 
     def find_run(self, ref: str) -> Path:
-        from synth.record.rundir import find_run
-
         return find_run(self.settings, ref)
 
     # ------------------------------------------------------------------ images
@@ -318,8 +328,6 @@ def _step_key(step: NativeStep) -> tuple[str, str | None]:
 def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
     """A run as a side: every file through the store, so a corrupt or missing one is an
     error (exit 2), never an "equal" section."""
-    from synth.distill.load import load_run
-
     run_dir = run_dir.resolve()
     record = RunDir(run_dir).run_record()
     loaded = load_run(run_dir, with_task=False)  # the task file is not the run's
@@ -367,8 +375,6 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
 
 def _trust_problems(run_dir: Path) -> tuple[str, ...]:
     """Why export would call the run incomplete (its report's ``incomplete``)."""
-    from synth.record.rundir import read_run, trust_problems
-
     return tuple(trust_problems(read_run(run_dir), run_dir))
 
 
@@ -419,8 +425,6 @@ def _run_native_builds(
 ) -> tuple[tuple[NativeBuildInfo, ...] | None, DistillReport | None]:
     """The run's native builds as export would replay them (the distilled plan), and the
     distill report (its risks and unaudited changes)."""
-    from synth.distill.plan import distill
-
     try:
         plan, report = distill(run)
     except SynthError as exc:

@@ -24,6 +24,7 @@ from synth.formats.state import (
     Provenance,
 )
 from synth.formats.store import CLAIMS, RunDir, is_file, sha256_file
+from synth.formats.task import load_task
 
 __all__ = [
     "AptState", "AuditRecord", "DebRecord", "Distribution", "Interpreter", "LoadedRun",
@@ -108,7 +109,6 @@ def repo_digest(ref: str, repo_digests: Sequence[Any]) -> str | None:
 def _load_repo(task_file: str | None) -> RepoRef | None:
     if not task_file or not is_file(task_file):
         return None
-    from synth.formats.task import load_task
 
     task = load_task(Path(task_file))
     path = task.repo_path
@@ -124,10 +124,11 @@ def _claims_error(run: RunDir) -> str | None:
         return None
     info = path.lstat()
     if not stat.S_ISREG(info.st_mode):
-        raise InputFileError(f"{path}: not a regular file; refused")
+        raise InputFileError(f"{path}: not a regular file; refused", path=path)
     if info.st_size > CLAIMS.max_bytes:
         raise InputFileError(f"{path}: {info.st_size} bytes, over the "
-                             f"{CLAIMS.max_bytes}-byte limit of a claims.json; refused unread")
+                             f"{CLAIMS.max_bytes}-byte limit of a claims.json; refused unread",
+                             path=path)
     try:
         run.claims()
     except InputFileError as exc:
@@ -146,7 +147,7 @@ def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:
     diff that need the run's own files only."""
     run_dir = run_dir.resolve()
     if not run_dir.is_dir():
-        raise ExportError(f"{run_dir} is not a directory.")
+        raise ExportError(f"{run_dir} is not a directory.", path=run_dir)
     run = RunDir(run_dir)
     record = run.run_record()
     python = run.python_state()

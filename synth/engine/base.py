@@ -9,8 +9,14 @@
   only to this (through its one recording exec path, :mod:`synth.record.recorder`).
 * :class:`Engine` — makes containers, inspects, imports and builds images.
 
+One command opens one engine (``synth.cli.app.open_engine``) and passes it down: library
+code takes an ``engine: Engine`` parameter and never connects itself. A command that can
+do without an engine (export, diff, runs, doctor) gets a :class:`NoEngine` where none
+answers: every use raises the error the connection got, as an engine failing at that call.
+
 This module loads no engine library (docker-py stays unloaded until the Docker engine is
-used); every engine error surfaces as :class:`synth.errors.EngineError`.
+used); every engine error surfaces as :class:`synth.errors.EngineError` (no engine at all:
+:class:`synth.errors.EngineUnavailableError`).
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, NoReturn, Protocol
 
+from synth.errors import EngineUnavailableError
 from synth.formats.limits import Limits
 
 if TYPE_CHECKING:
@@ -106,12 +113,18 @@ class EngineContainer(Runtime, Protocol):
     id: str
     name: str
 
-    def put_archive(self, dest: str, data: bytes) -> None:
-        """Unpack the tar archive ``data`` into the directory ``dest``."""
+    def put_archive(self, dest: str, data: bytes | IO[bytes]) -> None:
+        """Unpack the tar archive ``data`` (its bytes, or a file to stream) into the
+        directory ``dest``."""
         ...
 
     def get_archive(self, src: str) -> bytes | None:
         """``src`` as a tar archive, or None when it does not exist."""
+        ...
+
+    def save_archive(self, src: str, dest: Path) -> bool:
+        """Stream ``src`` as a tar archive into the host file ``dest``; False when the
+        container has no ``src``."""
         ...
 
     def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes | None: ...
@@ -150,6 +163,18 @@ class EngineContainer(Runtime, Protocol):
 class Engine(Protocol):
     """A container engine: containers from specs, images inspected, imported and built."""
 
+    #: Where the engine listens (``DOCKER_HOST``), for messages.
+    address: str
+
+    def ping(self) -> None:
+        """Nothing when the engine answers; :class:`~synth.errors.EngineUnavailableError`
+        when none does."""
+        ...
+
+    def version(self) -> dict[str, Any]: ...
+
+    def has_gpu_runtime(self) -> bool: ...
+
     def create(self, spec: ContainerSpec) -> EngineContainer: ...
 
     def disk_limits_supported(self) -> bool:
@@ -165,6 +190,8 @@ class Engine(Protocol):
     def image_inspect(self, ref: str) -> dict[str, Any]: ...
 
     def image_labels(self, ref: str) -> dict[str, str]: ...
+
+    def remove_image(self, ref: str) -> None: ...
 
     def import_image(
         self, tar_path: Path, ref: str, *, labels: Mapping[str, str], cmd: str = "bash"
@@ -188,3 +215,31 @@ class Engine(Protocol):
         self, request: BuildRequest, *, cli: BuildCli | None = None,
         log_path: Path | None = None, on_line: Callable[[str], None] | None = None,
     ) -> None: ...
+
+    def gc(self, *, images: bool = False, force: bool = False, label: str | None = None,
+           scope: str | None = None, dry_run: bool = False) -> list[str]:
+        """Remove what synth left behind (``synth gc``); returns what was removed."""
+        ...
+
+
+class NoEngine:
+    """The engine of a command that can do without one, when none answered: every use
+    raises the :class:`~synth.errors.EngineUnavailableError` the connection got."""
+
+    def __init__(self, error: EngineUnavailableError) -> None:
+        self.error = error
+        self.address = error.engine or ""
+
+    def _fail(self, *_args: object, **_kwargs: object) -> NoReturn:
+        raise self.error
+
+    ping = version = has_gpu_runtime = create = container = _fail
+    image_exists = image_inspect = image_labels = remove_image = import_image = _fail
+    disk_limits_supported = save_image = load_image = tag_image = push_image = _fail
+    build = gc = _fail
+
+
+if TYPE_CHECKING:
+    def _conforms(engine: NoEngine) -> Engine:
+        """mypy proves here that the stand-in meets the protocol."""
+        return engine

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from synth.engine import image_archive
 from synth.engine.base import Engine
 from synth.errors import BaseImageError, UsageError
 
@@ -123,10 +124,10 @@ def recipe_from_options(tag: str, suite: str, include: str | None, mirror: str |
     )
     if tool not in TOOLS or (source_date_epoch is not None and tool != "mmdebstrap"):
         raise UsageError(f"--tool is one of {', '.join(TOOLS)}; --source-date-epoch needs "
-                         "--tool mmdebstrap.")
+                         "--tool mmdebstrap.", option="--tool")
     if recipe.pypi and tool != "debootstrap":
         raise UsageError(f"{tag}'s PyPI tools are installed in a debootstrap rootfs: use "
-                         "--tool debootstrap.")
+                         "--tool debootstrap.", option="--tool")
     return recipe
 
 
@@ -159,12 +160,11 @@ def _find_tool(tool: str, ref: str) -> str:
         raise BaseImageError(
             f"{tool} is not installed, so no base image can be made here.",
             hint=f"apt-get install {tool} (or pull/load a Debian image and tag it {ref}).",
-        )
+            image=ref)
     if os.geteuid() != 0:
         raise BaseImageError(
             f"{tool} needs root to make a base image.",
-            hint=f"Run `sudo synth base bootstrap --tag {ref}`.",
-        )
+            hint=f"Run `sudo synth base bootstrap --tag {ref}`.", image=ref)
     return path
 
 
@@ -330,8 +330,7 @@ def ensure_base_image(
         raise BaseImageError(
             f"Base image {ref} is not on this engine and synth does not know how to make it.",
             hint="Pull or load it (`docker load -i image.tar`), or use a synth base such as "
-            "synth/python:bookworm, which synth makes itself with debootstrap.",
-        )
+            "synth/python:bookworm, which synth makes itself with debootstrap.", image=ref)
     say(f"Base image {ref} is missing; making it now.")
     bootstrap(engine, ref, recipe, say=say)
 
@@ -404,7 +403,8 @@ def check_base(engine: Engine, base: Mapping[str, Any], *, allow_mismatch: bool 
             raise BaseImageError(
                 f"The artifact's base image {ref} is not on this engine, and its manifest "
                 "records no recipe to make it from.",
-                hint="Load the original image (`docker load -i base.tar`) and tag it " + ref)
+                hint="Load the original image (`docker load -i base.tar`) and tag it " + ref,
+                image=ref)
         sde = raw.get("source_date_epoch")
         recipe = BaseRecipe(suite=str(raw["suite"]), include=tuple(raw.get("include") or ()),
                             mirror=str(raw.get("mirror") or DEFAULT_MIRROR),
@@ -415,7 +415,8 @@ def check_base(engine: Engine, base: Mapping[str, Any], *, allow_mismatch: bool 
             raise BaseImageError(
                 f"The artifact's base image {ref} was made with another {recipe.pypi} lock "
                 "than this synth ships, so it cannot be recreated as it was.",
-                hint="Load the original image (`docker load -i base.tar`) and tag it " + ref)
+                hint="Load the original image (`docker load -i base.tar`) and tag it " + ref,
+                image=ref)
         say(f"Base image {ref} is missing; recreating it from the recorded recipe "
             f"({recipe.describe()}).")
         bootstrap(engine, ref, recipe, say=say)
@@ -425,7 +426,8 @@ def check_base(engine: Engine, base: Mapping[str, Any], *, allow_mismatch: bool 
             raise BaseImageError(
                 f"Recreated {ref} from its recipe, but its Debian packages differ from the "
                 f"recorded base (package list {str(got)[:12]} vs {str(rec)[:12]}): the mirror "
-                "has moved on.", hint="Pass --allow-base-mismatch to build on it anyway.")
+                "has moved on.", hint="Pass --allow-base-mismatch to build on it anyway.",
+                image=ref)
         return "recreated from the recorded recipe"
     layers = list((engine.image_inspect(ref).get("RootFS") or {}).get("Layers") or [])
     if not want:
@@ -437,7 +439,7 @@ def check_base(engine: Engine, base: Mapping[str, Any], *, allow_mismatch: bool 
             f"The base image {ref} on this engine is not the one the artifact was made on: its "
             f"rootfs layers are {_short(layers)}, manifest.json records {_short(want)}.",
             hint="Load the original base image, or pass --allow-base-mismatch to build on "
-            "this one anyway (the rebuild may then differ).")
+            "this one anyway (the rebuild may then differ).", image=ref)
     say(f"warning: base image {ref} differs from the recorded one (allowed).")
     return "differs from the recorded rootfs (allowed)"
 
@@ -459,8 +461,6 @@ class PublishedBase:
     created_by: str
 
     def config(self, rootfs: Sequence[str] | None = None) -> bytes:
-        from synth.engine import image_archive
-
         return image_archive.base_config(self.rootfs if rootfs is None else rootfs,
                                          architecture=self.architecture,
                                          created=self.created, created_by=self.created_by)
@@ -468,8 +468,6 @@ class PublishedBase:
     @property
     def digest(self) -> str:
         """The image ID Docker (classic store) and Podman show once it is loaded."""
-        from synth.engine import image_archive
-
         return image_archive.config_digest(self.config())
 
     def to_json(self) -> dict[str, Any]:
@@ -498,8 +496,6 @@ def publish_image(save: Callable[[str, Path], None], source: str, base: Publishe
     """Write ``base`` to the archive ``dest`` from the image ``source`` (its layers, saved
     by ``save``, an engine's ``docker save``; the config made anew); returns the archive's
     OCI manifest digest. The layers must be the recorded ones: another base is refused."""
-    from synth.engine import image_archive
-
     with tempfile.TemporaryDirectory(prefix="synth-base-save-", dir=dest.parent) as tmp:
         saved = Path(tmp) / "saved.tar"
         save(source, saved)
@@ -511,7 +507,7 @@ def publish_image(save: Callable[[str, Path], None], source: str, base: Publishe
                 f"{source} on this engine is not the base the run was made on: its layers "
                 f"are {_short(got)}, the run recorded {_short(base.rootfs)}.",
                 hint="Load or remake the original base (`synth base bootstrap`), or export "
-                "without carrying it.")
+                "without carrying it.", image=source)
         return image_archive.write_image(dest, base.ref, base.config(), layers).manifest
 
 
@@ -536,7 +532,7 @@ def ensure_published(engine: Engine, base: Mapping[str, Any], artifact_dir: Path
         got = _image_id(engine, ref)
         if got != want:
             raise BaseImageError(f"{artifact_dir / str(archive)} loads {ref} as {got}, not "
-                                 f"the recorded {want}.")
+                                 f"the recorded {want}.", image=ref)
         return f"{ref} loaded from {archive} (digest {want[:19]}, as recorded)"
     source = str(base.get("ref") or "")
     found = check_base(engine, base, allow_mismatch=allow_mismatch, say=say)

@@ -82,7 +82,7 @@ def find_build_cli(configured: str | None = None) -> BuildCli:
             return BuildCli(path, "builtin", version)
         tried.append(f"{path} {version}: no buildx plugin, and no built-in BuildKit after 23.0")
     raise EngineUnavailableError(
-        "No BuildKit-capable docker CLI found (" + "; ".join(tried) + ").",
+        "No BuildKit-capable docker CLI found (" + "; ".join(tried) + ").", engine=None,
         hint="Install the buildx plugin (Debian: `apt-get install docker-buildx` where packaged, "
         "or docker.io < 23 which has BuildKit built in), or point SYNTH_DOCKER_CLI at one.",
     )
@@ -234,8 +234,8 @@ def build_image(
     if code != 0:
         where = f" Full log: {log_path}." if log_path else ""
         raise BuildError(
-            f"Building {request.tag} failed (exit {code}).{where}\n" + "\n".join(tail[-25:])
-        )
+            f"Building {request.tag} failed (exit {code}).{where}\n" + "\n".join(tail[-25:]),
+            image=request.tag, log=log_path)
 
 
 _STEP_RE = re.compile(r"^#(?P<id>\d+) \[[^\]]*\d+/\d+\] ")

@@ -14,7 +14,7 @@ import tarfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import docker
 import docker.errors
@@ -65,6 +65,9 @@ class DockerEngine:
         self.client = client
         self.api = client.api
         self._disk_quota: bool | None = None
+        self.address = docker_host()
+        #: Containers this handle started (what one export costs: docs/benchmarks.md).
+        self.containers_started = 0
 
     @classmethod
     def connect(cls, timeout: int = 120) -> DockerEngine:
@@ -73,11 +76,19 @@ class DockerEngine:
             client.ping()
         except docker.errors.DockerException as exc:
             raise EngineUnavailableError(
-                f"No Docker engine answers at {docker_host()} ({_short(exc)})."
-            ) from exc
+                f"No Docker engine answers at {docker_host()} ({_short(exc)}).",
+                engine=docker_host()) from exc
         return cls(client)
 
     # ----------------------------------------------------------------- facts
+    def ping(self) -> None:
+        try:
+            self.client.ping()
+        except docker.errors.DockerException as exc:
+            raise EngineUnavailableError(
+                f"No Docker engine answers at {docker_host()} ({_short(exc)}).",
+                engine=docker_host()) from exc
+
     def version(self) -> dict[str, Any]:
         return dict(self.client.version())
 
@@ -124,21 +135,23 @@ class DockerEngine:
         try:
             raw = self.client.containers.create(**kwargs)
         except docker.errors.ImageNotFound as exc:
-            raise EngineError(f"Image {spec.image} does not exist on this engine.") from exc
+            raise EngineError(f"Image {spec.image} does not exist on this engine.",
+                              engine=self.address, operation="create") from exc
         except docker.errors.APIError as exc:
-            raise EngineError(
-                f"Cannot create a container from {spec.image}: {_short(exc)}"
-            ) from exc
+            raise EngineError(f"Cannot create a container from {spec.image}: {_short(exc)}",
+                              engine=self.address, operation="create") from exc
         container = Container(self, raw)
         try:
             raw.start()
+            self.containers_started += 1
         except docker.errors.APIError as exc:
             container.remove()
             if "could not select device driver" in str(exc):
                 raise GpuRuntimeUnavailableError(
-                    "No GPU runtime on this engine: it cannot give containers a GPU."
-                ) from exc
-            raise EngineError(f"Cannot start a container from {spec.image}: {_short(exc)}") from exc
+                    "No GPU runtime on this engine: it cannot give containers a GPU.",
+                    engine=self.address, operation="start") from exc
+            raise EngineError(f"Cannot start a container from {spec.image}: {_short(exc)}",
+                              engine=self.address, operation="start") from exc
         return container
 
     def _limit_kwargs(self, limits: Limits) -> dict[str, Any]:
@@ -183,7 +196,8 @@ class DockerEngine:
             return
         except docker.errors.APIError as exc:
             if "is not running" not in str(exc):
-                raise EngineError(f"Cannot stop container {name}: {_short(exc)}") from exc
+                raise EngineError(f"Cannot stop container {name}: {_short(exc)}",
+                                  engine=self.address, operation="kill") from exc
 
     def managed_containers(self, extra_label: str | None = None) -> list[DockerContainer]:
         filters = [MANAGED_LABEL + "=1"] + ([extra_label] if extra_label else [])
@@ -196,16 +210,19 @@ class DockerEngine:
         except docker.errors.ImageNotFound:
             return False
         except docker.errors.DockerException as exc:
-            raise EngineError(f"Cannot look up image {ref}: {_short(exc)}") from exc
+            raise EngineError(f"Cannot look up image {ref}: {_short(exc)}",
+                              engine=self.address, operation="image_exists") from exc
         return True
 
     def image_inspect(self, ref: str) -> dict[str, Any]:
         try:
             return dict(self.api.inspect_image(ref))  # type: ignore[no-untyped-call]
         except docker.errors.ImageNotFound as exc:
-            raise EngineError(f"Image {ref} does not exist on this engine.") from exc
+            raise EngineError(f"Image {ref} does not exist on this engine.",
+                              engine=self.address, operation="image_inspect") from exc
         except docker.errors.DockerException as exc:
-            raise EngineError(f"Cannot inspect image {ref}: {_short(exc)}") from exc
+            raise EngineError(f"Cannot inspect image {ref}: {_short(exc)}",
+                              engine=self.address, operation="image_inspect") from exc
 
     def image_labels(self, ref: str) -> dict[str, str]:
         return dict((self.image_inspect(ref).get("Config") or {}).get("Labels") or {})
@@ -244,7 +261,8 @@ class DockerEngine:
                     str(tar_path), repository=repo, tag=tag, changes=changes
                 )
         except docker.errors.APIError as exc:
-            raise EngineError(f"docker import of {ref} failed: {_short(exc)}") from exc
+            raise EngineError(f"docker import of {ref} failed: {_short(exc)}",
+                              engine=self.address, operation="import") from exc
         return str(self.image_inspect(ref)["Id"])
 
     def save_image(self, ref: str, dest: Path) -> None:
@@ -254,9 +272,11 @@ class DockerEngine:
                 for chunk in image.save(named=True):
                     fh.write(chunk)
         except docker.errors.ImageNotFound as exc:
-            raise EngineError(f"Image {ref} does not exist on this engine.") from exc
+            raise EngineError(f"Image {ref} does not exist on this engine.",
+                              engine=self.address, operation="save") from exc
         except docker.errors.DockerException as exc:
-            raise EngineError(f"docker save of {ref} failed: {_short(exc)}") from exc
+            raise EngineError(f"docker save of {ref} failed: {_short(exc)}",
+                              engine=self.address, operation="save") from exc
 
     def load_image(self, archive: Path) -> None:
         """``docker load`` of an image archive (``docker save``'s or an OCI layout tar);
@@ -265,14 +285,16 @@ class DockerEngine:
             with self.slow_call(), archive.open("rb") as fh:
                 self.api.load_image(fh)  # type: ignore[no-untyped-call]
         except docker.errors.APIError as exc:
-            raise EngineError(f"docker load of {archive} failed: {_short(exc)}") from exc
+            raise EngineError(f"docker load of {archive} failed: {_short(exc)}",
+                              engine=self.address, operation="load") from exc
 
     def tag_image(self, image: str, ref: str) -> None:
         repo, tag = split_ref(ref)
         try:
             self.api.tag(image, repo, tag)
         except docker.errors.APIError as exc:
-            raise EngineError(f"Cannot tag {image} as {ref}: {_short(exc)}") from exc
+            raise EngineError(f"Cannot tag {image} as {ref}: {_short(exc)}",
+                              engine=self.address, operation="tag") from exc
 
     def push_image(self, ref: str) -> str:
         """``docker push`` of ``ref``; returns the digest the registry gave its manifest."""
@@ -284,9 +306,11 @@ class DockerEngine:
                     error = event.get("error") or error
                     digest = (event.get("aux") or {}).get("Digest") or digest
         except docker.errors.APIError as exc:
-            raise EngineError(f"docker push of {ref} failed: {_short(exc)}") from exc
+            raise EngineError(f"docker push of {ref} failed: {_short(exc)}",
+                              engine=self.address, operation="push") from exc
         if error or not digest:
-            raise EngineError(f"docker push of {ref} failed: {error or 'no digest returned'}")
+            raise EngineError(f"docker push of {ref} failed: {error or 'no digest returned'}",
+                              engine=self.address, operation="push")
         return str(digest)
 
     def remove_image(self, ref: str) -> None:
@@ -429,7 +453,8 @@ class Container:
                         on_output("stderr", e)
             code = api.exec_inspect(exec_id)["ExitCode"]
         except docker.errors.DockerException as exc:
-            raise EngineError(f"exec in {self.description} failed: {_short(exc)}") from exc
+            raise EngineError(f"exec in {self.description} failed: {_short(exc)}",
+                              engine=self.engine.address, operation="exec") from exc
         code = -1 if code is None else int(code)
         return ExecResult(
             argv=tuple(argv),
@@ -449,14 +474,16 @@ class Container:
         self.exec(["mkdir", "-p", dest])
         self.put_archive(dest, buf.getvalue())
 
-    def put_archive(self, dest: str, data: bytes) -> None:
+    def put_archive(self, dest: str, data: bytes | IO[bytes]) -> None:
         try:
             ok = self.raw.put_archive(dest, data)
         except docker.errors.DockerException as exc:
             raise EngineError(f"Copying into {self.description}:{dest} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="put_archive") from exc
         if not ok:
-            raise EngineError(f"Copying into {self.description}:{dest} failed.")
+            raise EngineError(f"Copying into {self.description}:{dest} failed.",
+                              engine=self.engine.address, operation="put_archive")
 
     def get_archive(self, src: str) -> bytes | None:
         try:
@@ -466,7 +493,8 @@ class Container:
             return None
         except docker.errors.DockerException as exc:
             raise EngineError(f"Reading {src} from {self.description} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="get_archive") from exc
 
     def save_archive(self, src: str, dest: Path) -> bool:
         """Stream ``src`` of the container as a tar into the file ``dest`` (never whole in
@@ -480,7 +508,8 @@ class Container:
             return False
         except docker.errors.DockerException as exc:
             raise EngineError(f"Reading {src} from {self.description} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="get_archive") from exc
         return True
 
     def put_bytes(self, data: bytes, dest: str, mode: int = 0o644) -> None:
@@ -498,7 +527,8 @@ class Container:
     def copy_out(self, src: str, dest: Path) -> None:
         data = self.get_archive(src)
         if data is None:
-            raise EngineError(f"{src} does not exist in {self.description}.")
+            raise EngineError(f"{src} does not exist in {self.description}.",
+                              engine=self.engine.address, operation="copy_out")
         buf = io.BytesIO(data)
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=buf) as tar:
@@ -514,7 +544,8 @@ class Container:
             return None
         except docker.errors.DockerException as exc:
             raise EngineError(f"Reading {path} from {self.description} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="read_file") from exc
         if max_bytes is not None and int((info or {}).get("size") or 0) > max_bytes:
             return b"\0" * (max_bytes + 1)
         with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
@@ -532,7 +563,8 @@ class Container:
                 changes = self.raw.diff() or []
         except docker.errors.DockerException as exc:
             raise EngineError(f"docker diff of {self.description} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="diff") from exc
         return sorted((kinds[int(c["Kind"])], str(c["Path"])) for c in changes)
 
     def commit(self, ref: str, *, labels: Mapping[str, str]) -> str:
@@ -544,7 +576,8 @@ class Container:
                 )
         except docker.errors.DockerException as exc:
             raise EngineError(f"Committing {self.description} as {ref} failed: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}",
+                              engine=self.engine.address, operation="commit") from exc
         return str(image.id)
 
     def ensure_running(self) -> None:
@@ -554,13 +587,15 @@ class Container:
                 self.raw.start()
                 self.raw.reload()
         except docker.errors.DockerException as exc:
-            raise EngineError(f"Cannot start {self.description} again: {_short(exc)}") from exc
+            raise EngineError(f"Cannot start {self.description} again: {_short(exc)}",
+                              engine=self.engine.address, operation="ensure_running") from exc
 
     def labels(self) -> dict[str, str]:
         try:
             self.raw.reload()
         except docker.errors.DockerException as exc:
-            raise EngineError(f"Cannot inspect {self.description}: {_short(exc)}") from exc
+            raise EngineError(f"Cannot inspect {self.description}: {_short(exc)}",
+                              engine=self.engine.address, operation="labels") from exc
         return dict(self.raw.labels or {})
 
     def main_pid(self) -> int:
@@ -581,7 +616,8 @@ class Container:
             top = self.raw.top()
         except (docker.errors.DockerException, ValueError) as exc:
             raise EngineError(f"Cannot list the processes of {self.description}: "
-                              f"{_short(exc)}") from exc
+                              f"{_short(exc)}", engine=self.engine.address,
+                              operation="processes") from exc
         titles = [str(t) for t in top.get("Titles") or []]
         col = {t: i for i, t in enumerate(titles)}
         out = []
@@ -617,7 +653,8 @@ class Container:
             pass
         except docker.errors.APIError as exc:
             if "already in progress" not in str(exc):
-                raise EngineError(f"Cannot remove {self.description}: {_short(exc)}") from exc
+                raise EngineError(f"Cannot remove {self.description}: {_short(exc)}",
+                                  engine=self.engine.address, operation="remove") from exc
 
 
 if TYPE_CHECKING:
@@ -650,22 +687,6 @@ def _owner_alive(labels: Mapping[str, str]) -> bool:
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[-1] if text else type(exc).__name__
-
-
-def image_sizes() -> Callable[[str], int | None] | None:
-    """Image sizes from the engine, or None when no engine answers (sizes are then left out)."""
-    try:
-        engine = DockerEngine.connect(timeout=5)
-    except SynthError:
-        return None
-
-    def size_of(ref: str) -> int | None:
-        try:
-            return int(engine.image_inspect(ref).get("Size") or 0) or None
-        except SynthError:
-            return None
-
-    return size_of
 
 
 _CGROUP_ROOT = Path("/sys/fs/cgroup")

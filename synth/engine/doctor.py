@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Literal
 
 from synth.config import Settings
+from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.engine.base_images import KNOWN_BASES
 from synth.engine.build import find_build_cli, find_builders
-from synth.engine.docker import DockerEngine, docker_host
 from synth.errors import EngineUnavailableError, SynthError
 from synth.formats.limits import Limits
 
 Status = Literal["ok", "warn", "fail"]
+#: Seconds the engine may take to answer one of doctor's questions.
+ENGINE_TIMEOUT = 10
 
 
 @dataclass(frozen=True)
@@ -44,33 +46,33 @@ class DoctorReport:
         return {"ok": self.ok, "checks": [c.to_json() for c in self.checks]}
 
 
-def diagnose(settings: Settings) -> DoctorReport:
-    """Run every check (``synth doctor``), in the order they are shown."""
-    engine, engine_check = _connect()
+def diagnose(settings: Settings, engine: Engine) -> DoctorReport:
+    """Run every check (``synth doctor``) on ``engine``, in the order they are shown; an
+    engine that does not answer fails the first check and skips those that need it."""
+    engine_check = _engine_check(engine)
+    answers = engine_check.status == "ok"
     checks = [engine_check, _buildkit_check(settings), builders_check(settings),
               _debootstrap_check()]
-    if engine is not None:
+    if answers:
         checks += [_gpu_check(engine), _limits_check(engine), *_base_checks(engine)]
     checks.append(_ca_bundle_check(settings))
-    if engine is not None:
+    if answers:
         checks.append(tls_check(engine, settings))
     if settings.wheelhouse:
         checks.append(Check("wheelhouse", "ok", str(settings.wheelhouse)))
     return DoctorReport(tuple(checks))
 
 
-def _connect() -> tuple[DockerEngine | None, Check]:
+def _engine_check(engine: Engine) -> Check:
     try:
-        engine = DockerEngine.connect(timeout=10)
         v = engine.version()
     except EngineUnavailableError as exc:
-        return None, Check("engine", "fail", exc.message, exc.hint)
-    return engine, Check(
-        "engine", "ok", f"Docker {v.get('Version')} (API {v.get('ApiVersion')}) at {docker_host()}",
-    )
+        return Check("engine", "fail", exc.message, exc.hint)
+    return Check("engine", "ok", f"Docker {v.get('Version')} (API {v.get('ApiVersion')}) at "
+                 f"{engine.address}")
 
 
-def _limits_check(engine: DockerEngine) -> Check:
+def _limits_check(engine: Engine) -> Check:
     """The limits every container synth starts gets by default, and whether a disk limit
     (--disk, [limits] disk) would be enforced here."""
     disk = ("a disk limit is enforced" if engine.disk_limits_supported() else
@@ -114,7 +116,7 @@ def _debootstrap_check() -> Check:
     return Check("debootstrap", "ok" if not root else "warn", deboot + root)
 
 
-def _gpu_check(engine: DockerEngine) -> Check:
+def _gpu_check(engine: Engine) -> Check:
     if engine.has_gpu_runtime():
         return Check("gpu_runtime", "ok", "NVIDIA runtime registered")
     return Check(
@@ -125,7 +127,7 @@ def _gpu_check(engine: DockerEngine) -> Check:
     )
 
 
-def _base_checks(engine: DockerEngine) -> list[Check]:
+def _base_checks(engine: Engine) -> list[Check]:
     checks = []
     for name in sorted(KNOWN_BASES):
         ref = f"{name}:bookworm"
@@ -176,12 +178,10 @@ class TlsAttempt:
         return "CERTIFICATE_VERIFY_FAILED" in self.detail
 
 
-def tls_attempts(engine: DockerEngine, bundles: list[Path | None],
+def tls_attempts(engine: Engine, bundles: list[Path | None],
                  image: str = TLS_BASE, url: str = INDEX_URL) -> list[TlsAttempt]:
     """One throwaway container of ``image``; one request to ``url`` per bundle, each mounted
     read-only and named by SSL_CERT_FILE (as synth does for sessions and builds)."""
-    from synth.engine.base import ContainerSpec, Mount
-
     mounts = [Mount(b, f"/synth/ca/{i}.crt") for i, b in enumerate(bundles) if b is not None]
     spec = ContainerSpec(image=image, mounts=mounts, labels={"synth.kind": "doctor"})
     attempts = []
@@ -194,7 +194,7 @@ def tls_attempts(engine: DockerEngine, bundles: list[Path | None],
     return attempts
 
 
-def tls_check(engine: DockerEngine, settings: Settings) -> Check:
+def tls_check(engine: Engine, settings: Settings) -> Check:
     """Does HTTPS to the package index work from inside a container, and with which bundle?"""
     name = "tls_in_container"
     if not engine.image_exists(TLS_BASE):

@@ -82,12 +82,8 @@ class ImageProbe:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    @classmethod
-    def connect(cls) -> ImageProbe:
-        """The local Docker engine's images (``synth diff``'s source of images)."""
-        from synth.engine.docker import DockerEngine
-
-        return cls(DockerEngine.connect(timeout=30))
+    def ping(self) -> None:
+        self.engine.ping()
 
     def image_exists(self, ref: str) -> bool:
         return self.engine.image_exists(ref)

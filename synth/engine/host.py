@@ -24,6 +24,7 @@ class HostRuntime:
             raise UsageError(
                 f"Python interpreter {python} not found.",
                 hint="Pass the environment's interpreter, e.g. --python /opt/venv/bin/python.",
+                option="--python",
             )
         # Keep a venv's own path: resolving symlinks would escape the venv.
         self.python = Path(resolved).absolute()

@@ -39,14 +39,15 @@ def check_template(template: str) -> str:
     """The template, or a :class:`UsageError` naming what is wrong with it."""
     if not re.match(r"^https?://[^/\s]+", template):
         raise UsageError(f"--apt-snapshot {template!r}: give an http:// or https:// URL.",
-                         hint=f"The default is {DEFAULT_APT_SNAPSHOT}")
+                         hint=f"The default is {DEFAULT_APT_SNAPSHOT}", option="--apt-snapshot")
     unknown = [p for p in _PLACEHOLDER.findall(template) if p not in _KNOWN]
     if unknown:
         raise UsageError(f"--apt-snapshot {template!r}: unknown placeholder "
-                         f"{{{unknown[0]}}}; the known ones are {{timestamp}} and {{archive}}.")
+                         f"{{{unknown[0]}}}; the known ones are {{timestamp}} and {{archive}}.",
+                         option="--apt-snapshot")
     if any(c.isspace() or c in "'\"\\`$" for c in template):
         raise UsageError(f"--apt-snapshot {template!r}: quotes, spaces, `$` and backslashes "
-                         "are not allowed in the URL.")
+                         "are not allowed in the URL.", option="--apt-snapshot")
     return template
 
 
@@ -61,6 +62,6 @@ def apt_sources(template: str | None, timestamp: str | None,
     if snapshot_only and url is None:
         raise UsageError("--apt-snapshot-only: the run records no time, so the snapshot URL "
                          f"{tpl} cannot be filled in.",
-                         hint="Give a URL without {timestamp}.")
+                         hint="Give a URL without {timestamp}.", option="--apt-snapshot-only")
     order = ("snapshot",) if snapshot_only else (("mirror", "snapshot") if url else ("mirror",))
     return AptSources(template=tpl, url=url, order=order)

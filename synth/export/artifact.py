@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +25,23 @@ from synth.config import Settings
 from synth.distill.load import LoadedRun, load_run
 from synth.distill.plan import (
     BuildPlan,
-    Classified,
     PythonEnvPlan,
     classify_log,
     distill,
     download_candidates,
     gc_paused,
+    snapshot_timestamp,
 )
+from synth.engine.base import Engine
 from synth.engine.base_images import base_manifest
 from synth.errors import ExportError, InputFileError, NotFoundError, SynthError
-from synth.export import final_state, publish
+from synth.export import bundle, final_state, publish
 from synth.export.apt_source import AptSources, apt_sources
 from synth.export.build_lock import complete_lock, local_build_requires, lock_manifest
+from synth.export.live_facts import LiveImage, download_hashes
 from synth.export.lock import Lock, LockTarget, lock_env, target_for
 from synth.export.metadata import Citation, CitationOptions, Publication, make_citation
-from synth.export.render import reader_facts, render_artifact
+from synth.export.render import plan_json, reader_facts, render_artifact
 from synth.formats import artifact_files
 from synth.formats.manifest import MANIFEST_FORMAT
 from synth.formats.plan import DistillReport
@@ -54,6 +56,8 @@ from synth.formats.store import (
     parse_json,
     read_text,
 )
+from synth.formats.task import MAX_TASK_FILE_BYTES, commit_problem, load_task, repo_url_problem
+from synth.record.rundir import find_run, read_run, trust_problems
 from synth.util import atomic, safe_io
 from synth.util.atomic import dumps_json
 
@@ -66,6 +70,42 @@ EXPORT_STAMP = "export.source-digest"
 _SOURCE_SKIP = ("__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
 
 Locker = Callable[[PythonEnvPlan, LockTarget], Lock]
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """One ``synth export``: the run, where the artifact goes and how it is made."""
+
+    run_dir: Path
+    #: The artifact folder (default ``<run_dir>/export``).
+    out_dir: Path | None = None
+    #: Container paths carried into the artifact from the live image (``--include``).
+    include: tuple[str, ...] = ()
+    #: ``uv`` or ``pip-tools``, or (tests) a function that makes each lock.
+    locker: str | Locker = "uv"
+    #: Ask the live image (downloads' sha256, the final /workspace, RECORD checks...);
+    #: without it the export says what it could not check.
+    ask_live: bool = True
+    #: Let an explicit ``out_dir`` replace an artifact synth exported there before.
+    force: bool = False
+    #: Export a run that is not trustworthy (not ``succeeded``, audit unverified).
+    allow_incomplete: bool = False
+    #: Export even if the artifact leaves part of the final state out.
+    allow_missing: bool = False
+    #: The snapshot archive URL template for .debs (docs/export.md, Durability), and
+    #: whether the .debs come from it alone.
+    apt_snapshot: str | None = None
+    apt_snapshot_only: bool = False
+    #: Add an RO-Crate, a CycloneDX SBOM and .zenodo.json and write a deterministic
+    #: ``.tar.gz`` beside.
+    archive: bool = False
+    #: Every file the build needs in ``vendor/`` (synth.export.bundle): builds offline.
+    bundle: bool = False
+    #: The authors, licence, version (synth.export.metadata).
+    citation: CitationOptions = field(default_factory=CitationOptions)
+    #: How the base is saved to be carried (with ``archive`` or ``bundle``; None: the
+    #: engine's ``docker save``; tests give their own).
+    save_base: publish.BaseSaver | None = None
 
 
 @dataclass(frozen=True)
@@ -88,8 +128,6 @@ def _copy_tree(src: Path, dest: Path) -> None:
 
 
 def _clone(url: str, commit: str | None, dest: Path) -> None:
-    from synth.formats.task import commit_problem, repo_url_problem
-
     # run.json is input like any other: its URL and commit meet git as a task file's would.
     problem = repo_url_problem(url) or (commit_problem(commit) if commit else None)
     if problem:
@@ -106,22 +144,18 @@ def _clone(url: str, commit: str | None, dest: Path) -> None:
                           f"{exc}") from exc
 
 
-def _copy_includes(run: LoadedRun, includes: Sequence[str], dest: Path) -> None:
+def _copy_includes(live: LiveImage, includes: Sequence[str], dest: Path) -> None:
     if not includes:
         return
-    if not run.info.live_image:
+    if live.ref is None:
         raise ExportError("--include needs the run's live image, and this run has none.")
-    from synth.engine import ContainerSpec, DockerEngine
-
-    engine = DockerEngine.connect()
-    spec = ContainerSpec(image=run.info.live_image, network=False,
-                         labels={"synth.temporary": "1"})
-    with engine.container(spec) as c:
-        for path in includes:
-            if not path.startswith("/"):
-                raise ExportError(f"--include {path}: give an absolute path in the container.")
-            c.copy_out(path, dest / "include" / path.lstrip("/").rsplit("/", 1)[0]
-                       if "/" in path.strip("/") else dest / "include")
+    c = live.container()
+    for path in includes:
+        if not path.startswith("/"):
+            raise ExportError(f"--include {path}: give an absolute path in the container.",
+                              path=path)
+        c.copy_out(path, dest / "include" / path.lstrip("/").rsplit("/", 1)[0]
+                   if "/" in path.strip("/") else dest / "include")
 
 
 def _original(run: LoadedRun) -> Callable[[Path], None]:
@@ -134,43 +168,11 @@ def _original(run: LoadedRun) -> Callable[[Path], None]:
     return fill
 
 
-def _download_hashes(run: LoadedRun, classified: Sequence[Classified]) -> dict[str, str]:
-    """sha256 of the files downloads left in the final state, from the live image.
-
-    Without an engine or a live image the downloads are reported, not replayed."""
-    wanted = download_candidates(run, classified)
-    if not wanted or not run.info.live_image:
-        return {}
-    from synth.engine import ContainerSpec, DockerEngine
-    from synth.errors import SynthError
-
-    try:
-        engine = DockerEngine.connect(timeout=30)
-        spec = ContainerSpec(image=run.info.live_image, network=False,
-                             labels={"synth.temporary": "1"})
-        with engine.container(spec) as c:
-            res = c.exec(["sha256sum", "--", *wanted])
-    except SynthError:
-        return {}
-    out: dict[str, str] = {}
-    for line in res.stdout.splitlines():
-        digest, _, path = line.partition("  ")
-        if len(digest) == 64 and path in wanted:
-            out[path] = digest
-    return out
-
-
 def _file_digests(root: Path, known: Mapping[str, str]) -> dict[str, str]:
     """The digest of every file and link under ``root`` by its path there (the one rule of
     :mod:`synth.formats.artifact_files`); the ``known`` ones are not read again.
     ``verification.json`` is verify's record, kept across exports: never listed."""
     return artifact_files.digests(root, skip=(VERIFICATION.rel,), known=known)
-
-
-def _apt_timestamp(run: LoadedRun) -> str | None:
-    from synth.distill.plan import snapshot_timestamp
-
-    return snapshot_timestamp(run.info.ended)
 
 
 def apt_manifest(plan: BuildPlan, apt: AptSources) -> dict[str, object]:
@@ -216,25 +218,27 @@ def check_destination(dest: Path, run_dir: Path, *, explicit: bool, force: bool)
     dest = dest.absolute()
     where = f"-o {dest}" if explicit else str(dest)
     if dest.is_symlink():
-        raise ExportError(f"{where} is a symlink; synth does not write through it.")
+        raise ExportError(f"{where} is a symlink; synth does not write through it.", path=dest)
     real = dest.resolve()
     if real in (Path.cwd().resolve(), Path.home().resolve(), Path("/")) \
             or run_dir.resolve().is_relative_to(real):
         raise ExportError(f"{where} would replace {real}, which holds more than an artifact.",
-                          hint="Give a new folder, e.g. -o ./artifact.")
+                          hint="Give a new folder, e.g. -o ./artifact.", path=dest)
     if not dest.exists():
         return
     if not dest.is_dir():
-        raise ExportError(f"{where} exists and is not a folder; synth will not replace it.")
+        raise ExportError(f"{where} exists and is not a folder; synth will not replace it.",
+                          path=dest)
     if not any(dest.iterdir()):
         return
     if not is_artifact_dir(dest):
         raise ExportError(f"{where} is not empty and is not an artifact synth exported; "
                           "synth replaces only folders it made.",
-                          hint="Give a new or empty folder.")
+                          hint="Give a new or empty folder.", path=dest)
     if explicit and not force:
         raise ExportError(f"{where} already holds an artifact.",
-                          hint="--force replaces it (atomically), or give a new folder.")
+                          hint="--force replaces it (atomically), or give a new folder.",
+                          path=dest)
     check_as_exported(dest, where)
 
 
@@ -248,7 +252,7 @@ def check_as_exported(dest: Path, where: str) -> None:
             dest, skip=(MANIFEST.rel, artifact_files.VERIFICATION_FILE))
     except InputFileError as exc:
         raise ExportError(f"{where}: {exc.message}; synth replaces only an artifact as it "
-                          "made it.") from None
+                          "made it.", path=dest) from None
     added = sorted(set(have) - set(listed))
     changed = sorted(r for r in set(have) & set(listed) if have[r] != listed[r])
     if added or changed:
@@ -259,25 +263,21 @@ def check_as_exported(dest: Path, where: str) -> None:
                           + (f"; … {len(named) - 20} more" if len(named) > 20 else "")
                           + ". synth replaces only an artifact as it made it.",
                           hint="Move them out of the folder (or restore them), then export "
-                          "again; or give a new folder.")
+                          "again; or give a new folder.", path=dest)
 
 
 def find_export_run(settings: Settings, run_ref: str | None) -> Path:
     """The run ``synth export RUN`` names; a miss also says how a format is named."""
-    from synth.record.rundir import find_run
-
     try:
         return find_run(settings, run_ref)
     except NotFoundError as exc:
         raise NotFoundError(exc.message, hint=f"{exc.hint} (An artifact format is named with "
-                            "--format: Dockerfile.)") from exc
+                            "--format: Dockerfile.)", ref=exc.ref, what=exc.what) from exc
 
 
 def plan_json_of(run_dir: Path, include: Sequence[str] = ()) -> str:
     """``synth export --plan``: the plan.json document (BuildPlan + DistillReport); nothing
     is written."""
-    from synth.export.render import plan_json
-
     return plan_json(*distill(load_run(run_dir), include=include))
 
 
@@ -285,99 +285,95 @@ def plan_json_of(run_dir: Path, include: Sequence[str] = ()) -> str:
 class ArtifactParts:
     """What goes into one artifact folder, ready to be written."""
 
+    opts: ExportOptions
     run: LoadedRun
     plan: BuildPlan
     report: DistillReport
     locks: list[Lock]
     apt: AptSources
-    #: With ``archive``: the SOURCE_DATE_EPOCH of the SBOM, the RO-Crate and the tarball.
-    archive: bool
+    #: The SOURCE_DATE_EPOCH of the citation, the SBOM, the RO-Crate and the tarball.
     epoch: int
-    #: With ``bundle``: every file the build needs goes to ``vendor/`` (synth.export.bundle).
-    bundle: bool
     settings: Settings
     #: ``source/`` (the final /workspace) and ``source.patch``, made beside the artifact.
     staged: final_state.StagedSource
+    #: The run's live image, where ``--include``, the carried files and the bundle's
+    #: downloads are read from.
+    live: LiveImage
     #: Who made it and how it is published (CITATION.cff, labels, .zenodo.json, RO-Crate).
     citation: Citation
     #: Where it goes (a verification.json there is kept), and how the base is saved to be
-    #: carried (with ``archive`` or ``bundle``; None: the engine's ``docker save``).
+    #: carried (with ``archive`` or ``bundle``).
     dest: Path
-    save_base: publish.BaseSaver | None = None
+    save_base: publish.BaseSaver
 
 
 @gc_paused()
-def export_run(
-    run_dir: Path,
-    settings: Settings,
-    *,
-    out_dir: Path | None = None,
-    include: Sequence[str] = (),
-    locker: str | Locker = "uv",
-    hash_downloads: bool = True,
-    force: bool = False,
-    allow_incomplete: bool = False,
-    allow_missing: bool = False,
-    apt_snapshot: str | None = None,
-    apt_snapshot_only: bool = False,
-    archive: bool = False, bundle: bool = False,
-    citation: CitationOptions | None = None, save_base: publish.BaseSaver | None = None,
-) -> ExportResult:
-    """Distill ``run_dir`` into an artifact at ``out_dir`` (default ``<run_dir>/export``).
+def export_run(opts: ExportOptions, settings: Settings, engine: Engine) -> ExportResult:
+    """Distill ``opts.run_dir`` into an artifact at ``opts.out_dir`` (default
+    ``<run_dir>/export``), asking the run's live image on ``engine``: one container of it,
+    opened on first need, serves the whole export (:class:`LiveImage`). With ``archive``
+    or ``bundle`` the artifact carries its base (saved by ``opts.save_base``, by default
+    the engine's ``docker save``).
 
-    ``hash_downloads``: take the sha256 of downloaded files from the live image (needs the
-    engine) so that the artifact replays those downloads pinned. ``apt_snapshot``: the
-    snapshot archive URL template for .debs (docs/export.md, Durability). ``archive``:
-    add an RO-Crate and a CycloneDX SBOM and write a deterministic ``.tar.gz`` beside.
-    ``bundle``: every file the build needs in ``vendor/`` (synth.export.bundle): builds offline.
-    Both carry the base (``save_base`` saves it; default: the engine). ``citation``: the
-    authors, licence, version (synth.export.metadata). A run that is not trustworthy (not
-    ``succeeded``, audit unverified) is refused unless ``allow_incomplete``; ``force`` lets
-    an explicit ``out_dir`` replace an artifact."""
-    problems = check_trust(run_dir, allow_incomplete=allow_incomplete)
-    dest = (out_dir or run_dir / "export").absolute()
-    check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
+    A run that is not trustworthy (not ``succeeded``, audit unverified) is refused unless
+    ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact."""
+    run_dir, explicit = opts.run_dir, opts.out_dir is not None
+    problems = check_trust(run_dir, allow_incomplete=opts.allow_incomplete)
+    dest = (opts.out_dir or run_dir / "export").absolute()
+    check_destination(dest, run_dir, explicit=explicit, force=opts.force)
     run = load_run(run_dir)
-    apt = apt_sources(apt_snapshot, _apt_timestamp(run), apt_snapshot_only)
+    with LiveImage(engine, run.info.live_image) as live:
+        parts = plan_parts(opts, settings, run, live, dest, problems,
+                           opts.save_base or engine.save_image)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
+            tmp = Path(tmp_str) / "artifact"
+            warnings, summary = assemble_artifact(tmp, parts)
+            # Checked again right before the swap: the folder may have changed meanwhile.
+            check_destination(dest, run_dir, explicit=explicit, force=opts.force)
+            swap_into_place(tmp, dest, Path(tmp_str) / "old")
+    if not explicit:  # which synth made the run's own export (verify reuses it)
+        atomic.write_text(run_dir / EXPORT_STAMP, source_digest() + "\n")
+    result = ExportResult(artifact_dir=dest, plan=parts.plan, warnings=warnings,
+                          bundle=summary)
+    return write_archive(result, parts) if opts.archive else result
+
+
+def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: LiveImage,
+               dest: Path, problems: Sequence[str],
+               save_base: publish.BaseSaver) -> ArtifactParts:
+    """Distill the run, complete the plan from the live image, lock it: everything the
+    artifact folder is written from (``problems``: why the run is not trustworthy)."""
+    apt = apt_sources(opts.apt_snapshot, snapshot_timestamp(run.info.ended),
+                      opts.apt_snapshot_only)
     classified = classify_log(run)
+    wanted = download_candidates(run, classified)
     plan, report = distill(
-        run, include=include, classified=classified,
-        download_hashes=_download_hashes(run, classified) if hash_downloads else None)
+        run, include=opts.include, classified=classified,
+        download_hashes=download_hashes(live, wanted) if opts.ask_live else None)
     report = replace(report, incomplete=tuple(problems))
     # Before locking: the live image's final state can add pins (legacy egg-info installs).
-    plan, report, staged = final_state.prepare(run, plan, report, dest.parent, _original(run),
-                                               classified=classified,
-                                               ask=hash_downloads, allow_missing=allow_missing)
-    locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, locker,
+    plan, report, staged = final_state.prepare(
+        run, plan, report, dest.parent, _original(run), live if opts.ask_live else None,
+        classified=classified, allow_missing=opts.allow_missing)
+    locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, opts.locker,
                       _source_dir(run, plan))
-    parts = ArtifactParts(
-        run=run, plan=plan, report=report, locks=locks, apt=apt, archive=archive,
-        epoch=(epoch := publish.source_date_epoch(run)), bundle=bundle, settings=settings,
-        staged=staged, citation=make_citation(plan, run, citation or CitationOptions(), epoch),
-        dest=dest, save_base=save_base)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
-        tmp = Path(tmp_str) / "artifact"
-        warnings, summary = assemble_artifact(tmp, parts)
-        # Checked again right before the swap: the folder may have changed meanwhile.
-        check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
-        swap_into_place(tmp, dest, Path(tmp_str) / "old")
-    if out_dir is None:  # which synth made the run's own export (verify reuses it)
-        atomic.write_text(run_dir / EXPORT_STAMP, source_digest() + "\n")
-    result = ExportResult(artifact_dir=dest, plan=plan, warnings=warnings, bundle=summary)
-    return write_archive(result, parts) if archive else result
+    epoch = publish.source_date_epoch(run)
+    return ArtifactParts(
+        opts=opts, run=run, plan=plan, report=report, locks=locks, apt=apt, epoch=epoch,
+        settings=settings, staged=staged, live=live,
+        citation=make_citation(plan, run, opts.citation, epoch), dest=dest,
+        save_base=save_base)
 
 
 def check_trust(run_dir: Path, *, allow_incomplete: bool) -> list[str]:
     """Why the run is not one synth can vouch for; refused unless ``allow_incomplete``."""
-    from synth.record.rundir import read_run, trust_problems
-
     problems = trust_problems(read_run(run_dir), run_dir)
     if problems and not allow_incomplete:
         raise ExportError(f"{run_dir} is not a run synth can vouch for: "
                           + "; ".join(problems) + ".",
                           hint="--allow-incomplete exports it anyway; the export report "
-                          "then says why at its top.")
+                          "then says why at its top.", path=run_dir)
     return problems
 
 
@@ -413,14 +409,15 @@ def assemble_artifact(
     if parts.run.claims_error:
         warnings.append(f"claims.json is not valid, so verify's C5 will fail on it: "
                         f"{parts.run.claims_error}")
-    summary = make_bundle(tmp, parts) if parts.bundle else None
+    summary = make_bundle(tmp, parts) if parts.opts.bundle else None
     if summary is not None and summary["needs_network"]:
         warnings.append("--bundle: these kept steps still reach the network, so the "
                         "artifact does not build offline: "
                         + "; ".join(map(str, summary["needs_network"])))  # type: ignore[call-overload]
     publication, notes = publish.prepare(
         tmp, parts.run, parts.plan, parts.citation, parts.dest,
-        carry_base=parts.archive or parts.bundle, archive=parts.archive, save=parts.save_base)
+        carry_base=parts.opts.archive or parts.opts.bundle, archive=parts.opts.archive,
+        save=parts.save_base)
     warnings += notes
     files = render_artifact(parts.plan, parts.report, parts.locks, apt=parts.apt,
                             reader=reader_facts(parts.run.info.task_file), bundle=summary,
@@ -431,7 +428,7 @@ def assemble_artifact(
         (tmp / name).write_bytes(data)
         digests[name] = hashlib.sha256(data).hexdigest()
     warnings += copy_run_inputs(tmp, parts)
-    if parts.archive:  # SBOM, .zenodo.json, then the RO-Crate naming every file
+    if parts.opts.archive:  # SBOM, .zenodo.json, then the RO-Crate naming every file
         digests = publish.write_metadata(tmp, parts.run, parts.plan, parts.locks, parts.epoch,
                                          publication, digests)
     manifest = manifest_json(tmp, parts, warnings, summary, digests, publication)
@@ -441,10 +438,8 @@ def assemble_artifact(
 
 def make_bundle(tmp: Path, parts: ArtifactParts) -> dict[str, object]:
     """``vendor/`` in ``tmp``: every .deb, wheel and download the build needs, hash-checked."""
-    from synth.export import bundle
     return bundle.make_bundle(parts.plan, parts.locks, parts.apt, parts.settings,
-                              run_wheelhouse(parts.settings, parts.run),
-                              parts.run.info.live_image, tmp)
+                              run_wheelhouse(parts.settings, parts.run), parts.live, tmp)
 
 
 def copy_run_inputs(tmp: Path, parts: ArtifactParts) -> list[str]:
@@ -468,16 +463,14 @@ def copy_run_inputs(tmp: Path, parts: ArtifactParts) -> list[str]:
         else:
             (tmp / CLAIMS.rel).write_bytes(claims)
     parts.staged.move_into(tmp)
-    _copy_includes(run, plan.includes, tmp)
-    final_state.copy_carried(run, plan, tmp)
+    _copy_includes(parts.live, plan.includes, tmp)
+    final_state.copy_carried(parts.live, plan, tmp)
     return warnings
 
 
 def _task_file_text(task_file: str | None) -> bytes | None:
     """The bytes of the run's task file when it is one (a regular file that loads as a task
     file, at most its 1 MiB), else None: run.json could name any file on this machine."""
-    from synth.formats.task import MAX_TASK_FILE_BYTES, load_task
-
     if not task_file or not is_file(task_file):
         return None
     try:
@@ -529,7 +522,7 @@ def manifest_json(tmp: Path, parts: ArtifactParts, warnings: Sequence[str],
     }
     if summary is not None:
         manifest["bundle"] = summary
-    if parts.archive:
+    if parts.opts.archive:
         manifest["archive"] = publish.archive_manifest(plan, parts.epoch)
     return manifest
 

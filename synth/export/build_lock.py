@@ -106,7 +106,8 @@ def lock_installer(env: PythonEnvPlan, target: LockTarget) -> LockedPin:
     if not got or not got[1]:
         raise LockError(f"Could not lock the installer uv=={ver} from "
                         f"{env.index_url or DEFAULT_INDEX}:\n{proc.stderr.strip()[-2000:]}",
-                        hint="Was the index reachable (pass --ca-bundle behind a TLS proxy)?")
+                        hint="Was the index reachable (pass --ca-bundle behind a TLS proxy)?",
+                        lock_file=env.lock_file)
     return LockedPin(name="uv", version=got[0], hashes=got[1])
 
 
@@ -129,7 +130,8 @@ def sdist_pins(lock: Lock, target: LockTarget) -> list[str]:
         name = _name(m.group(1) or m.group(2)) if m else None
         if name is None or name not in pins or name in out:
             raise LockError(f"Could not tell which pins of {lock.env.python} need a build "
-                            f"from source:\n{proc.stderr.strip()[-2000:]}")
+                            f"from source:\n{proc.stderr.strip()[-2000:]}",
+                            lock_file=lock.env.lock_file)
         out.append(name)
     return sorted(out)
 
@@ -225,7 +227,8 @@ def lock_build(lock: Lock, target: LockTarget, requires: Iterable[str]) -> tuple
         proc = _compile(lock.env, target, reqs, no_deps=False)
     if proc.returncode != 0:
         raise LockError(f"Could not lock the build requirements {', '.join(reqs)} for "
-                        f"{lock.env.python}:\n{proc.stderr.strip()[-2000:]}")
+                        f"{lock.env.python}:\n{proc.stderr.strip()[-2000:]}",
+                        lock_file=lock.env.lock_file)
     hashes = {(_name(p.name), p.version): p.hashes for p in lock.pins}
     return tuple(
         LockedPin(name=name, version=ver, hashes=tuple(sorted(set(hs) | set(

@@ -32,6 +32,8 @@ from synth.config import Settings
 from synth.distill.plan import DEFAULT_INDEX, BuildPlan, NativeStep
 from synth.errors import ExportError
 from synth.export.apt_source import AptSources
+from synth.export.build_lock import native_build_constraints
+from synth.export.live_facts import LiveImage
 from synth.export.lock import Lock, wheelhouse_files
 from synth.formats.state import DebRecord
 from synth.formats.store import sha256_file
@@ -206,31 +208,27 @@ def vendor_python(locks: Sequence[Lock], glibc: str | None, settings: Settings,
     return [files[k] for k in sorted(files)]
 
 
-def vendor_downloads(plan: BuildPlan, live_image: str | None, dest: Path) -> list[BundleFile]:
+def vendor_downloads(plan: BuildPlan, live: LiveImage, dest: Path) -> list[BundleFile]:
     """The downloaded files the Dockerfile replays, read from the run's live image."""
     steps = [s for s in plan.native if s.check_sha256]
     if not steps:
         return []
-    if not live_image:
+    if live.ref is None:
         raise ExportError("--bundle: the run downloaded files and has no live image to "
                           "read them from.")
-    from synth.engine import ContainerSpec, DockerEngine
-
     out = []
-    engine = DockerEngine.connect()
-    spec = ContainerSpec(image=live_image, network=False, labels={"synth.temporary": "1"})
-    with engine.container(spec) as c:
-        for s in steps:
-            assert s.check_sha256 is not None
-            digest, path = s.check_sha256
-            data = c.read_file(path)
-            if data is None or hashlib.sha256(data).hexdigest() != digest:
-                raise ExportError(f"--bundle: {path} in the live image {live_image} is gone "
-                                  f"or no longer hashes to {digest[:12]}….")
-            rel = f"{VENDOR}/files/{digest}"
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            (dest / rel).write_bytes(data)
-            out.append(BundleFile(rel, "file", digest, len(data)))
+    c = live.container()
+    for s in steps:
+        assert s.check_sha256 is not None
+        digest, path = s.check_sha256
+        data = c.read_file(path)
+        if data is None or hashlib.sha256(data).hexdigest() != digest:
+            raise ExportError(f"--bundle: {path} in the live image {live.ref} is gone "
+                              f"or no longer hashes to {digest[:12]}….", path=path)
+        rel = f"{VENDOR}/files/{digest}"
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_bytes(data)
+        out.append(BundleFile(rel, "file", digest, len(data)))
     return sorted(out, key=lambda f: f.path)
 
 
@@ -238,8 +236,6 @@ def online_steps(plan: BuildPlan, locks: Sequence[Lock] = ()) -> list[NativeStep
     """Kept steps that still reach the network in a bundled build: no vendored input. An
     isolated local build whose build requirements are locked (build-constraints.lock,
     vendored) installs them from ``vendor/wheels`` instead."""
-    from synth.export.build_lock import native_build_constraints
-
     local = native_build_constraints(plan, locks)
     return [s for s in plan.native if s.network and not s.check_sha256 and s.ref not in local]
 
@@ -256,12 +252,11 @@ def summary(files: Sequence[BundleFile], plan: BuildPlan,
 
 
 def make_bundle(plan: BuildPlan, locks: Sequence[Lock], apt: AptSources, settings: Settings,
-                wheelhouse: Path | None, live_image: str | None,
-                dest: Path) -> dict[str, object]:
-    """Fill ``dest/vendor`` and return its :func:`summary`."""
+                wheelhouse: Path | None, live: LiveImage, dest: Path) -> dict[str, object]:
+    """Fill ``dest/vendor`` and return its :func:`summary`; downloads come from ``live``."""
     files = [*vendor_debs(plan, apt, settings, dest),
              *vendor_python(locks, plan.glibc, settings, wheelhouse, dest),
-             *vendor_downloads(plan, live_image, dest)]
+             *vendor_downloads(plan, live, dest)]
     return summary(files, plan, locks)
 
 

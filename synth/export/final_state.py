@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import tarfile
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,9 +21,10 @@ from synth.distill import warnings as warn
 from synth.distill.load import LoadedRun
 from synth.distill.plan import BuildPlan, Classified, classify_log
 from synth.distill.provenance import code_loading_risks, merged_risks
+from synth.distill.steps import PipInstall
 from synth.errors import ExportError
 from synth.export import live_facts
-from synth.export.live_facts import LiveFacts
+from synth.export.live_facts import LiveFacts, LiveImage
 from synth.export.source_patch import (
     PATCH_NAME,
     SourceEdits,
@@ -33,13 +35,13 @@ from synth.export.source_patch import (
 from synth.formats import artifact_files
 from synth.formats.fingerprint import Fingerprint
 from synth.formats.plan import CarriedFile, DistillReport
+from synth.formats.store import RunDir
+from synth.record import tree
 
 
 def _named_by_pip(run: LoadedRun, classified: Sequence[Classified] | None) -> set[str]:
     """Distribution names that a successful audited pip/uv install named as requirements
     (``classified``: the log's classified commands, when the exporter has them)."""
-    from synth.distill.steps import PipInstall
-
     names: set[str] = set()
     for cmd, _x, step in classified if classified is not None else classify_log(run):
         if cmd.succeeded and isinstance(step, PipInstall):
@@ -183,11 +185,6 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
 
 def host_changed(run: LoadedRun, original: Path) -> bool:
     """The host's copy of the repository is not the tree the session started from."""
-    import tarfile
-
-    from synth.formats.store import RunDir
-    from synth.record import tree
-
     tree_hashes = RunDir(run.run_dir).run_record().source_tree
     before = tree_hashes.before if tree_hashes is not None else None
     if before is None or set(before) == {"0"}:
@@ -235,16 +232,17 @@ def drop_idle_builds(plan: BuildPlan, report: DistillReport, run: LoadedRun,
 
 
 def prepare(run: LoadedRun, plan: BuildPlan, report: DistillReport, near: Path,
-            fill_original: Callable[[Path], None], *, ask: bool = True,
+            fill_original: Callable[[Path], None], live: LiveImage | None, *,
             allow_missing: bool = False, classified: Sequence[Classified] | None = None,
             ) -> tuple[BuildPlan, DistillReport, StagedSource]:
-    """Ask the live image (with ``ask``), complete the plan and stage ``source/`` in a work
-    folder beside the artifact (``near``); :meth:`StagedSource.move_into` removes it.
-    ``classified``: the log's classified commands (:func:`~synth.distill.plan.classify_log`)."""
+    """Ask the live image (``live``; None: not asked), complete the plan and stage
+    ``source/`` in a work folder beside the artifact (``near``);
+    :meth:`StagedSource.move_into` removes it. ``classified``: the log's classified
+    commands (:func:`~synth.distill.plan.classify_log`)."""
     near.mkdir(parents=True, exist_ok=True)
     work = tempfile.TemporaryDirectory(prefix=".synth-source.", dir=near)
     try:
-        facts = (live_facts.gather(run, plan.python, Path(work.name)) if ask
+        facts = (live_facts.gather(live, plan.python, Path(work.name)) if live is not None
                  else LiveFacts(errors=("the live image was not asked",)))
         plan, report = complete_plan(run, plan, report, facts, allow_missing=allow_missing,
                                      classified=classified)
@@ -256,23 +254,19 @@ def prepare(run: LoadedRun, plan: BuildPlan, report: DistillReport, near: Path,
     return plan, report, dataclasses.replace(staged, work=work)
 
 
-def copy_carried(run: LoadedRun, plan: BuildPlan, artifact: Path) -> None:
+def copy_carried(live: LiveImage, plan: BuildPlan, artifact: Path) -> None:
     """The carried files, from the live image into ``carried/``."""
-    if not plan.carried or not run.info.live_image:
+    if not plan.carried or live.ref is None:
         return
-    from synth.engine import ContainerSpec, DockerEngine
-
-    engine = DockerEngine.connect()
-    spec = ContainerSpec(image=run.info.live_image, network=False,
-                         labels={"synth.temporary": "1"})
-    with engine.container(spec) as c:
-        for f in plan.carried:
-            data = c.read_file(f.path)
-            if data is None:
-                raise ExportError(f"{f.path} ({f.distribution}) is gone from the live image.")
-            out = artifact / f.artifact_path
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(data)
+    c = live.container()
+    for f in plan.carried:
+        data = c.read_file(f.path)
+        if data is None:
+            raise ExportError(f"{f.path} ({f.distribution}) is gone from the live image.",
+                              path=f.path)
+        out = artifact / f.artifact_path
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
 
 
 def source_manifest(plan: BuildPlan) -> dict[str, object]:

@@ -4,24 +4,28 @@
 also needs what they *contain*: the final ``/workspace`` (the agent's edits to the
 research code), the paths Debian packages own (``/var/lib/dpkg/info/*.list``), every
 installed distribution's files checked against its RECORD (the fingerprint probe), the
-files two distributions both install, and ``pip check``. All come from one throwaway
-container of the live image with the network off. Without an engine or a live image the
-facts are empty and the export says what it could not check.
+files two distributions both install, ``pip check``, the sha256 of downloaded files, and
+the bytes of the files the artifact carries.
+
+All come from one container of the live image with the network off, opened once per export
+(:class:`LiveImage`) on first use and removed when the export ends. Without an engine or a
+live image the facts are empty and the export says what it could not check.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import Any
 
-from synth.errors import SynthError
-
-if TYPE_CHECKING:
-    from synth.distill.load import LoadedRun
-    from synth.engine.docker import Container
-    from synth.formats.fingerprint import Fingerprint
+from synth.engine.base import ContainerSpec, Engine, EngineContainer
+from synth.engine.fingerprint import fingerprint
+from synth.errors import ExportError, SynthError
+from synth.formats.fingerprint import Fingerprint
 
 WORKDIR = "/workspace"
 #: The stdlib-only probe that lists .pth files, startup modules and ld.so.preload.
@@ -69,12 +73,71 @@ class LiveFacts:
     errors: tuple[str, ...] = ()
 
 
-def _pip_check(c: Container, python: str) -> tuple[tuple[str, ...], bool]:
-    res = c.exec([python, "-m", "pip", "check"], env={"PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-                 timeout=300)
+class LiveImage:
+    """The run's live image during one export: one container, network off, started on first
+    use and removed when the ``with`` ends; every caller reads the same container.
+
+    :meth:`container` raises the reason it cannot be had (no engine, the image gone), the
+    same error on every call; ``ref`` is None for a run that committed no live image, and
+    each caller says in its own words what that costs it."""
+
+    def __init__(self, engine: Engine, ref: str | None) -> None:
+        self.engine = engine
+        self.ref = ref or None
+        self._stack = ExitStack()
+        self._container: EngineContainer | None = None
+        self._error: SynthError | None = None
+
+    def __enter__(self) -> LiveImage:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stack.close()
+
+    def container(self) -> EngineContainer:
+        if self._container is not None:
+            return self._container
+        if self._error is not None:
+            raise self._error
+        if self.ref is None:
+            raise ExportError("The run has no live image.")
+        spec = ContainerSpec(image=self.ref, network=False, labels={"synth.temporary": "1"})
+        try:
+            self._container = self._stack.enter_context(self.engine.container(spec))
+        except SynthError as exc:
+            self._error = exc
+            raise
+        return self._container
+
+
+#: Synth's own probes leave no ``__pycache__`` behind in what ``--include`` copies later.
+_NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def download_hashes(live: LiveImage, wanted: Sequence[str]) -> dict[str, str]:
+    """sha256 of the files downloads left in the final state, from the live image; empty
+    where it cannot be read (the downloads are then reported, not replayed)."""
+    if not wanted or live.ref is None:
+        return {}
+    try:
+        res = live.container().exec(["sha256sum", "--", *wanted])
+    except SynthError:
+        return {}
+    out: dict[str, str] = {}
+    for line in res.stdout.splitlines():
+        digest, _, path = line.partition("  ")
+        if len(digest) == 64 and path in wanted:
+            out[path] = digest
+    return out
+
+
+def _pip_check(c: EngineContainer, python: str) -> tuple[tuple[str, ...], bool]:
+    env = {"PIP_DISABLE_PIP_VERSION_CHECK": "1", **_NO_BYTECODE}
+    res = c.exec([python, "-m", "pip", "check"], env=env, timeout=300)
     if "No module named pip" in res.output:
-        res = c.exec(["python3", "-m", "pip", "--python", python, "check"],
-                     env={"PIP_DISABLE_PIP_VERSION_CHECK": "1"}, timeout=300)
+        res = c.exec(["python3", "-m", "pip", "--python", python, "check"], env=env,
+                     timeout=300)
     if res.ok:
         return (), True
     lines = tuple(ln.strip() for ln in res.stdout.splitlines()
@@ -83,19 +146,17 @@ def _pip_check(c: Container, python: str) -> tuple[tuple[str, ...], bool]:
     return lines, bool(lines)
 
 
-def _ask(c: Container, python: str, tmp: Path) -> tuple[LiveFacts, list[str]]:
-    from synth.engine.fingerprint import fingerprint
-
+def _ask(c: EngineContainer, python: str, tmp: Path) -> tuple[LiveFacts, list[str]]:
     errors: list[str] = []
     tar = tmp / "workspace.tar" if c.save_archive(WORKDIR, tmp / "workspace.tar") else None
-    dpkg = c.sh(DPKG_LISTS, timeout=300)
+    dpkg = c.exec(["bash", "-c", DPKG_LISTS], timeout=300)
     paths = frozenset(p for p in dpkg.stdout.splitlines() if p.startswith("/"))
     fp = None
     try:
         fp = fingerprint(c, python, WORKDIR)
     except SynthError as exc:
         errors.append(f"fingerprint of the live image: {exc.message}")
-    overlap = c.exec([python, "-c", OVERLAP_PROBE], timeout=300)
+    overlap = c.exec([python, "-c", OVERLAP_PROBE], env=_NO_BYTECODE, timeout=300)
     overlaps: dict[str, list[str]] = {}
     if overlap.ok:
         overlaps = json.loads(overlap.stdout or "{}")
@@ -103,7 +164,7 @@ def _ask(c: Container, python: str, tmp: Path) -> tuple[LiveFacts, list[str]]:
         errors.append(f"file overlap probe failed: {overlap.output.strip()[-200:]}")
     check, ran = _pip_check(c, python)
     loading = c.exec([python, "-c", CODE_LOADING_PROBE.read_text(encoding="utf-8")],
-                     timeout=300)
+                     env=_NO_BYTECODE, timeout=300)
     code_loading = None
     if loading.ok:
         code_loading = json.loads(loading.stdout or "{}")
@@ -113,25 +174,13 @@ def _ask(c: Container, python: str, tmp: Path) -> tuple[LiveFacts, list[str]]:
                      pip_check=check, pip_check_ran=ran, code_loading=code_loading), errors
 
 
-def gather(run: LoadedRun, python: str, tmp: Path) -> LiveFacts:
+def gather(live: LiveImage, python: str, tmp: Path) -> LiveFacts:
     """Ask the run's live image; never raises for an engine or image that is not there."""
-    if not run.info.live_image:
+    if live.ref is None:
         return LiveFacts(errors=("the run has no live image",))
-    import docker.errors
-
-    from synth.engine import ContainerSpec, DockerEngine
-
     try:
-        engine = DockerEngine.connect(timeout=30)
-        spec = ContainerSpec(image=run.info.live_image, network=False,
-                             labels={"synth.temporary": "1"})
-        with engine.container(spec) as c:
-            facts, errors = _ask(c, python, tmp)
-    except (SynthError, OSError, ValueError, docker.errors.DockerException) as exc:
+        facts, errors = _ask(live.container(), python, tmp)
+    except (SynthError, OSError, ValueError) as exc:
         msg = exc.message if isinstance(exc, SynthError) else str(exc)
         return LiveFacts(errors=(f"the live image could not be read: {msg}",))
-    if errors:
-        from dataclasses import replace
-
-        facts = replace(facts, errors=tuple(errors))
-    return facts
+    return replace(facts, errors=tuple(errors)) if errors else facts

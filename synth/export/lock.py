@@ -240,7 +240,7 @@ def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> L
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=600,
                                   env=_clean_env(target), cwd=tmp, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise LockError(f"{argv[0]} could not run: {exc}") from exc
+            raise LockError(f"{argv[0]} could not run: {exc}", lock_file=env.lock_file) from exc
     if proc.returncode != 0:
         tried = ", ".join([env.index_url, *env.extra_index_urls,
                            *_host_find_links(env, target)])
@@ -249,7 +249,7 @@ def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> L
             f"(tried {tried}):\n{proc.stderr.strip()[-3000:]}",
             hint="Was the index reachable (pass --ca-bundle behind a TLS proxy)? A pin with a "
             "local version label (+cpu) needs the run's wheelhouse: --wheelhouse or "
-            "SYNTH_WHEELHOUSE.",
+            "SYNTH_WHEELHOUSE.", lock_file=env.lock_file,
         )
     compiled = parse_compiled(proc.stdout)
     locked: list[LockedPin] = []
@@ -264,6 +264,7 @@ def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> L
                 f"({', '.join([env.index_url, *env.extra_index_urls])}) nor the wheelhouse "
                 f"({target.wheelhouse or 'none given'}) have it.",
                 hint="Pass the wheelhouse the run used with --wheelhouse / SYNTH_WHEELHOUSE.",
+                lock_file=env.lock_file,
             )
         locked.append(LockedPin(name=name, version=version, hashes=tuple(sorted(hashes)),
                                 wheel_files=tuple(sorted(f.name for f in files))))

@@ -17,12 +17,14 @@ import re
 import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from synth.distill.load import LoadedRun
 from synth.engine.base_images import PublishedBase, published_base
 from synth.engine.image_archive import oci_arch
-from synth.errors import UsageError
+from synth.errors import SynthError, UsageError
 from synth.formats.plan import BuildPlan
+from synth.formats.task import load_task
 
 _EMAIL = re.compile(r"^(?P<name>[^<>]*?)\s*<(?P<email>[^<>\s]+@[^<>\s]+)>$")
 #: Labels the base may carry that describe synth's bookkeeping, not the image: an artifact
@@ -278,11 +280,6 @@ def default_publication(plan: BuildPlan, description: str = "") -> Publication:
 
 def task_citation(task_file: str | None) -> TaskCitation:
     """The task file's ``[citation]`` and description, or nothing where it does not load."""
-    from pathlib import Path
-
-    from synth.errors import SynthError
-    from synth.formats.task import load_task
-
     if not task_file:
         return TaskCitation()
     try:

@@ -33,10 +33,21 @@ from typing import Any
 from synth import __version__
 from synth.distill.load import LoadedRun
 from synth.distill.plan import BuildPlan
+from synth.engine.base_images import parse_recipe, publish_image, recipe_for
 from synth.errors import ExportError, SynthError
 from synth.export.lock import Lock
 from synth.export.metadata import BaseFacts, Citation, Publication, base_facts
+from synth.export.render import artifact_files_description
 from synth.formats import artifact_files
+from synth.formats.store import (
+    RUN_RECORD,
+    VERIFICATION,
+    VERIFY_DOCUMENT,
+    ArtifactDir,
+    RunDir,
+    read_bytes,
+    read_verify,
+)
 from synth.util import atomic
 
 RO_CRATE = "ro-crate-metadata.json"
@@ -57,7 +68,8 @@ def source_date_epoch(run: LoadedRun) -> int:
                    .timestamp())
     except ValueError as exc:
         raise ExportError(f"{run.run_dir}/run.json: `ended` {stamp!r} is not "
-                          "YYYY-MM-DDTHH:MM:SSZ.") from exc
+                          "YYYY-MM-DDTHH:MM:SSZ.",
+                          path=RunDir(run.run_dir).file(RUN_RECORD)) from exc
 
 
 # ------------------------------------------------------------------------------ SBOM
@@ -198,9 +210,6 @@ def zenodo_json(plan: BuildPlan, citation: Citation) -> str:
 def _verification(run: LoadedRun, artifact: Path) -> dict[str, Any] | None:
     """The verification to describe: the artifact's own verification.json, else the run's
     last verify.json."""
-    from synth.errors import SynthError
-    from synth.formats.store import VERIFY_DOCUMENT, ArtifactDir, read_verify
-
     try:
         record = ArtifactDir(artifact).verification()
         if record is not None:
@@ -453,25 +462,17 @@ def archive_manifest(plan: BuildPlan, epoch: int) -> dict[str, Any]:
 
 # ------------------------------------------------------------ what travels with the folder
 
-def _engine_save(image: str, dest: Path) -> None:
-    from synth.engine import DockerEngine
-
-    DockerEngine.connect(timeout=30).save_image(image, dest)
-
-
 def carry_base_into(tmp: Path, base: BaseFacts, source: str,
-               save: BaseSaver | None = None) -> tuple[BaseFacts, list[str]]:
+                    save: BaseSaver) -> tuple[BaseFacts, list[str]]:
     """The published base written into the new artifact ``tmp`` as ``base/<name>.tar``
-    from the run's base image ``source`` (``save``: the engine's ``docker save`` by
-    default); a base that cannot be carried is a warning, and the facts say so."""
-    from synth.engine.base_images import publish_image
-
+    from the run's base image ``source`` (``save``: the engine's ``docker save``); a base
+    that cannot be carried is a warning, and the facts say so."""
     if base.published is None or base.archive is None:
         return base, []
     dest = tmp / base.archive
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
-        digest = publish_image(save or _engine_save, source, base.published, dest)
+        digest = publish_image(save, source, base.published, dest)
     except SynthError as exc:
         shutil.rmtree(dest.parent, ignore_errors=True)
         return dataclasses.replace(base, archive=None), [
@@ -483,8 +484,6 @@ def carry_base_into(tmp: Path, base: BaseFacts, source: str,
 def keep_verification(dest: Path, tmp: Path) -> tuple[bool, list[str]]:
     """The artifact being replaced at ``dest`` keeps its ``verification.json`` in the new
     one ``tmp`` (verify compares its next result with it); an unreadable one is named."""
-    from synth.formats.store import VERIFICATION, ArtifactDir, read_bytes
-
     old = ArtifactDir(dest)
     if not dest.is_dir() or dest.is_symlink() or not old.has(VERIFICATION):
         return False, []
@@ -498,11 +497,10 @@ def keep_verification(dest: Path, tmp: Path) -> tuple[bool, list[str]]:
 
 
 def prepare(tmp: Path, run: LoadedRun, plan: BuildPlan, citation: Citation, dest: Path, *,
-            carry_base: bool, archive: bool,
-            save: BaseSaver | None = None) -> tuple[Publication, list[str]]:
+            carry_base: bool, archive: bool, save: BaseSaver) -> tuple[Publication, list[str]]:
     """Before rendering: the base carried into ``tmp`` (``carry_base``: --archive or
-    --bundle), the replaced artifact's verification.json kept; what the artifact then says
-    about itself, and the warnings."""
+    --bundle; ``save``: the engine's ``docker save``), the replaced artifact's
+    verification.json kept; what the artifact then says about itself, and the warnings."""
     import platform
 
     base = base_facts(plan, run, platform.machine(), carried=carry_base)
@@ -527,8 +525,6 @@ def write_metadata(tmp: Path, run: LoadedRun, plan: BuildPlan, locks: Sequence[L
                    known: Mapping[str, str]) -> dict[str, str]:
     """``sbom.cdx.json``, ``.zenodo.json``, then ``ro-crate-metadata.json`` (it lists every
     file with its sha256) into ``tmp``; returns the digests of every file so far."""
-    from synth.engine.base_images import parse_recipe, recipe_for
-
     labels = run.info.base_labels
     recipe = parse_recipe(labels.get("synth.base.recipe", "")) or recipe_for(plan.base_ref)
     inputs = SbomInputs(base=publication.base, base_packages=run.apt.base,
@@ -538,8 +534,6 @@ def write_metadata(tmp: Path, run: LoadedRun, plan: BuildPlan, locks: Sequence[L
     (tmp / SBOM).write_text(sbom_json(plan, locks, epoch, inputs), encoding="utf-8")
     (tmp / ZENODO).write_text(zenodo_json(plan, publication.citation), encoding="utf-8")
     digests = artifact_files.digests(tmp, known=known)
-    from synth.export.render import artifact_files_description
-
     described = dict(artifact_files_description(plan, locks, (tmp / "vendor").is_dir(),
                                                 publication))
     (tmp / RO_CRATE).write_text(ro_crate_json(tmp, plan, run, epoch, publication.citation,

@@ -26,6 +26,15 @@ import synth
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
 from synth.distill.load import repo_name
+from synth.engine.base_images import (
+    DEFAULT_MIRROR,
+    PYPI_LOCKS,
+    TOOLS_VENV,
+    pypi_digest,
+    recipe_for,
+)
+from synth.engine.build import READER_BUILDS
+from synth.errors import SynthError
 from synth.export.apt_source import AptSources, apt_sources
 from synth.export.build_lock import native_build_constraints
 from synth.export.bundle import BUILD_VENDOR, describe
@@ -40,6 +49,7 @@ from synth.formats.plan import (
     DistillReport,
     plan_file,
 )
+from synth.formats.task import load_task
 from synth.util.atomic import dumps_plain_bytes
 
 #: Distributions that only exist for CUDA: an image with one of them wants a GPU.
@@ -213,9 +223,6 @@ class ReaderFacts:
 
 def reader_facts(task_file: str | Path | None) -> ReaderFacts:
     """The task file's facts, or none where it does not load (the README then says so)."""
-    from synth.errors import SynthError
-    from synth.formats.task import load_task
-
     if not task_file:
         return ReaderFacts()
     try:
@@ -237,14 +244,6 @@ def base_recipe(plan: BuildPlan, name: str | None = None) -> dict[str, str] | No
     """How the base was made when synth made it (debootstrap + docker import), as commands
     a reader runs without synth, importing it as ``name`` (default: the plan's base); None
     for a base synth does not make."""
-    from synth.engine.base_images import (
-        DEFAULT_MIRROR,
-        PYPI_LOCKS,
-        TOOLS_VENV,
-        pypi_digest,
-        recipe_for,
-    )
-
     recipe = recipe_for(plan.base_ref, DEFAULT_MIRROR)
     if recipe is None:
         return None
@@ -409,7 +408,6 @@ def _optional_files(plan: BuildPlan, bundled: bool, pub: Publication) -> list[tu
 
 def reader_builds() -> list[dict[str, str | None]]:
     """One build command per builder a reader may have (synth.engine.build.READER_BUILDS)."""
-    from synth.engine.build import READER_BUILDS
 
     return [{"kind": kind, "who": who, "command": command, "cannot": cannot}
             for kind, (who, command, cannot) in READER_BUILDS.items()]

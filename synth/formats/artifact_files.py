@@ -58,7 +58,7 @@ def file_digest(path: Path) -> str:
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise InputFileError(f"{path} is not a regular file; an artifact holds only "
-                                 "files, folders and links.")
+                                 "files, folders and links.", path=path)
         h = hashlib.sha256()
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
             h.update(chunk)
@@ -74,12 +74,13 @@ def _kind(path: Path, st: os.stat_result) -> str:
         what = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket"
                 if stat.S_ISSOCK(st.st_mode) else "a device")
         raise InputFileError(f"{path} is {what}; an artifact holds only files, folders and "
-                             "links.", hint="Remove it, or export the artifact again.")
+                             "links.", hint="Remove it, or export the artifact again.",
+                             path=path)
     if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
         raise InputFileError(f"{path} has the setuid or setgid bit; synth never carries or "
                              "builds such a file from an artifact.",
                              hint="Remove the bit (chmod u-s,g-s) or export the artifact "
-                             "again.")
+                             "again.", path=path)
     return "file"
 
 

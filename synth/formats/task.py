@@ -280,10 +280,12 @@ def find_task_file(ref: str | Path, tasks_root: Path | None = None) -> Path:
             if cand.is_file():
                 return cand.resolve()
     except (OSError, ValueError) as exc:  # a name too long, a NUL byte
-        raise NotFoundError(f"No task file at {str(ref)[:200]!r}: {exc}.") from None
+        raise NotFoundError(f"No task file at {str(ref)[:200]!r}: {exc}.",
+                            ref=str(ref)[:200], what="task") from None
     raise NotFoundError(
         f"No task file at {ref}.",
         hint="Name a task directory holding task.toml, or a task under tasks/.",
+        ref=str(ref), what="task",
     )
 
 
@@ -295,14 +297,15 @@ def _read_task_text(path: Path) -> str:
                 raise TaskError(f"{path}: not a regular file; not a task file")
             data = fh.read(MAX_TASK_FILE_BYTES + 1)
     except OSError as exc:
-        raise TaskError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        raise TaskError(f"{path}: cannot be read ({exc.strerror or exc})", path=path) from None
     if len(data) > MAX_TASK_FILE_BYTES:
-        raise TaskError(f"{path}: over {MAX_TASK_FILE_BYTES} bytes; not a task file")
+        raise TaskError(f"{path}: over {MAX_TASK_FILE_BYTES} bytes; not a task file", path=path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise TaskError(f"{path}:{line}: not UTF-8 (byte {exc.start})") from None
+        raise TaskError(f"{path}:{line}: not UTF-8 (byte {exc.start})", path=path,
+                        line=line) from None
 
 
 def load_task(ref: str | Path, tasks_root: Path | None = None, *,
@@ -314,15 +317,17 @@ def load_task(ref: str | Path, tasks_root: Path | None = None, *,
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise TaskError(f"{path}: not valid TOML: {exc}") from exc
+        raise TaskError(f"{path}: not valid TOML: {exc}", path=path) from exc
     except RecursionError:
-        raise TaskError(f"{path}: not a task file: tables or arrays nested too deeply") from None
+        raise TaskError(f"{path}: not a task file: tables or arrays nested too deeply",
+                        path=path) from None
     try:
         task = Task.model_validate({**data, "task_dir": path.parent, "task_file": path})
     except ValidationError as exc:
-        raise TaskError(_format_errors(path, text, exc)) from exc
+        raise _validation_error(path, text, exc) from exc
     except RecursionError:
-        raise TaskError(f"{path}: not a task file: values nested too deeply") from None
+        raise TaskError(f"{path}: not a task file: values nested too deeply",
+                        path=path) from None
     if require_repo:
         _check_repo_folder(task, path, text)
     return task
@@ -334,18 +339,31 @@ def _check_repo_folder(task: Task, path: Path, text: str) -> None:
     if repo is None:
         return
     line = _locate(text, ("repo", "path"))
+
+    def bad(what: object) -> TaskError:
+        return TaskError(f"{path}:{line}: field `repo.path`: {what}", path=path,
+                         field="repo.path", line=line)
+
     if not repo.is_relative_to(task.task_dir.resolve()):
-        raise TaskError(f"{path}:{line}: field `repo.path`: {repo} is outside the task "
-                        f"folder {task.task_dir.resolve()}")
+        raise bad(f"{repo} is outside the task folder {task.task_dir.resolve()}")
     try:
         is_dir = repo.is_dir()
     except OSError as exc:  # a name too long for the file system
-        raise TaskError(f"{path}:{line}: field `repo.path`: {exc.strerror}") from None
+        raise bad(exc.strerror) from None
     if not is_dir:
-        raise TaskError(f"{path}:{line}: field `repo.path`: {repo} is not a directory")
+        raise bad(f"{repo} is not a directory")
 
 
-def _format_errors(path: Path, text: str, exc: ValidationError) -> str:
+def _validation_error(path: Path, text: str, exc: ValidationError) -> TaskError:
+    """One line per field at fault; the error's ``field`` and ``line`` are the first's."""
+    found = _field_errors(path, text, exc)
+    first_field, first_line = (found[0][0], found[0][1]) if found else (None, None)
+    return TaskError("\n".join(msg for _f, _l, msg in found), path=path,
+                     field=first_field, line=first_line)
+
+
+def _field_errors(path: Path, text: str, exc: ValidationError) -> list[tuple[str, int, str]]:
+    """(field, line, message line) per validation error."""
     lines = []
     for err in exc.errors():
         loc = tuple(
@@ -363,8 +381,8 @@ def _format_errors(path: Path, text: str, exc: ValidationError) -> str:
         if err["type"] not in ("missing",) and not isinstance(got, dict):
             shown = repr(got)
             msg += f" (got {shown[:200]}{'…' if len(shown) > 200 else ''})"
-        lines.append(f"{path}:{line}: field `{field}`: {msg}")
-    return "\n".join(lines)
+        lines.append((field, line, f"{path}:{line}: field `{field}`: {msg}"))
+    return lines
 
 
 _HEADER = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\s*(#.*)?$")

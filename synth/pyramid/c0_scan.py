@@ -247,6 +247,8 @@ def _scan_ast(source: str, rel: str) -> list[tuple[int, str, int, str | None]]:
 # ------------------------------------------------------------------------ libcst scanner
 def _scan_libcst(source: str, rel: str) -> list[tuple[int, str, int, str | None]]:
     """The libcst scanner (:mod:`synth.pyramid.c0_libcst`), imported only when selected."""
+    # libcst is optional (a target environment may lack it) and heavy: only --scanner libcst
+    # loads it.
     from .c0_libcst import scan
 
     return scan(source, rel, _OPTIONAL_EXCEPTIONS)

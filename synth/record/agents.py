@@ -28,6 +28,7 @@ from synth.engine.base import Mount
 from synth.errors import RunError, UsageError
 from synth.record.audit import Masker
 from synth.record.recorder import RecordingContainer
+from synth.record.transcript import split_statements
 from synth.util.text import without_ansi
 
 WORKDIR = "/workspace"
@@ -167,8 +168,6 @@ class ReplayAgent:
         return []
 
     def statements(self) -> list[str]:
-        from synth.record.transcript import split_statements
-
         try:
             text = self.script.read_text(encoding="utf-8")
         except OSError as exc:
@@ -279,10 +278,10 @@ def secret_values(names: Sequence[str], environ: Mapping[str, str] | None = None
     values: dict[str, str] = {}
     for name in names:
         if not name.isidentifier():
-            raise UsageError(f"--agent-env {name!r} is not a variable name.")
+            raise UsageError(f"--agent-env {name!r} is not a variable name.", option="--agent-env")
         if name not in environ:
             raise UsageError(f"--agent-env {name}: not set in this environment.",
-                             hint=f"export {name}=… before `synth run`.")
+                             hint=f"export {name}=… before `synth run`.", option="--agent-env")
         values[name] = environ[name]
     return values
 
@@ -292,10 +291,11 @@ def parse_mount(text: str) -> Mount:
     host, sep, target = text.partition(":")
     if not sep or not host or not target.startswith("/"):
         raise UsageError(f"--agent-mount {text!r}: expected HOST:CONTAINER with an absolute "
-                         "container path.")
+                         "container path.", option="--agent-mount")
     source = Path(host).expanduser().resolve()
     if not source.exists():
-        raise UsageError(f"--agent-mount {text!r}: {source} does not exist.")
+        raise UsageError(f"--agent-mount {text!r}: {source} does not exist.",
+                         option="--agent-mount")
     return Mount(source, target, read_only=True)
 
 
@@ -312,7 +312,7 @@ def make_agent(
     """The agent the command line asks for, with its options checked."""
     if kind != "exec" and (command or mounts or env_names):
         raise UsageError("--agent-mount, --agent-env and a trailing command belong to "
-                         "`--agent exec`.")
+                         "`--agent exec`.", option="--agent-mount")
     if kind == "replay":
         if script is None:
             raise UsageError("`--agent replay` needs --script FILE.")
@@ -320,7 +320,8 @@ def make_agent(
             raise UsageError(f"Replay script {script} does not exist.")
         return ReplayAgent(script.resolve(), stop_on_error=stop_on_error)
     if script is not None or stop_on_error:
-        raise UsageError("--script and --stop-on-error belong to `--agent replay`.")
+        raise UsageError("--script and --stop-on-error belong to `--agent replay`.",
+                         option="--script")
     if kind == "exec":
         if not command:
             raise UsageError("`--agent exec` needs the command after `--`: "

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from msgspec.structs import replace
 
 from synth.formats.audit import AUDIT_FORMAT, AuditRecord
+from synth.formats.store import read_audit
 from synth.util.atomic import write_text
 
 MASK = "***"
@@ -361,7 +362,6 @@ def write_audit(path: Path, records: Iterable[dict[str, Any]]) -> None:
 
 def load_audit(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The header and the records of an ``audit.jsonl`` (:func:`synth.formats.store.read_audit`)."""
-    from synth.formats.store import read_audit
 
     log = read_audit(path)
     return log.header.to_json(), [r.to_json() for r in log.records]

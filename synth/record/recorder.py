@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from synth.engine.base import EngineContainer, ExecResult, OutputCallback
 from synth.record.audit import Phase, SynthCommand
@@ -96,11 +96,14 @@ class RecordingContainer:
     def copy_out(self, src: str, dest: Path) -> None:
         self.inner.copy_out(src, dest)
 
-    def put_archive(self, dest: str, data: bytes) -> None:
+    def put_archive(self, dest: str, data: bytes | IO[bytes]) -> None:
         self.inner.put_archive(dest, data)
 
     def get_archive(self, src: str) -> bytes | None:
         return self.inner.get_archive(src)
+
+    def save_archive(self, src: str, dest: Path) -> bool:
+        return self.inner.save_archive(src, dest)
 
     def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes | None:
         return self.inner.read_file(path, max_bytes=max_bytes)

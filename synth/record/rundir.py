@@ -17,6 +17,7 @@ from synth.errors import InputFileError, NotFoundError
 from synth.formats.limits import Limits
 from synth.formats.run import RUN_FORMAT
 from synth.formats.store import RunDir
+from synth.record.lease import lapsed
 
 __all__ = ["RUN_FORMAT", "describe_run", "find_run", "list_runs", "read_run", "summarize"]
 T = TypeVar("T")
@@ -52,7 +53,7 @@ def find_run(settings: Settings, ref: str | Path | None = None) -> Path:
             raise NotFoundError(
                 f"No runs under {settings.runs_dir}.",
                 hint="Make one with `synth run TASK --agent …`, or point --artifacts at "
-                "the folder holding runs/.",
+                "the folder holding runs/.", ref="latest", what="run",
             )
         return runs[-1]
     text = str(ref)
@@ -73,10 +74,10 @@ def find_run(settings: Settings, ref: str | Path | None = None) -> Path:
     if len(matches) > 1:
         names = ", ".join(f"{d.parent.name}/{d.name}" for d in matches[:5])
         raise NotFoundError(f"Run {text} is ambiguous: {names}.",
-                            hint="Name it as <task>/<run-id>.")
+                            hint="Name it as <task>/<run-id>.", ref=text, what="run")
     raise NotFoundError(
         f"No run {text} under {settings.runs_dir}.",
-        hint="`synth runs list` shows the runs there.",
+        hint="`synth runs list` shows the runs there.", ref=text, what="run",
     )
 
 
@@ -101,7 +102,6 @@ def effective_status(data: dict[str, Any], run_dir: Path) -> str:
     status = str(data.get("status"))
     if status != "running":
         return status
-    from synth.record.lease import lapsed
 
     owner = data.get("owner") or {}
     pid = owner.get("pid")

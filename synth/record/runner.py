@@ -65,6 +65,7 @@ from synth.record.processes import ProcessSampler, unconfirmed_installers, write
 from synth.record.recorder import RecordingContainer
 from synth.record.rundir import RUN_FORMAT, iso, new_run_id
 from synth.record.watchdog import Watchdog
+from synth.ui import console
 from synth.util.atomic import write_json
 
 Say = Callable[[str], None]
@@ -73,9 +74,10 @@ Container = RecordingContainer
 
 @dataclass(frozen=True)
 class RunOptions:
+    """One ``synth run``: the task, the agent and how the session is run."""
+
     task: Task
     agent: Agent
-    settings: Settings
     #: Seconds the agent may work before the container is killed (status ``timeout``).
     timeout: float = 3600
     #: Keep the session container after the run (for inspection); it is named in run.json.
@@ -129,13 +131,14 @@ def live_image_ref(task: str, run_id: str) -> str:
 class _Session:
     """The state of one run while it happens; :func:`run_session` drives it."""
 
-    def __init__(self, opts: RunOptions, engine: Engine, say: Say) -> None:
+    def __init__(self, opts: RunOptions, settings: Settings, engine: Engine, say: Say) -> None:
         self.opts = opts
+        self.settings = settings
         self.engine = engine
         self.say = say
         self.task = opts.task
         self.run_id = new_run_id()
-        self.run_dir = opts.settings.runs_dir / self.task.name / self.run_id
+        self.run_dir = settings.runs_dir / self.task.name / self.run_id
         self.secrets = secret_values(opts.agent.secret_names())
         self.masker = Masker(self.secrets.values())
         self.started_ts = time.time()
@@ -183,8 +186,8 @@ class _Session:
             "live_image": None,
             "container": None,
             "kept": opts.keep,
-            "wheelhouse": str(opts.settings.wheelhouse) if opts.settings.wheelhouse else None,
-            "ca_bundle": opts.settings.ca_bundle is not None,
+            "wheelhouse": str(self.settings.wheelhouse) if self.settings.wheelhouse else None,
+            "ca_bundle": self.settings.ca_bundle is not None,
             "secret_env": sorted(self.secrets),
             "trace_exec": opts.trace_exec,
             "limits": {**opts.effective_limits().to_json(), "disk_enforced": False},
@@ -207,7 +210,7 @@ class _Session:
 
     # ------------------------------------------------------------------ setup
     def mounts(self) -> list[Mount]:
-        s = self.opts.settings
+        s = self.settings
         hook_host = self.run_dir / "logs" / "hook"
         mounts = [
             Mount(hook_dir(), CONTAINER_HOOK_DIR, read_only=True),
@@ -230,7 +233,8 @@ class _Session:
         mounts += self.opts.agent.agent_mounts()
         for m in mounts:
             if not m.source.exists():
-                raise RunError(f"Cannot mount {m.source} at {m.target}: it does not exist.")
+                raise RunError(f"Cannot mount {m.source} at {m.target}: it does not exist.",
+                               run_dir=self.run_dir)
         return mounts
 
     def exec_env(self) -> dict[str, str]:
@@ -242,9 +246,9 @@ class _Session:
             "SYNTH_CLAIMS": CONTAINER_CLAIMS,
             "SYNTH_SECRET_NAMES": " ".join(sorted(self.secrets)),
         }
-        if self.opts.settings.ca_bundle is not None:
+        if self.settings.ca_bundle is not None:
             env.update(ca_env())
-        if self.opts.settings.wheelhouse is not None:
+        if self.settings.wheelhouse is not None:
             env["SYNTH_WHEELHOUSE"] = CONTAINER_WHEELHOUSE
         if self.opts.download_cache is not None:
             env.update(PIP_CACHE_DIR=f"{CONTAINER_DOWNLOAD_CACHE}/pip",
@@ -278,7 +282,7 @@ class _Session:
             image=self.task.base_image,
             labels={"synth.run": self.run_id, "synth.kind": "session",
                     "synth.task": self.task.name,
-                    "synth.artifacts": str(self.opts.settings.artifacts_dir.resolve())},
+                    "synth.artifacts": str(self.settings.artifacts_dir.resolve())},
             mounts=self.mounts(),
             workdir=WORKDIR,
             name=f"synth-run-{self.task.name}-{self.run_id}",
@@ -328,7 +332,8 @@ class _Session:
                 proc = subprocess.run(argv, capture_output=True, text=True, check=False)
                 if proc.returncode != 0:
                     raise RunError(f"`{' '.join(argv)}` failed: {proc.stderr.strip()[-400:]}",
-                                   hint="Is the URL reachable and the commit in it?")
+                                   hint="Is the URL reachable and the commit in it?",
+                                   run_dir=self.run_dir)
             yield Path(tmp)
 
     def workspace_entries(self, c: Container) -> dict[str, tree.TreeEntry]:
@@ -384,7 +389,7 @@ class _Session:
         self.write_record()
         labels = {"synth.run": self.run_id, "synth.kind": "live",
                   "synth.task": self.task.name,
-                  "synth.artifacts": str(self.opts.settings.artifacts_dir.resolve())}
+                  "synth.artifacts": str(self.settings.artifacts_dir.resolve())}
         if hits:
             labels["synth.shareable"] = "false"
         image_id = self.guarded("live image commit", lambda: c.commit(ref, labels=labels))
@@ -448,7 +453,7 @@ class _Session:
     def run_agent(self, c: Container, log: AgentLog) -> int:
         ctx = AgentContext(
             container=c, env=self.exec_env(), log=log, say=self.say, cancelled=self.cancelled,
-            docker_cli=self.opts.settings.docker_cli,
+            docker_cli=self.settings.docker_cli,
             wrap=self.tracer.wrap if self.tracer is not None else None,
         )
 
@@ -670,17 +675,11 @@ def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def run_session(
-    opts: RunOptions, *, engine: Engine | None = None, say: Say | None = None
-) -> RunResult:
-    """Run one audited session; the result says where the run directory is and how it ended."""
-    from synth.ui import console
-    say = say or console.say
-    if engine is None:
-        from synth.engine.docker import DockerEngine
-
-        engine = DockerEngine.connect()
-    s = _Session(opts, engine, say)
+def run_session(opts: RunOptions, settings: Settings, engine: Engine,
+                say: Say = console.say) -> RunResult:
+    """Run one audited session on ``engine`` (the run directory under ``settings``'
+    artifacts folder); the result says where the run directory is and how it ended."""
+    s = _Session(opts, settings, engine, say)
     status = "error"
     try:
         status = s.work()

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from synth.config import Settings
+from synth.engine.base import Engine
 from synth.errors import InputFileError, SynthError
 from synth.formats.store import VERIFY_DOCUMENT, read_verify
 from synth.formats.verify import VerifyDocument
-from synth.record.rundir import effective_status, read_run
+from synth.record.rundir import describe_run, effective_status, find_run, list_runs, read_run
 
 #: A size lookup: image ref -> bytes, or None where the engine does not know it.
 SizeOf = Callable[[str], int | None]
@@ -126,12 +127,22 @@ class RunList:
         return {"runs": self.rows, "skipped": self.skipped}
 
 
-def list_runs_view(settings: Settings, task: str | None, warn: Callable[[str], None],
-                   sizes: Callable[[], SizeOf | None] = lambda: None) -> RunList:
-    """Every recorded run (of ``task``), oldest first; ``warn`` hears of each skipped one;
-    ``sizes`` gives the images' size lookup (the engine's), asked only when there are runs."""
-    from synth.record.rundir import list_runs
+def image_sizes(engine: Engine) -> SizeOf:
+    """Image sizes as ``engine`` knows them; None for an image it does not know, and for
+    every image where no engine answers."""
+    def size_of(ref: str) -> int | None:
+        try:
+            return int(engine.image_inspect(ref).get("Size") or 0) or None
+        except SynthError:
+            return None
 
+    return size_of
+
+
+def list_runs_view(settings: Settings, task: str | None, warn: Callable[[str], None],
+                   engine: Engine | None = None) -> RunList:
+    """Every recorded run (of ``task``), oldest first; ``warn`` hears of each skipped one;
+    ``engine`` gives the images' sizes (none without it)."""
     dirs = list_runs(settings, task)
     skipped: list[str] = []
 
@@ -139,7 +150,7 @@ def list_runs_view(settings: Settings, task: str | None, warn: Callable[[str], N
         skipped.append(message)
         warn(message)
 
-    return RunList(views(dirs, sizes() if dirs else None, skip), skipped)
+    return RunList(views(dirs, image_sizes(engine) if engine else None, skip), skipped)
 
 
 @dataclass(frozen=True)
@@ -154,12 +165,10 @@ class RunShow:
 
 
 def show_run_view(settings: Settings, run_ref: str | None,
-                  sizes: Callable[[], SizeOf | None] = lambda: None) -> RunShow:
-    """The run ``run_ref`` names (default the latest); ``sizes`` as for the list."""
-    from synth.record.rundir import describe_run, find_run
-
+                  engine: Engine | None = None) -> RunShow:
+    """The run ``run_ref`` names (default the latest); ``engine`` as for the list."""
     run_dir = find_run(settings, run_ref)
-    return RunShow(describe_run(run_dir), view(run_dir, sizes()))
+    return RunShow(describe_run(run_dir), view(run_dir, image_sizes(engine) if engine else None))
 
 
 def human_size(n: int) -> str:

@@ -21,6 +21,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from synth.errors import SynthError
+
 #: What synth writes when the session ended normally and the container is its to handle.
 RELEASED = b"released\n"
 
@@ -77,9 +79,8 @@ def wait_for_synth(read_fd: int) -> bytes:
 def stop_container(container: str) -> None:
     """Kill the container's processes through the engine (the container stays)."""
     # Only the watchdog's own process loads docker-py; synth's side of this module needs
-    # nothing of the engine.
+    # nothing of the engine. The watchdog outlives synth, so it opens its own handle.
     from synth.engine.docker import DockerEngine
-    from synth.errors import SynthError
 
     try:
         DockerEngine.connect(timeout=30).kill_container(container)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -70,10 +71,14 @@ def print_json(result: Any) -> None:
     _write(envelope(result))
 
 
-def print_error(*, code: int, kind: str, message: str, hint: str | None) -> None:
-    """An error: JSON on stdout under ``--json``, else text on stderr."""
+def print_error(*, code: int, kind: str, message: str, hint: str | None,
+                fields: Mapping[str, object] | None = None) -> None:
+    """An error: JSON on stdout under ``--json``, else text on stderr (the message and the
+    hint). The JSON error is ``{"code", "kind", "message", "hint"}`` plus the kind's typed
+    ``fields`` (:meth:`synth.errors.SynthError.fields`: ``path``, ``line``, ``engine``...)."""
     if mode["json"]:
-        _write(envelope(error={"code": code, "kind": kind, "message": message, "hint": hint}))
+        _write(envelope(error={**(fields or {}), "code": code, "kind": kind,
+                               "message": message, "hint": hint}))
         return
     err.print(f"[bold red]error:[/] {literal(message)}", emoji=False, highlight=False,
               soft_wrap=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 from synth.formats.verify import VerifyDocument
 from synth.pyramid.result import LEVEL_TITLES, LEVELS, LevelResult, passed_levels
+from synth.ui import console
 
 _MARK = {"pass": "pass", "fail": "FAIL", "skipped": "skipped", "not_applicable": "n/a",
          "not_reached": "not reached"}
@@ -215,7 +216,6 @@ def render_markdown(doc: VerifyDocument) -> str:
 def print_table(doc: VerifyDocument) -> None:
     from rich.table import Table
 
-    from synth.ui import console
     escape = console.literal
     cols = report_columns(doc)
     table = Table(title=f"synth verify: {escape(str(doc.target.task))}",

@@ -30,7 +30,8 @@ def read_manifest(artifact_dir: Path) -> dict[str, Any]:
     artifact = ArtifactDir(artifact_dir)
     if not artifact.has(MANIFEST):
         raise NotFoundError(f"{artifact_dir} is not a synth artifact (no manifest.json).",
-                            hint="Make one with `synth export RUN`.")
+                            hint="Make one with `synth export RUN`.",
+                            ref=str(artifact_dir), what="artifact")
     return dict(artifact.manifest().raw)
 
 
@@ -117,7 +118,7 @@ def build_artifact(
             build_image(cli, request, log_path=log_path, on_line=on_line)
     image_id = _image_id(cli.path, tag)
     if image_id is None:
-        raise BuildError(f"Built {tag}, but cannot inspect it.")
+        raise BuildError(f"Built {tag}, but cannot inspect it.", image=tag)
     if previous and previous != image_id:
         # The image this tag named before is superseded; `rmi` of an ID refuses while
         # another tag or a container still uses it, which is what we want.

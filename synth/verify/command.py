@@ -28,11 +28,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from synth import profiles
+from synth.compare.fingerprint import compare_fingerprints, differences, name_content_files
 from synth.config import Settings
-from synth.engine.base import ContainerSpec
+from synth.distill.final_env import carried_variables
+from synth.engine.base import ContainerSpec, Engine
+from synth.engine.base_images import prepare_base
+from synth.engine.fingerprint import ImageProbe
+from synth.engine.host import HostRuntime
 from synth.errors import (
     GpuRuntimeUnavailableError,
     InputFileError,
@@ -44,7 +49,18 @@ from synth.errors import (
 )
 from synth.formats.claims import Claims
 from synth.formats.limits import Limits
-from synth.formats.store import ENV_STATE, VERIFY_DOCUMENT, ArtifactDir, RunDir, is_file
+from synth.formats.manifest import Manifest
+from synth.formats.run import RunRecord
+from synth.formats.store import (
+    ENV_STATE,
+    MANIFEST,
+    PYTHON_STATE,
+    RUN_RECORD,
+    VERIFY_DOCUMENT,
+    ArtifactDir,
+    RunDir,
+    is_file,
+)
 from synth.formats.task import Task, load_task
 from synth.pyramid.claims import BadClaims
 from synth.pyramid.claims import Claims as PyramidClaims
@@ -58,9 +74,11 @@ from synth.pyramid.runtime import (
     Runtime,
     RuntimeFailure,
 )
+from synth.record.rundir import find_run
+from synth.ui import console
 from synth.ui.verify_view import print_table, render_markdown
 from synth.util import atomic
-from synth.verify.archive import check_folder_against_archive
+from synth.verify.archive import check_folder_against_archive, is_archive, unpack_checked
 from synth.verify.outcome import (
     ArtifactCheck,
     BuildInfo,
@@ -81,12 +99,6 @@ from synth.verify.rebuild import (
     rebuilt_tag,
 )
 from synth.verify.record import write_record
-
-if TYPE_CHECKING:
-    from synth.engine.docker import DockerEngine
-    from synth.engine.fingerprint import ImageProbe
-    from synth.formats.manifest import Manifest
-    from synth.formats.run import RunRecord
 
 Say = Callable[[str], None]
 
@@ -179,8 +191,6 @@ def resolve_target(ref: str | None, settings: Settings, runtime: RuntimeKind) ->
     ):
         task = load_task(path)
         return Target("task", task.task_dir, task, None)
-    from synth.record.rundir import find_run
-
     try:
         run_dir = find_run(settings, ref)
     except NotFoundError:
@@ -223,7 +233,8 @@ def _run_python(run_dir: Path) -> str:
     primary = RunDir(run_dir).python_state().primary
     if not primary:
         raise VerifyError(f"{run_dir}/state/python.json names no primary interpreter.",
-                          hint="Was the run's final state captured? `synth runs show RUN`.")
+                          hint="Was the run's final state captured? `synth runs show RUN`.",
+                          path=RunDir(run_dir).file(PYTHON_STATE))
     return str(primary)
 
 
@@ -245,7 +256,8 @@ def _other_pythons(run_dir: Path) -> tuple[str, ...]:
 
 def _manifest_python(manifest: Manifest, artifact_dir: Path) -> str:
     if not manifest.python:
-        raise VerifyError(f"{artifact_dir}/manifest.json names no `python` interpreter.")
+        raise VerifyError(f"{artifact_dir}/manifest.json names no `python` interpreter.",
+                          path=ArtifactDir(artifact_dir).file(MANIFEST))
     return manifest.python
 
 
@@ -292,7 +304,7 @@ def probe_context(opts: VerifyOptions, target: Target) -> ProbeContext:
                         task.limits.limits().over(limits) if task else limits)
 
 
-def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
+def _verify_image(engine: Engine, image: str, spec: PyramidSpec, say: Say,
                   ctx: ProbeContext = ProbeContext(),
                   env: Mapping[str, str] | None = None) -> Report:
     """The pyramid in a throwaway container of ``image`` (a GPU one where the engine has a
@@ -318,8 +330,6 @@ def _verify_image(engine: DockerEngine, image: str, spec: PyramidSpec, say: Say,
 
 
 def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say: Say) -> Report:
-    from synth.engine.host import HostRuntime
-
     assert opts.python is not None
     rt = HostRuntime(opts.python)
     repo = opts.repo or (task.repo_path if task else None)
@@ -334,7 +344,7 @@ def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say:
 
 
 # ------------------------------------------------------------------------ fidelity
-def compare_images(engine: DockerEngine, live: str, rebuilt: str, python_live: str,
+def compare_images(engine: Engine, live: str, rebuilt: str, python_live: str,
                    python_rebuilt: str, workdir: str,
                    live_env: Mapping[str, str] | None = None,
                    others: Sequence[str] = ()) -> FingerprintOutcome:
@@ -343,9 +353,6 @@ def compare_images(engine: DockerEngine, live: str, rebuilt: str, python_live: s
     image's persisted variables (:class:`LiveImage`); ``others``: the run's other
     interpreters, whose distributions must be the same in both (:func:`other_interpreters`).
     """
-    from synth.compare.fingerprint import compare_fingerprints, differences, name_content_files
-    from synth.engine.fingerprint import ImageProbe
-
     probe = ImageProbe(engine)
     try:
         a, b = name_content_files(
@@ -431,8 +438,6 @@ def persisted_env(run_dir: Path, image_env: Sequence[str]) -> dict[str, str]:
     """The run's carried persisted variables (synth.distill.final_env), each ``$VAR``
     expanded against the image's own environment as the Dockerfile's one ``ENV`` does (an
     unset one is empty)."""
-    from synth.distill.final_env import carried_variables
-
     if not RunDir(run_dir).has(ENV_STATE):
         return {}
     config = {name: value for name, _, value in (e.partition("=") for e in image_env)}
@@ -454,7 +459,7 @@ class Rebuilt:
 
 
 def _live_image(opts: VerifyOptions, settings: Settings, target: Target,
-                engine: DockerEngine) -> LiveImage | None:
+                engine: Engine) -> LiveImage | None:
     """The live image to verify (or compare with): a run's own, or, for an artifact with
     --live, the run it was exported from. None where there is none and none is needed."""
     needed = opts.live or not opts.rebuild
@@ -469,11 +474,13 @@ def _live_image(opts: VerifyOptions, settings: Settings, target: Target,
     if not ref:
         if needed:
             raise VerifyError(f"Run {run_dir} has no live image (run.json live_image).",
-                              hint="Verify its artifact instead: --rebuild.")
+                              hint="Verify its artifact instead: --rebuild.",
+                              path=RunDir(run_dir).file(RUN_RECORD))
         return None
     if not engine.image_exists(ref):
         if needed:
-            raise NotFoundError(f"The live image {ref} is not on this engine.")
+            raise NotFoundError(f"The live image {ref} is not on this engine.", ref=ref,
+                                what="image")
         return None
     config = engine.image_inspect(ref).get("Config") or {}
     return LiveImage(ref, _run_python(run_dir),
@@ -483,13 +490,11 @@ def _live_image(opts: VerifyOptions, settings: Settings, target: Target,
 
 def _artifact_run(target: Target, settings: Settings) -> Path:
     """The run an artifact was exported from (its manifest's task and run_id)."""
-    from synth.record.rundir import find_run
-
     task = target.manifest.task if target.manifest else None
     run_id = target.manifest.run_id if target.manifest else None
     if not task or not run_id:
         raise VerifyError(f"{target.path}/manifest.json names no run; --live has no image "
-                          "to compare with.")
+                          "to compare with.", path=ArtifactDir(target.path).file(MANIFEST))
     try:
         return find_run(settings, f"{task}/{run_id}")
     except NotFoundError as exc:
@@ -497,15 +502,16 @@ def _artifact_run(target: Target, settings: Settings) -> Path:
             f"The run {task}/{run_id} this artifact was exported from is not under "
             f"{settings.runs_dir}, so --live has no image to compare with.",
             hint="Point --artifacts at the folder holding its runs/, or drop --live.",
+            ref=f"{task}/{run_id}", what="run",
         ) from exc
 
 
 def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
-                        base: PyramidSpec, out_dir: Path, engine: DockerEngine,
+                        base: PyramidSpec, out_dir: Path, engine: Engine,
                         say: Say) -> Rebuilt:
     """Export the run (or reuse its identical export) or take the artifact; check it against
     its manifest, rebuild it from scratch, and run the pyramid on the new image."""
-    export = (artifact_for_run(target.path, settings, say, bundle=opts.offline)
+    export = (artifact_for_run(target.path, settings, engine, say, bundle=opts.offline)
               if target.kind == "run" else None)
     artifact_dir = export.artifact_dir if export else target.path
     manifest = ArtifactDir(artifact_dir).manifest()
@@ -517,8 +523,6 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
     python = _manifest_python(manifest, artifact_dir)
     check = checked_artifact(artifact_dir, opts.allow_modified, say)
     if isinstance(manifest.raw.get("base"), Mapping):
-        from synth.engine.base_images import prepare_base
-
         say("Base image: " + prepare_base(engine, manifest.raw["base"], artifact_dir,
                                           allow_mismatch=opts.allow_base_mismatch, say=say))
     tag = rebuilt_tag(target.name, check.files, ArtifactDir(artifact_dir).manifest_bytes())
@@ -540,11 +544,8 @@ def _check_docker_target(opts: VerifyOptions, target: Target) -> None:
 
 
 def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target,
-                   base: PyramidSpec, out_dir: Path, say: Say) -> VerifyOutcome:
-    from synth.engine.docker import DockerEngine
-
+                   base: PyramidSpec, out_dir: Path, engine: Engine, say: Say) -> VerifyOutcome:
     _check_docker_target(opts, target)
-    engine = DockerEngine.connect()
     live = _live_image(opts, settings, target, engine)
     rebuilt = (_rebuild_and_verify(opts, settings, target, base, out_dir, engine, say)
                if opts.rebuild else None)
@@ -587,43 +588,53 @@ def _artifact_risks(artifact_dir: Path) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- verify
 def _check_options(opts: VerifyOptions) -> None:
     if opts.runtime == "host" and opts.python is None:
-        raise UsageError("--runtime host needs --python PATH (the environment's interpreter).")
+        raise UsageError("--runtime host needs --python PATH (the environment's interpreter).",
+                         option="--runtime")
     if opts.runtime == "docker" and opts.python is not None:
         raise UsageError("--python belongs to --runtime host; in a container the interpreter "
-                         "comes from the artifact's manifest or the run's state.")
+                         "comes from the artifact's manifest or the run's state.",
+                         option="--python")
     if opts.offline and not opts.rebuild:
-        raise UsageError("--offline is about the rebuild: add --rebuild.")
+        raise UsageError("--offline is about the rebuild: add --rebuild.", option="--offline")
     if opts.runtime == "host" and (opts.assets_cache is not None or opts.assets_offline):
         raise UsageError("--assets-cache and --assets-offline belong to --runtime docker "
-                         "(the assets step of a REB task runs in a container).")
+                         "(the assets step of a REB task runs in a container).",
+                         option="--assets-cache")
     if opts.assets_cache is not None and not opts.assets_cache.is_dir():
-        raise UsageError(f"--assets-cache {opts.assets_cache}: not a folder.")
+        raise UsageError(f"--assets-cache {opts.assets_cache}: not a folder.",
+                         option="--assets-cache")
     if opts.assets_offline and opts.assets_cache is None:
         raise UsageError("--assets-offline needs --assets-cache DIR.",
-                         hint="Give the folder REB's benchmark_assets/cache was saved to.")
+                         hint="Give the folder REB's benchmark_assets/cache was saved to.",
+                         option="--assets-offline")
     known = profiles.scorings()
     for name in opts.scoring:
         if name not in known:
             raise UsageError(f"Unknown scoring {name!r}.",
-                             hint=f"Known: {', '.join(sorted(known)) or 'none installed'}.")
+                             hint=f"Known: {', '.join(sorted(known)) or 'none installed'}.",
+                             option="--scoring")
 
 
-def _score(outcome: VerifyOutcome, say: Say) -> VerifyOutcome:
+def _score(outcome: VerifyOutcome, engine: Engine | None, say: Say) -> VerifyOutcome:
     """The outcome with a section per scoring asked for in ``options.scoring``: each
-    plug-in's scoring (:mod:`synth.profiles`) gets the outcome and the progress printer and
-    returns the section verify.json carries as ``scores.<name>``."""
+    plug-in's scoring (:mod:`synth.profiles`) gets the outcome, the engine (None on the
+    host runtime) and the progress printer and returns the section verify.json carries as
+    ``scores.<name>``."""
     known = profiles.scorings()
     scores: dict[str, Mapping[str, Any]] = {
-        name: known[name].score(name, outcome, say) for name in outcome.options.scoring}
+        name: known[name].score(name, outcome, engine, say) for name in outcome.options.scoring}
     return replace(outcome, scores=scores) if scores else outcome
 
 
-def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> VerifyOutcome:
-    """Resolve TARGET, verify it (host, or rebuilt/live images), score it and write
-    verify.json, verify.md (and the artifact's verification.json after a rebuild)."""
-    from synth.ui import console
-    say = say or console.say
+def verify(opts: VerifyOptions, settings: Settings, engine: Engine | None,
+           say: Say = console.say) -> VerifyOutcome:
+    """Resolve TARGET, verify it (host, or rebuilt/live images on ``engine``), score it and
+    write verify.json, verify.md (and the artifact's verification.json after a rebuild).
+    ``engine`` is None only for ``--runtime host``, which runs no container."""
     _check_options(opts)
+    if opts.runtime == "docker" and engine is None:
+        raise UsageError("--runtime docker verifies in containers, and was given no engine.",
+                         option="--runtime")
     opts = _published(opts, say)
     target = resolve_target(opts.target, settings, opts.runtime)
     out_dir = (opts.out_dir or default_out_dir(target, settings, opts.runtime)).resolve()
@@ -635,8 +646,9 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
         outcome = VerifyOutcome(opts, target.info, out_dir,
                                 {"host": _verify_host(opts, base, target.task, say)}, "host")
     else:
-        outcome = _verify_docker(opts, settings, target, base, out_dir, say)
-    outcome = _score(outcome, say)
+        assert engine is not None
+        outcome = _verify_docker(opts, settings, target, base, out_dir, engine, say)
+    outcome = _score(outcome, engine, say)
     _write(outcome, say)
     return outcome
 
@@ -644,12 +656,11 @@ def verify(opts: VerifyOptions, settings: Settings, say: Say | None = None) -> V
 def _published(opts: VerifyOptions, say: Say) -> VerifyOptions:
     """A published ``.tar.gz`` as TARGET: checked against its ``.sha256`` and unpacked
     beside it (synth.verify.archive); the folder is then the target."""
-    from synth.verify.archive import is_archive, unpack_checked
-
     if not is_archive(opts.target):
         return opts
     if not opts.rebuild or opts.runtime != "docker":
-        raise UsageError(f"{opts.target} is a published archive: verify it with --rebuild.")
+        raise UsageError(f"{opts.target} is a published archive: verify it with --rebuild.",
+                         option="--rebuild")
     return replace(opts, target=str(unpack_checked(Path(str(opts.target)).absolute(), say)))
 
 
@@ -664,9 +675,10 @@ def _write(outcome: VerifyOutcome, say: Say) -> None:
 def check_choices(*, runtime: str, scanner: str, progress: str) -> None:
     """The verify command's options that take one of a few words."""
     if runtime not in ("docker", "host") or scanner not in ("ast", "libcst"):
-        raise UsageError("--runtime is docker or host; --scanner is ast or libcst.")
+        raise UsageError("--runtime is docker or host; --scanner is ast or libcst.",
+                         option="--runtime")
     if progress not in ("steps", "plain", "quiet"):
-        raise UsageError("--progress is steps, plain or quiet.")
+        raise UsageError("--progress is steps, plain or quiet.", option="--progress")
 
 
 def secret_values(target: Target) -> tuple[str, ...]:
@@ -685,7 +697,7 @@ def parse_scoring(text: str) -> tuple[str, ...]:
     known = profiles.scorings()
     if text not in known:
         raise UsageError(f"--scoring {text!r}: expected one of "
-                         f"{', '.join(('synth', *sorted(known)))}.")
+                         f"{', '.join(('synth', *sorted(known)))}.", option="--scoring")
     return (text,)
 
 
@@ -695,11 +707,11 @@ def parse_levels(text: str | None) -> frozenset[Level]:
     try:
         return frozenset(parse_level(p) for p in text.split(",") if p.strip())
     except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+        raise UsageError(str(exc), option="--levels") from exc
 
 
 def parse_require(text: str) -> Level:
     try:
         return parse_level(text)
     except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+        raise UsageError(str(exc), option="--require") from exc

@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from synth.config import Settings
+from synth.engine.base import Engine
+from synth.engine.base_images import LOCAL_REGISTRY, prepare_base
 from synth.errors import UsageError
 from synth.formats.store import ArtifactDir
+from synth.verify.build import build_artifact
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ def registry_name(registry: str) -> str:
     name = registry.strip().rstrip("/")
     if not name or "://" in name or any(c in name for c in " @") or name.count(":") > 1:
         raise UsageError(f"--push {registry!r}: give a registry as host[:port][/path], e.g. "
-                         "registry.example.org/lab or 127.0.0.1:5000.")
+                         "registry.example.org/lab or 127.0.0.1:5000.", option="--push")
     return name
 
 
@@ -52,15 +55,11 @@ def _base_ref(base: Mapping[str, Any]) -> str:
     return str(published["ref"]) if isinstance(published, Mapping) else str(base["ref"])
 
 
-def push_artifact(artifact_dir: Path, registry: str, settings: Settings,
+def push_artifact(artifact_dir: Path, registry: str, settings: Settings, engine: Engine,
                   say: Callable[[str], None]) -> Pushed:
-    """Push the artifact's base and build and push its image (module docstring)."""
-    from synth.engine.base_images import LOCAL_REGISTRY, prepare_base
-    from synth.engine.docker import DockerEngine
-    from synth.verify.build import build_artifact
-
+    """Push the artifact's base and build and push its image on ``engine`` (module
+    docstring)."""
     registry = registry_name(registry)
-    engine = DockerEngine.connect()
     manifest = ArtifactDir(artifact_dir).manifest()
     base: Mapping[str, Any] = manifest.raw["base"]
     say("Base image: " + prepare_base(engine, base, artifact_dir, say=say))

@@ -14,10 +14,15 @@ from typing import Any
 
 from synth import __version__, source_digest
 from synth.config import Settings
+from synth.engine.base import Engine
+from synth.engine.build import StepLines
 from synth.errors import BuildError, SynthError, UsageError, VerifyError
+from synth.export.artifact import EXPORT_STAMP, ExportOptions, export_run
 from synth.formats import artifact_files
 from synth.formats.store import ArtifactDir, RunDir, is_file, sha256_file
+from synth.ui import console
 from synth.util import safe_io
+from synth.verify.build import build_artifact
 from synth.verify.outcome import ArtifactCheck, BuildInfo, ExportUse
 
 Say = Callable[[str], None]
@@ -63,7 +68,7 @@ def checked_artifact(artifact_dir: Path, allow_modified: bool, say: Say) -> Arti
             + "; ".join(problems[:20]) + (f"; … {len(problems) - 20} more"
                                          if len(problems) > 20 else ""),
             hint="Re-export it (`synth export`), or pass --allow-modified to rebuild it as it "
-            "is (the report says so).")
+            "is (the report says so).", path=artifact_dir)
     if problems:
         say(f"warning: rebuilding a MODIFIED artifact (--allow-modified): {'; '.join(problems)}")
     return ArtifactCheck(files, tuple(problems), allow_modified)
@@ -113,8 +118,6 @@ def reusable_export(run_dir: Path, bundle: bool = False) -> tuple[Path | None, s
 
 
 def _stamp(run_dir: Path) -> str | None:
-    from synth.export.artifact import EXPORT_STAMP
-
     try:  # a regular file of a few bytes, never through a link
         return safe_io.read_regular(run_dir / EXPORT_STAMP, 256).decode("ascii").strip()
     except (SynthError, UnicodeDecodeError):
@@ -133,18 +136,16 @@ def _changed_copies(run: RunDir, files: Mapping[str, str]) -> str | None:
     return None
 
 
-def artifact_for_run(run_dir: Path, settings: Settings, say: Say,
+def artifact_for_run(run_dir: Path, settings: Settings, engine: Engine, say: Say,
                      bundle: bool = False) -> ExportUse:
     """The artifact to rebuild for a run: the existing export when identical, else a new one
-    (``bundle``: exported with ``--bundle``, for an offline rebuild)."""
-    from synth.export.artifact import export_run
-
+    made on ``engine`` (``bundle``: exported with ``--bundle``, for an offline rebuild)."""
     existing, why = reusable_export(run_dir, bundle)
     if existing is not None:
         say(f"Reusing the existing export {existing} ({why})")
         return ExportUse(existing, True, why)
     say(f"Exporting {run_dir}{' with --bundle' if bundle else ''} ({why})")
-    result = export_run(run_dir, settings, bundle=bundle)
+    result = export_run(ExportOptions(run_dir, bundle=bundle), settings, engine)
     for warning in result.warnings:  # as `synth export` says them: verify made this export
         say(f"warning: {warning}")
     return ExportUse(Path(result.artifact_dir), False, why)
@@ -154,10 +155,6 @@ def artifact_for_run(run_dir: Path, settings: Settings, say: Say,
 def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
             say: Say, progress: str = "steps", offline: bool = False) -> BuildInfo:
     """Build ``artifact_dir`` from scratch (no cache) as ``tag``; the log in ``out_dir``."""
-    from synth.engine.build import StepLines
-    from synth.ui import console
-    from synth.verify.build import build_artifact
-
     log_path = out_dir / "build.log"
     start = time.monotonic()
     say(f"Rebuilding {artifact_dir} from scratch (no cache{', no network' if offline else ''}) "
@@ -220,5 +217,6 @@ def tls_hint(exc: BuildError, log_path: Path) -> BuildError:
         f"{exc.message}\nThe rebuild failed on TLS: CERTIFICATE_VERIFY_FAILED in {log_path} "
         "(an intercepting proxy's certificate the build does not trust).",
         hint="Pass the CA bundle that signs it: --ca-bundle PATH (or SYNTH_CA_BUNDLE); it "
-        "reaches the build as a BuildKit secret and never lands in the image.")
+        "reaches the build as a BuildKit secret and never lands in the image.",
+        image=exc.image, log=exc.log or log_path)
 

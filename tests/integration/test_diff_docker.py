@@ -17,6 +17,7 @@ from synth.compare.diff import DiffResult, diff_sides
 from synth.compare.fingerprint import compare_fingerprints
 from synth.compare.load import DiffOptions, SideLoader, diff_command
 from synth.config import Settings
+from synth.engine.base import Engine
 from synth.engine.fingerprint import ImageProbe
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -28,28 +29,30 @@ def artifacts_of(run_dir: Path) -> Path:
     return run_dir.parents[2]  # <artifacts>/runs/<task>/<run-id>
 
 
-def run_diff(a: Path | str, b: Path | str, artifacts: Path, **kw: Any) -> DiffResult:
-    loader = SideLoader(Settings.load(artifacts_dir=artifacts), connect=ImageProbe.connect,
+def run_diff(a: Path | str, b: Path | str, artifacts: Path, engine: Engine,
+             **kw: Any) -> DiffResult:
+    loader = SideLoader(Settings.load(artifacts_dir=artifacts), images=ImageProbe(engine),
                         **kw)
     return diff_sides(loader.load(str(a)), loader.load(str(b)))
 
 
 def test_run_against_itself_is_equal(task_run: Callable[[str, str], Path],
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+                                     capsys: pytest.CaptureFixture[str],
+                                     engine: Engine) -> None:
     run = task_run(TASK, "good.sh")
     code = diff_command(DiffOptions(a=str(run), b=str(run), json=True,
                                     artifacts_dir=artifacts_of(run)),
-                        connect=ImageProbe.connect)
+                        ImageProbe(engine))
     data = json.loads(capsys.readouterr().out)["result"]
     assert code == 0, [s for s in data["sections"] if s["status"] == "differ"]
     assert data["equal"] is True
 
 
 def test_good_against_sloppy_shows_the_real_differences(
-    task_run: Callable[[str, str], Path],
+    task_run: Callable[[str, str], Path], engine: Engine,
 ) -> None:
     good, sloppy = task_run(TASK, "good.sh"), task_run(TASK, "sloppy.sh")
-    result = run_diff(good, sloppy, artifacts_of(good))
+    result = run_diff(good, sloppy, artifacts_of(good), engine)
     assert result.exit_code == 1
     # sloppy.sh installs build-essential (with its recommends) where good.sh takes gcc alone.
     apt = {i.key: i for i in result.section("apt").items}
@@ -76,7 +79,7 @@ def rebuilt(verified: Callable[..., Any]) -> tuple[Path, Path, str]:
     return run, Path(doc["target"]["artifact_dir"]), str(doc["build"]["image"])
 
 
-def test_live_image_against_rebuild(rebuilt: tuple[Path, Path, str], engine: Any) -> None:
+def test_live_image_against_rebuild(rebuilt: tuple[Path, Path, str], engine: Engine) -> None:
     run, _, image = rebuilt
     live = json.loads((run / "run.json").read_text())["live_image"]["ref"]
     python = json.loads((run / "state" / "python.json").read_text())["primary"]
@@ -87,7 +90,7 @@ def test_live_image_against_rebuild(rebuilt: tuple[Path, Path, str], engine: Any
     # The compiled extension is rebuilt byte for byte (same source path, flags, compiler).
     assert cmp.native_equal, cmp.summary()
 
-    result = run_diff(f"image:{live}", f"image:{image}", artifacts_of(run))
+    result = run_diff(f"image:{live}", f"image:{image}", artifacts_of(run), engine)
     for name in ("interpreter", "python", "native_files", "python_files", "apt"):
         assert result.section(name).status == "equal", result.section(name).to_json()
     # uv installs the lock, pip installed live: only the launcher scripts differ, and the
@@ -99,8 +102,8 @@ def test_live_image_against_rebuild(rebuilt: tuple[Path, Path, str], engine: Any
     assert {i.key for i in result.section("env").items} <= {"PATH", "VIRTUAL_ENV"}
 
 
-def test_run_against_its_artifact(rebuilt: tuple[Path, Path, str]) -> None:
+def test_run_against_its_artifact(rebuilt: tuple[Path, Path, str], engine: Engine) -> None:
     run, artifact, _ = rebuilt
-    result = run_diff(run, artifact, artifacts_of(run))
+    result = run_diff(run, artifact, artifacts_of(run), engine)
     for name in ("python", "native_builds", "apt"):
         assert result.section(name).status == "equal", result.section(name).to_json()

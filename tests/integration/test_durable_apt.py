@@ -29,7 +29,7 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import BuildError
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.verify.build import build_artifact
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -110,7 +110,8 @@ def test_rebuilds_from_a_local_snapshot_mirror_and_refuses_a_changed_deb(
     root, url, served = mirror
     settings = Settings.load(artifacts_dir=run_dir.parents[2], ca_bundle=marked_ca[0],
                              wheelhouse=wheelhouse)
-    art = export_run(run_dir, settings, out_dir=tmp_path / "art", apt_snapshot=url).artifact_dir
+    art = export_run(ExportOptions(
+        run_dir, out_dir=tmp_path / "art", apt_snapshot=url), settings, engine).artifact_dir
     manifest = json.loads((art / "manifest.json").read_text())
     assert manifest["apt"]["hashed"] == len(apt["debs"]) and manifest["apt"]["unhashed"] == []
     assert manifest["apt"]["snapshot_template"] == url

@@ -52,7 +52,7 @@ def test_an_artifact_on_another_base_is_refused(engine: Any, base_image: str,
         (art / "manifest.json").write_text(json.dumps(manifest))
         with pytest.raises(BaseImageError) as err:
             verify(VerifyOptions(target=str(art), rebuild=True, out_dir=tmp_path / "v"),
-                   Settings.load(artifacts_dir=tmp_path), say=lambda _m: None)
+                   Settings.load(artifacts_dir=tmp_path), engine, say=lambda _m: None)
         assert f"The base image {OTHER} on this engine is not the one" in err.value.message
         assert not (tmp_path / "v" / "build.log").exists()  # refused before building
     finally:

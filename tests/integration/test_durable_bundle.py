@@ -21,7 +21,7 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import BuildError
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.verify.build import build_artifact
 from synth.verify.command import VerifyOptions, verify
 
@@ -42,7 +42,8 @@ def test_a_bundle_rebuilds_offline_and_a_changed_file_fails_naming_it(
     run_dir = task_run(TASK, "good.sh")
     settings = Settings.load(artifacts_dir=run_dir.parents[2], ca_bundle=marked_ca[0],
                              wheelhouse=wheelhouse)
-    result = export_run(run_dir, settings, out_dir=tmp_path / "art", bundle=True)
+    result = export_run(ExportOptions(
+        run_dir, out_dir=tmp_path / "art", bundle=True), settings, engine)
     art = result.artifact_dir
     manifest = json.loads((art / "manifest.json").read_text())
     apt = json.loads((run_dir / "state" / "apt.json").read_text())
@@ -56,11 +57,12 @@ def test_a_bundle_rebuilds_offline_and_a_changed_file_fails_naming_it(
     assert json.loads((art / "export-report.json").read_text())["bundle"] == b
 
     # Re-exported: byte-identical (the fetches come from the cache by hash).
-    again = export_run(run_dir, settings, out_dir=tmp_path / "again", bundle=True).artifact_dir
+    again = export_run(ExportOptions(
+        run_dir, out_dir=tmp_path / "again", bundle=True), settings, engine).artifact_dir
     assert (again / "manifest.json").read_bytes() == (art / "manifest.json").read_bytes()
 
     offline = verify(VerifyOptions(target=str(art), rebuild=True, offline=True,
-                                   out_dir=tmp_path / "v"), settings, say=lambda _m: None)
+                                   out_dir=tmp_path / "v"), settings, engine, say=lambda _m: None)
     try:
         doc = offline.document
         assert doc["build"]["offline"] is True

@@ -15,7 +15,9 @@ import pytest
 from image_layers import layers_containing
 
 from synth.config import Settings
-from synth.export.artifact import export_run
+from synth.engine.base import Engine
+from synth.engine.docker import DockerEngine
+from synth.export.artifact import ExportOptions, export_run
 from synth.formats.task import discover_tasks, load_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -101,16 +103,35 @@ def test_failed_read_only_and_undone_commands_are_reported_not_built(
 @pytest.mark.parametrize("task", SLOPPY_TASKS[:1])
 def test_export_twice_is_byte_identical(
     task: str, task_run: Callable[[str, str], Path], wheelhouse: Path | None,
-    ca_bundle: Path | None, tmp_path: Path,
+    ca_bundle: Path | None, tmp_path: Path, engine: Engine,
 ) -> None:
     run_dir = task_run(task, "sloppy.sh")
     settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
-    a = export_run(run_dir, settings, out_dir=tmp_path / "a").artifact_dir
-    b = export_run(run_dir, settings, out_dir=tmp_path / "b").artifact_dir
+    a = export_run(ExportOptions(run_dir, out_dir=tmp_path / "a"), settings, engine).artifact_dir
+    b = export_run(ExportOptions(run_dir, out_dir=tmp_path / "b"), settings, engine).artifact_dir
     files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
     for rel in files:
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize("task", SLOPPY_TASKS[:1])
+def test_an_export_starts_one_container_of_the_live_image(
+    task: str, task_run: Callable[[str, str], Path], wheelhouse: Path | None,
+    ca_bundle: Path | None, tmp_path: Path, engine: DockerEngine,
+) -> None:
+    """The live facts and an --include are read from one container (export/live_facts.py
+    LiveImage), removed when the export ends."""
+    run_dir = task_run(task, "sloppy.sh")
+    settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    before = engine.containers_started
+    art = export_run(ExportOptions(run_dir, out_dir=tmp_path / "a",
+                                   include=("/etc/debian_version",)), settings, engine)
+    assert engine.containers_started - before == 1
+    assert (art.artifact_dir / "include" / "etc" / "debian_version").is_file()
+    live = _live_image(run_dir)
+    assert not [c for c in engine.managed_containers("synth.temporary=1")
+                if c.attrs["Config"]["Image"] == live]  # removed at the end
 
 
 @pytest.mark.parametrize("task", SLOPPY_TASKS[:1])

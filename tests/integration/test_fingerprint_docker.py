@@ -192,7 +192,7 @@ def test_content_difference_at_the_same_version_is_named_file_by_file(
             in line), line
 
     code = diff_command(DiffOptions(a=f"image:{live}", b=f"image:{rebuilt}", json=True,
-                                    python=venv), connect=ImageProbe.connect)
+                                    python=venv), ImageProbe(engine))
     data = json.loads(capsys.readouterr().out)["result"]
     assert code == 1
     files = next(s for s in data["sections"] if s["name"] == "python_files")

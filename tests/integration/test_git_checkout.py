@@ -15,7 +15,8 @@ import pytest
 
 from synth.config import Settings
 from synth.formats.task import load_task
-from synth.record import ReplayAgent, RunOptions, run_session
+from synth.record.agents import ReplayAgent
+from synth.record.runner import RunOptions, run_session
 from synth.verify.command import VerifyOptions, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -63,13 +64,13 @@ def test_a_checkout_the_agent_changed_rebuilds_equal_to_live(
         "cd /workspace && python3 run.py\n")
     settings = Settings.load(artifacts_dir=tmp_path / "artifacts", ca_bundle=ca_bundle)
     result = run_session(RunOptions(task=load_task(task_dir), agent=ReplayAgent(script),
-                                    settings=settings, timeout=600),
-                         engine=engine, say=lambda _m: None)
+                                    timeout=600),
+                         settings, engine, say=lambda _m: None)
     outcome = None
     try:
         assert result.status == "succeeded"
         outcome = verify(VerifyOptions(target=str(result.run_dir), rebuild=True,
-                                       out_dir=tmp_path / "verify"), settings,
+                                       out_dir=tmp_path / "verify"), settings, engine,
                          say=lambda _m: None)
         doc = outcome.document
         artifact = Path(doc["target"]["artifact_dir"])

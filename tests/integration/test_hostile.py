@@ -25,11 +25,13 @@ import pytest
 
 from synth.config import Settings
 from synth.engine import Mount
+from synth.engine.base import Engine
 from synth.engine.docker import DockerEngine
 from synth.errors import ExportError
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.formats.task import Task, load_task
-from synth.record import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
+from synth.record.agents import ExecAgent, ReplayAgent
+from synth.record.runner import RunOptions, RunResult, run_session
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -109,7 +111,7 @@ def world(
 
 
 def _run(engine: DockerEngine, world: dict[str, Any], opts: RunOptions) -> RunResult:
-    result = run_session(opts, engine=engine, say=lambda _m: None)
+    result = run_session(opts, world["settings"], engine, say=lambda _m: None)
     if result.live_image:
         world["images"].append(result.live_image)
     return result
@@ -122,7 +124,7 @@ def hostile(engine: DockerEngine, world: dict[str, Any]) -> RunResult:
                                      subprocess_install=SUBPROCESS_INSTALL,
                                      forged=FORGED.format()))
     return _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
-                                          settings=world["settings"], timeout=600))
+                                          timeout=600))
 
 
 def _synth_records(result: RunResult) -> list[dict[str, Any]]:
@@ -196,14 +198,15 @@ def test_a_killed_statement_takes_its_children(hostile: RunResult) -> None:
 
 
 def test_export_refuses_then_names_risks_and_unaudited_changes(
-    hostile: RunResult, world: dict[str, Any], tmp_path: Path
+    hostile: RunResult, world: dict[str, Any], tmp_path: Path, engine: Engine
 ) -> None:
     settings: Settings = world["settings"]
     with pytest.raises(ExportError, match="not a run synth can vouch for"):
-        export_run(hostile.run_dir, settings, out_dir=tmp_path / "refused")
+        export_run(ExportOptions(hostile.run_dir, out_dir=tmp_path / "refused"), settings, engine)
     assert not (tmp_path / "refused").exists()
-    art = export_run(hostile.run_dir, settings, out_dir=tmp_path / "art",
-                     allow_incomplete=True).artifact_dir
+    art = export_run(ExportOptions(
+        hostile.run_dir, out_dir=tmp_path / "art", allow_incomplete=True),
+        settings, engine).artifact_dir
     report = json.loads((art / "export-report.json").read_text())
     assert any("audit log is unverified" in w for w in report["incomplete"])
     risks = "\n".join(report["risks"])
@@ -248,8 +251,7 @@ def test_secrets_written_by_the_agent_are_found_before_the_image_is_tagged(
     monkeypatch.setenv("HOSTILE_TOKEN", SECRET)
     agent = ExecAgent(["python3", "/agent/agent.py"], [Mount(agent_dir, "/agent")],
                       ["HOSTILE_TOKEN"])
-    result = _run(engine, world, RunOptions(task=world["task"], agent=agent,
-                                            settings=world["settings"], timeout=300))
+    result = _run(engine, world, RunOptions(task=world["task"], agent=agent, timeout=300))
     assert result.status == "succeeded"
     run = _run_json(result)
     assert run["secret_findings"] == ["/root/app.log", "/root/token.b64", "/root/token.gz",
@@ -348,15 +350,16 @@ def test_a_timed_out_run_is_captured_and_exports_only_on_request(
     script = world["root"] / "slow.sh"
     script.write_text("python3 -m venv /opt/venv\nsleep 300\n")
     result = _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
-                                            settings=settings, timeout=8))
+                                            timeout=8))
     assert result.status == "timeout"
     run = _run_json(result)
     assert run["capture_errors"] == []
     assert (result.run_dir / "state" / "python.json").is_file()
     with pytest.raises(ExportError, match="ended `timeout`"):
-        export_run(result.run_dir, settings, out_dir=tmp_path / "a")
-    art = export_run(result.run_dir, settings, out_dir=tmp_path / "a",
-                     allow_incomplete=True).artifact_dir
+        export_run(ExportOptions(result.run_dir, out_dir=tmp_path / "a"), settings, engine)
+    art = export_run(ExportOptions(
+        result.run_dir, out_dir=tmp_path / "a", allow_incomplete=True),
+        settings, engine).artifact_dir
     assert "the run ended `timeout`" in (art / "export-report.md").read_text()
 
 
@@ -381,7 +384,7 @@ def test_a_fork_bomb_and_a_memory_hog_end_their_own_statements(
         "for i in $(seq 1000); do sleep 3 & done; wait\n"
         "echo still-alive > /tmp/alive\n")
     result = _run(engine, world, RunOptions(task=load_task(task_dir), agent=ReplayAgent(script),
-                                            settings=world["settings"], timeout=300))
+                                            timeout=300))
     run = _run_json(result)
     assert run["limits"]["memory"] == 256 << 20 and run["limits"]["pids"] == 200
     hits = {(h["kind"], h["command"].split()[0]) for h in run["limit_hits"]}

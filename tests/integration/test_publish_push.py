@@ -18,7 +18,7 @@ import pytest
 from test_registry_base import registry  # noqa: F401  (the fixture)
 
 from synth.config import Settings
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.export.metadata import CitationOptions
 from synth.verify.push import push_artifact
 
@@ -45,9 +45,10 @@ def test_export_pushes_the_base_and_the_image(
     host = registry.partition("|")[0]
     settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=marked_ca[0],
                              wheelhouse=wheelhouse)
-    art = export_run(run_dir, settings, out_dir=tmp_path / "art",
-                     citation=CitationOptions(license="MIT")).artifact_dir
-    pushed = push_artifact(art, host, settings, lambda _m: None)  # what --push does
+    art = export_run(ExportOptions(run_dir, out_dir=tmp_path / "art",
+                                   citation=CitationOptions(license="MIT")),
+                     settings, engine).artifact_dir
+    pushed = push_artifact(art, host, settings, engine, lambda _m: None)  # what --push does
     try:
         assert pushed.base == f"{host}/synth/python:bookworm"
         assert pushed.image == f"{host}/numpy-ext:{run_dir.name}"

@@ -29,7 +29,8 @@ import pytest
 from fresh_engines import fresh_dockerd, podman_env, podman_reset
 
 from synth.config import Settings
-from synth.export.artifact import export_run
+from synth.engine.base import Engine
+from synth.export.artifact import ExportOptions, export_run
 from synth.export.metadata import CitationOptions
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -60,14 +61,15 @@ def sh(line: str, cwd: Path, env: dict[str, str], timeout: int = 1800
 
 @pytest.fixture(scope="module")
 def archive_folder(task_run: Callable[[str, str], Path], marked_ca: tuple[Path | None, bytes],
-                   wheelhouse: Path | None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+                   wheelhouse: Path | None, engine: Engine,
+                   tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The numpy-ext run's published archive, unpacked where nothing else is."""
     run_dir = task_run("numpy-ext", "good.sh")
     out = tmp_path_factory.mktemp("published")
     settings = Settings.load(artifacts_dir=out, ca_bundle=marked_ca[0], wheelhouse=wheelhouse)
-    result = export_run(run_dir, settings, out_dir=out / "export", archive=True, bundle=True,
-                        citation=CitationOptions(authors=("Ada Lovelace <ada@example.org>",),
-                                                 license="MIT"))
+    citation = CitationOptions(authors=("Ada Lovelace <ada@example.org>",), license="MIT")
+    result = export_run(ExportOptions(run_dir, out_dir=out / "export", archive=True,
+                                      bundle=True, citation=citation), settings, engine)
     assert result.archive is not None
     assert not any("is not carried" in w for w in result.warnings), result.warnings
     reader = tmp_path_factory.mktemp("reader")

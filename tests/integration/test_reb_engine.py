@@ -96,7 +96,7 @@ def test_verify_runs_the_assets_step_offline_then_reb_probes(
 
 
 def test_reb_scoring_of_a_real_verification(
-    verified: Callable[..., Any], tmp_path: Path
+    verified: Callable[..., Any], engine: Any, tmp_path: Path
 ) -> None:
     """`--scoring reb` on the shared numpy-ext/good verification, through verify's scoring
     hook (the reb profile's scoring): REB's files beside it, its summary as verify.json's
@@ -113,7 +113,7 @@ def test_reb_scoring_of_a_real_verification(
     outcome = verified("numpy-ext", "good.sh")
     said: list[str] = []
     scored = _score(replace(outcome, out_dir=tmp_path, options=replace(
-        outcome.options, scoring=("reb",))), said.append)
+        outcome.options, scoring=("reb",))), engine, said.append)
     result = scored.document["scores"]["reb"]
     assert json.loads((tmp_path / "reb" / "scoring.json").read_text()) == result
     assert [line.split(":")[0] for line in said] == ["REB scoring", "REB scoring"]
@@ -163,7 +163,7 @@ PY
 
 
 def test_rebs_own_c0_script_runs_in_the_rebuilt_image(
-    verified: Callable[..., Any], tmp_path: Path
+    verified: Callable[..., Any], engine: Any, tmp_path: Path
 ) -> None:
     """--scoring reb's C0 for a task with REB's scripts: the repository's own C0 script,
     run offline in the rebuilt image with the host's pyright importable and the agent's
@@ -171,7 +171,6 @@ def test_rebs_own_c0_script_runs_in_the_rebuilt_image(
     host (SYNTH_PYRIGHT=DIR, e.g. the site-packages of a venv that has it)."""
     import pytest
 
-    from synth.engine.docker import DockerEngine
     from synth.plugins.reb.c0script import run_reb_c0
     from synth.plugins.reb.pyright import find_pyright
 
@@ -184,7 +183,7 @@ def test_rebs_own_c0_script_runs_in_the_rebuilt_image(
     scripts.mkdir()
     (scripts / "run_pyright_missing_imports.sh").write_text(C0_SCRIPT)
     claims = Path(outcome.document["target"]["path"]) / "claims.json"
-    got = run_reb_c0(DockerEngine.connect(), image, "/workspace", scripts, claims, install)
+    got = run_reb_c0(engine, image, "/workspace", scripts, claims, install)
     assert (got["status"], got["measured_by"]) == ("success", "reb script"), got
     assert got["meta"]["python"] == json.loads(claims.read_text())["python_path"]
     # the venv the agent built resolves numpy; fastops._ext is the repo's own module

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from synth.config import Settings
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.verify.command import VerifyOptions, parse_levels, verify
 
 pytestmark = [pytest.mark.docker]
@@ -118,7 +118,8 @@ def test_a_registry_base_is_pinned_by_digest_and_rebuilds(
     tmp_path: Path,
 ) -> None:
     from synth.formats.task import load_task
-    from synth.record import ReplayAgent, RunOptions, run_session
+    from synth.record.agents import ReplayAgent
+    from synth.record.runner import RunOptions, run_session
 
     registry, _, log = registry.partition("|")
     digests = json.loads(_docker("image", "inspect", "--format", "{{json .RepoDigests}}",
@@ -128,12 +129,13 @@ def test_a_registry_base_is_pinned_by_digest_and_rebuilds(
     settings = Settings.load(artifacts_dir=tmp_path / "artifacts", ca_bundle=ca_bundle)
     task = load_task(_task(tmp_path, registry_base))
     result = run_session(RunOptions(task=task, agent=ReplayAgent(task.agents_dir / "good.sh"),
-                                    settings=settings, timeout=600),
-                         engine=engine, say=lambda _m: None)
+                                    timeout=600),
+                         settings, engine, say=lambda _m: None)
     try:
         run = json.loads((result.run_dir / "run.json").read_text())
         assert run["base_image"]["repo_digests"] == digests
-        art = export_run(result.run_dir, settings, out_dir=tmp_path / "art").artifact_dir
+        art = export_run(ExportOptions(
+            result.run_dir, out_dir=tmp_path / "art"), settings, engine).artifact_dir
         dockerfile = (art / "Dockerfile").read_text()
         assert f"\nFROM {registry}/{REPO}@{digest}\n" in dockerfile
         manifest = json.loads((art / "manifest.json").read_text())
@@ -146,7 +148,8 @@ def test_a_registry_base_is_pinned_by_digest_and_rebuilds(
         logged = Path(log).stat().st_size
         said: list[str] = []
         outcome = verify(VerifyOptions(target=str(art), rebuild=True, out_dir=tmp_path / "v",
-                                       levels=parse_levels("C0,C1")), settings, say=said.append)
+                                       levels=parse_levels("C0,C1")), settings, engine,
+                         say=said.append)
         engine.remove_image(outcome.document["build"]["image"])
         assert "Base image: pinned by registry digest" in said
         with Path(log).open(encoding="utf-8", errors="replace") as fh:

@@ -26,9 +26,10 @@ from synth.engine import Mount
 from synth.engine.docker import DockerEngine
 from synth.errors import EXIT_AGENT_FAILED, EXIT_AGENT_TIMEOUT
 from synth.formats.task import Task, load_task
-from synth.record import ExecAgent, ReplayAgent, RunOptions, RunResult, run_session
+from synth.record.agents import ExecAgent, ReplayAgent
 from synth.record.audit import load_audit
 from synth.record.rundir import find_run, list_runs
+from synth.record.runner import RunOptions, RunResult, run_session
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -88,7 +89,7 @@ def env(
 
 
 def _run(engine: DockerEngine, env: dict[str, Any], opts: RunOptions) -> RunResult:
-    result = run_session(opts, engine=engine, say=lambda _m: None)
+    result = run_session(opts, env["settings"], engine, say=lambda _m: None)
     env["results"].append(result)
     return result
 
@@ -98,7 +99,7 @@ def replay(engine: DockerEngine, env: dict[str, Any]) -> RunResult:
     script = env["root"] / "setup.sh"
     script.write_text(REPLAY_SCRIPT)
     return _run(engine, env, RunOptions(task=env["task"], agent=ReplayAgent(script),
-                                        settings=env["settings"], timeout=900))
+                                        timeout=900))
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +112,7 @@ def exec_run(
     monkeypatch_module.setenv("SYNTH_TEST_SECRET", SECRET)
     agent = ExecAgent(["python3", "/agent/agent.py"], [Mount(agent_dir, "/agent")],
                       ["SYNTH_TEST_SECRET"])
-    return _run(engine, env, RunOptions(task=env["task"], agent=agent,
-                                        settings=env["settings"], timeout=300))
+    return _run(engine, env, RunOptions(task=env["task"], agent=agent, timeout=300))
 
 
 @pytest.fixture(scope="module")
@@ -327,8 +327,7 @@ def test_trace_exec_records_execs_the_hook_cannot_see(
     script = env["root"] / "traced.sh"
     script.write_text('sh -c "echo from-dash >/dev/null"\n')
     result = _run(engine, env, RunOptions(task=env["task"], agent=ReplayAgent(script),
-                                          settings=env["settings"], timeout=300,
-                                          trace_exec=True))
+                                          timeout=300, trace_exec=True))
     assert result.status == "succeeded"
     traced = [r["argv"] for r in commands(result.run_dir, "exec-trace")]
     assert ["sh", "-c", "echo from-dash >/dev/null"] in traced
@@ -388,7 +387,7 @@ def test_engine_error_mid_run_is_recorded_and_cleaned_up(
     script = env["root"] / "flaky.sh"
     script.write_text("echo ok >/dev/null\necho lost-connection\n")
     result = _run(engine, env, RunOptions(task=env["task"], agent=ReplayAgent(script),
-                                          settings=env["settings"], timeout=300))
+                                          timeout=300))
     assert result.status == "error"
     run = json.loads((result.run_dir / "run.json").read_text())
     assert "connection reset" in run["error"]
@@ -430,10 +429,8 @@ def test_git_repo_is_cloned_at_the_pinned_commit(
     script.write_text("cat /workspace/model.py\n")
     settings = Settings.load(artifacts_dir=tmp_path / "artifacts")
     result = run_session(
-        RunOptions(task=load_task(task_dir), agent=ReplayAgent(script), settings=settings,
-                   timeout=300),
-        engine=engine, say=lambda _m: None,
-    )
+        RunOptions(task=load_task(task_dir), agent=ReplayAgent(script), timeout=300),
+        settings, engine, say=lambda _m: None)
     try:
         assert result.status == "succeeded"
         log = (result.run_dir / "logs" / "agent.log").read_text()

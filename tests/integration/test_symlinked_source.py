@@ -13,10 +13,11 @@ import pytest
 
 from synth.config import Settings
 from synth.engine.base import ContainerSpec
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.formats import artifact_files
 from synth.formats.task import load_task
-from synth.record import ReplayAgent, RunOptions, run_session
+from synth.record.agents import ReplayAgent
+from synth.record.runner import RunOptions, run_session
 from synth.verify.command import VerifyOptions, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -55,11 +56,13 @@ def test_a_symlinked_repository_exports_identically_and_rebuilds(
     script.write_text("cd /workspace && python3 run.py\n")
     settings = Settings.load(artifacts_dir=tmp_path / "artifacts", ca_bundle=ca_bundle)
     result = run_session(RunOptions(task=load_task(task_dir), agent=ReplayAgent(script),
-                                    settings=settings, timeout=600),
-                         engine=engine, say=lambda _m: None)
+                                    timeout=600),
+                         settings, engine, say=lambda _m: None)
     assert result.status == "succeeded"
-    one = export_run(result.run_dir, settings, out_dir=tmp_path / "one" / "art", archive=True)
-    two = export_run(result.run_dir, settings, out_dir=tmp_path / "two" / "art", archive=True)
+    one = export_run(ExportOptions(
+        result.run_dir, out_dir=tmp_path / "one" / "art", archive=True), settings, engine)
+    two = export_run(ExportOptions(
+        result.run_dir, out_dir=tmp_path / "two" / "art", archive=True), settings, engine)
     assert _files(one.artifact_dir) == _files(two.artifact_dir)
     assert one.archive_sha256 == two.archive_sha256
     # Every link is carried as a link, in source/ and in the archive.
@@ -75,7 +78,7 @@ def test_a_symlinked_repository_exports_identically_and_rebuilds(
         one.warnings
 
     outcome = verify(VerifyOptions(target=str(one.artifact_dir), rebuild=True,
-                                   out_dir=tmp_path / "verify"), settings,
+                                   out_dir=tmp_path / "verify"), settings, engine,
                      say=lambda _m: None)
     doc = outcome.document
     try:

@@ -124,11 +124,12 @@ def test_package_removed_from_lock_shows_the_fidelity_gap(
     task_run: Callable[[str, str], Path], ca_bundle: Path | None, wheelhouse: Path | None,
     engine: Any, tmp_path: Path,
 ) -> None:
-    from synth.export.artifact import export_run
+    from synth.export.artifact import ExportOptions, export_run
 
     run_dir = task_run("undeclared-dep", "good.sh")
     settings = settings_for(run_dir, ca_bundle, wheelhouse)
-    artifact = export_run(run_dir, settings, out_dir=tmp_path / "export").artifact_dir
+    artifact = export_run(ExportOptions(
+        run_dir, out_dir=tmp_path / "export"), settings, engine).artifact_dir
     lock = artifact / "requirements.lock"
     before = lock.read_text()
     after = _drop_from_lock(before, "tensorboardx")
@@ -136,10 +137,10 @@ def test_package_removed_from_lock_shows_the_fidelity_gap(
     lock.write_text(after)
     with pytest.raises(VerifyError, match=r"requirements\.lock: modified"):
         verify(VerifyOptions(target=str(artifact), rebuild=True, live=True,
-                             out_dir=tmp_path / "refused"), settings, say=lambda _m: None)
+                             out_dir=tmp_path / "refused"), settings, engine, say=lambda _m: None)
     outcome = verify(VerifyOptions(target=str(artifact), rebuild=True, live=True,
                                    out_dir=tmp_path / "verify", allow_modified=True),
-                     settings, say=lambda _m: None)
+                     settings, engine, say=lambda _m: None)
     try:
         doc = outcome.document
         rebuilt, live = levels(outcome, "rebuilt"), levels(outcome, "live")

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distill_runs import cmd, deb, dist, make_run_dir, system_python, venv
+from distill_runs import NO_ENGINE, cmd, deb, dist, make_run_dir, system_python, venv
 from test_render_golden import _task, fake_locker
 
 from synth.config import Settings
 from synth.errors import ExportError, UsageError
 from synth.export import bundle
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.export.lock import Lock
 from synth.verify.command import check_offline
 
@@ -72,9 +72,9 @@ def _export(tmp: Path, out: str, **kw: Any) -> Path:
     (wheelhouse / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_text(
         "torch==2.13.0+cpu")
     settings = Settings.load(artifacts_dir=tmp, wheelhouse=wheelhouse)
-    return export_run(kw.pop("run_dir", None) or _run(tmp), settings, out_dir=tmp / out,
-                      locker=fake_locker, hash_downloads=False, bundle=True,
-                      **kw).artifact_dir
+    return export_run(ExportOptions(
+        kw.pop("run_dir", None) or _run(tmp), out_dir=tmp / out, locker=fake_locker,
+        ask_live=False, bundle=True, **kw), settings, NO_ENGINE).artifact_dir
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -128,8 +128,9 @@ def test_a_bundle_exports_byte_identically(tmp_path: Path, fakes: None) -> None:
 
 
 def test_an_unbundled_export_renders_no_vendor(tmp_path: Path) -> None:
-    art = export_run(_run(tmp_path), Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "o",
-                     locker=fake_locker, hash_downloads=False).artifact_dir
+    art = export_run(ExportOptions(
+        _run(tmp_path), out_dir=tmp_path / "o", locker=fake_locker, ask_live=False),
+        Settings.load(artifacts_dir=tmp_path), NO_ENGINE).artifact_dir
     for name in ("Dockerfile", "apt-fetch.sh", "README.md", "export-report.md"):
         assert "vendor" not in (art / name).read_text(), name
     assert "bundle" not in json.loads((art / "manifest.json").read_text())
@@ -241,7 +242,7 @@ def test_offline_without_rebuild_is_a_usage_error(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError, match="add --rebuild"):
         verify(VerifyOptions(target=str(tmp_path), offline=True),
-               Settings.load(artifacts_dir=tmp_path))
+               Settings.load(artifacts_dir=tmp_path), NO_ENGINE)
 
 
 def test_fetch_keeps_only_bytes_with_the_hash_and_caches_them(

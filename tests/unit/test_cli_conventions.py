@@ -52,7 +52,38 @@ def test_errors_under_json_are_json_on_stdout(args: list[str]) -> None:
     assert err["kind"] == "EngineUnavailableError"
     assert "No Docker engine answers" in err["message"]
     assert "dockerd" in err["hint"]
+    assert err["engine"] == DEAD["DOCKER_HOST"]  # the kind's typed field
     assert "error:" not in proc.stderr
+
+
+def test_json_errors_carry_the_kinds_fields(tmp_path: Path) -> None:
+    """Each kind's typed fields beside code, kind, message and hint: a task file's path,
+    field and line; what a missing run was named; the option at fault."""
+    (tmp_path / "task.toml").write_text('name = "x"\nbase_image = 5\n[repo]\npath = "."\n')
+    err = json.loads(run("run", str(tmp_path), "--json").stdout)["error"]
+    assert err["kind"] == "TaskError" and err["code"] == errors.TaskError.exit_code
+    assert (err["path"], err["field"], err["line"]) == (
+        str(tmp_path / "task.toml"), "base_image", 2)
+    assert "task.toml:2: field `base_image`" in err["message"]  # the message as before
+    err = json.loads(run("export", "no-such-run", "--artifacts", str(tmp_path),
+                         "--json").stdout)["error"]
+    assert (err["kind"], err["ref"], err["what"]) == ("NotFoundError", "no-such-run", "run")
+    err = json.loads(run("verify", "--runtime", "host", "--json").stdout)["error"]
+    assert (err["kind"], err["option"]) == ("UsageError", "--runtime")
+    assert set(err) == {"code", "kind", "message", "hint", "option"}
+
+
+def test_every_error_kind_has_its_fields() -> None:
+    """Every kind's FIELDS are attributes (None until the raising site knows them), its
+    fields() gives them by name, and none hides a key of the envelope."""
+    for kind in errors.error_kinds():
+        exc = kind("boom")
+        assert exc.message == "boom" and str(exc) == "boom"
+        assert exc.fields() == dict.fromkeys(kind.FIELDS)
+        assert not set(kind.FIELDS) & {"code", "kind", "message", "hint"}, kind
+    engine_error = errors.EngineError("x", engine="unix:///s", operation="exec")
+    assert engine_error.fields() == {"engine": "unix:///s", "operation": "exec"}
+    assert errors.GpuRuntimeUnavailableError.FIELDS == errors.EngineError.FIELDS
 
 
 def test_bad_command_line_under_json_is_json() -> None:

@@ -24,7 +24,8 @@ from synth.compare.load import (
     parse_requirements_lock,
 )
 from synth.config import Settings
-from synth.errors import EngineUnavailableError, InputFileError
+from synth.engine.fingerprint import ImageProbe
+from synth.errors import InputFileError
 from synth.formats import artifact_files
 from synth.formats.plan import (
     PLAN_FORMAT,
@@ -36,6 +37,7 @@ from synth.formats.plan import (
     SourcePlan,
     plan_document,
 )
+from tests.distill_runs import NO_ENGINE
 from tests.verify_outcomes import full_verify
 
 SECTION_ORDER = ["pyramid", "claims", "provenance", "interpreter", "python", "native_builds",
@@ -170,12 +172,8 @@ def make_artifact(root: Path, name: str, dockerfile: str, *, lock: str = "",
     return d
 
 
-def no_engine() -> Any:
-    raise EngineUnavailableError("no engine in unit tests")
-
-
 def loader(tmp_path: Path) -> SideLoader:
-    return SideLoader(Settings.load(artifacts_dir=tmp_path), connect=no_engine)
+    return SideLoader(Settings.load(artifacts_dir=tmp_path), images=ImageProbe(NO_ENGINE))
 
 
 def diff(tmp_path: Path, a: str | Path, b: str | Path) -> DiffResult:
@@ -507,6 +505,9 @@ class FakeEngine:
     def __init__(self, images: Mapping[str, Mapping[str, Any]]) -> None:
         self.images = images
 
+    def ping(self) -> None:
+        return None
+
     def image_exists(self, ref: str) -> bool:
         return ref in self.images
 
@@ -517,7 +518,7 @@ class FakeEngine:
 class FakeFingerprintLoader(SideLoader):
     def __init__(self, settings: Settings, engine: FakeEngine,
                  prints: Mapping[str, Mapping[str, Any]]) -> None:
-        super().__init__(settings, connect=lambda: engine)
+        super().__init__(settings, images=engine)
         self.prints = prints
         self.asked: list[tuple[str, str]] = []
 
@@ -670,10 +671,10 @@ def test_a_run_and_its_artifact_describe_a_local_build_alike(
     """A distribution the artifact replays with the run's own command is installed the way
     the run had it: both sides name the same source (on cocoapi the run said "os package"
     and the artifact "local build", a difference that was not there)."""
-    from distill_runs import cmd, dist, make_run_dir, system_python, venv
+    from distill_runs import NO_ENGINE, cmd, dist, make_run_dir, system_python, venv
     from test_render_golden import fake_locker
 
-    from synth.export.artifact import export_run
+    from synth.export.artifact import ExportOptions, export_run
 
     editable = bool((installed.get("direct_url") or {}).get("dir_info", {}).get("editable"))
     line = ("cd /workspace/PythonAPI && /opt/venv/bin/pip install --no-build-isolation "
@@ -684,8 +685,9 @@ def test_a_run_and_its_artifact_describe_a_local_build_alike(
         python=[system_python(), venv(dists=[dist("numpy", "2.3.5"),
                                              dist("pycocotools", "2.0", **installed)])],
         diff=[("A", "/workspace/PythonAPI/pycocotools.egg-info")])
-    art = export_run(run_dir, Settings.load(artifacts_dir=tmp_path), locker=fake_locker,
-                     hash_downloads=False).artifact_dir
+    art = export_run(ExportOptions(
+        run_dir, locker=fake_locker, ask_live=False),
+        Settings.load(artifacts_dir=tmp_path), NO_ENGINE).artifact_dir
     ld = loader(tmp_path)
     run_side, art_side = ld.load(str(run_dir)), ld.load(f"artifact:{art}")
     assert run_side.distributions is not None and art_side.distributions is not None

@@ -13,15 +13,17 @@ from pathlib import Path
 from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.formats import artifact_files
+from tests.distill_runs import NO_ENGINE
 from tests.fuzz_inputs import run_cli
 
 
 def _artifact(tmp_path: Path) -> tuple[Path, Path]:
     run_dir = _run(tmp_path)
-    art = export_run(run_dir, Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "a",
-                     locker=fake_locker, hash_downloads=False).artifact_dir
+    art = export_run(ExportOptions(run_dir, out_dir=tmp_path / "a", locker=fake_locker,
+                                   ask_live=False),
+                     Settings.load(artifacts_dir=tmp_path), NO_ENGINE).artifact_dir
     return run_dir, art
 
 
@@ -138,8 +140,9 @@ def test_two_runs_files_are_shown_not_counted(tmp_path: Path) -> None:
     record = json.loads((other / "run.json").read_text())
     record["run_id"] = other.name
     (other / "run.json").write_text(json.dumps(record))
-    art2 = export_run(other, Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "b",
-                      locker=fake_locker, hash_downloads=False).artifact_dir
+    art2 = export_run(ExportOptions(other, out_dir=tmp_path / "b", locker=fake_locker,
+                                    ask_live=False),
+                      Settings.load(artifacts_dir=tmp_path), NO_ENGINE).artifact_dir
     code, sections, _ = _diff(art, art2)
     assert sections["files"]["status"] == "info"
     assert ("changed", "Dockerfile") in _keys(sections["files"])

@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from distill_runs import NO_ENGINE
 from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
 from synth.errors import ExportError, TaskError
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, ExportResult, export_run
 
 
-def _export(run_dir: Path, out: Path | None, **kw: object) -> Path:
-    return export_run(run_dir, Settings.load(artifacts_dir=run_dir.parents[2]), out_dir=out,
-                      locker=fake_locker, hash_downloads=False, **kw).artifact_dir  # type: ignore[arg-type]
+def _export_result(run_dir: Path, out: Path | None, **kw: Any) -> ExportResult:
+    return export_run(ExportOptions(
+        run_dir, out_dir=out, locker=fake_locker, ask_live=False, **kw),
+        Settings.load(artifacts_dir=run_dir.parents[2]), NO_ENGINE)
+
+
+def _export(run_dir: Path, out: Path | None, **kw: Any) -> Path:
+    return _export_result(run_dir, out, **kw).artifact_dir
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -198,8 +205,7 @@ def test_force_replaces_only_an_artifact_as_synth_made_it(tmp_path: Path) -> Non
 
 def test_the_archive_never_writes_through_a_planted_link(tmp_path: Path) -> None:
     run_dir = _run(tmp_path)
-    first = export_run(run_dir, Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "a",
-                       locker=fake_locker, hash_downloads=False, archive=True)
+    first = _export_result(run_dir, tmp_path / "a", archive=True)
     assert first.archive is not None
     victims = []
     for name in (first.archive.name, first.archive.name + ".sha256",
@@ -209,8 +215,7 @@ def test_the_archive_never_writes_through_a_planted_link(tmp_path: Path) -> None
         victims.append(victim)
         (tmp_path / name).unlink(missing_ok=True)
         (tmp_path / name).symlink_to(victim)
-    again = export_run(run_dir, Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "a",
-                       locker=fake_locker, hash_downloads=False, archive=True, force=True)
+    again = _export_result(run_dir, tmp_path / "a", archive=True, force=True)
     assert again.archive is not None and again.archive_sha256 == first.archive_sha256
     for victim in victims:
         assert victim.read_text() == "the user's file\n"
@@ -229,8 +234,7 @@ def test_a_run_naming_a_host_file_as_its_task_file_never_carries_it(tmp_path: Pa
     record["task"]["task_file"] = str(secret)
     (run_dir / "run.json").write_text(json.dumps(record))
     with pytest.raises(TaskError, match="id_rsa: not valid TOML"):  # refused, named
-        export_run(run_dir, Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "a",
-                   locker=fake_locker, hash_downloads=False)
+        _export(run_dir, tmp_path / "a")
     assert not (tmp_path / "a").exists()
     # ... and where nothing earlier loads it, the copy itself takes a task file only.
     from synth.export.artifact import _task_file_text

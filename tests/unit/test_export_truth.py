@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from distill_runs import cmd, dist, make_run_dir, venv
+from distill_runs import NO_ENGINE, cmd, dist, make_run_dir, venv
 from msgspec import structs
 
 from synth.distill import carried
@@ -342,11 +342,12 @@ def test_a_run_whose_live_image_is_gone_exports_and_says_so(tmp_path: Path) -> N
     from test_render_golden import _run, fake_locker
 
     from synth.config import Settings
-    from synth.export.artifact import export_run
+    from synth.export.artifact import ExportOptions, export_run
 
     run_dir = _run(tmp_path)
-    art = export_run(run_dir, Settings.load(artifacts_dir=run_dir.parents[2]),
-                     out_dir=tmp_path / "art", locker=fake_locker).artifact_dir
+    art = export_run(ExportOptions(
+        run_dir, out_dir=tmp_path / "art", locker=fake_locker),
+        Settings.load(artifacts_dir=run_dir.parents[2]), NO_ENGINE).artifact_dir
     report = json.loads((art / "export-report.json").read_text())
     assert any(w.startswith("the final state could not be checked file by file")
                for w in report["warnings"])

@@ -155,18 +155,19 @@ def test_plan_json_does_not_grow_with_the_log(tmp_path: Path) -> None:
     """A run of 2,000 more read-only commands gives the same plan.json, byte for byte: a
     long log's artifact stays within plan.json's read cap (``synth diff`` reads it), and
     its export report lists every command."""
-    from distill_runs import cmd, make_run_dir
+    from distill_runs import NO_ENGINE, cmd, make_run_dir
     from test_render_golden import fake_locker
 
     from synth.config import Settings
-    from synth.export.artifact import export_run
+    from synth.export.artifact import ExportOptions, export_run
 
     setup = [cmd("python3 -m venv /opt/venv"), cmd("/opt/venv/bin/pip install numpy")]
     texts, counts = [], []
     for name, extra in (("short", 1), ("long", 2001)):
         run_dir = make_run_dir(tmp_path / name, setup + [cmd("ls -la")] * extra)
-        art = export_run(run_dir, Settings.load(artifacts_dir=tmp_path / name),
-                         locker=fake_locker, hash_downloads=False).artifact_dir
+        art = export_run(ExportOptions(
+            run_dir, locker=fake_locker, ask_live=False),
+            Settings.load(artifacts_dir=tmp_path / name), NO_ENGINE).artifact_dir
         texts.append((art / "plan.json").read_bytes())
         counts.append(len(json.loads((art / "export-report.json").read_bytes())["commands"]))
         assert ArtifactDir(art).plan() is not None

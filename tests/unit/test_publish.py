@@ -20,9 +20,9 @@ from jsonschema import Draft7Validator, Draft202012Validator
 from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
-from synth.export.artifact import ExportResult, export_run
+from synth.export.artifact import ExportOptions, ExportResult, export_run
 from synth.export.metadata import CitationOptions, parse_author
-from tests.distill_runs import fake_base
+from tests.distill_runs import NO_ENGINE, fake_base
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NAME = "demo-20261129-101500-a1b2c3"
@@ -33,8 +33,9 @@ CITATION = CitationOptions(authors=("Ada Lovelace <ada@example.org>", "Turing, A
 
 def _export(tmp: Path, run_dir: Path, name: str, **kw: Any) -> ExportResult:
     options = {"citation": CITATION, "save_base": fake_base(run_dir), **kw}
-    return export_run(run_dir, Settings.load(artifacts_dir=tmp), out_dir=tmp / name / "export",
-                      locker=fake_locker, hash_downloads=False, archive=True, **options)
+    return export_run(ExportOptions(
+        run_dir, out_dir=tmp / name / "export", locker=fake_locker, ask_live=False,
+        archive=True, **options), Settings.load(artifacts_dir=tmp), NO_ENGINE)
 
 
 def _members(archive: Path) -> list[tarfile.TarInfo]:

@@ -264,7 +264,7 @@ def _doc(tmp_path: Path, claims: dict[str, Any] | None) -> dict[str, Any]:
 def test_score_writes_a_reb_job_folder(tmp_path: Path) -> None:
     doc = _doc(tmp_path, {**REPORT, "python_version": "3.11"})
     assert validate(doc, "verify") == []
-    result = score(VerifyDocument.from_json(doc), tmp_path / "out", run_pyright=False)
+    result = score(VerifyDocument.from_json(doc), tmp_path / "out", None, pyright=False)
     job = tmp_path / "out" / "reb"
     assert result["C5"] == {"reb": "failure", "synth": "pass", "path": 0, "version": 1,
                             "capability": 0, "failure_category": "version_hallucination",
@@ -320,9 +320,9 @@ def test_reb_scoring_through_the_verify_hook(tmp_path: Path,
             "rebuilt", build=BuildInfo("i", "sha256:1", 1.0, tmp_path / "export"))
 
     said: list[str] = []
-    plain = _score(outcome(()), said.append)
+    plain = _score(outcome(()), None, said.append)
     assert "scores" not in plain.document and not (tmp_path / "o").exists() and not said
-    scored = _score(outcome(("reb",)), said.append)
+    scored = _score(outcome(("reb",)), None, said.append)
     reb = scored.document["scores"]["reb"]
     assert reb["C5"]["failure_category"] == "missing_report"
     assert said[0].startswith("REB scoring: C0 failure (synth pass, by synth): REB's pyright "

@@ -29,6 +29,7 @@ from synth.plugins.reb.probes import (
 from synth.plugins.reb.results import read_results
 from synth.pyramid.result import LevelResult, Report
 from synth.verify.command import ProbeContext, Target, VerifyOptions, probe_context, verify
+from tests.distill_runs import NO_ENGINE
 from tests.unit.test_reb_contract import _doc, _reb_task
 
 
@@ -62,7 +63,7 @@ def test_assets_options_are_checked_first(tmp_path: Path, kw: dict[str, Any],
                                           message: str) -> None:
     settings = Settings.load(artifacts_dir=tmp_path)
     with pytest.raises(UsageError, match=message):
-        verify(VerifyOptions(target=str(tmp_path / "nothing"), **kw), settings)
+        verify(VerifyOptions(target=str(tmp_path / "nothing"), **kw), settings, NO_ENGINE)
 
 
 def test_cli_passes_the_assets_options_through(tmp_path: Path) -> None:
@@ -261,7 +262,7 @@ def test_cli_scoring_reaches_the_verify_options(tmp_path: Path,
 
     seen: list[tuple[str, ...]] = []
 
-    def fake_verify(opts: VerifyOptions, settings: Settings) -> Any:
+    def fake_verify(opts: VerifyOptions, settings: Settings, engine: Any) -> Any:
         seen.append(opts.scoring)
         raise UsageError("stop here")
 

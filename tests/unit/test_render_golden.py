@@ -11,14 +11,15 @@ import hashlib
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from distill_runs import cmd, deb, dist, make_run_dir, system_python, venv
+from distill_runs import NO_ENGINE, cmd, deb, dist, make_run_dir, system_python, venv
 
 from synth.config import Settings
 from synth.distill.plan import PythonEnvPlan
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.export.lock import Lock, LockedPin, LockTarget
 from synth.export.metadata import CitationOptions
 from synth.export.render import environment, shvalue, templates_dir
@@ -90,9 +91,9 @@ CITATION = CitationOptions(authors=("Ada Lovelace <ada@example.org>",), license=
 
 
 def _export(tmp: Path, out: Path) -> Path:
-    return export_run(_run(tmp), Settings.load(artifacts_dir=tmp), out_dir=out,
-                      locker=fake_locker, hash_downloads=False,
-                      citation=CITATION).artifact_dir
+    return export_run(ExportOptions(
+        _run(tmp), out_dir=out, locker=fake_locker, ask_live=False, citation=CITATION),
+        Settings.load(artifacts_dir=tmp), NO_ENGINE).artifact_dir
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -119,13 +120,13 @@ def test_golden(tmp_path: Path) -> None:
 def test_export_twice_is_byte_identical(tmp_path: Path) -> None:
     run_dir = _run(tmp_path)
     settings = Settings.load(artifacts_dir=tmp_path)
-    kw = {"locker": fake_locker, "hash_downloads": False}
-    a = export_run(run_dir, settings, out_dir=tmp_path / "a", **kw).artifact_dir  # type: ignore[arg-type]
-    b = export_run(run_dir, settings, out_dir=tmp_path / "b", **kw).artifact_dir  # type: ignore[arg-type]
+    opts = ExportOptions(run_dir, locker=fake_locker, ask_live=False)
+    a = export_run(replace(opts, out_dir=tmp_path / "a"), settings, NO_ENGINE).artifact_dir
+    b = export_run(replace(opts, out_dir=tmp_path / "b"), settings, NO_ENGINE).artifact_dir
     assert _files(a) == _files(b)
     # Re-exporting in place (--force) replaces the artifact atomically, same bytes.
     before = _files(a)
-    export_run(run_dir, settings, out_dir=tmp_path / "a", force=True, **kw)  # type: ignore[arg-type]
+    export_run(replace(opts, out_dir=tmp_path / "a", force=True), settings, NO_ENGINE)
     assert _files(a) == before
 
 
@@ -138,8 +139,9 @@ def test_the_report_is_freed_without_the_cyclic_collector(tmp_path: Path) -> Non
     gc.disable()
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
-        export_run(run_dir, Settings.load(artifacts_dir=tmp_path), out_dir=tmp_path / "out",
-                   locker=fake_locker, hash_downloads=False)
+        export_run(ExportOptions(
+            run_dir, out_dir=tmp_path / "out", locker=fake_locker, ask_live=False),
+            Settings.load(artifacts_dir=tmp_path), NO_ENGINE)
         gc.collect()
         left = {type(o).__name__ for o in gc.garbage}
     finally:

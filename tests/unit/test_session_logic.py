@@ -14,8 +14,14 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import NotFoundError, UsageError
-from synth.record import ExecAgent, ReplayAgent, ShellAgent
-from synth.record.agents import make_agent, parse_mount, secret_values
+from synth.record.agents import (
+    ExecAgent,
+    ReplayAgent,
+    ShellAgent,
+    make_agent,
+    parse_mount,
+    secret_values,
+)
 from synth.record.claims import validate_claims
 from synth.record.lease import lease_command
 from synth.record.rundir import RUN_ID_RE, find_run, list_runs, new_run_id

@@ -7,6 +7,10 @@
 - Probes are stdlib-only and all live in synth/pyramid/probes/: tests/unit/test_verify_probes.py.
 - synth/pyramid/ loads no other synth module, in a fresh interpreter:
   tests/unit/test_verify_standalone.py.
+- No function imports a synth module outside synth/cli/ (whose command bodies import what
+  they run, so that ``synth --help`` stays fast): a dependency is declared at the top of its
+  module, where import-linter sees it, unless ``DEFERRED_IMPORTS`` says why not.
+- ``synth --help``, ``synth task check`` and ``synth export --plan`` never load docker-py.
 
 Each violation is named ``"<rule> <path>::<function>"`` (stable when lines move).
 Any violation fails. ``EXEMPT`` lists the few places the rule does not mean, each with its reason.
@@ -21,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from distill_runs import cmd, make_run_dir
 
 from synth.formats import store
 
@@ -261,6 +266,54 @@ def verify_imports_synth() -> set[str]:
             and any(m == "synth" or m.startswith("synth.") for m in _imports(tree))}
 
 
+# ------------------------------------------------------------------ function-level imports
+#: Function-level imports of synth modules outside synth/cli/, each with its reason.
+DEFERRED_IMPORTS = frozenset({
+    # libcst is an optional, heavy third-party library (a target environment may lack it):
+    # only `verify --scanner libcst` loads the scanner that needs it.
+    "deferred-import synth/pyramid/c0_scan.py::_scan_libcst",
+    # The session's watchdog runs as a process of its own that outlives synth; docker-py is
+    # loaded (and an engine handle opened) in that process only, never on synth's side,
+    # where the session reaches the engine through the protocols of synth/engine/base.py.
+    "deferred-import synth/record/watchdog.py::stop_container",
+})
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _synth_import(node: ast.AST) -> bool:
+    if isinstance(node, ast.Import):
+        return any(a.name == "synth" or a.name.startswith("synth.") for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return bool(node.level) or node.module == "synth" or bool(
+            node.module and node.module.startswith("synth."))
+    return False
+
+
+def _deferred_in(node: ast.AST, where: str, inside: bool) -> Iterator[str]:
+    """Imports of synth inside a function (``inside``), a ``TYPE_CHECKING`` block left out."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child):
+            continue
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield from _deferred_in(child, f"{where}{child.name}.", True)
+        elif isinstance(child, ast.ClassDef):
+            yield from _deferred_in(child, f"{where}{child.name}.", inside)
+        elif inside and _synth_import(child):
+            yield where.rstrip(".")
+        else:
+            yield from _deferred_in(child, where, inside)
+
+
+def deferred_imports() -> set[str]:
+    return {f"deferred-import {rel}::{name}" for rel, tree in _sources()
+            if not rel.startswith("synth/cli/") for name in _deferred_in(tree, "", False)}
+
+
 def _check(found: set[str]) -> None:
     found = sorted(found - EXEMPT)
     assert not found, "structure violations: " + ", ".join(found)
@@ -271,6 +324,14 @@ def test_exemptions_are_still_needed() -> None:
              | verify_imports_synth())
     unused = sorted(EXEMPT - found)
     assert not unused, "no longer matched, remove from EXEMPT: " + ", ".join(unused)
+    unused = sorted(DEFERRED_IMPORTS - deferred_imports())
+    assert not unused, "no longer matched, remove from DEFERRED_IMPORTS: " + ", ".join(unused)
+
+
+def test_no_function_imports_synth_to_hide_a_dependency() -> None:
+    found = sorted(deferred_imports() - DEFERRED_IMPORTS)
+    assert not found, ("move these imports to the top of their module (or say in "
+                       "DEFERRED_IMPORTS why not): " + ", ".join(found))
 
 
 def test_functions_and_commands_are_short() -> None:
@@ -316,3 +377,45 @@ def test_pure_packages_do_not_load_docker(package: str) -> None:
                 "    importlib.import_module(m)\n"
                 "    assert 'docker' not in sys.modules, m\n")
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["--help"],
+    ["task", "check", "tasks/numpy-ext"],
+    ["export", "--plan", "--artifacts", "{artifacts}"],
+])
+def test_commands_that_need_no_engine_do_not_load_docker(args: list[str],
+                                                         tmp_path: Path) -> None:
+    # The engine handle is opened by the commands that use it (synth.cli.app.open_engine):
+    # these never ask it, so docker-py is never imported.
+    make_run_dir(tmp_path, [cmd("python3 -m venv /opt/venv")])
+    argv = [a.replace("{artifacts}", str(tmp_path)) for a in args]
+    proc = _run("import sys\n"
+                "from synth.cli import main\n"
+                f"sys.argv = ['synth', *{argv!r}]\n"
+                "try:\n"
+                "    main()\n"
+                "except SystemExit as exc:\n"
+                "    assert exc.code in (0, None), exc.code\n"
+                "assert 'docker' not in sys.modules, 'docker-py was loaded'\n")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_command_options_are_frozen() -> None:
+    """Each command builds one options object and passes it on with the settings (and the
+    engine): a frozen dataclass, with no list, dict or set a callee could change."""
+    from dataclasses import fields, is_dataclass
+
+    from synth.bench.run import BenchOptions
+    from synth.cli.demo import DemoOptions
+    from synth.compare.load import DiffOptions
+    from synth.export.artifact import ExportOptions
+    from synth.record.runner import RunOptions
+    from synth.verify.outcome import VerifyOptions
+
+    for kind in (RunOptions, ExportOptions, VerifyOptions, DiffOptions, BenchOptions,
+                 DemoOptions):
+        assert is_dataclass(kind) and kind.__dataclass_params__.frozen, kind  # type: ignore[attr-defined]
+        mutable = [f.name for f in fields(kind)
+                   if str(f.type).startswith(("list[", "dict[", "set[", "Mapping", "Sequence"))]
+        assert not mutable, (kind.__name__, mutable)

@@ -14,12 +14,12 @@ from typing import Any
 from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.formats.schemas import validate
 from synth.formats.store import ArtifactDir
 from synth.formats.verify import VerifyDocument
 from synth.verify.record import changes, verification_record, write_record
-from tests.distill_runs import fake_base, manifest
+from tests.distill_runs import NO_ENGINE, fake_base, manifest
 from tests.verify_outcomes import full_verify
 
 DIGEST = "sha256:" + "c" * 64
@@ -104,9 +104,9 @@ def test_an_unreadable_record_is_named_and_replaced(tmp_path: Path) -> None:
 
 def _export(tmp: Path, out: Path, **kw: Any) -> Path:
     run_dir = next(tmp.glob("runs/*/*"), None) or _run(tmp)
-    return export_run(run_dir, Settings.load(artifacts_dir=tmp), out_dir=out,
-                      locker=fake_locker, hash_downloads=False, save_base=fake_base(run_dir),
-                      **kw).artifact_dir
+    return export_run(ExportOptions(run_dir, out_dir=out, locker=fake_locker, ask_live=False,
+                                    save_base=fake_base(run_dir), **kw),
+                      Settings.load(artifacts_dir=tmp), NO_ENGINE).artifact_dir
 
 
 def test_a_re_export_keeps_the_record_and_the_archive_carries_it(tmp_path: Path) -> None:

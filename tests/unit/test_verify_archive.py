@@ -18,17 +18,18 @@ from test_render_golden import _run, fake_locker
 
 from synth.config import Settings
 from synth.errors import InputFileError, SynthError, VerifyError
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.verify.archive import check_folder_against_archive, unpack_checked
 from synth.verify.rebuild import check_artifact
+from tests.distill_runs import NO_ENGINE
 from tests.fuzz_inputs import run_cli
 
 
 def _published(tmp_path: Path) -> tuple[Path, Path]:
     run_dir = _run(tmp_path)
-    result = export_run(run_dir, Settings.load(artifacts_dir=tmp_path),
-                        out_dir=tmp_path / "pub" / "export", locker=fake_locker,
-                        hash_downloads=False, archive=True)
+    result = export_run(ExportOptions(run_dir, out_dir=tmp_path / "pub" / "export",
+                                      locker=fake_locker, ask_live=False, archive=True),
+                        Settings.load(artifacts_dir=tmp_path), NO_ENGINE)
     assert result.archive is not None
     return result.artifact_dir, result.archive
 

@@ -16,7 +16,7 @@ from synth.errors import UsageError
 from synth.formats.verify import VerifyDocument
 from synth.ui.verify_view import render_markdown
 from synth.verify.command import VerifyOptions, parse_levels, resolve_target, verify
-from tests.distill_runs import manifest
+from tests.distill_runs import NO_ENGINE, manifest
 from tests.verify_outcomes import full_verify
 
 SYNTH = [sys.executable, "-m", "synth"]
@@ -70,7 +70,7 @@ def test_failing_entrypoint_exits_1(tmp_path: Path) -> None:
     outcome = verify(
         VerifyOptions(target=str(task_dir), runtime="host", python=Path(sys.executable),
                       out_dir=tmp_path / "o", levels=parse_levels("C0,C1")),
-        Settings.load(artifacts_dir=tmp_path / "art"), say=lambda _m: None)
+        Settings.load(artifacts_dir=tmp_path / "art"), None, say=lambda _m: None)
     assert outcome.exit_code == 1
     c1 = outcome.reports["host"].get("C1")
     assert c1 is not None and c1.summary == "fail: CPU entrypoint failed (exit 3)"
@@ -80,7 +80,7 @@ def test_failing_entrypoint_exits_1(tmp_path: Path) -> None:
     ok = verify(
         VerifyOptions(target=str(task_dir), runtime="host", python=Path(sys.executable),
                       out_dir=tmp_path / "o2", levels=parse_levels("C0,C1"), require="C0"),
-        Settings.load(artifacts_dir=tmp_path / "art"), say=lambda _m: None)
+        Settings.load(artifacts_dir=tmp_path / "art"), None, say=lambda _m: None)
     assert ok.exit_code == 0
 
 
@@ -93,9 +93,10 @@ def test_usage_errors(tmp_path: Path) -> None:
     target = resolve_target(str(art), settings, "docker")
     assert target.kind == "artifact"
     with pytest.raises(UsageError, match="--rebuild"):
-        verify(VerifyOptions(target=str(art)), settings, say=lambda _m: None)
+        verify(VerifyOptions(target=str(art)), settings, NO_ENGINE, say=lambda _m: None)
     with pytest.raises(UsageError, match="--python"):
-        verify(VerifyOptions(target=str(art), runtime="host"), settings, say=lambda _m: None)
+        verify(VerifyOptions(target=str(art), runtime="host"), settings, None,
+               say=lambda _m: None)
     with pytest.raises(UsageError, match="unknown level"):
         parse_levels("C0,C9")
 
@@ -245,7 +246,8 @@ def test_an_identical_export_is_reused_not_redone(tmp_path: Path) -> None:
     found, why = reusable_export(run_dir)
     assert found == run_dir / "export", why
     said: list[str] = []
-    use = artifact_for_run(run_dir, Settings.load(artifacts_dir=tmp_path), said.append)
+    use = artifact_for_run(run_dir, Settings.load(artifacts_dir=tmp_path), NO_ENGINE,
+                           said.append)
     assert use.reused is True and use.artifact_dir == run_dir / "export"
     assert use.to_json()["reused"] is True
     assert said == [f"Reusing the existing export {run_dir / 'export'} ({why})"]

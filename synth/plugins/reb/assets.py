@@ -25,16 +25,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import TYPE_CHECKING
 
-from synth.engine.base import ContainerSpec, Mount
+from synth.engine.base import ContainerSpec, Engine, EngineContainer, Mount
 from synth.errors import EngineError, UsageError
 from synth.plugins.reb.importer import ASSETS_SCRIPT
 from synth.plugins.reb.profile import task_profile
 from synth.plugins.reb.session import REPORT_PATH
-
-if TYPE_CHECKING:
-    from synth.engine.docker import Container, DockerEngine
 
 SCRIPTS_MOUNT = "/synth/reb-scripts"
 CACHE_MOUNT = "/synth/assets-cache"
@@ -111,7 +107,7 @@ class PreparedAssets:
 
 
 @contextmanager
-def prepare_assets(engine: DockerEngine, image: str, plan: AssetsPlan) -> Iterator[PreparedAssets]:
+def prepare_assets(engine: Engine, image: str, plan: AssetsPlan) -> Iterator[PreparedAssets]:
     """Run the step in a container from ``image``; the result lives while the context does."""
     start = time.monotonic()
     spec = ContainerSpec(image=image, mounts=plan.mounts(), network=plan.network,
@@ -128,22 +124,24 @@ def prepare_assets(engine: DockerEngine, image: str, plan: AssetsPlan) -> Iterat
         yield PreparedAssets(res.exit_code, time.monotonic() - start, tail, tuple(archives))
 
 
-def install_assets(c: Container, assets: PreparedAssets) -> None:
+def install_assets(c: EngineContainer, assets: PreparedAssets) -> None:
     """Put what the assets step left into a container the probes will run in."""
     for parent, tar in assets.archives:
         c.exec(["mkdir", "-p", parent])
         with tar.open("rb") as fh:
-            if not c.raw.put_archive(parent, fh):
+            try:
+                c.put_archive(parent, fh)
+            except EngineError as exc:
                 raise EngineError(f"Installing the REB assets into {c.description}:{parent} "
-                                  "failed.")
+                                  "failed.") from exc
 
 
 @contextmanager
-def assets_for(engine: DockerEngine, image: str, task_dir: Path | None, *,
+def assets_for(engine: Engine, image: str, task_dir: Path | None, *,
                workdir: str = "/workspace", cache_dir: Path | None = None,
                offline: bool = False, claims: Path | None = None,
                say: Callable[[str], None] | None = None,
-               ) -> Iterator[Callable[[Container], None] | None]:
+               ) -> Iterator[Callable[[EngineContainer], None] | None]:
     """For verify: the assets step of ``task_dir`` run once on ``image``, yielding the
     function that installs its result into a probe container (None: no assets step).
 

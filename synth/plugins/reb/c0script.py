@@ -31,11 +31,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synth.engine.base import ContainerSpec, Mount
+from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.plugins.reb.session import REPORT_PATH
 
 if TYPE_CHECKING:
-    from synth.engine.docker import DockerEngine
     from synth.plugins.reb.pyright import PyrightInstall
 
 SCRIPT = "run_pyright_missing_imports.sh"
@@ -69,7 +68,7 @@ def command(workdir: str, takes_repo: bool) -> str:
         f"bash benchmark_scripts/{SCRIPT}{repo}"])
 
 
-def run_reb_c0(engine: DockerEngine, image: str, workdir: str, scripts: Path,
+def run_reb_c0(engine: Engine, image: str, workdir: str, scripts: Path,
                claims: Path | None, install: PyrightInstall) -> dict[str, Any]:
     """REB's ``pyright`` stage file as the repository's own script wrote it, or a REB-shaped
     failure saying why there is none (REB's reader counts a missing file as a failure)."""

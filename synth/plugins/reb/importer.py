@@ -47,6 +47,7 @@ from typing import Any
 
 from synth.engine.base_images import RESEARCH_BASE
 from synth.errors import InputFileError, TaskError, UsageError
+from synth.formats import artifact_files
 from synth.formats.store import parse_json
 from synth.formats.task import commit_problem, repo_url_problem
 from synth.plugins.reb import categories
@@ -118,13 +119,15 @@ def read_manifest(reb_dir: Path) -> list[RebRepo]:
     data = _read_json(reb_dir, MANIFEST)
     entries = data.get("repos", data.get("repositories")) if isinstance(data, dict) else data
     if not isinstance(entries, list):
-        raise TaskError(f"{path}: expected a list of repositories (or {{\"repos\": [...]}}).")
+        raise TaskError(f"{path}: expected a list of repositories (or {{\"repos\": [...]}}).",
+                        path=path)
     repos = [_repo(path, i, entry) for i, entry in enumerate(entries)]
     seen: dict[str, int] = {}
     for i, repo in enumerate(repos):
         if repo.task_name in seen:
             raise TaskError(f"{path}: entry {seen[repo.task_name]} and entry {i} both make "
-                            f"the task name {repo.task_name!r} (from their repo_id).")
+                            f"the task name {repo.task_name!r} (from their repo_id).",
+                            path=path, field=f"[{i}].repo_id")
         seen[repo.task_name] = i
     return repos
 
@@ -132,24 +135,27 @@ def read_manifest(reb_dir: Path) -> list[RebRepo]:
 def _repo(path: Path, i: int, entry: object) -> RebRepo:
     """One manifest entry, every field synth uses checked; errors name the entry."""
     if not isinstance(entry, dict):
-        raise TaskError(f"{path}: entry {i} is not an object.")
+        raise TaskError(f"{path}: entry {i} is not an object.", path=path, field=f"[{i}]")
     repo_id = entry.get("repo_id")
     where = f"{path}: entry {i}" + (f" ({repo_id[:100]!r})" if isinstance(repo_id, str) else "")
     missing = [k for k in REQUIRED if not isinstance(entry.get(k), str) or not entry[k]]
     if missing:
-        raise TaskError(f"{where}: field(s) {', '.join(missing)} missing or not a string.")
+        raise TaskError(f"{where}: field(s) {', '.join(missing)} missing or not a string.",
+                        path=path, field=f"[{i}].{missing[0]}")
     for key in REQUIRED:
         value = entry[key]
         if len(value) > MAX_FIELD_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in value):
             raise TaskError(f"{where}: `{key}` is over {MAX_FIELD_CHARS} characters or holds "
-                            "control characters.")
+                            "control characters.", path=path, field=f"[{i}].{key}")
     for key, problem in (("commit_sha", commit_problem(entry["commit_sha"])),
                          ("repo_url", repo_url_problem(entry["repo_url"]))):
         if problem:
-            raise TaskError(f"{where}: `{key}` {entry[key][:200]!r} {problem}.")
+            raise TaskError(f"{where}: `{key}` {entry[key][:200]!r} {problem}.", path=path,
+                            field=f"[{i}].{key}")
     bucket = entry.get("hardware_bucket")
     if bucket is not None and not isinstance(bucket, str):
-        raise TaskError(f"{where}: `hardware_bucket` is not a string.")
+        raise TaskError(f"{where}: `hardware_bucket` is not a string.", path=path,
+                        field=f"[{i}].hardware_bucket")
     return RebRepo(entry["repo_id"], entry["repo_url"], entry["commit_sha"],
                    bucket or "", entry)
 
@@ -159,7 +165,7 @@ def parse_mirrors(items: list[str]) -> dict[str, str]:
     for item in items:
         url, sep, path = item.partition("=")
         if not sep or not url or not path:
-            raise UsageError(f"--mirror {item!r}: expected URL=PATH.")
+            raise UsageError(f"--mirror {item!r}: expected URL=PATH.", option="--mirror")
         # A local mirror is a file:// URL, the form a task's repo.url takes for one.
         mirrors[url] = Path(path).expanduser().resolve().as_uri()
     return mirrors
@@ -324,7 +330,8 @@ def read_c0_totals(reb_dir: Path) -> dict[str, int]:
     data = _read_json(reb_dir, C0_TOTALS)
     repos = data.get("repos") if isinstance(data, dict) else None
     if not isinstance(repos, dict):
-        raise TaskError(f"{path}: expected {{\"repos\": {{\"owner/repo\": N, ...}}}}.")
+        raise TaskError(f"{path}: expected {{\"repos\": {{\"owner/repo\": N, ...}}}}.",
+                        path=path)
     return {str(k).strip().lower(): v for k, v in repos.items()
             if isinstance(v, int) and not isinstance(v, bool) and v > 0}
 
@@ -380,7 +387,7 @@ def import_reb(reb_dir: Path, out_dir: Path, repo_ids: list[str] | None = None,
     unknown = sorted(set(repo_ids or ()) - known)
     if unknown:
         raise UsageError(f"--repo {', '.join(unknown)}: not in the manifest.",
-                         hint=f"Known: {', '.join(sorted(known))}.")
+                         hint=f"Known: {', '.join(sorted(known))}.", option="--repo")
     totals = read_c0_totals(reb_dir)
     rows = read_categories(reb_dir)
     tasks: dict[str, dict[str, tuple[bytes, bool]]] = {}
@@ -457,8 +464,6 @@ def check_import_destination(out_dir: Path, reb_dir: Path,
 
 def _check_unchanged(task_dir: Path, recorded: Mapping[str, Any] | None) -> None:
     """The task folder holds exactly the files synth wrote there, unchanged."""
-    from synth.formats import artifact_files
-
     if recorded is None or task_dir.is_symlink() or not task_dir.is_dir():
         raise UsageError(f"{task_dir} was not written by synth's import; synth will not "
                          "replace it.", hint="Move it away, or import into a new folder.")

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from synth.engine.base import Mount
+from synth.engine.base import Engine, EngineContainer, Mount
 from synth.formats.verify import VerifyDocument
 from synth.plugins.reb import assets, jobs, probes, scoring, session
 from synth.plugins.reb.profile import profile_errors, task_profile
@@ -26,7 +26,7 @@ class RebProfile(BaseProfile):
     def owns(self, task_dir: Path | None) -> bool:
         return task_profile(task_dir) == "reb"
 
-    def session_setup(self, container: Any) -> None:
+    def session_setup(self, container: EngineContainer) -> None:
         session.offer_report_path(container)
 
     def claims_paths(self) -> tuple[str, ...]:
@@ -41,20 +41,22 @@ class RebProfile(BaseProfile):
                   if scripts is not None and scripts.is_dir() else [])
         return [*session.report_mount(site.claims), *folder]
 
-    def assets(self, engine: Any, site: ProbeSite,
+    def assets(self, engine: Engine, site: ProbeSite,
                say: Say) -> AbstractContextManager[Install | None]:
         return assets.assets_for(engine, site.image, site.task_dir, workdir=site.workdir,
                                  cache_dir=site.assets_cache, offline=site.assets_offline,
                                  claims=site.claims, say=say)
 
-    def before_probes(self, container: Any, site: ProbeSite) -> None:
+    def before_probes(self, container: EngineContainer, site: ProbeSite) -> None:
         probes.before_probes(container, site.workdir)
 
-    def after_probes(self, container: Any, report: Report, site: ProbeSite) -> Report:
+    def after_probes(self, container: EngineContainer, report: Report,
+                     site: ProbeSite) -> Report:
         return probes.after_probes(container, report, site.workdir)
 
-    def score(self, name: str, outcome: Any, say: Say) -> dict[str, Any]:
-        return scoring.score_verification(outcome, say)
+    def score(self, name: str, outcome: Any, engine: Engine | None,
+              say: Say) -> dict[str, Any]:
+        return scoring.score_verification(outcome, engine, say)
 
     def bench_cell(self, doc: VerifyDocument, task_dir: Path, record: Mapping[str, Any],
                    files: Mapping[str, str], cell_dir: Path) -> None:
@@ -62,7 +64,7 @@ class RebProfile(BaseProfile):
         # folder's name (cells/<cell> is two levels under it), the agent as the baseline;
         # C5 by REB's rules where REB's validator did not run (no container here for C0).
         text = files.get("claims.json")
-        stages = scoring.reb_stages(doc, scoring.claims_of_text(text), run_pyright=False)
+        stages = scoring.reb_stages(doc, scoring.claims_of_text(text), pyright=False)
         jobs.bench_job(doc, task_dir, record, text, cell_dir / "reb",
                        run_id=cell_dir.parent.parent.name, overrides=stages)
 

@@ -26,12 +26,9 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from synth.engine.base import ContainerSpec, Mount
-
-if TYPE_CHECKING:
-    from synth.engine.docker import DockerEngine
+from synth.engine.base import ContainerSpec, Engine, Mount
 
 MOUNT = "/synth/pyright"
 _EXCLUDED = (".git", ".venv", "venv", "node_modules", "build_output", "benchmark_assets",
@@ -114,7 +111,7 @@ def command(python: str) -> str:
         run])
 
 
-def run_pyright(engine: DockerEngine, image: str, python: str, workdir: str,
+def run_pyright(engine: Engine, image: str, python: str, workdir: str,
                 install: PyrightInstall, timeout: int = 900) -> dict[str, Any]:
     """pyright's ``--outputjson`` document and the repository's own package count, or
     ``{"error": why}``."""

@@ -33,6 +33,7 @@ from typing import Any
 
 from synth.errors import UsageError
 from synth.formats.verify import VerifyDocument
+from synth.plugins.reb.categories import stage_skips
 from synth.plugins.reb.stages import cuda_stage
 from synth.pyramid.result import Level, LevelResult, Report
 from synth.util import atomic, safe_io
@@ -200,8 +201,6 @@ def apply_skip_overrides(stages: dict[str, dict[str, Any]],
     """REB m2's ``_apply_categories_skip_overrides``: each stage the categories file marks
     unsupported is ``skipped`` with REB's reason unless it already says so; the stages
     rewritten."""
-    from synth.plugins.reb.categories import stage_skips
-
     applied = []
     for stage, reason in stage_skips(applicability).items():
         data = stages.get(stage) or {}

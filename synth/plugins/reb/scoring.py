@@ -32,11 +32,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synth.errors import InputFileError
+from synth.engine.base import Engine
+from synth.errors import InputFileError, UsageError
 from synth.formats.claims import Claims
-from synth.formats.store import ArtifactDir, RunDir
+from synth.formats.store import CLAIMS, ArtifactDir, RunDir, parse_text, read_claims, read_verify
 from synth.formats.verify import VerifyDocument
 from synth.plugins.reb import jobs
+from synth.plugins.reb.c0script import run_reb_c0, script_of
+from synth.plugins.reb.pyright import find_pyright, run_pyright
 from synth.plugins.reb.results import CAPTURED, TASKS, TIMEOUTS, blank_assets
 from synth.plugins.reb.stages import checks as _checks
 from synth.plugins.reb.stages import cuda_stage, multi_gpu_stage
@@ -172,13 +175,12 @@ def score_c0(pyright: Mapping[str, Any] | None, total: int | None,
 
 
 def _pyright(report: Report, task_dir: Path | None, claims: Claims | str | None,
-             claims_file: Path | None) -> tuple[dict[str, Any] | None, str]:
+             claims_file: Path | None, engine: Engine | None,
+             ) -> tuple[dict[str, Any] | None, str]:
     """REB's C0 as REB runs it (the repository's own ``run_pyright_missing_imports.sh``,
     :mod:`synth.plugins.reb.c0script`) where the task has it, else synth's pyright run
-    (:mod:`synth.plugins.reb.pyright`), in the image under test; or (None, why not)."""
-    from synth.plugins.reb.c0script import run_reb_c0, script_of
-    from synth.plugins.reb.pyright import find_pyright, run_pyright
-
+    (:mod:`synth.plugins.reb.pyright`), in the image under test on ``engine``; or (None,
+    why not)."""
     target = report.target
     install = find_pyright()
     if install is None:
@@ -186,18 +188,18 @@ def _pyright(report: Report, task_dir: Path | None, claims: Claims | str | None,
                       "SYNTH_PYRIGHT=a folder it was installed into with --target)")
     if not target.get("image"):
         return None, f"the {target.get('kind')} target is not an image: REB's C0 runs in one"
-    from synth.engine.docker import DockerEngine
-
+    if engine is None:
+        return None, "no container engine to run pyright in"
     image, workdir = str(target["image"]), str(target.get("workdir") or "/workspace")
     scripts = script_of(task_dir)
     if scripts is not None:
-        return {"reb": run_reb_c0(DockerEngine.connect(), image, workdir, scripts,
+        return {"reb": run_reb_c0(engine, image, workdir, scripts,
                                   claims_file, install)}, ""
     python = str(target.get("python") or "python3")
     seen = _checks(report).get("python_path", {}).get("observed")
     if isinstance(claims, Claims) and claims.python_path is not None and seen:
         python = claims.python_path  # REB runs pyright with the report's python
-    return run_pyright(DockerEngine.connect(), image, python, workdir, install), ""
+    return run_pyright(engine, image, python, workdir, install), ""
 
 
 def _claims(doc: VerifyDocument) -> Claims | str | None:
@@ -216,8 +218,6 @@ def claims_of_text(text: str | None) -> Claims | str | None:
     """A bench cell's ``claims.json`` as the store reads it (None: none; a str: why not)."""
     if text is None:
         return None
-    from synth.formats.store import CLAIMS, parse_text
-
     try:
         return parse_text(text, CLAIMS, "claims.json")
     except InputFileError as exc:
@@ -237,13 +237,14 @@ def _common(stage: str, data: dict[str, Any]) -> dict[str, Any]:
             "failure_category": "", "error_excerpt": "", **data}
 
 
-def reb_stages(doc: VerifyDocument, claims: Claims | str | None, *,
-               claims_file: Path | None = None, run_pyright: bool = True,
-               new_claims: bool = False) -> dict[str, dict[str, Any]]:
+def reb_stages(doc: VerifyDocument, claims: Claims | str | None,
+               engine: Engine | None = None, *, claims_file: Path | None = None,
+               pyright: bool = True, new_claims: bool = False) -> dict[str, dict[str, Any]]:
     """REB's C0 and C5 stages for the deciding report (and REB's CUDA stage where C2 ran):
     C5 is REB's own validator where it ran in the probe container on these claims, else
     synth's rules (:func:`score_c5`) on the evidence; C0 REB's own script where the task
-    has it. ``new_claims``: ``claims`` are not the ones the verification saw."""
+    has it, run on ``engine`` (``pyright`` False: not run). ``new_claims``: ``claims`` are
+    not the ones the verification saw."""
     task_dir = jobs.task_dir_of(doc)
     total_doc = jobs.read_json(task_dir / "reb" / "c0_total.json") if task_dir else None
     total = (total_doc or {}).get("total")
@@ -252,16 +253,16 @@ def reb_stages(doc: VerifyDocument, claims: Claims | str | None, *,
     stages = {}
     if new_claims or not isinstance(captured.get("hallucination"), dict):
         stages["hallucination"] = _common("hallucination", score_c5(claims, report))
-    pyright, why = (_pyright(report, task_dir, claims, claims_file) if run_pyright
-                    else (None, "not asked"))
-    if pyright is None:  # synth's C0 scan stays the measurement: never "0 missing" unsaid
+    found, why = (_pyright(report, task_dir, claims, claims_file, engine) if pyright
+                  else (None, "not asked"))
+    if found is None:  # synth's C0 scan stays the measurement: never "0 missing" unsaid
         stages["pyright"] = {"c0_note": f"REB's pyright not run ({why}): the counts are "
                              "synth's C0 scan's (REB's rule: distinct top-level modules)"}
-    elif "reb" in pyright:
-        stages["pyright"] = pyright["reb"]
+    elif "reb" in found:
+        stages["pyright"] = found["reb"]
     else:
         stages["pyright"] = _common("pyright", score_c0(
-            pyright, total if isinstance(total, int) else None, why))
+            found, total if isinstance(total, int) else None, why))
     cuda = cuda_stage(report)
     if cuda is not None and not isinstance(captured.get("cuda"), dict):
         stages["cuda"] = {"status": cuda["status"], "exit_code": cuda["exit_code"]}
@@ -289,18 +290,19 @@ def _summary(report: Report, job_dir: Path) -> dict[str, Any]:
                    "by": "reb script" if c5.get("captured") else "synth"}}
 
 
-def score(doc: VerifyDocument, out_dir: Path, *, run_pyright: bool = True,
+def score(doc: VerifyDocument, out_dir: Path, engine: Engine | None, *, pyright: bool = True,
           stored_claims: bool = True, claims: Claims | str | None = None,
           claims_file: Path | None = None,
           scored_by: str = "synth verify --scoring reb") -> dict[str, Any]:
     """Score the deciding report as REB does; write ``out_dir/reb/`` (a REB job folder and
-    ``scoring.json``); the summary, synth's own verdicts beside REB's. ``run_pyright``
-    False leaves REB's C0 to synth's scan; ``stored_claims`` False scores ``claims`` (its
-    file ``claims_file``) instead of the verified target's (``synth reb score``)."""
+    ``scoring.json``); the summary, synth's own verdicts beside REB's. pyright runs on
+    ``engine``; ``pyright`` False leaves REB's C0 to synth's scan; ``stored_claims`` False
+    scores ``claims`` (its file ``claims_file``) instead of the verified target's (``synth
+    reb score``)."""
     if stored_claims:
         claims_file, claims = _claims_path(doc), _claims(doc)
     given = claims
-    stages = reb_stages(doc, given, claims_file=claims_file, run_pyright=run_pyright,
+    stages = reb_stages(doc, given, engine, claims_file=claims_file, pyright=pyright,
                         new_claims=not stored_claims)
     task_dir = jobs.task_dir_of(doc)
     run = jobs.read_json(Path(doc.target.path) / "run.json") or {}
@@ -316,11 +318,13 @@ def score(doc: VerifyDocument, out_dir: Path, *, run_pyright: bool = True,
     return result
 
 
-def score_verification(outcome: VerifyOutcome, say: Say) -> dict[str, Any]:
+def score_verification(outcome: VerifyOutcome, engine: Engine | None,
+                       say: Say) -> dict[str, Any]:
     """``synth verify --scoring reb`` (the ``reb`` profile's scoring):
-    :func:`score` on the outcome's document, REB's files under ``<out>/reb/``, the two
-    summary lines said; the summary is what verify.json carries as ``scores.reb``."""
-    result = score(outcome.verify_document, outcome.out_dir)
+    :func:`score` on the outcome's document (pyright on ``engine``), REB's files under
+    ``<out>/reb/``, the two summary lines said; the summary is what verify.json carries as
+    ``scores.reb``."""
+    result = score(outcome.verify_document, outcome.out_dir, engine)
     say_scoring(result, say)
     return result
 
@@ -342,9 +346,6 @@ def rescore(verify: Path, claims_file: Path | None = None,
     instead of the target's claims when given; a new REB job folder in ``out_dir/reb``
     (default: beside the ``verify.json``). C0 is not measured again: the pyright stage is
     synth's C0 scan's, as stored."""
-    from synth.errors import UsageError
-    from synth.formats.store import read_claims, read_verify
-
     path = verify / "verify.json" if verify.is_dir() else verify
     if not path.is_file():
         raise UsageError(f"{verify}: no verify.json there.",
@@ -358,7 +359,7 @@ def rescore(verify: Path, claims_file: Path | None = None,
             claims = read_claims(claims_file)
         except InputFileError as exc:
             claims = exc.message
-    return score(doc, out_dir or path.parent, run_pyright=False,
+    return score(doc, out_dir or path.parent, None, pyright=False,
                  stored_claims=claims_file is None, claims=claims,
                  claims_file=claims_file.resolve() if claims_file else None,
                  scored_by="synth reb score")
