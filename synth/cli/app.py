@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
 
@@ -175,6 +175,14 @@ def _plain_help() -> None:
 _plain_help()
 
 
+def _exit_with(exc: SynthError) -> NoReturn:
+    if console.mode["debug"]:
+        raise exc
+    console.print_error(code=exc.exit_code, kind=type(exc).__name__, message=exc.message,
+                        hint=exc.hint)
+    sys.exit(exc.exit_code)
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     argv = _global_flags(sys.argv[1:])
@@ -183,11 +191,14 @@ def main() -> None:
         code = app(args=argv, standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
     except SynthError as exc:
-        if console.mode["debug"]:
+        _exit_with(exc)
+    except OSError as exc:
+        # A write path without its own wrapping still says "disk full" in synth's words.
+        from synth.util.disk import from_os_error, is_disk_full
+
+        if not is_disk_full(exc):
             raise
-        console.print_error(code=exc.exit_code, kind=type(exc).__name__, message=exc.message,
-                            hint=exc.hint)
-        sys.exit(exc.exit_code)
+        _exit_with(from_os_error(exc))
     except KeyboardInterrupt:
         console.err.print("interrupted; cleaned up.", markup=False)
         sys.exit(EXIT_INTERRUPTED)

@@ -12,6 +12,7 @@ from synth.errors import (
     EXIT_AGENT_FAILED,
     EXIT_AGENT_TIMEOUT,
     EXIT_INTERRUPTED,
+    DiskFullError,
     RunError,
 )
 from synth.ui import console
@@ -87,7 +88,8 @@ def run(
     if json_out:
         console.print_json(result.to_json())
     if not result.ok:
-        raise typer.Exit(_RUN_EXIT.get(result.status, RunError.exit_code))
+        raise typer.Exit(DiskFullError.exit_code if result.disk_full
+                         else _RUN_EXIT.get(result.status, RunError.exit_code))
 
 
 #: `synth run`'s exit code per run status other than succeeded (errors/exit codes).

@@ -56,6 +56,7 @@ from synth.formats.store import (
 )
 from synth.util import atomic, safe_io
 from synth.util.atomic import dumps_json
+from synth.util.disk import disk_full_as_error
 
 FORMATS = ("Dockerfile",)
 #: Beside a run's own ``export/``: the :func:`synth.source_digest` of the synth that wrote it.
@@ -355,17 +356,28 @@ def export_run(
         epoch=(epoch := publish.source_date_epoch(run)), bundle=bundle, settings=settings,
         staged=staged, citation=make_citation(plan, run, citation or CitationOptions(), epoch),
         dest=dest, save_base=save_base)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
-        tmp = Path(tmp_str) / "artifact"
-        warnings, summary = assemble_artifact(tmp, parts)
-        # Checked again right before the swap: the folder may have changed meanwhile.
-        check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
-        swap_into_place(tmp, dest, Path(tmp_str) / "old")
+    warnings, summary = write_into_place(parts, lambda: check_destination(
+        dest, run_dir, explicit=out_dir is not None, force=force))
     if out_dir is None:  # which synth made the run's own export (verify reuses it)
         atomic.write_text(run_dir / EXPORT_STAMP, source_digest() + "\n")
     result = ExportResult(artifact_dir=dest, plan=plan, warnings=warnings, bundle=summary)
     return write_archive(result, parts) if archive else result
+
+
+def write_into_place(parts: ArtifactParts, recheck: Callable[[], None]
+                     ) -> tuple[tuple[str, ...], dict[str, object] | None]:
+    """Assemble the artifact beside ``parts.dest`` and swap it in (``recheck`` right before
+    the swap: the folder may have changed meanwhile). A full disk ends it with the old
+    artifact, if any, in place and the error naming the file system."""
+    dest = parts.dest
+    with disk_full_as_error(dest):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
+            tmp = Path(tmp_str) / "artifact"
+            warnings, summary = assemble_artifact(tmp, parts)
+            recheck()
+            swap_into_place(tmp, dest, Path(tmp_str) / "old")
+    return warnings, summary
 
 
 def check_trust(run_dir: Path, *, allow_incomplete: bool) -> list[str]:

@@ -38,6 +38,7 @@ from synth.export.lock import Lock
 from synth.export.metadata import BaseFacts, Citation, Publication, base_facts
 from synth.formats import artifact_files
 from synth.util import atomic
+from synth.util.disk import disk_full_as_error
 
 RO_CRATE = "ro-crate-metadata.json"
 SBOM = "sbom.cdx.json"
@@ -404,6 +405,14 @@ def write_archive(artifact: Path, dest: Path, prefix: str, epoch: int) -> str:
                 path.lstat().st_mode)):
             raise ExportError(f"{path} exists and is not a file; synth will not replace it.")
     entries = list(artifact_files.walk(artifact))  # links as links, specials refused
+    with disk_full_as_error(dest):
+        digest = _write_tar_gz(artifact, entries, dest, prefix, epoch)
+        atomic.write_text(sums, f"{digest}  {dest.name}\n")
+    return digest
+
+
+def _write_tar_gz(artifact: Path, entries: list[artifact_files.Entry], dest: Path,
+                  prefix: str, epoch: int) -> str:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     tmp = Path(tmp_name)
     try:
@@ -422,7 +431,6 @@ def write_archive(artifact: Path, dest: Path, prefix: str, epoch: int) -> str:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    atomic.write_text(sums, f"{digest}  {dest.name}\n")
     return digest
 
 
