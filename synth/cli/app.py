@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 import typer
 
 from synth import __version__
+from synth.config import Settings
 from synth.errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -65,6 +66,16 @@ ArtifactsOpt = Annotated[
     typer.Option("--artifacts", help="Where runs and exports go (env SYNTH_ARTIFACTS).",
                  envvar="SYNTH_ARTIFACTS"),
 ]
+NoDiskCheckOpt = Annotated[bool, typer.Option(
+    "--no-disk-check", help="Skip the check of free disk space before the work starts (env "
+    "SYNTH_DISK_CHECK=0).")]
+
+
+def settings_of(artifacts: Path | None, ca_bundle: Path | None, wheelhouse: Path | None,
+                no_disk_check: bool) -> Settings:
+    """The settings of a command that takes these four options."""
+    return Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse,
+                         disk_check=not no_disk_check)
 
 MemoryOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--memory", help="Memory limit of the containers, no swap beyond it (e.g. 8g; default "

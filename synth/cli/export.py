@@ -16,7 +16,7 @@ from synth.ui import console
 if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
     from synth.export.artifact import ExportResult
     from synth.verify.push import Pushed
-from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app
+from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, settings_of
 
 #: How the published artifact is cited (synth.export.metadata) and where it is pushed.
 AuthorOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -86,7 +86,7 @@ def export_cmd(
     from synth.export.metadata import CitationOptions
 
     fmt, run_ref = _export_target(run_arg, fmt, run_opt)
-    settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    settings = settings_of(artifacts, ca_bundle, wheelhouse, no_disk_check=False)
     run_dir = find_export_run(settings, run_ref)
     if plan_only:
         console.write_json_text(plan_json_of(run_dir, include or ()))

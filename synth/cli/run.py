@@ -26,6 +26,7 @@ from synth.cli.app import (
     DiskOpt,
     JsonOpt,
     MemoryOpt,
+    NoDiskCheckOpt,
     PidsOpt,
     app,
     limits_of,
@@ -67,6 +68,7 @@ def run(
     disk: DiskOpt = None,
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
+    no_disk_check: NoDiskCheckOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run an agent in an audited session container and record what it did."""
@@ -80,7 +82,7 @@ def run(
                          command=command or (), mounts=agent_mount or (),
                          env_names=agent_env or (), quiet=quiet),
         settings=Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
-                               wheelhouse=wheelhouse),
+                               wheelhouse=wheelhouse, disk_check=not no_disk_check),
         timeout=timeout, keep=keep, trace_exec=trace_exec,
         limits=limits_of(memory, pids, cpus, disk),
     )

@@ -13,7 +13,7 @@ from synth.ui import console
 
 if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
     from synth.verify.command import VerifyOutcome
-from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app
+from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, NoDiskCheckOpt, app, settings_of
 
 
 @app.command("verify")
@@ -61,6 +61,7 @@ def verify_cmd(
         "--assets-offline", help="Run a REB task's assets step without network.")] = False,
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
+    no_disk_check: NoDiskCheckOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run the verification pyramid (C0-C5) on a rebuilt artifact, a live image or a host env."""
@@ -74,8 +75,7 @@ def verify_cmd(
         progress=progress, allow_base_mismatch=allow_base_mismatch, offline=offline,
         allow_modified=allow_modified, assets_cache=assets_cache, assets_offline=assets_offline,
         scoring=v.parse_scoring(scoring))
-    outcome = v.verify(opts, Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle,
-                                           wheelhouse=wheelhouse))
+    outcome = v.verify(opts, settings_of(artifacts, ca_bundle, wheelhouse, no_disk_check))
     raise typer.Exit(_print_verify(outcome, json_out))
 
 

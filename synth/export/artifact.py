@@ -32,6 +32,7 @@ from synth.distill.plan import (
     download_candidates,
     gc_paused,
 )
+from synth.engine import disk_budget
 from synth.engine.base_images import base_manifest
 from synth.errors import ExportError, InputFileError, NotFoundError, SynthError
 from synth.export import final_state, publish
@@ -337,6 +338,8 @@ def export_run(
     an explicit ``out_dir`` replace an artifact."""
     problems = check_trust(run_dir, allow_incomplete=allow_incomplete)
     dest = (out_dir or run_dir / "export").absolute()
+    if bundle and settings.disk_check:
+        disk_budget.check_space(disk_budget.bundle_needs(dest.parent, None), "--bundle")
     check_destination(dest, run_dir, explicit=out_dir is not None, force=force)
     run = load_run(run_dir)
     apt = apt_sources(apt_snapshot, _apt_timestamp(run), apt_snapshot_only)

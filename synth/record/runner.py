@@ -28,6 +28,7 @@ from typing import Any
 
 from synth import __version__, profiles
 from synth.config import CONTAINER_CA_PATH, CONTAINER_WHEELHOUSE, Settings, ca_env
+from synth.engine import disk_budget
 from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.engine.base_images import ensure_base_image
 from synth.errors import DiskFullError, EngineError, RunError, SynthError
@@ -744,6 +745,7 @@ def run_session(
         from synth.engine.docker import DockerEngine
 
         engine = DockerEngine.connect()
+    check_run_space(opts, engine)
     s = _Session(opts, engine, say)
     status = "error"
     try:
@@ -766,6 +768,31 @@ def run_session(
     finally:
         status = s.close(status)
     return _result(s, status)
+
+
+def check_run_space(opts: RunOptions, engine: Engine) -> None:
+    """Refuse a run the engine's data root or the artifacts folder has no room for: the
+    base and the task's latest live images tell how much it may take."""
+    if not opts.settings.disk_check:
+        return
+    task_runs = opts.settings.runs_dir / opts.task.name
+    earlier = sorted(task_runs.iterdir())[-5:] if task_runs.is_dir() else []
+    refs = [opts.task.base_image, *(r for r in map(_live_ref, earlier) if r)]
+    disk_budget.check_space(
+        disk_budget.run_needs(disk_budget.engine_data_root(engine),
+                              opts.settings.artifacts_dir,
+                              [disk_budget.image_size(engine, ref) for ref in refs]),
+        f"a run of {opts.task.name}")
+
+
+def _live_ref(run_dir: Path) -> str | None:
+    from synth.formats.store import RunDir
+
+    try:
+        live = RunDir(run_dir).run_record().live_image
+    except SynthError:
+        return None
+    return live.ref if live is not None else None
 
 
 def _result(s: _Session, status: str) -> RunResult:
