@@ -126,8 +126,8 @@ class DiskFullError(SynthError):
     exit_code = 24
     default_hint = (
         "Free space: `synth gc --images --dry-run` lists the images synth can remove (then "
-        "without --dry-run), `synth gc --keep-runs N` keeps only the latest N runs' images, "
-        "`docker system df` shows what the engine holds; or set SYNTH_ARTIFACTS elsewhere."
+        "without --dry-run), `docker system df` shows what the engine holds; or set "
+        "SYNTH_ARTIFACTS to a folder on another file system."
     )
 
     def __init__(self, message: str, *, path: str | None = None, mount: str | None = None,

@@ -25,7 +25,7 @@ BUNDLE_FLOOR = 2 * GIB
 #: A run directory's logs and state, an export's files.
 ARTIFACTS_FLOOR = 256 * 1024 * 1024
 
-FREE_HINT = ("Free space: `synth gc --keep-runs 3 --dry-run` lists the older runs' images "
+FREE_HINT = ("Free space: `synth gc --images --dry-run` lists the live and rebuilt images "
              "it would remove (then without --dry-run), `docker system df` shows what the "
              "engine holds. --no-disk-check (or SYNTH_DISK_CHECK=0) skips this check.")
 

@@ -48,7 +48,7 @@ def test_a_run_is_refused_when_the_data_root_is_short(tmp_path: Path) -> None:
     assert "Not enough disk space for a run of t" in err.message
     assert "1.0 GiB free" in err.message and "the engine's data root" in err.message
     assert err.needed is not None and err.needed >= disk_budget.RUN_FLOOR
-    assert "synth gc --keep-runs" in (err.hint or "") and "--no-disk-check" in (err.hint or "")
+    assert "synth gc --images" in (err.hint or "") and "--no-disk-check" in (err.hint or "")
     # With room, nothing is said.
     disk_budget.check_space(needs, "a run of t", usage=_usage({"/": 10 * GIB}))
 
