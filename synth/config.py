@@ -29,6 +29,9 @@ class Settings:
     ca_bundle: Path | None
     wheelhouse: Path | None
     docker_cli: str | None
+    #: Check free disk space before a run, a rebuild, a bundle or a bench cell
+    #: (synth.engine.disk_budget); ``SYNTH_DISK_CHECK=0`` or ``--no-disk-check`` skips it.
+    disk_check: bool = True
 
     @classmethod
     def load(
@@ -38,6 +41,7 @@ class Settings:
         ca_bundle: Path | None = None,
         wheelhouse: Path | None = None,
         docker_cli: str | None = None,
+        disk_check: bool = True,
     ) -> Settings:
         env = os.environ
         art = artifacts_dir or Path(env.get("SYNTH_ARTIFACTS", "artifacts"))
@@ -61,6 +65,7 @@ class Settings:
             ca_bundle=ca.resolve() if ca else None,
             wheelhouse=wh.resolve() if wh else None,
             docker_cli=cli,
+            disk_check=disk_check and env.get("SYNTH_DISK_CHECK", "1").strip() != "0",
         )
 
     @property

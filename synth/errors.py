@@ -228,6 +228,30 @@ class InputFileError(SynthError):
         self.line = line
 
 
+class DiskFullError(SynthError):
+    """A file system synth writes to is full; the message names it and what to free.
+
+    ``path`` is the file being written, ``mount`` the mount point of its file system (the
+    engine's data root for a build or a commit), ``needed`` the bytes it needed where known
+    and ``free`` the bytes it had where measured."""
+
+    exit_code = 24
+    default_hint = (
+        "Free space: `synth gc --images --dry-run` lists the images synth can remove (then "
+        "without --dry-run), `docker system df` shows what the engine holds; or set "
+        "SYNTH_ARTIFACTS to a folder on another file system."
+    )
+
+    def __init__(self, message: str, *, path: str | None = None, mount: str | None = None,
+                 needed: int | None = None, free: int | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+        self.mount = mount
+        self.needed = needed
+        self.free = free
+
+
 # ------------------------------------------------------------------- exit codes
 #: Exit codes that report an outcome rather than a SynthError (each kind above has its own).
 EXIT_OK = 0

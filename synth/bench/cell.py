@@ -55,6 +55,19 @@ def _image_size(engine: Engine, ref: str | None) -> int | None:
         return None
 
 
+def check_cell_space(settings: Settings, engine: Any, task: str) -> None:
+    """Refuse a cell whose run and rebuild together would not fit on the engine's data
+    root (or whose records would not fit in the artifacts folder)."""
+    if not settings.disk_check:
+        return
+    from synth.engine import disk_budget
+
+    root = disk_budget.engine_data_root(engine)
+    disk_budget.check_space(
+        [*disk_budget.run_needs(root, settings.artifacts_dir, []),
+         *disk_budget.rebuild_needs(root, None)], f"a bench cell of {task}")
+
+
 def verify_summary(doc: VerifyDocument) -> dict[str, Any]:
     """What a bench keeps of a ``verify.json``: statuses per level, highest levels,
     fidelity and whether the fingerprints are equal."""
@@ -75,6 +88,7 @@ def _stages(cell: Cell, settings: Settings, rec: dict[str, Any], engine: Engine,
     times = rec["times"]
     t0 = time.monotonic()
     task = load_task(cell.task_dir)
+    check_cell_space(settings, engine, task.name)
     result = run_session(RunOptions(task=task, agent=_agent(cell, task, rec["timeout"]),
                                     timeout=rec["timeout"], download_cache=downloads),
                          settings, engine, say=say)

@@ -9,11 +9,12 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
 from synth import __version__
+from synth.config import Settings
 from synth.engine.base import Engine, NoEngine
 from synth.errors import (
     EXIT_INTERRUPTED,
@@ -63,6 +64,16 @@ ArtifactsOpt = Annotated[
     typer.Option("--artifacts", help="Where runs and exports go (env SYNTH_ARTIFACTS).",
                  envvar="SYNTH_ARTIFACTS"),
 ]
+NoDiskCheckOpt = Annotated[bool, typer.Option(
+    "--no-disk-check", help="Skip the check of free disk space before the work starts (env "
+    "SYNTH_DISK_CHECK=0).")]
+
+
+def settings_of(artifacts: Path | None, ca_bundle: Path | None, wheelhouse: Path | None,
+                no_disk_check: bool) -> Settings:
+    """The settings of a command that takes these four options."""
+    return Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse,
+                         disk_check=not no_disk_check)
 
 MemoryOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--memory", help="Memory limit of the containers, no swap beyond it (e.g. 8g; default "
@@ -192,6 +203,14 @@ def _plain_help() -> None:
 _plain_help()
 
 
+def _exit_with(exc: SynthError) -> NoReturn:
+    if console.mode["debug"]:
+        raise exc
+    console.print_error(code=exc.exit_code, kind=type(exc).__name__, message=exc.message,
+                        hint=exc.hint, fields=exc.fields())
+    sys.exit(exc.exit_code)
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     argv = _global_flags(sys.argv[1:])
@@ -200,11 +219,14 @@ def main() -> None:
         code = app(args=argv, standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
     except SynthError as exc:
-        if console.mode["debug"]:
+        _exit_with(exc)
+    except OSError as exc:
+        # A write path without its own wrapping still says "disk full" in synth's words.
+        from synth.util.disk import from_os_error, is_disk_full
+
+        if not is_disk_full(exc):
             raise
-        console.print_error(code=exc.exit_code, kind=type(exc).__name__, message=exc.message,
-                            hint=exc.hint, fields=exc.fields())
-        sys.exit(exc.exit_code)
+        _exit_with(from_os_error(exc))
     except KeyboardInterrupt:
         console.err.print("interrupted; cleaned up.", markup=False)
         sys.exit(EXIT_INTERRUPTED)

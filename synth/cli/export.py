@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, open_engine
+from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, open_engine, settings_of
 from synth.config import Settings
 from synth.errors import (
     UsageError,
@@ -85,7 +85,7 @@ def export_cmd(
     from synth.export.artifact import ExportOptions, find_export_run, plan_json_of
     from synth.export.metadata import CitationOptions
     _fmt, run_ref = _export_target(run_arg, fmt, run_opt)
-    settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    settings = settings_of(artifacts, ca_bundle, wheelhouse, no_disk_check=False)
     opts = ExportOptions(
         find_export_run(settings, run_ref), out_dir=out, include=tuple(include or ()),
         locker=locker, force=force, allow_incomplete=allow_incomplete,

@@ -14,17 +14,20 @@ from synth.cli.app import (
     DiskOpt,
     JsonOpt,
     MemoryOpt,
+    NoDiskCheckOpt,
     PidsOpt,
     app,
     limits_of,
     open_engine,
     runs_app,
+    settings_of,
 )
 from synth.config import Settings
 from synth.errors import (
     EXIT_AGENT_FAILED,
     EXIT_AGENT_TIMEOUT,
     EXIT_INTERRUPTED,
+    DiskFullError,
     RunError,
 )
 from synth.ui import console
@@ -67,6 +70,7 @@ def run(
     disk: DiskOpt = None,
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
+    no_disk_check: NoDiskCheckOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run an agent in an audited session container and record what it did."""
@@ -82,12 +86,13 @@ def run(
         timeout=timeout, keep=keep, trace_exec=trace_exec,
         limits=limits_of(memory, pids, cpus, disk),
     )
-    settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    settings = settings_of(artifacts, ca_bundle, wheelhouse, no_disk_check)
     result = run_session(opts, settings, open_engine(), say=console.say)
     if json_out:
         console.print_json(result.to_json())
     if not result.ok:
-        raise typer.Exit(_RUN_EXIT.get(result.status, RunError.exit_code))
+        raise typer.Exit(DiskFullError.exit_code if result.disk_full
+                         else _RUN_EXIT.get(result.status, RunError.exit_code))
 
 
 #: `synth run`'s exit code per run status other than succeeded (errors/exit codes).

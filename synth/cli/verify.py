@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, open_engine
+from synth.cli.app import (
+    ArtifactsOpt,
+    CaBundleOpt,
+    JsonOpt,
+    NoDiskCheckOpt,
+    app,
+    open_engine,
+    settings_of,
+)
 from synth.config import Settings
 from synth.ui import console
 
@@ -61,6 +69,7 @@ def verify_cmd(
         "--assets-offline", help="Run a REB task's assets step without network.")] = False,
     ca_bundle: CaBundleOpt = None,
     artifacts: ArtifactsOpt = None,
+    no_disk_check: NoDiskCheckOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run the verification pyramid (C0-C5) on a rebuilt artifact, a live image or a host env."""
@@ -74,7 +83,7 @@ def verify_cmd(
         progress=progress, allow_base_mismatch=allow_base_mismatch, offline=offline,
         allow_modified=allow_modified, assets_cache=assets_cache, assets_offline=assets_offline,
         scoring=v.parse_scoring(scoring))
-    settings = Settings.load(artifacts_dir=artifacts, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    settings = settings_of(artifacts, ca_bundle, wheelhouse, no_disk_check)
     engine = open_engine(required=False) if opts.runtime == "docker" else None
     raise typer.Exit(_print_verify(v.verify(opts, settings, engine), json_out))
 

@@ -13,10 +13,12 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from synth.errors import BuildError, EngineUnavailableError
+from synth.errors import BuildError, DiskFullError, EngineUnavailableError
+from synth.util.disk import disk_full_as_error, disk_full_error, log_says_disk_full
 
 _CANDIDATES = ("docker", "/usr/bin/docker", "/usr/local/bin/docker")
 
@@ -206,36 +208,76 @@ def build_image(
                         **request.labels}.items()):
         argv += ["--label", f"{k}={v}"]
     argv.append(str(request.context))
-    tail: list[str] = []
-    log = log_path.open("w", encoding="utf-8") if log_path else None
-    try:
-        if log:
-            log.write("+ " + " ".join(argv) + "\n")
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env=cli.env(), errors="replace",
-        )
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if log:
-                log.write(line)
-                log.flush()
-            tail.append(line.rstrip("\n"))
-            del tail[:-40]
-            if on_line:
-                on_line(line.rstrip("\n"))
-        code = proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        raise
-    finally:
-        if log:
-            log.close()
+    code, tail = _stream_build(cli, argv, log_path, on_line)
     if code != 0:
         where = f" Full log: {log_path}." if log_path else ""
+        if log_says_disk_full("\n".join(tail)):
+            raise _build_disk_full(cli, request.tag, where, tail)
         raise BuildError(
             f"Building {request.tag} failed (exit {code}).{where}\n" + "\n".join(tail[-25:]),
             image=request.tag, log=log_path)
+
+
+def _stream_build(cli: BuildCli, argv: list[str], log_path: Path | None,
+                  on_line: Callable[[str], None] | None) -> tuple[int, list[str]]:
+    """Run the build, its log to ``log_path`` and each line to ``on_line``; returns its
+    exit code and the log's last lines. A log write that finds the disk full stops the
+    build and raises :class:`~synth.errors.DiskFullError` naming the log."""
+    tail: list[str] = []
+    log = None
+    proc: subprocess.Popen[str] | None = None
+    try:
+        with disk_full_as_error(log_path):
+            log = log_path.open("w", encoding="utf-8") if log_path else None
+            if log:
+                log.write("+ " + " ".join(argv) + "\n")
+            proc = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                env=cli.env(), errors="replace",
+            )
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if log:
+                    log.write(line)
+                    log.flush()
+                tail.append(line.rstrip("\n"))
+                del tail[:-40]
+                if on_line:
+                    on_line(line.rstrip("\n"))
+            return proc.wait(), tail
+    except BaseException:
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+        raise
+    finally:
+        if log:
+            with suppress(OSError):  # a full disk was reported above
+                log.close()
+
+
+def _build_disk_full(cli: BuildCli, tag: str, where: str, tail: list[str]) -> DiskFullError:
+    """A build that ran out of space (BuildKit's "no space left on device"), in synth's
+    words: the engine's data root is where its layers and cache go."""
+    root = engine_data_root(cli)
+    err = disk_full_error(None, what=f"building {tag}", mount=root)
+    lines = [ln for ln in tail if log_says_disk_full(ln)][-3:]
+    return DiskFullError(f"{err.message}{where}\n" + "\n".join(lines), path=None,
+                         mount=err.mount, free=err.free)
+
+
+def engine_data_root(cli: BuildCli | None = None) -> str | None:
+    """The engine's data root (``docker info``'s DockerRootDir) as its CLI reports it, or
+    None where no CLI answers."""
+    path = cli.path if cli is not None else shutil.which("docker")
+    if path is None:
+        return None
+    try:
+        proc = subprocess.run([path, "info", "--format", "{{.DockerRootDir}}"],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    root = proc.stdout.strip()
+    return root if proc.returncode == 0 and root.startswith("/") else None
 
 
 _STEP_RE = re.compile(r"^#(?P<id>\d+) \[[^\]]*\d+/\d+\] ")

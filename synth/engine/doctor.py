@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Literal
 
 from synth.config import Settings
+from synth.engine import disk_budget
 from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.engine.base_images import KNOWN_BASES
 from synth.engine.build import find_build_cli, find_builders
 from synth.errors import EngineUnavailableError, SynthError
 from synth.formats.limits import Limits
+from synth.util.disk import human
 
 Status = Literal["ok", "warn", "fail"]
 #: Seconds the engine may take to answer one of doctor's questions.
@@ -55,6 +57,7 @@ def diagnose(settings: Settings, engine: Engine) -> DoctorReport:
               _debootstrap_check()]
     if answers:
         checks += [_gpu_check(engine), _limits_check(engine), *_base_checks(engine)]
+    checks.append(disk_check(disk_budget.engine_data_root(engine), settings.artifacts_dir))
     checks.append(_ca_bundle_check(settings))
     if answers:
         checks.append(tls_check(engine, settings))
@@ -70,6 +73,25 @@ def _engine_check(engine: Engine) -> Check:
         return Check("engine", "fail", exc.message, exc.hint)
     return Check("engine", "ok", f"Docker {v.get('Version')} (API {v.get('ApiVersion')}) at "
                  f"{engine.address}")
+
+
+def disk_check(data_root: Path | None, artifacts: Path, *,
+               usage: disk_budget.DiskUsage | None = None) -> Check:
+    """The free space of the engine's data root and of the artifacts folder; ``warn`` when
+    a run and a rebuild (a bench cell) would not fit."""
+    spaces = disk_budget.free_spaces(data_root, artifacts, usage=usage)
+    detail = "; ".join(f"{place} {path}: " + (human(free) + " free" if free is not None
+                                              else "not readable")
+                       for place, (path, free) in spaces.items())
+    if data_root is None:
+        detail += "; the engine's data root is unknown (no engine answers)"
+    short = [place for place, (_p, free) in spaces.items() if free is not None and free < (
+        disk_budget.RUN_FLOOR + disk_budget.REBUILD_FLOOR if place == "engine data root"
+        else disk_budget.ARTIFACTS_FLOOR)]
+    if short:
+        return Check("disk", "warn", detail + "; short for a run and a rebuild: "
+                     + ", ".join(short), disk_budget.FREE_HINT)
+    return Check("disk", "ok", detail)
 
 
 def _limits_check(engine: Engine) -> Check:

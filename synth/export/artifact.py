@@ -32,6 +32,7 @@ from synth.distill.plan import (
     gc_paused,
     snapshot_timestamp,
 )
+from synth.engine import disk_budget
 from synth.engine.base import Engine
 from synth.engine.base_images import base_manifest
 from synth.errors import ExportError, InputFileError, NotFoundError, SynthError
@@ -60,6 +61,7 @@ from synth.formats.task import MAX_TASK_FILE_BYTES, commit_problem, load_task, r
 from synth.record.rundir import find_run, read_run, trust_problems
 from synth.util import atomic, safe_io
 from synth.util.atomic import dumps_json
+from synth.util.disk import disk_full_as_error
 
 FORMATS = ("Dockerfile",)
 #: Beside a run's own ``export/``: the :func:`synth.source_digest` of the synth that wrote it.
@@ -320,23 +322,36 @@ def export_run(opts: ExportOptions, settings: Settings, engine: Engine) -> Expor
     run_dir, explicit = opts.run_dir, opts.out_dir is not None
     problems = check_trust(run_dir, allow_incomplete=opts.allow_incomplete)
     dest = (opts.out_dir or run_dir / "export").absolute()
+    if opts.bundle and settings.disk_check:
+        disk_budget.check_space(disk_budget.bundle_needs(dest.parent, None), "--bundle")
     check_destination(dest, run_dir, explicit=explicit, force=opts.force)
     run = load_run(run_dir)
     with LiveImage(engine, run.info.live_image) as live:
         parts = plan_parts(opts, settings, run, live, dest, problems,
                            opts.save_base or engine.save_image)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
-            tmp = Path(tmp_str) / "artifact"
-            warnings, summary = assemble_artifact(tmp, parts)
-            # Checked again right before the swap: the folder may have changed meanwhile.
-            check_destination(dest, run_dir, explicit=explicit, force=opts.force)
-            swap_into_place(tmp, dest, Path(tmp_str) / "old")
+        warnings, summary = write_into_place(parts, lambda: check_destination(
+            dest, run_dir, explicit=explicit, force=opts.force))
     if not explicit:  # which synth made the run's own export (verify reuses it)
         atomic.write_text(run_dir / EXPORT_STAMP, source_digest() + "\n")
     result = ExportResult(artifact_dir=dest, plan=parts.plan, warnings=warnings,
                           bundle=summary)
     return write_archive(result, parts) if opts.archive else result
+
+
+def write_into_place(parts: ArtifactParts, recheck: Callable[[], None]
+                     ) -> tuple[tuple[str, ...], dict[str, object] | None]:
+    """Assemble the artifact beside ``parts.dest`` and swap it in (``recheck`` right before
+    the swap: the folder may have changed meanwhile). A full disk ends it with the old
+    artifact, if any, in place and the error naming the file system."""
+    dest = parts.dest
+    with disk_full_as_error(dest):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp_str:
+            tmp = Path(tmp_str) / "artifact"
+            warnings, summary = assemble_artifact(tmp, parts)
+            recheck()
+            swap_into_place(tmp, dest, Path(tmp_str) / "old")
+    return warnings, summary
 
 
 def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: LiveImage,

@@ -37,6 +37,7 @@ from synth.export.live_facts import LiveImage
 from synth.export.lock import Lock, wheelhouse_files
 from synth.formats.state import DebRecord
 from synth.formats.store import sha256_file
+from synth.util.disk import FULL_ERRNOS, disk_full_error, from_os_error, log_says_disk_full
 
 VENDOR = "vendor"
 #: Where the build mounts ``vendor/`` (read-only bind mounts, nothing lands in a layer).
@@ -74,8 +75,10 @@ def _fetch(url: str, sha256: str, settings: Settings) -> Path | None:
         with urllib.request.urlopen(url, timeout=300, context=_ssl_context(settings)) as resp, \
                 tmp.open("wb") as fh:
             shutil.copyfileobj(resp, fh)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in FULL_ERRNOS:
+            raise from_os_error(exc, cached) from exc
         return None
     if sha256_file(tmp) != sha256:
         tmp.unlink(missing_ok=True)
@@ -168,6 +171,8 @@ def _pip_download(lock: Lock, glibc: str | None, settings: Settings, into: Path)
         raise ExportError(f"--bundle: pip download could not run: {exc}") from exc
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-12:])
+        if log_says_disk_full(tail):
+            raise disk_full_error(into, what="downloading the wheels of --bundle into")
         raise ExportError(f"--bundle: pip download of {lock.env.lock_file}'s pins failed "
                           f"(exit {proc.returncode}):\n{tail}",
                           hint="Is the index reachable (--ca-bundle behind a proxy)?")

@@ -49,6 +49,7 @@ from synth.formats.store import (
     read_verify,
 )
 from synth.util import atomic
+from synth.util.disk import disk_full_as_error
 
 RO_CRATE = "ro-crate-metadata.json"
 SBOM = "sbom.cdx.json"
@@ -413,6 +414,14 @@ def write_archive(artifact: Path, dest: Path, prefix: str, epoch: int) -> str:
                 path.lstat().st_mode)):
             raise ExportError(f"{path} exists and is not a file; synth will not replace it.")
     entries = list(artifact_files.walk(artifact))  # links as links, specials refused
+    with disk_full_as_error(dest):
+        digest = _write_tar_gz(artifact, entries, dest, prefix, epoch)
+        atomic.write_text(sums, f"{digest}  {dest.name}\n")
+    return digest
+
+
+def _write_tar_gz(artifact: Path, entries: list[artifact_files.Entry], dest: Path,
+                  prefix: str, epoch: int) -> str:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     tmp = Path(tmp_name)
     try:
@@ -431,7 +440,6 @@ def write_archive(artifact: Path, dest: Path, prefix: str, epoch: int) -> str:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    atomic.write_text(sums, f"{digest}  {dest.name}\n")
     return digest
 
 

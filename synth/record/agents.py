@@ -22,13 +22,14 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from synth.engine.base import Mount
-from synth.errors import RunError, UsageError
+from synth.errors import DiskFullError, RunError, UsageError
 from synth.record.audit import Masker
 from synth.record.recorder import RecordingContainer
 from synth.record.transcript import split_statements
+from synth.util.disk import FULL_ERRNOS, from_os_error
 from synth.util.text import without_ansi
 
 WORKDIR = "/workspace"
@@ -47,13 +48,32 @@ CONTAINER_DOWNLOAD_CACHE = "/synth/cache"
 
 
 class AgentLog:
-    """``logs/agent.log``: the agent's output, secrets masked, written line by line."""
+    """``logs/agent.log``: the agent's output, secrets masked, written line by line.
+
+    A full file system ends the log, not the session: what was written stays, the rest is
+    dropped, and :attr:`full` holds the error the run records."""
 
     def __init__(self, path: Path, masker: Masker) -> None:
         self.masker = masker
-        self._fh: IO[bytes] = path.open("ab")
+        self.path = path
+        # Unbuffered: a write that finds the disk full leaves nothing behind to fail again.
+        self._fh = path.open("ab", buffering=0)
         self._pending: dict[str, bytes] = {}
         self._lock = threading.Lock()
+        #: Set when a write found the file system full; nothing is written after it.
+        self.full: DiskFullError | None = None
+
+    def _put(self, data: bytes) -> None:
+        if self.full is not None or not data:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[self._fh.write(view) or 0:]
+        except OSError as exc:
+            if exc.errno not in FULL_ERRNOS:
+                raise
+            self.full = from_os_error(exc, self.path, needed=len(view))
 
     def write(self, stream: str, data: bytes) -> bytes:
         """Log the complete lines in ``data``; returns them as written (masked)."""
@@ -64,15 +84,13 @@ class AgentLog:
             if not sep:
                 return b""
             masked = self.masker.mask_bytes(head + sep)
-            self._fh.write(masked)
-            self._fh.flush()
+            self._put(masked)
             return masked
 
     def note(self, text: str) -> None:
         self.flush()
         with self._lock:
-            self._fh.write(self.masker.mask(text).encode("utf-8") + b"\n")
-            self._fh.flush()
+            self._put(self.masker.mask(text).encode("utf-8") + b"\n")
 
     def flush(self) -> bytes:
         """Log what is left of unfinished lines; returns it as written (masked)."""
@@ -81,14 +99,15 @@ class AgentLog:
             for rest in self._pending.values():
                 if rest:
                     written += self.masker.mask_bytes(rest) + b"\n"
-            self._fh.write(written)
+            self._put(written)
             self._pending.clear()
-            self._fh.flush()
         return written
 
     def close(self) -> None:
-        self.flush()
-        self._fh.close()
+        try:
+            self.flush()
+        finally:
+            self._fh.close()
 
 
 @dataclass

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from synth.record.audit import Masker
+from synth.util.disk import disk_full_as_error
 
 #: Raw stream size past which synth stops collecting (a runaway or hostile writer): every
 #: byte read counts, kept or cut, so a sparse or endless file costs at most this much.
@@ -83,11 +84,14 @@ def write_private(path: Path, data: bytes, *, append: bool = False) -> None:
     """Write a host-only file: mode 0600, created without following a symlink."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     flags |= os.O_APPEND if append else os.O_TRUNC
-    fd = os.open(path, flags, 0o600)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
+    with disk_full_as_error(path, needed=len(data)):
+        fd = os.open(path, flags, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
 
 
 @dataclass

@@ -28,9 +28,10 @@ from typing import Any
 
 from synth import __version__, profiles
 from synth.config import CONTAINER_CA_PATH, CONTAINER_WHEELHOUSE, Settings, ca_env
+from synth.engine import disk_budget
 from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.engine.base_images import ensure_base_image
-from synth.errors import EngineError, RunError, SynthError
+from synth.errors import DiskFullError, EngineError, RunError, SynthError
 from synth.formats.limits import Limits
 from synth.formats.task import Task
 from synth.record import claims as claims_mod
@@ -67,8 +68,11 @@ from synth.record.rundir import RUN_FORMAT, iso, new_run_id
 from synth.record.watchdog import Watchdog
 from synth.ui import console
 from synth.util.atomic import write_json
+from synth.util.disk import disk_full_as_error, disk_full_error, from_os_error, is_disk_full
 
 Say = Callable[[str], None]
+#: Bytes a run directory holds back so that its last run.json fits on a full disk.
+RESERVE_BYTES = 64 * 1024
 Container = RecordingContainer
 
 
@@ -105,6 +109,8 @@ class RunResult:
     agent_exit_code: int | None
     live_image: str | None
     violations: list[dict[str, Any]] = field(default_factory=list)
+    #: A file system synth wrote to was full (run.json's ``error`` says which).
+    disk_full: bool = False
 
     @property
     def ok(self) -> bool:
@@ -153,6 +159,8 @@ class _Session:
         self.strace_dir: Path | None = None
         self.tracer: trace.Tracer | None = None
         self.capture_errors: list[str] = []
+        #: The first write that found a file system full; the run ends with it.
+        self.disk_full: DiskFullError | None = None
         logs = self.run_dir / "logs"
         self.collector = HookCollector(logs / "hook" / "events.jsonl", logs / "events.jsonl",
                                        self.masker)
@@ -256,19 +264,30 @@ class _Session:
         env.update(self.secrets)
         return env
 
-    def start(self) -> Container:
+    @property
+    def reserve_path(self) -> Path:
+        """Space held back for the last run.json: freed when a file system fills up."""
+        return self.run_dir / "logs" / ".reserve"
+
+    def make_run_dir(self) -> None:
+        """The run directory with run.json saying ``running`` (no engine yet)."""
         # The run directory is synth's alone (0700); inside it only logs/hook/ is shared
         # with the container, world-writable so an agent that drops root can still append.
-        self.run_dir.mkdir(parents=True, mode=0o700)
-        self.run_dir.chmod(0o700)
-        (self.run_dir / "logs").mkdir(mode=0o700)
-        hook_host = self.collector.source.parent
-        hook_host.mkdir()
-        hook_host.chmod(0o777)
-        self.collector.start()
-        self.lease.start()
-        (self.run_dir / "state").mkdir(mode=0o700)
+        with disk_full_as_error(self.run_dir):
+            self.run_dir.mkdir(parents=True, mode=0o700)
+            self.run_dir.chmod(0o700)
+            (self.run_dir / "logs").mkdir(mode=0o700)
+            self.reserve_path.write_bytes(bytes(RESERVE_BYTES))
+            hook_host = self.collector.source.parent
+            hook_host.mkdir()
+            hook_host.chmod(0o777)
+            self.collector.start()
+            self.lease.start()
+            (self.run_dir / "state").mkdir(mode=0o700)
         self.write_record()
+
+    def start(self) -> Container:
+        self.make_run_dir()
         ensure_base_image(self.engine, self.task.base_image, say=self.say)
         info = self.engine.image_inspect(self.task.base_image)
         self.record["base_image"] = {
@@ -348,10 +367,18 @@ class _Session:
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # every capture step is best effort
-            msg = f"{what}: {exc}"
+            msg = f"{what}: {self.note_disk_full(exc).message if is_disk_full(exc) else exc}"
             self.capture_errors.append(self.masker.mask(msg))
             self.say(f"warning: could not capture {msg}")
             return None
+
+    def note_disk_full(self, exc: BaseException) -> DiskFullError:
+        """Remember the first full file system the run met; returns ``exc`` as that error."""
+        err = as_disk_full(exc)
+        if self.disk_full is None:
+            self.disk_full = err
+            self.say(f"error: {err.message}")
+        return err
 
     def capture(self, c: Container, before: Any) -> None:
         """Capture the final state; each step's failure is recorded and the others run."""
@@ -479,6 +506,9 @@ class _Session:
             self.lease.renew()
             try:
                 new = self.collector.poll()
+            except DiskFullError as exc:
+                self.note_disk_full(exc)
+                continue
             except OSError as exc:
                 self.collector.findings.append(f"reading the hook stream failed: {exc}")
                 continue
@@ -603,7 +633,9 @@ class _Session:
         """Every way out: write the audit, settle the status, remove the container, write
         run.json; returns the final status."""
         if self.log is not None:
-            self.log.close()
+            self.guarded("agent log", self.log.close)
+            if self.log.full is not None:
+                self.note_disk_full(self.log.full)
         if self.strace_dir is not None:
             shutil.rmtree(self.strace_dir, ignore_errors=True)
         self.guarded("audit log", self.finish_audit)
@@ -620,10 +652,27 @@ class _Session:
                     self.container.remove()
         if self.watchdog is not None:
             self.watchdog.release()
+        if self.disk_full is not None:
+            status = "error"
+            self.record["error"] = _with_error(self.record.get("error"), self.disk_full.message)
         self.record["status"] = status
         self.record["ended"] = iso()
-        self.write_record()
-        return status
+        self.write_last_record()
+        return str(self.record["status"])
+
+    def write_last_record(self) -> None:
+        """run.json as the run ended; on a full file system the reserve is given up for it
+        (best effort: what was written before stays)."""
+        try:
+            self.write_record()
+        except DiskFullError as exc:
+            self.note_disk_full(exc)
+            self.record["status"] = "error"
+            self.record["error"] = _with_error(self.record.get("error"), exc.message)
+            self.reserve_path.unlink(missing_ok=True)
+            with suppress(DiskFullError):
+                self.write_record()
+        self.reserve_path.unlink(missing_ok=True)
 
 
 def stop_leftovers(c: Container, masker: Masker) -> list[dict[str, Any]]:
@@ -657,6 +706,22 @@ def stop_agent(c: Container) -> None:
 _OPTIONAL_CAPTURE = ("claims", "secret scan", "change times", "base setuid files")
 
 
+def as_disk_full(exc: BaseException) -> DiskFullError:
+    """``exc`` (a full file system, however raised) as a :class:`DiskFullError`."""
+    cur: BaseException | None = exc
+    while cur is not None:
+        if isinstance(cur, DiskFullError):
+            return cur
+        if isinstance(cur, OSError) and is_disk_full(cur):
+            return from_os_error(cur)
+        cur = cur.__cause__ or cur.__context__
+    return disk_full_error(None)
+
+
+def _with_error(earlier: str | None, message: str) -> str:
+    return message if not earlier or message in earlier else f"{earlier}; {message}"
+
+
 def _truthful_status(status: str, capture_errors: list[str], record: dict[str, Any]) -> str:
     """``succeeded`` only when the agent succeeded *and* the final state was captured."""
     if status != "succeeded":
@@ -679,6 +744,7 @@ def run_session(opts: RunOptions, settings: Settings, engine: Engine,
                 say: Say = console.say) -> RunResult:
     """Run one audited session on ``engine`` (the run directory under ``settings``'
     artifacts folder); the result says where the run directory is and how it ended."""
+    check_run_space(opts, settings, engine)
     s = _Session(opts, settings, engine, say)
     status = "error"
     try:
@@ -686,17 +752,55 @@ def run_session(opts: RunOptions, settings: Settings, engine: Engine,
     except KeyboardInterrupt:
         status = "interrupted"
         s.record["error"] = "interrupted while setting up or capturing"
+    except DiskFullError as exc:
+        s.note_disk_full(exc)
     except SynthError as exc:
         status = "error"
         s.record["error"] = s.masker.mask(exc.message)
         say(f"error: {s.masker.mask(exc.message)}")
         if exc.hint:
             say(f"hint: {exc.hint}")
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        s.note_disk_full(exc)
     finally:
         status = s.close(status)
+    return _result(s, status)
+
+
+def check_run_space(opts: RunOptions, settings: Settings, engine: Engine) -> None:
+    """Refuse a run the engine's data root or the artifacts folder has no room for: the
+    base and the task's latest live images tell how much it may take."""
+    if not settings.disk_check:
+        return
+    task_runs = settings.runs_dir / opts.task.name
+    earlier = sorted(task_runs.iterdir())[-5:] if task_runs.is_dir() else []
+    refs = [opts.task.base_image, *(r for r in map(_live_ref, earlier) if r)]
+    disk_budget.check_space(
+        disk_budget.run_needs(disk_budget.engine_data_root(engine),
+                              settings.artifacts_dir,
+                              [disk_budget.image_size(engine, ref) for ref in refs]),
+        f"a run of {opts.task.name}")
+
+
+def _live_ref(run_dir: Path) -> str | None:
+    from synth.formats.store import RunDir
+
+    try:
+        live = RunDir(run_dir).run_record().live_image
+    except SynthError:
+        return None
+    return live.ref if live is not None else None
+
+
+def _result(s: _Session, status: str) -> RunResult:
     live = s.record.get("live_image") or {}
-    say(f"Run {s.task.name}/{s.run_id}: {status} -> {s.run_dir}")
+    s.say(f"Run {s.task.name}/{s.run_id}: {status} -> {s.run_dir}")
+    if s.disk_full is not None and s.disk_full.hint:
+        s.say(f"hint: {s.disk_full.hint}")
     return RunResult(
         run_id=s.run_id, run_dir=s.run_dir, status=status, agent_exit_code=s.exit_code,
         live_image=live.get("ref"), violations=list(s.record["violations"]),
+        disk_full=s.disk_full is not None,
     )

@@ -511,6 +511,7 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
                         say: Say) -> Rebuilt:
     """Export the run (or reuse its identical export) or take the artifact; check it against
     its manifest, rebuild it from scratch, and run the pyramid on the new image."""
+    check_rebuild_space(settings, engine, target)
     export = (artifact_for_run(target.path, settings, engine, say, bundle=opts.offline)
               if target.kind == "run" else None)
     artifact_dir = export.artifact_dir if export else target.path
@@ -532,6 +533,20 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
                                                 target={"kind": "rebuilt", "image": tag}), say,
                            probe_context(opts, target))
     return Rebuilt(export, check, build, manifest, python, report)
+
+
+def check_rebuild_space(settings: Settings, engine: Engine, target: Target) -> None:
+    """Refuse a rebuild the engine's data root has no room for (a run's live image tells
+    how big the rebuilt one may get; else the floor)."""
+    if not settings.disk_check:
+        return
+    from synth.engine import disk_budget
+
+    live = target.run.live_image.ref if target.run and target.run.live_image else None
+    disk_budget.check_space(
+        disk_budget.rebuild_needs(disk_budget.engine_data_root(engine),
+                                  disk_budget.image_size(engine, live)),
+        f"rebuilding {target.name}")
 
 
 def _check_docker_target(opts: VerifyOptions, target: Target) -> None:

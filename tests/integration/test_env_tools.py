@@ -38,12 +38,12 @@ def test_a_tool_made_environment_rebuilds_the_same(
     settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
     task = load_task(TASK)
     result = run_session(RunOptions(task=task, agent=ReplayAgent(task.agents_dir / script),
-                                    settings=settings, timeout=900),
-                         engine=engine, say=lambda _m: None)
+                                    timeout=900),
+                         settings, engine, say=lambda _m: None)
     assert result.status == "succeeded", (result.status, result.run_dir)
     images.append(str(result.live_image))
     outcome = verify(VerifyOptions(target=str(result.run_dir), rebuild=True, live=True,
-                                   out_dir=tmp_path / "verify"), settings,
+                                   out_dir=tmp_path / "verify"), settings, engine,
                      say=lambda _m: None)
     doc = outcome.document
     if doc.get("build"):
