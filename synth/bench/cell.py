@@ -21,6 +21,7 @@ from synth.bench.matrix import Cell
 from synth.bench.presets import preset_agent
 from synth.bench.results import RECORD_FORMAT
 from synth.config import Settings
+from synth.engine import disk_budget
 from synth.engine.base import Engine
 from synth.engine.docker import DockerEngine
 from synth.errors import SynthError
@@ -60,8 +61,6 @@ def check_cell_space(settings: Settings, engine: Any, task: str) -> None:
     root (or whose records would not fit in the artifacts folder)."""
     if not settings.disk_check:
         return
-    from synth.engine import disk_budget
-
     root = disk_budget.engine_data_root(engine)
     disk_budget.check_space(
         [*disk_budget.run_needs(root, settings.artifacts_dir, []),

@@ -24,6 +24,11 @@ if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` 
     from synth.verify.command import VerifyOutcome
 
 
+#: The wheel folder a rebuild needs.
+WheelhouseOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    help="Wheel folder the artifact's lock needs to rebuild (env SYNTH_WHEELHOUSE).")]
+
+
 @app.command("verify")
 def verify_cmd(
     target: Annotated[Optional[str], typer.Argument(  # noqa: UP045
@@ -54,8 +59,7 @@ def verify_cmd(
     allow_modified: Annotated[bool, typer.Option(
         "--allow-modified", help="Rebuild an artifact whose files differ from its "
         "manifest.json (said in the report).")] = False,
-    wheelhouse: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        help="Wheel folder the artifact's lock needs to rebuild (env SYNTH_WHEELHOUSE).")] = None,
+    wheelhouse: WheelhouseOpt = None,
     allow_base_mismatch: Annotated[bool, typer.Option(
         "--allow-base-mismatch", help="Rebuild even on a base image whose rootfs differs "
         "from the one manifest.json records.")] = False,

@@ -33,6 +33,7 @@ from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.engine.base_images import ensure_base_image
 from synth.errors import DiskFullError, EngineError, RunError, SynthError
 from synth.formats.limits import Limits
+from synth.formats.store import RunDir
 from synth.formats.task import Task
 from synth.record import claims as claims_mod
 from synth.record import secrets, snapshot, trace, tree
@@ -785,8 +786,6 @@ def check_run_space(opts: RunOptions, settings: Settings, engine: Engine) -> Non
 
 
 def _live_ref(run_dir: Path) -> str | None:
-    from synth.formats.store import RunDir
-
     try:
         live = RunDir(run_dir).run_record().live_image
     except SynthError:

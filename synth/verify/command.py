@@ -34,6 +34,7 @@ from synth import profiles
 from synth.compare.fingerprint import compare_fingerprints, differences, name_content_files
 from synth.config import Settings
 from synth.distill.final_env import carried_variables
+from synth.engine import disk_budget
 from synth.engine.base import ContainerSpec, Engine
 from synth.engine.base_images import prepare_base
 from synth.engine.fingerprint import ImageProbe
@@ -540,8 +541,6 @@ def check_rebuild_space(settings: Settings, engine: Engine, target: Target) -> N
     how big the rebuilt one may get; else the floor)."""
     if not settings.disk_check:
         return
-    from synth.engine import disk_budget
-
     live = target.run.live_image.ref if target.run and target.run.live_image else None
     disk_budget.check_space(
         disk_budget.rebuild_needs(disk_budget.engine_data_root(engine),

@@ -13,8 +13,9 @@ from synth.engine import disk_budget
 from synth.engine.disk_budget import Usage
 from synth.engine.doctor import disk_check
 from synth.errors import DiskFullError
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.util.disk import GIB
+from tests.distill_runs import NO_ENGINE
 
 
 def _usage(free: dict[str, int]) -> disk_budget.DiskUsage:
@@ -80,7 +81,7 @@ def test_export_bundle_is_refused_before_any_work(tmp_path: Path,
     monkeypatch.setattr("synth.export.artifact.check_destination", lambda *_a, **_k: None)
     settings = Settings.load(artifacts_dir=tmp_path)
     with pytest.raises(DiskFullError, match="for --bundle"):
-        export_run(tmp_path / "run", settings, bundle=True)
+        export_run(ExportOptions(tmp_path / "run", bundle=True), settings, NO_ENGINE)
     monkeypatch.setenv("SYNTH_DISK_CHECK", "0")
     assert not Settings.load(artifacts_dir=tmp_path).disk_check
 

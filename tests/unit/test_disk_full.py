@@ -25,6 +25,7 @@ from synth.record.collector import write_private
 from synth.record.runner import RunOptions, _Session
 from synth.util import atomic
 from synth.util.disk import disk_full_error, is_disk_full, log_says_disk_full, mount_point
+from tests.distill_runs import NO_ENGINE
 
 REPO = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024
@@ -109,9 +110,9 @@ def _session(artifacts: Path) -> _Session:
     task = load_task(REPO / "tasks" / "numpy-ext")
     script = artifacts.parent / "setup.sh"
     script.write_text("true\n")
-    opts = RunOptions(task=task, agent=ReplayAgent(script),
-                      settings=Settings.load(artifacts_dir=artifacts))
-    return _Session(opts, engine=None, say=lambda _text: None)  # type: ignore[arg-type]
+    opts = RunOptions(task=task, agent=ReplayAgent(script))
+    return _Session(opts, Settings.load(artifacts_dir=artifacts), NO_ENGINE,
+                    say=lambda _text: None)
 
 
 def test_a_run_that_fills_the_disk_ends_with_the_error_in_run_json(tiny_fs: Path) -> None:
