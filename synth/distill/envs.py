@@ -111,9 +111,10 @@ def audited_envs(ok: StepIndex, run: LoadedRun) -> AuditedEnvs:
 
 
 def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
-              base_python: Interpreter | None = None
+              base_python: Interpreter | None = None, recreated: bool = False
               ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """argv that makes a venv / other environment, and the argv prefix that runs its pip."""
+    """argv that makes a venv / other environment, and the argv prefix that runs its pip
+    (``recreated``: a conda prefix its conda lock makes, synth.distill.conda_env)."""
     made = audited.creates.get(interp.prefix)
     has_pip = any(d.name == "pip" for d in interp.distributions)
     if made is not None:
@@ -132,6 +133,8 @@ def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
         has_pip = False  # until the lock installs it: the base's pip serves the venv
         notes.warnings.append(f"no audited command created {interp.prefix}; it is made with "
                               f"`{' '.join(create)}`")
+    elif recreated:
+        create = ()  # the conda lock makes the prefix
     else:
         create = ()
         notes.not_reproducible.append(
@@ -171,8 +174,9 @@ def base_python(run: LoadedRun) -> Interpreter | None:
 
 
 def env_plan(interp: Interpreter, idx: int, audited: AuditedEnvs, notes: Notes,
-             base: Interpreter | None = None) -> PythonEnvPlan:
-    """How environment ``idx`` (0: the primary one) is made, filled and locked."""
+             base: Interpreter | None = None, *, recreated: bool = False) -> PythonEnvPlan:
+    """How environment ``idx`` (0: the primary one) is made, filled and locked
+    (``recreated``: a conda prefix its conda lock makes before this)."""
     index_url = DEFAULT_INDEX
     extra: list[str] = []
     find_links: list[str] = []
@@ -189,7 +193,7 @@ def env_plan(interp: Interpreter, idx: int, audited: AuditedEnvs, notes: Notes,
         pip: tuple[str, ...] = (interp.path, "-m", "pip")
         bsp = True  # Debian marks its Python externally managed (PEP 668)
     else:
-        create, pip = _creation(interp, audited, notes, base)
+        create, pip = _creation(interp, audited, notes, base, recreated)
     lock_file = "requirements.lock" if idx == 0 else (
         "requirements-" + re.sub(r"[^a-z0-9]+", "-", interp.prefix.lower()).strip("-") + ".lock")
     return PythonEnvPlan(

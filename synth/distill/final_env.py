@@ -29,13 +29,16 @@ def carried_variables(persisted: Mapping[str, str]) -> tuple[dict[str, str], lis
 
 def final_env(run: LoadedRun, env_plans: Sequence[PythonEnvPlan], notes: Notes
               ) -> tuple[tuple[str, str], ...]:
-    """Persisted variables (never a secret or the CA path), then ``VIRTUAL_ENV`` and
-    ``PATH`` for a primary venv unless the agent persisted its own."""
+    """Persisted variables (never a secret or the CA path), then ``VIRTUAL_ENV`` (a conda
+    prefix: ``CONDA_PREFIX``) and ``PATH`` for a primary environment unless the agent
+    persisted its own."""
     env, warnings = carried_variables(run.persisted_env)
     notes.warnings += warnings
     primary = env_plans[0] if env_plans else None
     if primary and primary.kind != "system":
-        env.setdefault("VIRTUAL_ENV", primary.prefix)
+        # What activation sets: conda's CONDA_PREFIX, a venv's VIRTUAL_ENV.
+        env.setdefault("CONDA_PREFIX" if primary.kind == "conda" else "VIRTUAL_ENV",
+                       primary.prefix)
         if "PATH" not in env:
             env["PATH"] = f"{primary.prefix}/bin:{DEFAULT_PATH}"
     return tuple(sorted(env.items()))

@@ -55,6 +55,8 @@ class DecideContext:
     #: pip command ref -> packages a later install in the same environment named again.
     reinstalled: Mapping[str, frozenset[str]]
     notes: Notes
+    #: prefix -> conda lock file of the conda prefixes the artifact recreates.
+    conda_locks: Mapping[str, str] = field(default_factory=dict)
     _final: dict[str | None, Mapping[str, Distribution]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
 
@@ -209,13 +211,22 @@ def _unmatched_build(final: Mapping[str, Distribution]) -> str:
     return "undone or replaced: a later command uninstalled or reinstalled what it built"
 
 
+#: conda verbs whose effect the final state's conda-meta holds: a recreated prefix has it.
+CONDA_CHANGES = frozenset({"create", "install", "update", "upgrade", "remove", "uninstall",
+                           "env create", "env update"})
+
+
 def _conda(c: SimpleCommand, s: CondaAction, ctx: DecideContext) -> Decision:
-    """Not reproduced; each package it names mapped to a distribution of the same name in
+    """Folded where it changed a prefix the artifact recreates from its conda lock; else
+    not reproduced, each package it names mapped to a distribution of the same name in
     the environment it targets (``-p``, ``-n``: :mod:`synth.distill.conda`) or in a
     reproduced one."""
     where = s.prefix or (conda.env_prefix(conda.UNKNOWN_ROOT, s.env_name) if s.env_name
                          else None)
     target = interp_for(where + "/bin/python", ctx.run) if where else None
+    lock = ctx.conda_locks.get(target.prefix) if target is not None else None
+    if target is not None and lock is not None and s.verb in CONDA_CHANGES:
+        return "folded", f"recreated from the final state: {lock} pins {target.prefix}"
     pythons = ([target.path] if target else []) + [e.python for e in ctx.envs]
     mapped = []
     for p in s.packages:

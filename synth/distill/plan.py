@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.apt_plan import apt_plan, snapshot_timestamp
 from synth.distill.common import Classified, Notes, StepIndex, pkg_name
+from synth.distill.conda_env import conda_plan
 from synth.distill.envs import (
     DEFAULT_INDEX,
     audited_envs,
@@ -134,7 +135,8 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     envs_in = reproduced_interpreters(run)
     audited = audited_envs(ok, run)
     base = base_python(run)
-    env_plans = [env_plan(interp, idx, audited, notes, base)
+    conda = {c.prefix: c for i in envs_in if (c := conda_plan(i, notes)) is not None}
+    env_plans = [env_plan(interp, idx, audited, notes, base, recreated=interp.prefix in conda)
                  for idx, interp in enumerate(envs_in)]
     native = native_plan(run, ok, envs_in, env_plans, audited, hashes, notes)
     env = final_env(run, env_plans, notes)
@@ -142,7 +144,8 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     ctx = DecideContext(
         run=run, kept_refs=frozenset(s.ref for s in native.steps), final_apt=final_apt,
         dists_of={i.path: {d.name: d for d in i.distributions} for i in run.interpreters},
-        envs=env_plans, reinstalled=reinstalled_later(audited.installs), notes=notes)
+        envs=env_plans, reinstalled=reinstalled_later(audited.installs), notes=notes,
+        conda_locks={p: c.lock_file for p, c in conda.items()})
     outcomes = tuple(decide(c, x, s, ctx) for c, x, s in classified)
     apt = apt_plan(run)
     add_notes(run, envs_in, native.explained, apt, notes)
@@ -157,7 +160,7 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
         includes=tuple(sorted(set(include))),
         python=env_plans[0].python if env_plans else "python3",
         claims=run.claims_present, uses_wheelhouse=_uses_wheelhouse(run, env_plans),
-        glibc=final_apt.get("libc6"))
+        glibc=final_apt.get("libc6"), conda=tuple(conda.values()))
     report = DistillReport(
         format=PLAN_FORMAT, outcomes=outcomes,
         unexplained=unexplained(run, env_plans, native.steps, apt, include),

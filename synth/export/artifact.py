@@ -39,6 +39,7 @@ from synth.errors import ExportError, InputFileError, NotFoundError, SynthError
 from synth.export import bundle, final_state, publish
 from synth.export.apt_source import AptSources, apt_sources
 from synth.export.build_lock import complete_lock, local_build_requires, lock_manifest
+from synth.export.conda_lock import lock_rattler
 from synth.export.live_facts import LiveImage, download_hashes
 from synth.export.lock import Lock, LockTarget, lock_env, target_for
 from synth.export.metadata import Citation, CitationOptions, Publication, make_citation
@@ -397,11 +398,15 @@ def lock_plan(plan: BuildPlan, wheelhouse: Path | None, ca_bundle: Path | None,
     """One lock per Python environment of the plan, each with the uv that installs it and
     the build requirements of what it builds from source (synth.export.build_lock)."""
     locks = []
+    conda = {c.prefix for c in plan.conda}
     for env in plan.envs:
         target = target_for(env, plan.glibc, wheelhouse, ca_bundle)
         if isinstance(locker, str):
             local = local_build_requires(plan, env, source_dir)
-            locks.append(complete_lock(lock_env(env, target, locker=locker), target, local))
+            lock = complete_lock(lock_env(env, target, locker=locker), target, local)
+            if env.prefix in conda:
+                lock = dataclasses.replace(lock, conda_installer=lock_rattler(env, target))
+            locks.append(lock)
         else:
             locks.append(locker(env, target))
     return locks

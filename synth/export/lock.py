@@ -57,6 +57,9 @@ class Lock:
     build: tuple[LockedPin, ...] = ()
     #: Canonical names of the pins with no wheel for the image (built from their sdist).
     sdists: tuple[str, ...] = ()
+    #: The py-rattler that recreates the environment's conda prefix first
+    #: (``conda-installer.lock``, synth.export.conda_lock); None: not a recreated prefix.
+    conda_installer: LockedPin | None = None
 
     @property
     def wheel_files(self) -> tuple[str, ...]:

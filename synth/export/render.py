@@ -38,6 +38,7 @@ from synth.errors import SynthError
 from synth.export.apt_source import AptSources, apt_sources
 from synth.export.build_lock import native_build_constraints
 from synth.export.bundle import BUILD_VENDOR, describe
+from synth.export.conda_lock import CONDA_INSTALL_SCRIPT, CONDA_INSTALLER_LOCK, conda_files
 from synth.export.lock import Lock, render_lock
 from synth.export.metadata import Publication, default_publication, oci_labels
 from synth.formats.export_report import ExportReport, decision_counts
@@ -360,6 +361,13 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock],
                               f"{lk.env.python}") for lk in locks if lk.build]
     if any(lk.installer for lk in locks):
         files.append(("installer.lock", "the uv that installs the locks, pinned with its hashes"))
+    files += [(c.lock_file, f"conda packages of {c.prefix}: @EXPLICIT url#sha256 lines "
+               "(conda/mamba/micromamba --file)") for c in plan.conda]
+    if plan.conda:
+        files += [(CONDA_INSTALLER_LOCK, "the py-rattler that recreates the conda prefixes, "
+                   "pinned with its hashes"),
+                  (CONDA_INSTALL_SCRIPT, "recreates a conda prefix from its conda lock: "
+                   "each archive fetched and checked, no solve")]
     files += [
         ("manifest.json", "sha256 of every file and of the run inputs; base image identity"),
         ("export-report.md", "what was kept, folded, dropped (with reasons) and unexplained"),
@@ -460,6 +468,8 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
     installer = next((lk for lk in locks if lk.installer), None)
     if installer is not None:
         files["installer.lock"] = render_installer_lock(installer, plan)
+    files.update(conda_files(plan, locks, (templates_dir() / CONDA_INSTALL_SCRIPT).read_text(
+        encoding="utf-8") if plan.conda else ""))
     return files
 
 
@@ -514,6 +524,9 @@ def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt:
         # An isolated local build of a bundle takes its build requirements from the vendor.
         "offline_env": {"PIP_CONSTRAINT": "PIP_NO_INDEX=1 PIP_FIND_LINKS=",
                         "UV_BUILD_CONSTRAINT": "UV_OFFLINE=1 UV_NO_INDEX=1 UV_FIND_LINKS="},
+        "conda_envs": {c.prefix: c for c in plan.conda},
+        "conda_installer": next((lk.conda_installer for lk in locks if lk.conda_installer),
+                                None),
         "ca_secret_mount": CA_MOUNT,
         "ca_secret_env": CA_ENV,
     }

@@ -84,6 +84,37 @@ class PythonEnvPlan(PlanPart, frozen=True):
     break_system_packages: bool
 
 
+class CondaPin(PlanPart, frozen=True):
+    """One conda package of a recreated prefix: where its archive is fetched from and the
+    digest it is checked against (sha256; md5 where conda-meta had no sha256)."""
+
+    name: str
+    version: str
+    build: str
+    url: str
+    channel: str
+    subdir: str
+    sha256: Digest | None
+    md5: str | None
+
+
+class CondaEnvPlan(PlanPart, frozen=True):
+    """A conda prefix recreated at the same path from its lock's URLs, with no solve;
+    the :class:`PythonEnvPlan` of its interpreter installs its pip layer after it."""
+
+    prefix: str
+    #: ``conda-<prefix>.lock``: conda's ``@EXPLICIT`` format, ``url#sha256`` lines.
+    lock_file: str
+    #: ``linux-64`` …: the subdir of its platform-specific packages.
+    platform: str
+    #: The channels its packages came from, sorted (no credentials).
+    channels: tuple[str, ...]
+    #: Sorted by name.
+    packages: tuple[CondaPin, ...]
+    #: What ``conda-meta/history`` says was asked for, in order.
+    requested: tuple[str, ...] = ()
+
+
 class NativeStep(PlanPart, frozen=True):
     """A build replayed in its original order, with the environment it ran with."""
 
@@ -166,6 +197,8 @@ class BuildPlan(PlanPart, frozen=True, kw_only=True):
     #: what the artifact does not reproduce (``--allow-missing``): synth.export.final_state.
     carried: tuple[CarriedFile, ...] = ()
     missing: tuple[str, ...] = ()
+    #: conda prefixes recreated from their conda lock before their pip layer.
+    conda: tuple[CondaEnvPlan, ...] = ()
 
     @property
     def regenerate_command(self) -> str:

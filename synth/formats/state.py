@@ -155,6 +155,40 @@ class Distribution(Part, frozen=True):
 InterpreterKind = Literal["system", "venv", "uv", "conda", "pyenv"]
 
 
+class CondaPackage(Part, frozen=True):
+    """One conda package of a prefix, from its ``conda-meta/<name>-<version>-<build>.json``
+    record (URLs and channels without credentials)."""
+
+    name: str
+    version: str | None = None
+    build: str | None = None
+    #: The channel (``https://conda.anaconda.org/conda-forge``) and the archive's URL.
+    channel: str | None = None
+    url: str | None = None
+    sha256: str | None = None
+    md5: str | None = None
+    #: ``linux-64``, ``noarch``…
+    subdir: str | None = None
+    #: The archive's file name (``python-3.11.2-0.tar.bz2``).
+    fn: str | None = None
+    #: Its record was there before the session (the base image's); None: not known.
+    in_base: bool | None = None
+
+
+class CondaPrefix(Part, frozen=True):
+    """A conda prefix (a folder with ``conda-meta/``): its packages, sorted by name, and
+    the specs its ``conda-meta/history`` says were asked for, in order."""
+
+    prefix: str
+    packages: tuple[CondaPackage, ...]
+    requested: tuple[str, ...] = ()
+
+    @property
+    def added(self) -> tuple[CondaPackage, ...]:
+        """The packages the session added (not in the base image's prefix)."""
+        return tuple(p for p in self.packages if p.in_base is not True)
+
+
 class Interpreter(Part, frozen=True):
     """A Python interpreter or environment found in the final state."""
 
@@ -172,6 +206,8 @@ class Interpreter(Part, frozen=True):
     sys_path: tuple[str, ...] | None = None
     #: Why the probe could not list its distributions.
     error: str | None = None
+    #: Its prefix's conda packages, where the prefix is a conda one (absent from older runs).
+    conda: CondaPrefix | None = None
 
     def __post_init__(self) -> None:
         names = [d.name for d in self.distributions]

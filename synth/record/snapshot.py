@@ -264,6 +264,21 @@ def created_by_agent(path: str, prefix: str, added: set[str]) -> bool:
     return path in added or prefix in added
 
 
+def conda_prefix(found: Any, added: set[str]) -> dict[str, Any] | None:
+    """The probe's conda packages of a prefix, each marked ``in_base`` when its conda-meta
+    record was not added in the session (``docker diff``): the base image had it."""
+    if not isinstance(found, dict) or not isinstance(found.get("packages"), list):
+        return None
+    prefix = str(found.get("prefix", ""))
+    packages = []
+    for rec in found["packages"]:
+        if isinstance(rec, dict):
+            meta = f"{prefix}/conda-meta/{rec.get('meta_file')}"
+            packages.append({**{k: v for k, v in rec.items() if k != "meta_file"},
+                             "in_base": meta not in added})
+    return {"prefix": prefix, "packages": packages, "requested": found.get("requested") or []}
+
+
 def python_interpreters(
     container: Container, added_paths: set[str]
 ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -306,6 +321,8 @@ def python_interpreters(
             "created_by_agent": created_by_agent(path, prefix, added_paths),
             "distributions": info.get("distributions", []),
             "error": info.get("error"),
+            **({"conda": conda} if (conda := conda_prefix(info.get("conda"), added_paths))
+               else {}),
         })
     out.sort(key=lambda i: i["path"])
     return out, errors

@@ -5,6 +5,7 @@ than 3.8 (typing.Optional, not ``X | None``). Passed as ``python -c`` so nothing
 written into the container.
 """
 
+import ast
 import json
 import os
 import re
@@ -72,6 +73,74 @@ def describe(dist: Any) -> Optional[Dict[str, Any]]:  # noqa: UP006, UP045
     }
 
 
+#: conda-meta record fields the probe keeps (the file lists are left out: they are large).
+CONDA_FIELDS = ("name", "version", "build", "channel", "url", "sha256", "md5", "subdir", "fn")
+#: A conda-meta record larger than this is not read (its file list can be long; 64 MiB).
+CONDA_META_MAX = 64 << 20
+
+
+def without_credentials(url: Optional[str]) -> Optional[str]:  # noqa: UP045
+    """``url`` without its userinfo (``https://user:pw@host``) and without an anaconda.org
+    token segment (``/t/<token>/``): a lock names a channel, never how to log in to it."""
+    if not url:
+        return url
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        host, slash, path = rest.partition("/")
+        url = scheme + sep + host.rsplit("@", 1)[-1] + slash + path
+    return re.sub(r"/t/[^/]+/", "/", url)
+
+
+def conda_record(path: str) -> Optional[Dict[str, Any]]:  # noqa: UP006, UP045
+    try:
+        if os.path.getsize(path) > CONDA_META_MAX:
+            return None
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not doc.get("name"):
+        return None
+    rec = {k: (str(doc[k]) if doc.get(k) is not None else None) for k in CONDA_FIELDS}
+    rec["channel"] = without_credentials(rec["channel"])
+    rec["url"] = without_credentials(rec["url"])
+    return rec
+
+
+def conda_history(prefix: str) -> List[str]:  # noqa: UP006
+    """The specs asked for, in order (``# update specs: [...]`` lines of conda-meta/history)."""
+    specs: List[str] = []  # noqa: UP006
+    try:
+        with open(os.path.join(prefix, "conda-meta", "history"), encoding="utf-8") as f:
+            lines = f.read(4 << 20).splitlines()
+    except (OSError, ValueError):
+        return specs
+    for line in lines:
+        if line.startswith("# update specs:"):
+            try:
+                got = ast.literal_eval(line.partition(":")[2].strip())
+            except (ValueError, SyntaxError):
+                continue
+            specs += [str(s) for s in got if str(s) not in specs] if isinstance(got, list) else []
+    return specs
+
+
+def conda_prefix(prefix: str) -> Optional[Dict[str, Any]]:  # noqa: UP006, UP045
+    """The conda packages of ``prefix`` from its ``conda-meta/*.json``; None if not one."""
+    meta = os.path.join(prefix, "conda-meta")
+    if not os.path.isdir(meta):
+        return None
+    packages = []
+    for name in sorted(os.listdir(meta)):
+        if name.endswith(".json"):
+            rec = conda_record(os.path.join(meta, name))
+            if rec is not None:
+                rec["meta_file"] = name
+                packages.append(rec)
+    packages.sort(key=lambda r: (r["name"], r["version"] or "", r["build"] or ""))
+    return {"prefix": prefix, "packages": packages, "requested": conda_history(prefix)}
+
+
 def main() -> None:
     out: Dict[str, Any] = {  # noqa: UP006
         "executable": sys.executable,
@@ -98,6 +167,7 @@ def main() -> None:
         dists.append(info)
     dists.sort(key=lambda d: (d["name"], d["location"] or ""))
     out["distributions"] = dists
+    out["conda"] = conda_prefix(sys.prefix)
     print(json.dumps(out))
 
 
