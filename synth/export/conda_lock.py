@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from msgspec.structs import replace
 
 from synth.errors import LockError
+from synth.export.build_lock import _compile
 from synth.export.lock import Lock, LockedPin, LockTarget, parse_compiled, render_lock
 from synth.formats.plan import BuildPlan, CondaEnvPlan, PythonEnvPlan
 
@@ -50,8 +51,6 @@ def render_conda_lock(conda: CondaEnvPlan, plan: BuildPlan) -> str:
 
 def lock_rattler(env: PythonEnvPlan, target: LockTarget) -> LockedPin:
     """py-rattler's pin with its hashes, from the environment's index."""
-    from synth.export.build_lock import _compile
-
     rattler_target = dataclasses.replace(target, python_version=RATTLER_PYTHON)
     plain = replace(env, extra_index_urls=(), find_links=())
     proc = _compile(plain, rattler_target, [f"py-rattler=={RATTLER_VERSION}"])

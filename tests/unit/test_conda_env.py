@@ -7,14 +7,14 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from distill_runs import cmd, dist, make_run_dir, system_python
+from distill_runs import NO_ENGINE, cmd, dist, make_run_dir, system_python
 
 from synth.config import Settings
 from synth.distill.common import Notes
 from synth.distill.conda_env import conda_pin, conda_plan
 from synth.distill.load import load_run
 from synth.distill.plan import PythonEnvPlan, distill
-from synth.export.artifact import export_run
+from synth.export.artifact import ExportOptions, export_run
 from synth.export.lock import Lock, LockedPin, LockTarget
 from synth.formats.state import CondaPackage, Interpreter
 
@@ -113,8 +113,9 @@ def test_a_package_without_a_checkable_url_stops_the_prefix_with_a_note() -> Non
 
 
 def _export(tmp: Path, out: str, run_dir: Path | None = None) -> Path:
-    return export_run(run_dir or _run(tmp), Settings.load(artifacts_dir=tmp),
-                      out_dir=tmp / out, locker=fake_locker, hash_downloads=False).artifact_dir
+    return export_run(ExportOptions(run_dir or _run(tmp), out_dir=tmp / out, locker=fake_locker,
+                                    ask_live=False),
+                      Settings.load(artifacts_dir=tmp), NO_ENGINE).artifact_dir
 
 
 def test_the_conda_lock_is_explicit_sorted_and_deterministic(tmp_path: Path) -> None:
