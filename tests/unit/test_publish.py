@@ -278,15 +278,14 @@ def test_ro_crate_has_licence_checksums_and_the_source(tmp_path: Path) -> None:
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # rdflib's, inside the validator
 def test_ro_crate_passes_roc_validator_where_installed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """roc-validator (PyPI ``roc-validator``) finds nothing the RO-Crate 1.3 profile
-    requires missing. Not a dependency here, so this runs where it is installed; the
-    crate's JSON-LD context is served from the ``rocrate`` library's copy (no network)."""
+    """roc-validator (PyPI ``roc-validator``, a development dependency) finds nothing the
+    RO-Crate 1.3 profile requires missing; the crate's JSON-LD context is served from the
+    ``rocrate`` library's copy (no network)."""
     import io
     from importlib import resources
 
-    services = pytest.importorskip("rocrate_validator.services")
-    models = pytest.importorskip("rocrate_validator.models")
     from requests.adapters import HTTPAdapter
+    from rocrate_validator import models, services
     from urllib3.response import HTTPResponse
 
     context = resources.files("rocrate").joinpath("data/ro-crate.jsonld").read_bytes()
