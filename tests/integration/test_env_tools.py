@@ -15,7 +15,8 @@ import pytest
 
 from synth.config import Settings
 from synth.formats.task import load_task
-from synth.record import ReplayAgent, RunOptions, run_session
+from synth.record.agents import ReplayAgent
+from synth.record.runner import RunOptions, run_session
 from synth.verify.command import VerifyOptions, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
