@@ -50,15 +50,22 @@ def gc(
     all_folders: Annotated[bool, typer.Option(
         "--all", help="Every artifacts folder's objects, not only this one's.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List, remove nothing.")] = False,
+    keep_runs: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--keep-runs", min=0, help="Also remove the live and rebuilt images older than each "
+        "task's latest N (recorded in their runs).")] = None,
     artifacts: ArtifactsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Remove containers, images and build cache synth left behind for this artifacts folder."""
-    scope = None if all_folders else str(Settings.load(artifacts_dir=artifacts)
-                                         .artifacts_dir.resolve())
-    removed = open_engine().gc(images=images, force=force, scope=scope, dry_run=dry_run)
+    from synth.record.rundir import mark_pruned
+
+    settings = Settings.load(artifacts_dir=artifacts)
+    scope = None if all_folders else str(settings.artifacts_dir.resolve())
+    removed = open_engine().gc(images=images, force=force, scope=scope, dry_run=dry_run,
+                               keep_runs=keep_runs)
+    marked = [] if dry_run else mark_pruned(settings, removed)
     if json_out:
-        console.print_json({"removed": removed})
+        console.print_json({"removed": removed, "runs_marked": [str(p) for p in marked]})
     else:
         verb = "would remove" if dry_run else "removed"
         for item in removed:

@@ -349,6 +349,11 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
     apt_added.update({k: v[1] for k, v in loaded.apt.changed.items()})
     native, report = _run_native_builds(loaded, dists or {}, warnings)
     live_image = record.live_image.ref if record.live_image is not None else None
+    pruned = record.live_image.pruned if record.live_image is not None else None
+    if pruned:  # synth gc --keep-runs removed it, and said so in run.json
+        warnings.append(f"live image {live_image} pruned on {pruned} (synth gc --keep-runs): "
+                        "its size and fingerprint are not compared")
+        live_image = None
     size, fp = _live_image_facts(live_image, loaded.primary, loader, warnings)
     exported = run_dir / "export" / "Dockerfile"
     dockerfile = (dockerfile_steps(_text(exported)) if os.path.lexists(exported) else None)

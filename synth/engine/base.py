@@ -217,7 +217,8 @@ class Engine(Protocol):
     ) -> None: ...
 
     def gc(self, *, images: bool = False, force: bool = False, label: str | None = None,
-           scope: str | None = None, dry_run: bool = False) -> list[str]:
+           scope: str | None = None, dry_run: bool = False,
+           keep_runs: int | None = None) -> list[str]:
         """Remove what synth left behind (``synth gc``); returns what was removed."""
         ...
 

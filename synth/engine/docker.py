@@ -38,7 +38,7 @@ from synth.errors import (
     SynthError,
 )
 from synth.formats.limits import Limits
-from synth.util import safe_tar
+from synth.util import retention, safe_tar
 
 #: Every object synth creates carries this label, so ``synth gc`` can find leftovers.
 MANAGED_LABEL = "synth.managed"
@@ -326,13 +326,15 @@ class DockerEngine:
     # -------------------------------------------------------------------- gc
     def gc(
         self, *, images: bool = False, force: bool = False, label: str | None = None,
-        scope: str | None = None, dry_run: bool = False,
+        scope: str | None = None, dry_run: bool = False, keep_runs: int | None = None,
     ) -> list[str]:
         """Remove what synth left behind; returns what was (or, ``dry_run``, would be) removed.
 
         * containers whose creating synth process is gone (``force``: also live ones);
         * temporary images, and rebuilt images no tag names any more (superseded);
-        * with ``images``: live and rebuilt images too (base images are kept).
+        * with ``images``: live and rebuilt images too (base images are kept);
+        * with ``keep_runs`` N: the live and rebuilt images older than each task's latest N
+          (:mod:`synth.util.retention`).
 
         ``scope`` (an artifacts folder) limits containers and live/rebuilt images to those
         made for it; objects of other folders, other users and other checkouts are left
@@ -352,8 +354,9 @@ class DockerEngine:
                     continue
             removed.append(f"container {c.name}")
         folders = self._artifacts_folders(label) if scope is None else {scope}
-        for img in self._gc_images(label, images=images, scope=scope):
+        for img in self._gc_images(label, images=images, scope=scope, keep_runs=keep_runs):
             refs = img.tags or [img.id]
+            size = int((img.attrs or {}).get("Size") or 0)
             for ref in refs:
                 if not dry_run:
                     try:
@@ -362,7 +365,7 @@ class DockerEngine:
                         continue
                     except docker.errors.APIError:
                         continue  # in use by a container of someone else's: keep
-                removed.append(f"image {ref}")
+                removed.append(f"image {ref} ({size / 1e6:.0f} MB)")
         removed += self._gc_build_cache(folders, dry_run=dry_run)
         return removed
 
@@ -385,12 +388,14 @@ class DockerEngine:
             return []
         return [f"build cache: {len(pruned.ids)} record(s), {pruned.size / 1e6:.1f} MB"]
 
-    def _gc_images(self, label: str | None, *, images: bool, scope: str | None) -> list[Any]:
+    def _gc_images(self, label: str | None, *, images: bool, scope: str | None,
+                   keep_runs: int | None = None) -> list[Any]:
         chosen: list[Any] = []
         try:
             found = self.managed_images(label)
         except docker.errors.NotFound:
             return chosen
+        kept: list[Any] = []
         for img in found:
             labels = img.labels or {}
             kind = labels.get("synth.kind")
@@ -401,7 +406,19 @@ class DockerEngine:
             if labels.get(TEMPORARY_LABEL) == "1" or superseded \
                     or (images and kind in ("live", "rebuilt")):
                 chosen.append(img)
-        return chosen
+            elif kind in ("live", "rebuilt"):
+                kept.append(img)
+        return chosen + (_older_runs(kept, keep_runs) if keep_runs is not None else [])
+
+
+def _older_runs(images: list[Any], keep: int) -> list[Any]:
+    """The images beyond each task's latest ``keep`` live and rebuilt ones."""
+    by_ref = {img.tags[0]: img for img in images if img.tags}
+    old = retention.beyond_latest(
+        [retention.TaggedImage(ref, (img.labels or {}).get("synth.kind", ""),
+                               str((img.attrs or {}).get("Created") or ""))
+         for ref, img in by_ref.items()], keep)
+    return [by_ref[o.ref] for o in old]
 
 
 class Container:

@@ -85,11 +85,14 @@ class ClaimsCheckRecord(Part, frozen=True):
     errors: tuple[str, ...]
 
 
-class LiveImage(Part, frozen=True):
+class LiveImage(Part, frozen=True, omit_defaults=True):
     ref: str
     id: str | None
     #: False when a secret value was found in the files the agent changed.
     shareable: bool | None = None
+    #: When ``synth gc --keep-runs`` removed the image (``YYYY-mm-ddTHH:MM:SSZ``); absent
+    #: while it is kept.
+    pruned: str | None = None
 
 
 class RunOwner(Part, frozen=True):

@@ -18,6 +18,8 @@ from synth.formats.limits import Limits
 from synth.formats.run import RUN_FORMAT
 from synth.formats.store import RunDir
 from synth.record.lease import lapsed
+from synth.util import atomic
+from synth.util.retention import live_run
 
 __all__ = ["RUN_FORMAT", "describe_run", "find_run", "list_runs", "read_run", "summarize"]
 T = TypeVar("T")
@@ -84,6 +86,26 @@ def find_run(settings: Settings, ref: str | Path | None = None) -> Path:
 def read_run(run_dir: Path) -> dict[str, Any]:
     """``run.json`` as a validated document (:meth:`synth.formats.store.RunDir.run_record`)."""
     return dict(RunDir(run_dir).run_record().raw)
+
+
+def mark_pruned(settings: Settings, removed: list[str], when: str | None = None) -> list[Path]:
+    """Record in each run whose live image ``synth gc`` removed (``removed``: gc's lines,
+    ``image synth-live/<task>:<run-id> (…)``) when it was pruned, so that verify and diff
+    of that run say so; the run directories updated."""
+    done = []
+    for line in removed:
+        ref = line.removeprefix("image ").split(" ", 1)[0]
+        found = live_run(ref)
+        run_json = settings.runs_dir / found[0] / found[1] / "run.json" if found else None
+        if run_json is None or not run_json.is_file() or run_json.is_symlink():
+            continue
+        data = read_run(run_json.parent)
+        live = data.get("live_image")
+        if isinstance(live, dict) and live.get("ref") == ref:
+            data["live_image"] = {**live, "pruned": when or iso()}
+            atomic.write_json(run_json, data)
+            done.append(run_json.parent)
+    return done
 
 
 def _pid_alive(pid: int) -> bool:

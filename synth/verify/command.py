@@ -479,9 +479,13 @@ def _live_image(opts: VerifyOptions, settings: Settings, target: Target,
                               path=RunDir(run_dir).file(RUN_RECORD))
         return None
     if not engine.image_exists(ref):
+        pruned = run.live_image.pruned if run.live_image is not None else None
         if needed:
-            raise NotFoundError(f"The live image {ref} is not on this engine.", ref=ref,
-                                what="image")
+            raise NotFoundError(
+                f"The live image {ref} was pruned on {pruned} (synth gc --keep-runs)."
+                if pruned else f"The live image {ref} is not on this engine.", ref=ref,
+                what="image", hint="Verify the run's artifact instead: --rebuild without "
+                "--live." if pruned else None)
         return None
     config = engine.image_inspect(ref).get("Config") or {}
     return LiveImage(ref, _run_python(run_dir),

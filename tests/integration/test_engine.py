@@ -9,6 +9,7 @@ import pytest
 
 from synth.engine import ContainerSpec, DockerEngine, Mount
 from synth.errors import EngineError
+from synth.formats.store import RunDir
 
 pytestmark = pytest.mark.docker
 
@@ -194,3 +195,36 @@ def test_gc_prunes_the_build_cache_of_its_own_folder_only(
     assert set(other) <= set(records)  # another folder's cache is left alone
     assert build_cache.Ledger(mine).ids() == []
     build_cache.prune(cli, [theirs])
+
+
+def test_gc_keep_runs_removes_only_the_older_live_images_of_each_task(
+    engine: DockerEngine, base_image: str, tmp_path: Path
+) -> None:
+    """`synth gc --keep-runs 1`: per task, the latest run's live image stays and the older
+    ones go; another task's single image stays; each pruned run says so in its run.json."""
+    from distill_runs import make_run_dir
+
+    from synth.config import Settings
+    from synth.record.rundir import mark_pruned
+
+    label = {"synth.run": "gc-keep", "synth.kind": "live"}
+    refs = ["synth-live/gckeep:20261201-100000-aaaaaa", "synth-live/gckeep:20261202-100000-bbbbbb",
+            "synth-live/gckeep:20261203-100000-cccccc", "synth-live/gcother:20261201-100000-dddddd"]
+    with engine.container(ContainerSpec(image=base_image, network=False)) as c:
+        for ref in refs:
+            c.commit(ref, labels=label)
+    try:
+        listed = engine.gc(label="synth.run=gc-keep", keep_runs=1, dry_run=True)
+        images = sorted(line.split(" ")[1] for line in listed if line.startswith("image "))
+        assert images == refs[:2], listed
+        settings = Settings.load(artifacts_dir=tmp_path)
+        run_dir = make_run_dir(tmp_path, task="gckeep", run_id="20261201-100000-aaaaaa")
+        removed = engine.gc(label="synth.run=gc-keep", keep_runs=1)
+        assert mark_pruned(settings, removed, "2026-12-04T10:00:00Z") == [run_dir]
+        assert RunDir(run_dir).run_record().live_image.pruned == "2026-12-04T10:00:00Z"
+        assert not engine.image_exists(refs[0]) and engine.image_exists(refs[2])
+        assert engine.image_exists(refs[3])
+    finally:
+        for ref in refs:
+            if engine.image_exists(ref):
+                engine.remove_image(ref)
