@@ -21,7 +21,8 @@ from synth.record.runner import RunOptions, run_session
 from synth.ui import console
 from synth.verify.command import Say, VerifyOptions, VerifyOutcome, verify
 
-TASKS_DIR = Path(__file__).resolve().parent.parent / "tasks"
+#: The bundled tasks, at the checkout's top (synth/cli/demo.py -> ../../tasks).
+TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 
 
 @dataclass(frozen=True)
