@@ -1,8 +1,8 @@
 """Environments made by tools other than pip, end to end on a real engine: ``uv sync``,
 ``poetry install`` and ``pipenv install -e .`` of a tiny pyproject package (its own .venv,
-the project itself installed editable, INSTALLER ``uv`` / ``Poetry X`` / ``pip``), and
-``pip install -e ".[toml]"`` with pip's isolated build (its backend pinned at the version
-that built it live), run → export → verify --rebuild --live. The rebuilt image must hold
+the project itself installed editable, INSTALLER ``uv`` / ``Poetry X`` / ``pip``),
+``pip-compile`` + ``pip-sync``, and ``pip install -e ".[toml]"`` with pip's isolated build
+(its backend pinned at the version that built it live), run → export → verify --rebuild --live. The rebuilt image must hold
 the same distributions at the same versions, the project installed (the CPU probe runs from
 ``/``, so the working folder cannot stand in for an install), and verify must exit 0 with
 no fidelity failure."""
@@ -34,7 +34,7 @@ def images(engine: Any) -> Iterator[list[str]]:
         engine.remove_image(ref)
 
 
-@pytest.mark.parametrize("script", ["uv-sync.sh", "poetry.sh", "pipenv.sh",
+@pytest.mark.parametrize("script", ["uv-sync.sh", "poetry.sh", "pipenv.sh", "pip-tools.sh",
                                     "pip-editable-extra.sh"])
 def test_a_tool_made_environment_rebuilds_the_same(
         script: str, engine: Any, ca_bundle: Path | None, wheelhouse: Path | None,
@@ -66,5 +66,6 @@ def test_a_tool_made_environment_rebuilds_the_same(
         assert "--without-pip /workspace/.venv" in dockerfile
     # The project is installed again: by the audited pip command, or, where a tool installed
     # it with no pip command of its own, from the final state.
-    made_by = "audit " if script == "pip-editable-extra.sh" else "final state"
+    audited = script in ("pip-editable-extra.sh", "pip-tools.sh")
+    made_by = "audit " if audited else "final state"
     assert f"-> envtools==0.1.0 ({made_by}" in dockerfile
