@@ -2,10 +2,10 @@
 ``poetry install`` and ``pipenv install -e .`` of a tiny pyproject package (its own .venv,
 the project itself installed editable, INSTALLER ``uv`` / ``Poetry X`` / ``pip``),
 ``pip-compile`` + ``pip-sync``, and ``pip install -e ".[toml]"`` with pip's isolated build
-(its backend pinned at the version that built it live), run → export → verify --rebuild --live. The rebuilt image must hold
-the same distributions at the same versions, the project installed (the CPU probe runs from
-``/``, so the working folder cannot stand in for an install), and verify must exit 0 with
-no fidelity failure."""
+(its backend pinned at the version that built it live), run → export → verify --rebuild
+--live. The rebuilt image must hold the same distributions at the same versions, the
+project installed (the CPU probe runs from ``/``, so the working folder cannot stand in for
+an install), and verify must exit 0 with no fidelity failure."""
 
 from __future__ import annotations
 
