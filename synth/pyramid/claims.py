@@ -14,6 +14,13 @@ Counted as in ResearchEnvBench, by kind:
   extensions the agent says it built) that does not import in the environment, or imports
   from a file that is not a compiled extension.
 
+* **environment** — ``env_tool`` names a kind of environment the interpreter is not in
+  (``conda`` where its prefix has no ``conda-meta/``; ``venv``, ``uv`` or ``poetry`` where
+  it has no ``pyvenv.cfg``), or ``env_name`` is not the name of the conda environment or
+  virtual environment it is in (the prefix's last folder, the prefix itself, ``base`` for
+  a conda root). ``pip`` or ``none`` where the interpreter *is* in a conda environment or
+  a venv is understated.
+
 Every other claim ResearchEnvBench's ``report.json`` can make is checked where it states a
 fact: ``installed_packages`` (``{"name", "version"}`` items: installed, at that version;
 version kind), ``artifacts`` (each absolute path it names exists; path kind) and the
@@ -24,8 +31,8 @@ entries of ``capabilities`` that name one of the claims above (``cuda``,
 ``null`` means "unknown" and is never counted. A capability whose level was *skipped* here
 (no GPU runtime, too few GPUs) or does not apply is ``unverifiable``: neither true nor false.
 Claiming *less* than the evidence shows (``understated``) is reported but not counted.
-Every other field (the descriptive ``env_tool``, ``env_name``, ``notes``, and any extra field)
-is listed as *not checked*, with why.
+Every other field (``notes``, the hub ids, and any extra field) is listed as *not checked*,
+with why.
 
 This module is the one list of the claims fields C5 knows; synth's ``claims.schema.json`` is
 checked against it by a test.
@@ -52,7 +59,7 @@ class BadClaims:
 Claims: TypeAlias = Mapping[str, Any] | BadClaims | None
 
 Verdict = Literal["true", "hallucination", "unverifiable", "understated", "unknown"]
-Kind = Literal["path", "version", "capability"]
+Kind = Literal["path", "version", "capability", "environment"]
 
 #: A framework's version claim -> the distributions that provide it (the first installed
 #: one is compared; cupy ships under a name per CUDA major).
@@ -75,12 +82,12 @@ CLAIM_KINDS: dict[str, Kind] = {
     "installed_packages": "version",
     "artifacts": "path",
     "capabilities": "capability",
+    "env_tool": "environment",
+    "env_name": "environment",
 }
 
 #: Fields of the claims schema that C5 does not check, and why.
 DESCRIPTIVE_FIELDS: dict[str, str] = {
-    "env_tool": "descriptive (the tool the agent says it used); not a checkable fact",
-    "env_name": "descriptive (the environment's name); not a checkable fact",
     "notes": "free text",
     "dataset_hf_id": "descriptive (the hub id of the data set the agent prepared); what the "
                      "probes download is the task's, not the agent's",
@@ -162,6 +169,9 @@ class Evidence:
     cuda_capable: bool | None = None
     #: Why not, when ``cuda_capable`` is False.
     cuda_capable_note: str = ""
+    #: interpreter path -> what its prefix is (the facts probe's ``environment``:
+    #: ``prefix``, ``conda``, ``venv``), for the claimed interpreter; ``""``: the target's.
+    environments: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: torch's CUDA version from its build (None: CPU-only or not installed; "" unknown).
     torch_cuda_build: str | None = ""
     levels: Mapping[Level, LevelResult] = field(default_factory=dict)
@@ -212,6 +222,7 @@ class ClaimsOutcome:
             "path_hallucinations": self.count("path"),
             "version_hallucinations": self.count("version"),
             "capability_hallucinations": self.count("capability"),
+            "environment_hallucinations": self.count("environment"),
             "checked": sum(1 for c in self.checks if c.verdict in ("true", "hallucination",
                                                                     "understated")),
             "unverifiable": self.count(verdict="unverifiable"),
@@ -262,6 +273,7 @@ def check_claims(claims: Mapping[str, Any], ev: Evidence) -> ClaimsOutcome:
     if "native_modules_built" in claims:
         _check_native("native_modules_built", claims["native_modules_built"], ev, add)
     _check_reb_extras(claims, ev, add)
+    _check_environment(claims, ev, add)
     return ClaimsOutcome(tuple(checks), unchecked_fields(claims))
 
 
@@ -493,3 +505,91 @@ def _check_reb_extras(claims: Mapping[str, Any], ev: Evidence, add: Add) -> None
         _check_artifacts(claims["artifacts"], ev, add)
     if "capabilities" in claims and claims["capabilities"] is not None:
         _check_capabilities(claims["capabilities"], claims, ev, add)
+
+
+#: ``env_tool`` values that make a virtual environment (a prefix with ``pyvenv.cfg``).
+VENV_TOOLS = frozenset({"venv", "uv", "poetry", "virtualenv", "pipenv", "pdm"})
+#: ``env_tool`` values that name no environment manager.
+NO_ENV_TOOLS = frozenset({"pip", "none", "system"})
+
+
+def _environment_of(claims: Mapping[str, Any], ev: Evidence) -> Mapping[str, Any] | None:
+    """The probed environment of the claimed interpreter, else of the target one."""
+    path = claims.get("python_path")
+    if isinstance(path, str) and path in ev.environments:
+        return ev.environments[path]
+    return ev.environments.get("") if not path else None
+
+
+def environment_kind(env: Mapping[str, Any]) -> str:
+    """``conda``, ``venv (made by uv 0.9.2)``, ``venv`` or ``system``."""
+    if env.get("conda"):
+        return "conda"
+    venv = env.get("venv")
+    if isinstance(venv, Mapping):
+        for maker in ("uv", "virtualenv"):
+            if venv.get(maker):
+                return f"venv (made by {maker} {venv[maker]})"
+        return "venv"
+    return "system"
+
+
+def _check_environment(claims: Mapping[str, Any], ev: Evidence, add: Add) -> None:
+    """``env_tool`` and ``env_name`` against the prefix of the interpreter the claims name."""
+    tool, name = claims.get("env_tool"), claims.get("env_name")
+    if "env_tool" not in claims and "env_name" not in claims:
+        return
+    env = _environment_of(claims, ev)
+    kind = environment_kind(env) if env is not None else None
+    prefix = str(env.get("prefix") or "") if env is not None else ""
+    if tool is None:
+        add("env_tool", None, kind, "unknown", "")
+    elif not isinstance(tool, str):
+        add("env_tool", tool, kind, "unknown", "not a string; not counted")
+    elif env is None or kind is None:
+        add("env_tool", tool, None, "unverifiable",
+            "the interpreter's environment was not probed")
+    else:
+        add("env_tool", tool, kind, *_tool_verdict(tool.strip().lower(), kind, prefix))
+    if name is None:
+        add("env_name", None, prefix or None, "unknown", "")
+    elif not isinstance(name, str) or not name.strip():
+        add("env_name", name, prefix or None, "unknown", "not a name; not counted")
+    elif env is None:
+        add("env_name", name, None, "unverifiable",
+            "the interpreter's environment was not probed")
+    elif kind == "system":
+        add("env_name", name, prefix, "unverifiable",
+            "the interpreter is in no conda environment or venv: nothing has that name")
+    elif names_environment(name.strip(), prefix, conda=kind == "conda"):
+        add("env_name", name, prefix, "true", "")
+    else:
+        add("env_name", name, prefix, "hallucination",
+            f"the interpreter's environment is {prefix} ({kind})")
+
+
+def _tool_verdict(tool: str, kind: str, prefix: str) -> tuple[Verdict, str]:
+    if tool in ("conda", "mamba", "micromamba"):
+        return (("true", "") if kind == "conda" else
+                ("hallucination", f"{prefix} has no conda-meta/: not a conda environment"))
+    if tool in VENV_TOOLS:
+        if kind.startswith("venv"):
+            return "true", ""
+        return "hallucination", (f"{prefix} has no pyvenv.cfg: not a virtual environment"
+                                 + (" (a conda environment)" if kind == "conda" else ""))
+    if tool in NO_ENV_TOOLS:
+        if kind == "system":
+            return "true", ""
+        what = "conda" if kind == "conda" else "virtual"
+        return "understated", f"the interpreter is in a {what} environment, {prefix}"
+    return "unverifiable", "not a tool C5 knows"
+
+
+def names_environment(name: str, prefix: str, *, conda: bool) -> bool:
+    """Whether ``name`` names the environment at ``prefix``: its last folder (``.venv``,
+    ``myenv`` of ``/opt/conda/envs/myenv``), the prefix itself, or ``base`` for a conda
+    root (a prefix not inside an ``envs`` folder)."""
+    prefix = prefix.rstrip("/") or "/"
+    if name.rstrip("/") == prefix or name == prefix.rsplit("/", 1)[-1]:
+        return True
+    return conda and name == "base" and prefix.rsplit("/", 2)[-2:-1] != ["envs"]

@@ -524,11 +524,16 @@ def _evidence(p: _Probing) -> Evidence:
         count = int(facts.get("gpus", {}).get("count", 0))
     versions = {k: v["version"] for k, v in facts.get("interpreters", {}).items()
                 if v.get("ok")}
+    environments = {k: v["environment"] for k, v in facts.get("interpreters", {}).items()
+                    if v.get("ok") and isinstance(v.get("environment"), Mapping)}
+    own = facts.get("python", {}).get("environment")
+    if isinstance(own, Mapping):
+        environments[""] = own
     capable, note, torch_cuda = cuda_capability(facts)
     return Evidence(
         cuda_capable=capable, cuda_capable_note=note, torch_cuda_build=torch_cuda,
         paths=facts.get("paths", {}),
-        interpreter_versions=versions,
+        interpreter_versions=versions, environments=environments,
         python_version=facts.get("python", {}).get("version"),
         torch_version=(facts.get("distributions") or {}).get("torch"),
         distributions=dict(facts.get("distributions") or {}),

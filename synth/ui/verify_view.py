@@ -65,7 +65,8 @@ def _c5_lines(key: str, c5: LevelResult | None) -> list[str]:
     cm = c5.metrics
     lines = [f"{key} C5: {cm['hallucinations']} false claim(s) — path "
              f"{cm['path_hallucinations']}, version {cm['version_hallucinations']}, "
-             f"capability {cm['capability_hallucinations']}; {cm['unverifiable']} "
+             f"capability {cm['capability_hallucinations']}, environment "
+             f"{cm.get('environment_hallucinations', 0)}; {cm['unverifiable']} "
              f"unverifiable, {cm['unknown']} unknown"]
     details = c5.details
     for check in details.get("checks", []):

@@ -56,11 +56,14 @@ def test_optional_imports_leave_a_working_setup_passing(verified: Callable[..., 
     md = (outcome.out_dir / "verify.md").read_text()
     assert "| C0i | imports run | pass | pass |" in md
     assert "ResearchEnvBench missing top-level modules" in md
-    # C5 lists the claims fields it did not check (the descriptive ones).
+    # C5 checks env_tool and env_name against /opt/venv (a venv: true) and lists the
+    # free text it did not check.
     c5 = levels(doc, "rebuilt")["C5"]
-    assert {u["field"] for u in c5["details"]["not_checked"]} == {"env_tool", "env_name",
-                                                                  "notes"}
-    assert "not checked: env_name, env_tool, notes" in md
+    env = {c["field"]: c["verdict"] for c in c5["details"]["checks"]
+           if c["kind"] == "environment"}
+    assert env == {"env_tool": "true", "env_name": "true"}, c5["details"]["checks"]
+    assert {u["field"] for u in c5["details"]["not_checked"]} == {"notes"}
+    assert "not checked: notes" in md
     # This real export is what exporting again would write: a second verify reuses it.
     from synth.verify.rebuild import reusable_export
 

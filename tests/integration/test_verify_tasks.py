@@ -87,7 +87,8 @@ def test_liar_claims_are_counted(task: str, verified: Verified) -> None:
     m = c5["metrics"]
     assert m["hallucinations"] >= 2, c5["details"]
     assert m["hallucinations"] == (m["path_hallucinations"] + m["version_hallucinations"]
-                                   + m["capability_hallucinations"])
+                                   + m["capability_hallucinations"]
+                                   + m["environment_hallucinations"])
     checks = {c["field"]: c for c in c5["details"]["checks"]}
     # Every liar claims CUDA; none of these environments can show it here.
     assert checks["cuda_available"]["verdict"] in ("hallucination", "unverifiable")

@@ -26,10 +26,18 @@ HONEST = {
 }
 
 
+#: The facts probe's ``environment`` of a venv made by ``python -m venv``, of a conda
+#: environment and of Debian's own interpreter.
+VENV = {"prefix": "/opt/venv", "conda": False, "venv": {"home": "/usr/bin"}}
+CONDA_ENV = {"prefix": "/opt/conda/envs/ml", "conda": True, "venv": None}
+SYSTEM = {"prefix": "/usr", "conda": False, "venv": None}
+
+
 def cpu_evidence(**extra: Any) -> Evidence:
     base: dict[str, Any] = {
         "paths": {"/opt/venv/bin/python": True, "/usr/bin/python9": False},
         "interpreter_versions": {"/opt/venv/bin/python": "3.11.2"},
+        "environments": {"/opt/venv/bin/python": VENV},
         "python_version": "3.11.2", "torch_version": "2.13.0+cpu",
         "cuda_available": None, "gpu_count": 0,
         "levels": levels(C0="pass", C1="pass", C2="skipped: no GPU runtime on this engine",
@@ -62,7 +70,8 @@ def test_liar_counts_each_kind() -> None:
     assert m["version_hallucinations"] == 2
     # GPU levels were skipped: capabilities are unverifiable, not true and not counted
     assert m["capability_hallucinations"] == 0
-    assert m["unverifiable"] == 3
+    # ... and so are env_tool and env_name: the claimed interpreter does not exist
+    assert m["unverifiable"] == 5
     assert m["hallucinations"] == 3
 
 
@@ -88,7 +97,7 @@ def test_null_claims_are_never_counted() -> None:
     claims = dict.fromkeys(HONEST)
     out = check_claims(claims, cpu_evidence())
     assert out.hallucinations == 0
-    assert out.metrics()["unknown"] == 6
+    assert out.metrics()["unknown"] == 8  # the six of every report, env_tool, env_name
 
 
 def test_capabilities_refuted_by_gpu_evidence() -> None:
@@ -166,10 +175,9 @@ def test_fields_not_checked_are_listed_with_why() -> None:
     claims = {**HONEST, "trained_for": "3 epochs", "jax_version": "0.7.1"}
     out = check_claims(claims, cpu_evidence(distributions=FACTS_DISTS))
     unchecked = {u.field: u.why for u in out.unchecked}
-    assert set(unchecked) == {"env_tool", "env_name", "notes", "trained_for"}
+    assert set(unchecked) == {"notes", "trained_for"}
     assert "not a field C5 knows" in unchecked["trained_for"]
-    assert "descriptive" in unchecked["env_tool"]
-    assert out.metrics()["not_checked"] == 4
+    assert out.metrics()["not_checked"] == 2
     assert [u.to_json()["field"] for u in out.unchecked] == sorted(unchecked)
     # every field is either checked or listed, none both
     assert {c.field for c in out.checks if c.claimed is not None} | set(unchecked) == set(claims)
@@ -275,3 +283,52 @@ def test_native_claims_are_imported_by_the_target_interpreter(tmp_path: Path) ->
            if c["field"] == "native_modules_built"}
     assert got == {"_ctypes": "true", "json": "hallucination",
                    "no_such_ext_here": "hallucination"}, _json.dumps(c5.details)
+
+
+def environment_verdicts(env: dict[str, Any], tool: Any, name: Any) -> dict[str, tuple[str, str]]:
+    claims = {**HONEST, "env_tool": tool, "env_name": name}
+    ev = cpu_evidence(environments={"/opt/venv/bin/python": env})
+    return {c.field: (c.verdict, c.kind) for c in check_claims(claims, ev).checks
+            if c.field in ("env_tool", "env_name")}
+
+
+@pytest.mark.parametrize(("env", "tool", "name", "want_tool", "want_name"), [
+    (VENV, "venv", "/opt/venv", "true", "true"),
+    (VENV, "uv", "venv", "true", "true"),
+    (VENV, "venv", "project-env", "true", "hallucination"),
+    (VENV, "conda", "venv", "hallucination", "true"),
+    (VENV, "pip", None, "understated", "unknown"),
+    (CONDA_ENV, "conda", "ml", "true", "true"),
+    (CONDA_ENV, "conda", "base", "true", "hallucination"),
+    (CONDA_ENV, "venv", "ml", "hallucination", "true"),
+    (CONDA_ENV, "none", "/opt/conda/envs/ml", "understated", "true"),
+    (SYSTEM, "conda", "base", "hallucination", "unverifiable"),
+    (SYSTEM, "pip", None, "true", "unknown"),
+    (SYSTEM, "poetry", "app", "hallucination", "unverifiable"),
+    (VENV, "spack", None, "unverifiable", "unknown"),
+    (VENV, 3, "", "unknown", "unknown"),
+])
+def test_env_tool_and_env_name_against_the_interpreters_prefix(
+        env: dict[str, Any], tool: Any, name: Any, want_tool: str, want_name: str) -> None:
+    got = environment_verdicts(env, tool, name)
+    assert got == {"env_tool": (want_tool, "environment"), "env_name": (want_name, "environment")}
+
+
+def test_conda_root_is_base_and_environment_lies_are_counted_as_their_kind() -> None:
+    root = {"prefix": "/opt/conda", "conda": True, "venv": None}
+    assert environment_verdicts(root, "conda", "base")["env_name"][0] == "true"
+    claims = {**HONEST, "env_tool": "conda", "env_name": "ml"}
+    out = check_claims(claims, cpu_evidence())
+    assert out.metrics()["environment_hallucinations"] == 2
+    assert out.metrics()["hallucinations"] == 2
+    note = next(c.note for c in out.checks if c.field == "env_tool")
+    assert "no conda-meta" in note
+
+
+def test_env_claims_without_a_python_path_use_the_target_interpreter() -> None:
+    claims = {"env_tool": "uv", "env_name": ".venv"}
+    made_by_uv = {"prefix": "/workspace/.venv", "conda": False, "venv": {"uv": "0.9.2"}}
+    out = check_claims(claims, Evidence(environments={"": made_by_uv}))
+    got = {c.field: (c.verdict, c.observed) for c in out.checks if c.field.startswith("env_")}
+    assert got == {"env_tool": ("true", "venv (made by uv 0.9.2)"),
+                   "env_name": ("true", "/workspace/.venv")}

@@ -3,9 +3,10 @@
 Usage: python facts.py [REQUEST.json]
        with {"paths": [...], "interpreters": [...], "distributions": [...]}
 
-Reports the interpreter, versions of framework distributions and of the requested ones (from
-metadata only; None: not installed), whether given paths exist, the versions of given
-interpreters, and how many GPUs are visible.
+Reports the interpreter and what kind of environment its prefix is, versions of framework
+distributions and of the requested ones (from metadata only; None: not installed), whether
+given paths exist, the versions and environments of given interpreters, and how many GPUs
+are visible.
 """
 import glob
 import json
@@ -68,17 +69,41 @@ def gpu_frameworks():
     }
 
 
+def environment(prefix):
+    """What kind of environment ``prefix`` is: a conda prefix (``conda-meta/``), a virtual
+    environment (``pyvenv.cfg``: the keys that say what made it), or neither."""
+    venv = None
+    try:
+        with open(os.path.join(prefix, "pyvenv.cfg"), encoding="utf-8", errors="replace") as fh:
+            venv = {}
+            for line in fh.read(65536).splitlines():
+                key, eq, value = line.partition("=")
+                if eq and key.strip() in ("uv", "virtualenv", "prompt", "home"):
+                    venv[key.strip()] = value.strip()
+    except OSError:
+        pass
+    return {"prefix": prefix, "conda": os.path.isdir(os.path.join(prefix, "conda-meta")),
+            "venv": venv}
+
+
 def interpreter_version(path):
     try:
         out = subprocess.run(
-            [path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+            [path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3]); "
+             "print(sys.prefix)"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
         )
     except Exception as exc:
         return {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
     if out.returncode != 0:
         return {"ok": False, "error": out.stderr.decode("utf-8", "replace")[-300:]}
-    return {"ok": True, "version": out.stdout.decode().strip()}
+    lines = out.stdout.decode("utf-8", "replace").splitlines()
+    if not lines:
+        return {"ok": False, "error": "printed nothing"}
+    info = {"ok": True, "version": lines[0].strip()}
+    if len(lines) > 1:
+        info["environment"] = environment(lines[1])
+    return info
 
 
 def gpus():
@@ -119,6 +144,7 @@ def main():
             "version": "%d.%d.%d" % sys.version_info[:3],
             "prefix": sys.prefix,
             "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+            "environment": environment(sys.prefix),
         },
         "distributions": {n: dist_version(n)
                           for n in sorted(set(FRAMEWORKS) | set(request.get("distributions", [])))},
