@@ -79,6 +79,9 @@ class Side:
     #: Interpreter facts (``python``: version, ``path``, ``base_image``, ``glibc``).
     interpreter: Mapping[str, str] | None = None
     distributions: Mapping[str, PyDist] | None = None
+    #: The conda packages of every prefix the agent made or changed (``<prefix> <name>`` ->
+    #: ``<version> <build> (<channel>)``); None for an image.
+    conda: Mapping[str, str] | None = None
     #: Debian packages added or changed against the base image (apt.lock's scope).
     apt_added: Mapping[str, str] | None = None
     #: Every Debian package (an image's dpkg database).
@@ -249,6 +252,20 @@ def compare_distributions(a: Side, b: Side) -> Section:
             src = x.source if x.source == y.source else f"{x.source} -> {y.source}"
             items.append(Item("changed", name, x.version, y.version, src))
     return _section("python", title, items)
+
+
+def compare_conda(a: Side, b: Side) -> Section:
+    """The conda packages of the prefixes the agent made or changed: version, build string
+    and channel (a rebuilt build of the same version differs here)."""
+    title = "Conda packages"
+    if a.conda is None or b.conda is None:
+        return _gap("conda", title, a, b, a.conda, b.conda, "conda packages")
+    return _section("conda", title, _compare_mapping(a.conda, b.conda))
+
+
+def conda_entry(version: str | None, build: str | None, channel: str | None) -> str:
+    """One conda package as the conda section shows it."""
+    return f"{version or '?'} {build or '?'} ({channel or 'no channel'})"
 
 
 def _env_text(env: Iterable[tuple[str, str]]) -> str:
@@ -483,6 +500,7 @@ def diff_sides(a: Side, b: Side) -> DiffResult:
         compare_provenance(a, b),
         compare_interpreter(a, b),
         compare_distributions(a, b),
+        compare_conda(a, b),
         compare_native_builds(a, b),
         fp_native,
         fp_files,

@@ -26,6 +26,7 @@ from synth.compare.diff import (
     NativeBuildInfo,
     PyDist,
     Side,
+    conda_entry,
     diff_sides,
     dockerfile_steps,
     render_markdown,
@@ -367,6 +368,7 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
             "status": record.status, "live_image": live_image,
         },
         interpreter=interpreter, distributions=dists, apt_added=apt_added,
+        conda=run_conda(loaded),
         apt_all=dict(loaded.apt.final) or None, env=dict(loaded.persisted_env),
         native_builds=native, dockerfile=dockerfile, pyramid=_load_pyramid(run_dir),
         image_size=size, fingerprint=fp, warnings=tuple(warnings),
@@ -376,6 +378,25 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
         files={f"inputs/{rel}": d for rel, d in sorted(loaded.input_hashes.items())},
         origin=record.run_id,
     )
+
+
+def run_conda(run: LoadedRun) -> dict[str, str]:
+    """The conda packages of each prefix the agent made or added packages to: what the
+    artifact recreates (a prefix the base image had unchanged is the base's)."""
+    out: dict[str, str] = {}
+    for interp in run.interpreters:
+        found = interp.conda
+        if found is None or not (interp.created_by_agent or found.added):
+            continue
+        for p in found.packages:
+            out[f"{found.prefix} {p.name}"] = conda_entry(p.version, p.build, p.channel)
+    return out
+
+
+def artifact_conda(plan: BuildPlan) -> dict[str, str]:
+    """The conda packages of each prefix the artifact recreates (plan.json)."""
+    return {f"{env.prefix} {p.name}": conda_entry(p.version, p.build, p.channel)
+            for env in plan.conda for p in env.packages}
 
 
 def _trust_problems(run_dir: Path) -> tuple[str, ...]:
@@ -615,6 +636,7 @@ def load_artifact_side(directory: Path, loader: SideLoader) -> Side:
     return Side(
         kind="artifact", label=str(directory), identity={**identity, "image": image},
         interpreter=_artifact_interpreter(manifest, plan) or None, distributions=dists,
+        conda=artifact_conda(plan) if plan else None,
         apt_added=apt_added, env=dict(plan.env) if plan else None, native_builds=native,
         dockerfile=steps, pyramid=_load_pyramid(directory), image_size=size,
         warnings=tuple(warnings), claims=claims_fields(artifact.claims()),

@@ -130,9 +130,45 @@ def _local_components(plan: BuildPlan) -> list[Any]:
     return out
 
 
+def _conda_components(plan: BuildPlan) -> list[Any]:
+    """The packages of every recreated conda prefix, as ``pkg:conda`` purls (the package
+    URL spec's qualifiers: ``build``, ``channel``, ``subdir``, ``type``), with the digest
+    the build checks and the archive's URL."""
+    from cyclonedx.model import (
+        ExternalReference,
+        ExternalReferenceType,
+        HashAlgorithm,
+        HashType,
+        Property,
+        XsUri,
+    )
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
+    out = []
+    for env in plan.conda:
+        for pin in env.packages:
+            kind = "conda" if pin.url.endswith(".conda") else "tar.bz2"
+            qualifiers = {"build": pin.build, "channel": pin.channel, "subdir": pin.subdir,
+                          "type": kind}
+            hashes = ([HashType(alg=HashAlgorithm.SHA_256, content=pin.sha256)] if pin.sha256
+                      else [HashType(alg=HashAlgorithm.MD5, content=pin.md5)] if pin.md5
+                      else [])
+            out.append(Component(
+                name=pin.name, version=pin.version, type=ComponentType.LIBRARY,
+                purl=PackageURL(type="conda", name=pin.name, version=pin.version,
+                                qualifiers={k: v for k, v in qualifiers.items() if v}),
+                bom_ref=f"conda:{env.prefix}:{pin.name}@{pin.version}={pin.build}",
+                hashes=hashes,
+                external_references=[ExternalReference(
+                    type=ExternalReferenceType.DISTRIBUTION, url=XsUri(pin.url))],
+                properties=[Property(name="synth:conda-prefix", value=env.prefix)]))
+    return out
+
+
 def sbom_json(plan: BuildPlan, locks: Sequence[Lock], epoch: int, inputs: SbomInputs) -> str:
-    """A CycloneDX 1.6 JSON SBOM of the base image's Debian packages, apt.lock, the Python
-    locks and what is built from source, with synth as the tool; validated."""
+    """A CycloneDX 1.6 JSON SBOM of the base image's Debian packages, apt.lock, the conda
+    and Python locks and what is built from source, with synth as the tool; validated."""
     from cyclonedx.model import HashAlgorithm, HashType
     from cyclonedx.model.bom import Bom
     from cyclonedx.model.component import Component, ComponentType
@@ -166,8 +202,8 @@ def sbom_json(plan: BuildPlan, locks: Sequence[Lock], epoch: int, inputs: SbomIn
                 name=pin.name, version=pin.version, type=ComponentType.LIBRARY, purl=purl,
                 bom_ref=f"pypi:{lock.env.prefix}:{pin.name}@{pin.version}",
                 hashes=[HashType(alg=HashAlgorithm.SHA_256, content=h) for h in pin.hashes]))
-    for local in _local_components(plan):
-        bom.components.add(local)
+    for component in (*_conda_components(plan), *_local_components(plan)):
+        bom.components.add(component)
     # Every component is in the image: the root depends on them all, the base on its own.
     bom.register_dependency(root, list(bom.components))
     bom.register_dependency(base, list(base.components))

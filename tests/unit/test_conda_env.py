@@ -4,10 +4,11 @@ a no-solve recreation followed by its pip layer."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
-from distill_runs import NO_ENGINE, cmd, dist, make_run_dir, system_python
+from distill_runs import NO_ENGINE, cmd, dist, fake_base, make_run_dir, system_python
 
 from synth.config import Settings
 from synth.distill.common import Notes
@@ -16,6 +17,7 @@ from synth.distill.load import load_run
 from synth.distill.plan import PythonEnvPlan, distill
 from synth.export.artifact import ExportOptions, export_run
 from synth.export.lock import Lock, LockedPin, LockTarget
+from synth.export.metadata import CitationOptions
 from synth.formats.state import CondaPackage, Interpreter
 
 PREFIX = "/opt/conda/envs/research"
@@ -154,3 +156,60 @@ def test_the_dockerfile_recreates_the_prefix_before_its_pip_layer(tmp_path: Path
     assert 'COPY ["conda-install.py", "/tmp/synth/conda-install.py"]' in legacy
     readme = (art / "README.md").read_text()
     assert "conda-opt-conda-envs-research.lock" in readme and "conda-install.py" in readme
+
+
+def test_the_sbom_lists_each_conda_package_with_its_purl_digest_and_url(tmp_path: Path) -> None:
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    run_dir = _run(tmp_path)
+    art = export_run(ExportOptions(
+        run_dir, out_dir=tmp_path / "a", locker=fake_locker, ask_live=False, archive=True,
+        citation=CitationOptions(authors=("Ada Lovelace",), license="mit"),
+        save_base=fake_base(run_dir)), Settings.load(artifacts_dir=tmp_path),
+        NO_ENGINE).artifact_dir
+    text = (art / "sbom.cdx.json").read_text()
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
+    conda = {c["purl"]: c for c in json.loads(text)["components"]
+             if c.get("purl", "").startswith("pkg:conda/")}
+    fn = "python-3.11.2-0_debian12.tar.bz2"
+    python = conda[f"pkg:conda/python@3.11.2?build=0_debian12&channel={CHANNEL}"
+                   "&subdir=linux-64&type=tar.bz2"]
+    assert python["hashes"] == [{"alg": "SHA-256",
+                                 "content": hashlib.sha256(fn.encode()).hexdigest()}]
+    assert python["externalReferences"] == [
+        {"type": "distribution", "url": f"{CHANNEL}/linux-64/{fn}"}]
+    assert {"name": "synth:conda-prefix", "value": PREFIX} in python["properties"]
+    assert sorted(p.split("@")[0] for p in conda) == [
+        "pkg:conda/pip", "pkg:conda/python", "pkg:conda/tinylib"]
+
+
+def test_diff_compares_the_conda_packages_of_a_run_and_its_artifact(tmp_path: Path) -> None:
+    from synth.compare.diff import diff_sides
+    from synth.compare.load import SideLoader, artifact_conda, run_conda
+    from synth.distill.plan import distill as plan_of
+    from synth.engine.fingerprint import ImageProbe
+
+    run_dir = _run(tmp_path)
+    art = _export(tmp_path, "a", run_dir)
+    loader = SideLoader(Settings.load(artifacts_dir=tmp_path), images=ImageProbe(NO_ENGINE))
+    result = diff_sides(loader.load(str(run_dir)), loader.load(str(art)))
+    conda = result.section("conda")
+    assert (conda.status, conda.items) == ("equal", ())
+    # The run's side lists what the artifact recreates, package by package.
+    run = load_run(run_dir)
+    assert run_conda(run) == artifact_conda(plan_of(run)[0])
+    assert run_conda(run)[f"{PREFIX} python"] == f"3.11.2 0_debian12 ({CHANNEL})"
+    # A prefix the base image had as it is belongs to the base: not listed.
+    unchanged = make_run_dir(tmp_path / "base", [cmd("true")], python=[
+        system_python(), conda_interp(created=False, in_base=True)],
+        primary=f"{PREFIX}/bin/python")
+    assert run_conda(load_run(unchanged)) == {}
+    # Another build of one package is a difference.
+    other = _pkg("tinylib", "1.1", "py_1")
+    changed = dict(run_conda(run))
+    changed[f"{PREFIX} tinylib"] = f"{other['version']} {other['build']} ({CHANNEL})"
+    from synth.compare.diff import Side, compare_conda
+    got = compare_conda(Side("run", "a", conda=run_conda(run)), Side("run", "b", conda=changed))
+    assert [(i.kind, i.key, i.a, i.b) for i in got.items] == [
+        ("changed", f"{PREFIX} tinylib", f"1.1 py_0 ({CHANNEL})", f"1.1 py_1 ({CHANNEL})")]

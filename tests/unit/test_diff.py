@@ -40,9 +40,9 @@ from synth.formats.plan import (
 from tests.distill_runs import NO_ENGINE
 from tests.verify_outcomes import full_verify
 
-SECTION_ORDER = ["pyramid", "claims", "provenance", "interpreter", "python", "native_builds",
-                 "native_files", "python_files", "apt", "locks", "env", "dockerfile", "files",
-                 "image_size"]
+SECTION_ORDER = ["pyramid", "claims", "provenance", "interpreter", "python", "conda",
+                 "native_builds", "native_files", "python_files", "apt", "locks", "env",
+                 "dockerfile", "files", "image_size"]
 
 
 def pydist(name: str, version: str, *, direct_url: Mapping[str, Any] | None = None,
