@@ -461,18 +461,20 @@ def _explain_metadata(change: Change) -> str | None:
 
 
 def _explain_env(change: Change, rebuilt_env: Mapping[str, str]) -> str | None:
-    """The rebuilt image activates the primary venv (``ENV VIRTUAL_ENV``, its ``bin`` first
-    on PATH), as verify does for the live image's probes."""
-    venv = rebuilt_env.get("VIRTUAL_ENV")
-    if not venv:
-        return None
+    """The rebuilt image activates the primary environment, as verify does for the live
+    image's probes: a venv (``ENV VIRTUAL_ENV``) or a conda prefix (``ENV CONDA_PREFIX``),
+    its ``bin`` first on PATH."""
     why = "the rebuilt image activates the primary environment, as verify does for the live one"
-    if change.key == "VIRTUAL_ENV" and change.kind == "added":
-        return why
-    if change.key == "PATH" and change.a is not None and change.b is not None:
-        first, _, rest = change.b.partition(":")
-        if first.rstrip("/") == f"{venv.rstrip('/')}/bin" and rest == change.a:
+    for key in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = rebuilt_env.get(key)
+        if not prefix:
+            continue
+        if change.key == key and change.kind == "added":
             return why
+        if change.key == "PATH" and change.a is not None and change.b is not None:
+            first, _, rest = change.b.partition(":")
+            if first.rstrip("/") == f"{prefix.rstrip('/')}/bin" and rest == change.a:
+                return why
     return None
 
 

@@ -69,19 +69,25 @@ def carried_sums(files: Sequence[CarriedFile]) -> str:
 
 
 def unreproduced(fp: Fingerprint, pins: Mapping[str, str], built: Iterable[str],
-                 debian_site: str = "/usr/lib/python3/dist-packages") -> tuple[str, ...]:
+                 debian_site: str = "/usr/lib/python3/dist-packages",
+                 conda_prefixes: Iterable[str] = ()) -> tuple[str, ...]:
     """Distributions in the final state that nothing in the artifact reproduces.
 
     ``pins``: name -> version of the primary environment's lock; ``built``: names a native
-    step builds. A distribution from Debian's own site directory is apt's. An editable one
+    step builds; ``conda_prefixes``: the prefixes the artifact recreates from their conda
+    locks, whose conda-installed distributions (``INSTALLER`` ``conda``) come with them.
+    A distribution from Debian's own site directory is apt's. An editable one
     is reproduced only by a step that installs it again: its code is in the source the
     artifact carries, but without its metadata and ``.pth`` it is not installed."""
     locked = {_norm(n): v for n, v in pins.items()}
     step_built = {_norm(n) for n in built}
+    conda = tuple(p.rstrip("/") + "/" for p in conda_prefixes)
     out: list[str] = []
     for d in fp.distributions:
         key = _norm(d.name)
         if d.shadowed or d.location.startswith(debian_site) or d.source == "os package":
+            continue
+        if conda and d.installer == "conda" and d.location.startswith(conda):
             continue
         if key in step_built:
             continue

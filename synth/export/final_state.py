@@ -90,7 +90,8 @@ def _checks(plan: BuildPlan, facts: LiveFacts) -> tuple[
     if fp is not None:
         carried = carried_mod.modified_files(fp, built)
         if plan.envs:
-            missing += carried_mod.unreproduced(fp, pins, built)
+            missing += carried_mod.unreproduced(
+                fp, pins, built, conda_prefixes=[c.prefix for c in plan.conda])
     else:
         warnings.append("the final state could not be checked file by file, so modified "
                         "files of installed distributions and unreproduced distributions "

@@ -150,8 +150,9 @@ def test_a_repository_without_git_is_diffed_against_its_original(tmp_path: Path)
 
 
 def _dp(name: str, version: str = "1.0", *, modified: dict[str, str] | None = None,
-        editable: bool = False, location: str = SITE, **kw: Any) -> DistributionPrint:
-    return DistributionPrint(name=name, version=version, installer="pip", direct_url=None,
+        editable: bool = False, location: str = SITE, installer: str = "pip",
+        **kw: Any) -> DistributionPrint:
+    return DistributionPrint(name=name, version=version, installer=installer, direct_url=None,
                              direct_url_kind=None, editable=editable, location=location,
                              files=1, digest="d", modified=modified or {}, **kw)
 
@@ -203,6 +204,19 @@ def test_every_distribution_is_locked_or_built_or_named() -> None:
                    "by a step")
     assert "ed" not in " ".join(carried.unreproduced(
         fp, {"numpy": "1.26.4", "foo-bar": "2.0", "legacy": "0.3"}, built=["mine", "ed"]))
+
+
+def test_conda_installed_distributions_come_with_their_recreated_prefix() -> None:
+    env = "/opt/conda/envs/ml"
+    site = f"{env}/lib/python3.11/site-packages"
+    fp = _fp(_dp("tinylib", location=site, installer="conda"), _dp("six", location=site),
+             _dp("other", location="/opt/conda/envs/ml2/lib/python3.11/site-packages",
+                 installer="conda"))
+    out = carried.unreproduced(fp, {"six": "1.0"}, built=[], conda_prefixes=[env])
+    # tinylib is in the conda lock of the prefix; another prefix's conda package is not.
+    assert out == ("other 1.0 (index, in /opt/conda/envs/ml2/lib/python3.11/site-packages) "
+                   "is neither locked nor built by a step",)
+    assert len(carried.unreproduced(fp, {"six": "1.0"}, built=[])) == 2
 
 
 def test_dpkg_owned_paths_are_never_unexplained() -> None:

@@ -228,6 +228,14 @@ def test_explained_differences() -> None:
                                          "/opt/venv/bin:/usr/bin:/bin"), env) is None
     assert explain("environment", Change("added", "VIRTUAL_ENV", None, "/opt/venv")) is None
     assert explain("environment", Change("added", "CUDA_HOME", None, "/x"), env) is None
+    conda = {"CONDA_PREFIX": "/opt/conda/envs/ml", "PATH": "/opt/conda/envs/ml/bin:/usr/bin"}
+    assert explain("environment", Change("added", "CONDA_PREFIX", None, "/opt/conda/envs/ml"),
+                   conda)
+    assert explain("environment", Change("changed", "PATH", "/usr/bin",
+                                         "/opt/conda/envs/ml/bin:/usr/bin"), conda)
+    assert explain("environment", Change("changed", "PATH", "/usr/bin",
+                                         "/opt/conda/envs/ml2/bin:/usr/bin"), conda) is None
+    assert explain("environment", Change("added", "CONDA_PREFIX", None, "/x"), env) is None
 
 
 # ----------------------------------------------------------------- pure comparison

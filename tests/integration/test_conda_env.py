@@ -1,0 +1,150 @@
+"""A conda environment end to end on a real engine, with a real conda-compatible installer.
+
+No conda channel is reachable here, so the test makes one (tests/conda_channel.py: a
+Python, pip and a small library, indexed) and serves it on the Docker bridge's gateway,
+where the session's container and the rebuild's build containers reach it. The agent does
+what research agents do: ``conda create`` of a named environment with python and a library
+(py-rattler solving against the channel and linking, conda-meta written as conda writes
+it), then ``pip install`` inside it, and says so in its claims. synth must capture the
+prefix from conda-meta, lock it as ``@EXPLICIT`` ``url#sha256`` lines, recreate it in the
+rebuild from those URLs with no solve, install its pip layer after it, and verify must
+find the rebuilt environment equal to the live one (same packages, builds, files),
+exporting the same run twice must give the same files, and ``synth diff`` must find the
+run and its artifact equal in conda packages.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conda_channel import build_channel, serve
+
+from synth.config import Settings
+from synth.engine.fingerprint import ImageProbe
+from synth.export.artifact import ExportOptions, export_run
+from synth.formats.task import load_task
+from synth.record.agents import ReplayAgent
+from synth.record.runner import RunOptions, run_session
+from synth.verify.command import VerifyOptions, verify
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TASK = Path(__file__).resolve().parent.parent / "data" / "conda-env"
+PREFIX = "/opt/conda/envs/research"
+LOCK = "conda-opt-conda-envs-research.lock"
+
+#: Each statement runs as its own ``bash -c``; ``{url}`` is the channel's address.
+TRANSCRIPT = """\
+# conda create -n research python=3.11 tinylib pip, with py-rattler as the installer
+python3 -m pip install --break-system-packages --target /tmp/rattler py-rattler==0.28.0
+PYTHONPATH=/tmp/rattler python3 /workspace/make_env.py {url} {prefix} python=3.11 tinylib pip
+rm -rf /tmp/rattler /tmp/rattler-cache
+{prefix}/bin/pip install six==1.17.0
+cd / && {prefix}/bin/python /workspace/fit.py
+cat > /synth/claims.json <<'JSON'
+{{"python_path": "{prefix}/bin/python", "python_version": "3.11", "torch_version": null,
+ "cuda_available": false, "gpu_count": 0, "ddp_expected_ok": false, "env_tool": "conda",
+ "env_name": "research", "notes": "conda env research from the channel, six by pip"}}
+JSON
+"""
+
+
+def bridge_gateway(engine: Any) -> str:
+    """The host's address on Docker's default bridge: containers reach the host there."""
+    config = engine.client.networks.get("bridge").attrs["IPAM"]["Config"][0]
+    # The engine names the gateway, or leaves it as the subnet's first address.
+    return str(config.get("Gateway") or ipaddress.ip_network(config["Subnet"])[1])
+
+
+def test_a_conda_environment_is_recreated_from_its_lock_with_no_solve(
+        engine: Any, ca_bundle: Path | None, wheelhouse: Path | None, tmp_path: Path) -> None:
+    settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    channel = build_channel(tmp_path / "channel")
+    made: list[str] = []
+    try:
+        with serve(channel, bridge_gateway(engine)) as url:
+            script = tmp_path / "conda.sh"
+            script.write_text(TRANSCRIPT.format(url=url, prefix=PREFIX))
+            task = load_task(TASK)
+            result = run_session(RunOptions(task=task, agent=ReplayAgent(script), timeout=900),
+                                 settings, engine, say=lambda _m: None)
+            assert result.status == "succeeded", (result.status, result.run_dir)
+            made.append(str(result.live_image))
+            _check_capture(result.run_dir, url)
+            outcome = verify(VerifyOptions(target=str(result.run_dir), rebuild=True, live=True,
+                                           out_dir=tmp_path / "verify"), settings, engine,
+                             say=lambda _m: None)
+            doc = outcome.document
+            if doc.get("build"):
+                made.append(doc["build"]["image"])
+            art = Path(doc["target"]["artifact_dir"])
+            _check_verify(doc, outcome.exit_code)
+            _check_artifact(art, url)
+            again = export_run(ExportOptions(result.run_dir, out_dir=tmp_path / "again"),
+                               settings, engine).artifact_dir
+            for name in (LOCK, "Dockerfile", "conda-installer.lock", "conda-install.py",
+                         "requirements.lock", "plan.json"):
+                assert (art / name).read_bytes() == (again / name).read_bytes(), name
+            _check_diff(result.run_dir, art, settings, engine)
+    finally:
+        for ref in made:
+            engine.remove_image(ref)
+
+
+def _check_capture(run_dir: Path, url: str) -> None:
+    """The live prefix as synth captured it: every package with its archive URL and hash."""
+    python = json.loads((run_dir / "state" / "python.json").read_text())
+    assert python["primary"] == f"{PREFIX}/bin/python"
+    env = next(i for i in python["interpreters"] if i["path"] == f"{PREFIX}/bin/python")
+    assert env["kind"] == "conda" and env["created_by_agent"] is True
+    packages = {p["name"]: p for p in env["conda"]["packages"]}
+    assert sorted(packages) == ["pip", "python", "tinylib"]
+    assert packages["python"]["url"] == f"{url}/linux-64/python-3.11.2-0_debian12.tar.bz2"
+    assert all(len(p["sha256"]) == 64 for p in packages.values())
+    dists = {d["name"]: d for d in env["distributions"]}
+    assert dists["six"]["version"] == "1.17.0" and dists["tinylib"]["installer"] == "conda"
+
+
+def _check_verify(doc: dict[str, Any], exit_code: int) -> None:
+    rebuilt = {r["level"]: r for r in doc["reports"]["rebuilt"]["levels"]}
+    live = {r["level"]: r for r in doc["reports"]["live"]["levels"]}
+    assert live["C1"]["status"] == "pass", live["C1"]
+    assert rebuilt["C1"]["status"] == "pass", rebuilt["C1"]
+    assert doc["fidelity"]["reaches_live_level"] is True, doc["fidelity"]
+    assert not doc["fidelity"].get("failures"), doc["fidelity"]
+    assert doc["fingerprint"]["status"] == "compared"
+    assert doc["fingerprint"]["packages_equal"] is True, doc["fingerprint"]["summary"]
+    # The agent's conda claims are checked against the rebuilt prefix, and hold.
+    checks = {c["field"]: c for c in rebuilt["C5"]["details"]["checks"]}
+    assert (checks["env_tool"]["verdict"], checks["env_tool"]["observed"]) == ("true", "conda")
+    assert (checks["env_name"]["verdict"], checks["env_name"]["observed"]) == ("true", PREFIX)
+    assert exit_code == 0
+
+
+def _check_artifact(art: Path, url: str) -> None:
+    lock = (art / LOCK).read_text().splitlines()
+    body = lock[lock.index("@EXPLICIT") + 1:]
+    assert [line.split("#")[0] for line in body] == [
+        f"{url}/linux-64/{fn}" for fn in ("pip-23.0.1-py_0.tar.bz2",
+                                           "python-3.11.2-0_debian12.tar.bz2",
+                                           "tinylib-1.1-py_0.tar.bz2")]
+    assert all(len(line.split("#")[1]) == 64 for line in body)
+    # Recreated from the lock with no solve, before the pip layer, which holds only six.
+    docker = (art / "Dockerfile").read_text()
+    assert docker.index("conda-install.py") < docker.index(f"--python {PREFIX}/bin/python")
+    pins = [line.split("==")[0] for line in (art / "requirements.lock").read_text().splitlines()
+            if "==" in line and not line.startswith("#")]
+    assert pins == ["six"]
+
+
+def _check_diff(run_dir: Path, art: Path, settings: Settings, engine: Any) -> None:
+    from synth.compare.diff import diff_sides
+    from synth.compare.load import SideLoader
+
+    loader = SideLoader(settings, images=ImageProbe(engine))
+    conda = diff_sides(loader.load(str(run_dir)), loader.load(str(art))).section("conda")
+    assert conda.status == "equal", conda.items
