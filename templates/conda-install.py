@@ -2,8 +2,10 @@
 
 Usage: python3 conda-install.py LOCK PREFIX CACHE
 
-Every archive of LOCK is fetched from its URL (http(s) or file://), checked against the
-digest after its '#' (64 hex digits: sha256, 32: md5) and extracted into CACHE; py-rattler
+Every archive of LOCK is fetched from its URL (http(s) or file://), or taken from
+SYNTH_CONDA_PKGS (a folder of archives by file name: an offline bundle's vendor/conda) where
+it is there, checked against the digest after its '#' (64 hex digits: sha256, 32: md5)
+and extracted into CACHE; py-rattler
 (on PYTHONPATH) then links them all into PREFIX. A mismatch stops it, exit 1, before
 anything is linked. SYNTH_CONDA_MIRRORS="OLD=NEW OLD2=NEW2" fetches what starts with OLD
 from NEW instead (a mirror of the channel); the prefix's conda-meta keeps the lock's URLs.
@@ -57,14 +59,21 @@ def mirrored(url):
 
 
 def fetch(url, dest, digest):
-    """Download ``url`` to ``dest`` and check it; exits on a mismatch."""
+    """Download ``url`` to ``dest`` (or copy it from SYNTH_CONDA_PKGS) and check it; exits
+    on a mismatch."""
     algo = "sha256" if len(digest) == 64 else "md5"
-    cafile = os.environ.get("SSL_CERT_FILE")
-    context = ssl.create_default_context(cafile=cafile) if cafile else None
-    source = mirrored(url)
-    with urllib.request.urlopen(source, context=context, timeout=300) as r, \
-            Path(dest).open("wb") as f:
-        shutil.copyfileobj(r, f, 1 << 20)
+    local = os.environ.get("SYNTH_CONDA_PKGS")
+    bundled = Path(local) / url.rsplit("/", 1)[1] if local else None
+    if bundled is not None and bundled.is_file():
+        source = str(bundled)
+        shutil.copyfile(bundled, dest)
+    else:
+        cafile = os.environ.get("SSL_CERT_FILE")
+        context = ssl.create_default_context(cafile=cafile) if cafile else None
+        source = mirrored(url)
+        with urllib.request.urlopen(source, context=context, timeout=300) as r, \
+                Path(dest).open("wb") as f:
+            shutil.copyfileobj(r, f, 1 << 20)
     h = hashlib.new(algo)
     with Path(dest).open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

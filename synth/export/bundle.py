@@ -3,10 +3,12 @@
 ``vendor/`` holds the .debs of apt.lock (``vendor/debs/``, fetched from the recorded mirror
 or the snapshot archive), the wheels and sdists of every Python lock (``vendor/wheels/``:
 ``pip download --no-deps --require-hashes`` for the image's Python and platform, plus the
-wheelhouse files the lock pins) and the files the run downloaded (``vendor/files/<sha256>``,
-read from the run's live image). Each file is checked against the hash its lock records
-before it is kept, so a bundled artifact builds with no network at all
-(``docker build --network none``; ``synth verify --rebuild --offline``).
+wheelhouse files the lock pins, and the py-rattler that links conda prefixes), the archives
+of every conda lock (``vendor/conda/``, fetched from their URLs) and the files the run
+downloaded (``vendor/files/<sha256>``, read from the run's live image). Each file is
+checked against the hash its lock records before it is kept, so a bundled artifact builds
+with no network at all (``docker build --network none``; ``synth verify --rebuild
+--offline``).
 
 Fetched files are cached by sha256 under ``$XDG_CACHE_HOME/synth/vendor`` (a re-export
 costs no download); what lands in ``vendor/`` is the checked bytes, so two exports of one
@@ -42,7 +44,7 @@ from synth.util.disk import FULL_ERRNOS, disk_full_error, from_os_error, log_say
 VENDOR = "vendor"
 #: Where the build mounts ``vendor/`` (read-only bind mounts, nothing lands in a layer).
 BUILD_VENDOR = "/synth/vendor"
-KINDS = ("deb", "wheel", "sdist", "file")
+KINDS = ("deb", "wheel", "sdist", "conda", "file")
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,8 @@ def _pip_download(lock: Lock, glibc: str | None, settings: Settings, into: Path)
 def _with_build_inputs(lock: Lock) -> Lock:
     """The lock with the uv that installs it (installer.lock) and its build constraints:
     the build needs their files too."""
-    extra = ((lock.installer,) if lock.installer else ()) + lock.build
+    extra = (((lock.installer,) if lock.installer else ()) + lock.build
+             + ((lock.conda_installer,) if lock.conda_installer else ()))
     return dataclasses.replace(lock, pins=(*lock.pins, *extra)) if extra else lock
 
 
@@ -211,6 +214,35 @@ def vendor_python(locks: Sequence[Lock], glibc: str | None, settings: Settings,
                 kind = "wheel" if path.name.endswith(".whl") else "sdist"
                 files[rel] = BundleFile(rel, kind, digest, path.stat().st_size)
     return [files[k] for k in sorted(files)]
+
+
+def vendor_conda(plan: BuildPlan, settings: Settings, dest: Path) -> list[BundleFile]:
+    """Every archive of every conda lock under ``dest/vendor/conda/`` (by its file name:
+    conda-install.py takes a package from there before its URL), each sha256-checked."""
+    out: dict[str, BundleFile] = {}
+    for env in plan.conda:
+        for pin in env.packages:
+            if not pin.sha256:
+                raise ExportError(
+                    f"--bundle: conda-meta recorded no sha256 for {pin.name} {pin.version} "
+                    f"({env.prefix}), only an md5: the bundle keeps sha256-checked files only.",
+                    hint="Export without --bundle; the build then fetches it from "
+                    f"{pin.url} and checks its md5.")
+            fn = pin.url.rsplit("/", 1)[-1]
+            rel = f"{VENDOR}/conda/{fn}"
+            if rel in out:
+                if out[rel].sha256 != pin.sha256:
+                    raise ExportError(f"--bundle: two conda packages named {fn} differ "
+                                      "(two channels): the bundle keeps one file per name.")
+                continue
+            got = _fetch(pin.url, pin.sha256, settings)
+            if got is None:
+                raise ExportError(f"--bundle: {pin.url} is unreachable or no longer has the "
+                                  f"sha256 {env.lock_file} records ({pin.sha256[:12]}…).",
+                                  hint="Check that the channel is reachable from this machine.")
+            _place(got, dest / rel)
+            out[rel] = BundleFile(rel, "conda", pin.sha256, got.stat().st_size)
+    return [out[k] for k in sorted(out)]
 
 
 def vendor_downloads(plan: BuildPlan, live: LiveImage, dest: Path) -> list[BundleFile]:
@@ -261,6 +293,7 @@ def make_bundle(plan: BuildPlan, locks: Sequence[Lock], apt: AptSources, setting
     """Fill ``dest/vendor`` and return its :func:`summary`; downloads come from ``live``."""
     files = [*vendor_debs(plan, apt, settings, dest),
              *vendor_python(locks, plan.glibc, settings, wheelhouse, dest),
+             *vendor_conda(plan, settings, dest),
              *vendor_downloads(plan, live, dest)]
     return summary(files, plan, locks)
 

@@ -10,13 +10,16 @@ prefix from conda-meta, lock it as ``@EXPLICIT`` ``url#sha256`` lines, recreate 
 rebuild from those URLs with no solve, install its pip layer after it, and verify must
 find the rebuilt environment equal to the live one (same packages, builds, files),
 exporting the same run twice must give the same files, and ``synth diff`` must find the
-run and its artifact equal in conda packages.
+run and its artifact equal in conda packages. Exported with ``--bundle``, the artifact
+rebuilds with no network (the conda archives and py-rattler in ``vendor/``), and a bundled
+archive whose bytes changed stops the build.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +28,12 @@ from conda_channel import build_channel, serve
 
 from synth.config import Settings
 from synth.engine.fingerprint import ImageProbe
+from synth.errors import BuildError
 from synth.export.artifact import ExportOptions, export_run
 from synth.formats.task import load_task
 from synth.record.agents import ReplayAgent
 from synth.record.runner import RunOptions, run_session
+from synth.verify.build import build_artifact
 from synth.verify.command import VerifyOptions, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -90,6 +95,10 @@ def test_a_conda_environment_is_recreated_from_its_lock_with_no_solve(
                          "requirements.lock", "plan.json"):
                 assert (art / name).read_bytes() == (again / name).read_bytes(), name
             _check_diff(result.run_dir, art, settings, engine)
+            bundled = export_run(ExportOptions(result.run_dir, out_dir=tmp_path / "bundled",
+                                               bundle=True), settings, engine).artifact_dir
+        # The channel is gone: the bundle alone rebuilds the prefix, with no network.
+        _check_offline(bundled, settings, engine, tmp_path, made)
     finally:
         for ref in made:
             engine.remove_image(ref)
@@ -139,6 +148,35 @@ def _check_artifact(art: Path, url: str) -> None:
     pins = [line.split("==")[0] for line in (art / "requirements.lock").read_text().splitlines()
             if "==" in line and not line.startswith("#")]
     assert pins == ["six"]
+
+
+def _check_offline(art: Path, settings: Settings, engine: Any, tmp_path: Path,
+                   made: list[str]) -> None:
+    manifest = json.loads((art / "manifest.json").read_text())
+    kinds = manifest["bundle"]["by_kind"]
+    assert manifest["bundle"]["offline"] is True
+    assert kinds["conda"]["files"] == 3, kinds
+    assert any(p.startswith("vendor/wheels/py_rattler-0.28.0-") for p in manifest["files"])
+    assert "SYNTH_CONDA_PKGS=/synth/vendor/conda" in (art / "Dockerfile").read_text()
+    outcome = verify(VerifyOptions(target=str(art), rebuild=True, offline=True,
+                                   out_dir=tmp_path / "offline"), settings, engine,
+                     say=lambda _m: None)
+    doc = outcome.document
+    made.append(doc["build"]["image"])
+    assert doc["build"]["offline"] is True
+    levels = {r["level"]: r["status"] for r in doc["reports"]["rebuilt"]["levels"]}
+    assert levels["C1"] == "pass", levels
+    # One bundled archive's bytes differ from the lock: the build stops, naming it.
+    bad = tmp_path / "bad"
+    shutil.copytree(art, bad)
+    victim = bad / "vendor" / "conda" / "tinylib-1.1-py_0.tar.bz2"
+    data = victim.read_bytes()
+    victim.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))
+    with pytest.raises(BuildError) as err:
+        build_artifact(bad, "synth-test/conda-env:bad", settings, network="none",
+                       log_path=tmp_path / "bad.log")
+    assert "tinylib-1.1-py_0.tar.bz2 does not match its sha256" in err.value.message, \
+        err.value.message
 
 
 def _check_diff(run_dir: Path, art: Path, settings: Settings, engine: Any) -> None:
