@@ -17,12 +17,13 @@ from pathlib import Path
 from msgspec.structs import replace
 
 from synth.distill import carried as carried_mod
+from synth.distill import project_locks
 from synth.distill import warnings as warn
 from synth.distill.load import LoadedRun
 from synth.distill.plan import BuildPlan, Classified, classify_log
 from synth.distill.provenance import code_loading_risks, merged_risks
 from synth.distill.steps import PipInstall
-from synth.errors import ExportError
+from synth.errors import ExportError, InputFileError
 from synth.export import live_facts
 from synth.export.live_facts import LiveFacts, LiveImage
 from synth.export.source_patch import (
@@ -37,6 +38,7 @@ from synth.formats.fingerprint import Fingerprint
 from synth.formats.plan import CarriedFile, DistillReport
 from synth.formats.store import RunDir
 from synth.record import tree
+from synth.util import safe_io
 
 
 def _named_by_pip(run: LoadedRun, classified: Sequence[Classified] | None) -> set[str]:
@@ -165,6 +167,9 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
             "links in the repository point outside it, and are carried as links, never "
             "followed (the rebuilt image has whatever those paths hold there): "
             + "; ".join(f"{rel} -> {target}" for rel, target in outward))})))
+    notes = project_lock_notes(source, plan)
+    if notes:
+        report = replace(report, warnings=tuple(sorted({*report.warnings, *notes})))
     sp = source_patch(original, source,
                       edited=bool(edits.modified or edits.added or edits.deleted))
     if sp.note:
@@ -182,6 +187,34 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
     if facts.workspace_tar is not None:
         plan, report = drop_idle_builds(plan, report, run, edits)
     return plan, report, StagedSource(source, patch, edits)
+
+
+#: The most of a project lock file read (uv.lock of a large project: a few MB).
+PROJECT_LOCK_MAX = 64 << 20
+
+
+def project_lock_notes(source: Path, plan: BuildPlan, workdir: str = "/workspace"
+                       ) -> list[str]:
+    """Where the project's own lock files at the top of ``source/`` disagree with the
+    final state of the environment they describe: one inside the working folder (a
+    tool's ``.venv``), else the primary one. Read without following links out of it."""
+    if not plan.envs:
+        return []
+    env = next((e for e in plan.envs if _under(e.prefix, workdir)), plan.envs[0])
+    notes = []
+    for name in project_locks.LOCK_FILES:
+        if not safe_io.lexists_beneath(source, name):
+            continue
+        try:
+            text = safe_io.decode_utf8(
+                safe_io.read_beneath(source, name, PROJECT_LOCK_MAX), name)
+        except InputFileError as exc:
+            notes.append(f"the project's {name} was not read: {exc.message}")
+            continue
+        note = project_locks.lock_note(name, text, env.prefix, env.pins)
+        if note:
+            notes.append(note)
+    return notes
 
 
 def host_changed(run: LoadedRun, original: Path) -> bool:

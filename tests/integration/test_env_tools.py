@@ -9,6 +9,7 @@ an install), and verify must exit 0 with no fidelity failure."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -69,3 +70,10 @@ def test_a_tool_made_environment_rebuilds_the_same(
     audited = script in ("pip-editable-extra.sh", "pip-tools.sh")
     made_by = "audit " if audited else "final state"
     assert f"-> envtools==0.1.0 ({made_by}" in dockerfile
+    # The tool's own lock (uv.lock, poetry.lock, Pipfile.lock) is carried in source/ and
+    # agrees with what the tool installed.
+    own = {"uv-sync.sh": "uv.lock", "poetry.sh": "poetry.lock", "pipenv.sh": "Pipfile.lock"}
+    if script in own:
+        assert (Path(doc["target"]["artifact_dir"]) / "source" / own[script]).is_file()
+    report = json.loads((Path(doc["target"]["artifact_dir"]) / "export-report.json").read_text())
+    assert not [w for w in report["warnings"] if "disagrees" in w], report["warnings"]

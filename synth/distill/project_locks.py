@@ -1,0 +1,87 @@
+"""The project's own lock files (``uv.lock``, ``poetry.lock``, ``pdm.lock``,
+``Pipfile.lock``) against the final state: pure.
+
+The artifact installs the final state (synth's hashed lock); the project's lock travels in
+``source/`` for a reader who uses that tool. Where the two disagree, the export says so:
+a package the lock pins at one version and the environment holds at another, or one the
+environment holds that the lock does not name. A package the lock names that is not
+installed is not a disagreement (another platform, an extra or a dependency group the
+agent did not ask for).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Iterable, Mapping
+
+from packaging.utils import canonicalize_name
+
+#: The lock files read, in this order, at the top of the working folder.
+LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock")
+#: Names every environment holds that no project lock pins.
+_TOOLING = frozenset({"pip", "setuptools", "wheel"})
+
+
+def lock_pins(name: str, text: str) -> dict[str, str]:
+    """Canonical name -> version of every package ``text`` (a ``name`` lock file) pins;
+    ValueError when it is not such a file."""
+    if name == "Pipfile.lock":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not JSON: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+        out: dict[str, str] = {}
+        for section in ("default", "develop"):
+            for pkg, info in (doc.get(section) or {}).items():
+                version = info.get("version") if isinstance(info, dict) else None
+                if isinstance(version, str) and version.startswith("=="):
+                    out[str(canonicalize_name(pkg))] = version[2:]
+        return out
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"not TOML: {exc}") from exc
+    packages = doc.get("package")
+    if not isinstance(packages, list):
+        raise ValueError("no [[package]] tables")
+    return {str(canonicalize_name(p["name"])): str(p["version"]) for p in packages
+            if isinstance(p, dict) and isinstance(p.get("name"), str) and "version" in p}
+
+
+def disagreements(pins: Mapping[str, str], installed: Iterable[tuple[str, str]]
+                  ) -> list[str]:
+    """What the environment holds that the lock does not say, sorted."""
+    out = []
+    for raw, version in installed:
+        name = str(canonicalize_name(raw))
+        locked = pins.get(name)
+        if locked is None:
+            if name not in _TOOLING:
+                out.append(f"{name} {version} is not in it")
+        elif locked != version:
+            out.append(f"{name} {version} is installed where it pins {locked}")
+    return sorted(out)
+
+
+def lock_note(name: str, text: str, prefix: str,
+              installed: Iterable[tuple[str, str]]) -> str | None:
+    """The export warning for one project lock, or None where it agrees."""
+    try:
+        pins = lock_pins(name, text)
+    except ValueError as exc:
+        return f"the project's {name} could not be read ({exc}); it is carried as it is"
+    found = disagreements(pins, installed)
+    if not found:
+        return None
+    shown = "; ".join(found[:8]) + (f"; and {len(found) - 8} more" if len(found) > 8 else "")
+    return (f"the project's {name} (carried in source/) disagrees with the final state of "
+            f"{prefix}: {shown}. The artifact installs the final state; `{_tool(name)}` "
+            "from source/ would not give the same environment")
+
+
+def _tool(name: str) -> str:
+    return {"uv.lock": "uv sync --frozen", "poetry.lock": "poetry install",
+            "pdm.lock": "pdm install", "Pipfile.lock": "pipenv sync"}[name]

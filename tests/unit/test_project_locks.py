@@ -1,0 +1,106 @@
+"""The project's own lock files against the final state (synth.distill.project_locks) and
+how export reads them from source/ (never through a link out of it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from synth.distill.project_locks import disagreements, lock_note, lock_pins
+from synth.export.final_state import project_lock_notes
+from synth.formats.plan import PythonEnvPlan
+
+UV_LOCK = """\
+version = 1
+requires-python = ">=3.11"
+
+[[package]]
+name = "envtools"
+version = "0.1.0"
+source = { editable = "." }
+
+[[package]]
+name = "Six"
+version = "1.17.0"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "attrs"
+version = "25.3.0"
+source = { registry = "https://pypi.org/simple" }
+"""
+
+POETRY_LOCK = """\
+[[package]]
+name = "six"
+version = "1.16.0"
+description = ""
+optional = false
+python-versions = "*"
+files = []
+
+[metadata]
+lock-version = "2.0"
+"""
+
+PIPFILE_LOCK = json.dumps({"_meta": {}, "default": {"six": {"version": "==1.17.0"}},
+                           "develop": {"pytest": {"version": "==8.0.0"},
+                                       "odd": {"git": "https://x/y.git"}}})
+
+
+def test_each_format_gives_its_pins_by_canonical_name() -> None:
+    assert lock_pins("uv.lock", UV_LOCK) == {"envtools": "0.1.0", "six": "1.17.0",
+                                             "attrs": "25.3.0"}
+    assert lock_pins("poetry.lock", POETRY_LOCK) == {"six": "1.16.0"}
+    assert lock_pins("pdm.lock", POETRY_LOCK) == {"six": "1.16.0"}
+    assert lock_pins("Pipfile.lock", PIPFILE_LOCK) == {"six": "1.17.0", "pytest": "8.0.0"}
+    for name, text in (("uv.lock", "[[package]\n"), ("uv.lock", "x = 1\n"),
+                       ("Pipfile.lock", "{"), ("Pipfile.lock", "[]")):
+        with pytest.raises(ValueError):
+            lock_pins(name, text)
+
+
+def test_only_what_the_environment_holds_can_disagree() -> None:
+    pins = lock_pins("uv.lock", UV_LOCK)
+    # attrs is locked but not installed (an extra not asked for): no disagreement.
+    assert disagreements(pins, [("six", "1.17.0"), ("pip", "25.0")]) == []
+    assert disagreements(pins, [("six", "1.16.0"), ("numpy", "2.3.5")]) == [
+        "numpy 2.3.5 is not in it", "six 1.16.0 is installed where it pins 1.17.0"]
+    note = lock_note("uv.lock", UV_LOCK, "/workspace/.venv", [("six", "1.16.0")])
+    assert note is not None and "uv sync --frozen" in note and "/workspace/.venv" in note
+    assert lock_note("uv.lock", UV_LOCK, "/w/.venv", [("six", "1.17.0")]) is None
+    assert "could not be read" in str(lock_note("poetry.lock", "{", "/w", []))
+
+
+def _env(prefix: str, pins: tuple[tuple[str, str], ...]) -> PythonEnvPlan:
+    return PythonEnvPlan(python=f"{prefix}/bin/python", kind="venv", version="3.11.2",
+                         prefix=prefix, create=(), pip=(), lock_file="requirements.lock",
+                         pins=pins, index_url="https://pypi.org/simple", extra_index_urls=(),
+                         find_links=(), break_system_packages=False)
+
+
+def test_export_compares_the_tools_environment_and_never_follows_a_link_out(
+        tmp_path: Path) -> None:
+    from dataclasses import dataclass
+
+    @dataclass
+    class Plan:
+        envs: tuple[PythonEnvPlan, ...]
+
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "uv.lock").write_text(UV_LOCK)
+    plan = Plan((_env("/opt/venv", (("six", "1.16.0"),)),
+                 _env("/workspace/.venv", (("six", "1.17.0"), ("numpy", "2.3.5")))))
+    notes = project_lock_notes(source, plan)  # type: ignore[arg-type]
+    assert len(notes) == 1 and "numpy 2.3.5 is not in it" in notes[0]
+    assert "six" not in notes[0]  # the .venv's six agrees; /opt/venv is not the tool's
+    # A hostile lock that is a link to a host file is refused, not read.
+    secret = tmp_path / "host-secret"
+    secret.write_text("[[package]]\nname = 'x'\nversion = '1'\n")
+    (source / "uv.lock").unlink()
+    (source / "uv.lock").symlink_to(secret)
+    notes = project_lock_notes(source, plan)  # type: ignore[arg-type]
+    assert len(notes) == 1 and "was not read" in notes[0] and "leads out" in notes[0]
