@@ -140,7 +140,10 @@ repeat = int(sys.argv[4])
 sys.path[:0] = [str(root), str(root / "tests"), str(root / "bench")]
 from bench_export import _fake_locker
 from synth.config import Settings
-from synth.export import artifact
+try:
+    from synth.export import artifact
+except ImportError:  # the layout before the folders by data flow: one export module
+    import synth.export as artifact
 def export():  # a checkout with ExportOptions (and its engine), or one from before them
     if hasattr(artifact, "ExportOptions"):
         from synth.engine.base import NoEngine
