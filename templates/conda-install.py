@@ -2,7 +2,7 @@
 
 Usage: python3 conda-install.py LOCK PREFIX CACHE
 
-Every archive of LOCK is fetched from its URL (http(s) or file://), or taken from
+Every archive of LOCK (several at once) is fetched from its URL (http(s) or file://), or taken from
 SYNTH_CONDA_PKGS (a folder of archives by file name: an offline bundle's vendor/conda) where
 it is there, checked against the digest after its '#' (64 hex digits: sha256, 32: md5)
 and extracted into CACHE; py-rattler
@@ -82,16 +82,28 @@ def fetch(url, dest, digest):
         die(f"{source} does not match its {algo}: expected {digest}, got {h.hexdigest()}")
 
 
-async def records(lines, cache):
-    from rattler import RepoDataRecord
+def fetched(line, cache):
+    """Fetch, check and extract one package of the lock into the cache (a thread each: the
+    download, the digest and the extraction release the GIL)."""
     from rattler.package_streaming import extract
 
+    url, dist, digest = line
+    archive = str(Path(cache) / url.rsplit("/", 1)[1])
+    fetch(url, archive, digest)
+    # Extracted and checked here: rattler links from the cache and fetches nothing.
+    extract(archive, str(Path(cache) / dist))
+    return archive
+
+
+async def records(lines, cache):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rattler import RepoDataRecord
+
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        archives = list(pool.map(lambda line: fetched(line, cache), lines))
     out = []
-    for url, dist, digest in lines:
-        archive = str(Path(cache) / url.rsplit("/", 1)[1])
-        fetch(url, archive, digest)
-        # Extracted and checked here: rattler links from the cache and fetches nothing.
-        extract(archive, str(Path(cache) / dist))
+    for (url, _dist, digest), archive in zip(lines, archives):
         rec = await RepoDataRecord.from_package_archive(archive)
         rec.url = url
         rec.channel = url.rsplit("/", 2)[0] + "/"
