@@ -328,6 +328,15 @@ def python_interpreters(
     return out, errors
 
 
+#: Where tools keep the environments they run from (``uvx``, ``uv tool install``, pipx).
+_TOOL_ENV_PARTS = ("/.cache/", "/.local/share/uv/tools/", "/.local/pipx/", "/.local/share/pipx/")
+
+
+def tool_environment(prefix: str) -> bool:
+    """Whether ``prefix`` is a tool's environment: in a cache folder or a tool manager's."""
+    return any(part in prefix.rstrip("/") + "/" for part in _TOOL_ENV_PARTS)
+
+
 def choose_primary(
     interpreters: Sequence[Mapping[str, Any]], claimed_python: str | None
 ) -> str | None:
@@ -340,6 +349,9 @@ def choose_primary(
                     or claimed.removesuffix("/bin/python3") in names:
                 return str(i["path"])
     created = [i for i in interpreters if i.get("created_by_agent") and i.get("kind") != "system"]
+    # A tool's own environment (uvx's cache, uv tool, pipx) is not the research code's.
+    created = [i for i in created if not tool_environment(str(i.get("prefix") or i["path"]))] \
+        or created
     if created:
         best = max(created, key=lambda i: (len(i.get("distributions") or []), str(i["path"])))
         return str(best["path"])

@@ -1,6 +1,7 @@
 """Environments made by tools other than pip, end to end on a real engine: ``uv sync``,
-``poetry install`` and ``pipenv install -e .`` of a tiny pyproject package (its own .venv,
-the project itself installed editable, INSTALLER ``uv`` / ``Poetry X`` / ``pip``),
+``uv add`` + ``uv run``, ``poetry install``, ``pipenv install -e .`` and ``pdm install`` (run
+by ``uvx``) of a tiny pyproject package (its own .venv, the project itself installed
+editable, INSTALLER ``uv`` / ``Poetry X`` / ``pip`` / ``pdm``),
 ``pip-compile`` + ``pip-sync``, and ``pip install -e ".[toml]"`` with pip's isolated build
 (its backend pinned at the version that built it live), run → export → verify --rebuild
 --live. The rebuilt image must hold the same distributions at the same versions, the
@@ -35,8 +36,8 @@ def images(engine: Any) -> Iterator[list[str]]:
         engine.remove_image(ref)
 
 
-@pytest.mark.parametrize("script", ["uv-sync.sh", "poetry.sh", "pipenv.sh", "pip-tools.sh",
-                                    "pip-editable-extra.sh"])
+@pytest.mark.parametrize("script", ["uv-sync.sh", "uv-add.sh", "poetry.sh", "pipenv.sh",
+                                    "pdm.sh", "pip-tools.sh", "pip-editable-extra.sh"])
 def test_a_tool_made_environment_rebuilds_the_same(
         script: str, engine: Any, ca_bundle: Path | None, wheelhouse: Path | None,
         tmp_path: Path, images: list[str]) -> None:
@@ -72,7 +73,8 @@ def test_a_tool_made_environment_rebuilds_the_same(
     assert f"-> envtools==0.1.0 ({made_by}" in dockerfile
     # The tool's own lock (uv.lock, poetry.lock, Pipfile.lock) is carried in source/ and
     # agrees with what the tool installed.
-    own = {"uv-sync.sh": "uv.lock", "poetry.sh": "poetry.lock", "pipenv.sh": "Pipfile.lock"}
+    own = {"uv-sync.sh": "uv.lock", "uv-add.sh": "uv.lock", "poetry.sh": "poetry.lock",
+           "pipenv.sh": "Pipfile.lock", "pdm.sh": "pdm.lock"}
     if script in own:
         assert (Path(doc["target"]["artifact_dir"]) / "source" / own[script]).is_file()
     report = json.loads((Path(doc["target"]["artifact_dir"]) / "export-report.json").read_text())

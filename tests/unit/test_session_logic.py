@@ -158,6 +158,12 @@ def test_primary_interpreter_choice() -> None:
     assert choose_primary(interps, "/opt/a") == "/opt/a/bin/python"
     assert choose_primary(interps, "/nowhere/python") == "/opt/b/bin/python"
     assert choose_primary([SYSTEM], None) == "/usr/bin/python3"
+    # A tool's environment (uvx's cache: pdm and its 37 packages) is never the project's.
+    uvx = {"path": "/root/.cache/uv/archive-v0/x/bin/python", "kind": "venv",
+           "prefix": "/root/.cache/uv/archive-v0/x", "created_by_agent": True,
+           "distributions": [{"name": "y"}] * 37}
+    assert choose_primary([SYSTEM, VENV_SMALL, uvx], None) == "/opt/a/bin/python"
+    assert choose_primary([SYSTEM, uvx], None) == uvx["path"]  # nothing else: still it
     assert choose_primary([], None) is None
 
 
