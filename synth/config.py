@@ -16,6 +16,9 @@ CONTAINER_CA_PATH = "/synth/ca/ca-bundle.crt"
 #: Where a wheelhouse is mounted read-only inside containers.
 CONTAINER_WHEELHOUSE = "/synth/wheelhouse"
 #: Environment variables that make pip, uv, requests and curl trust the mounted bundle.
+#: Live and rebuilt images ``synth run`` and ``synth verify`` keep per task (the latest;
+#: older ones are removed after their work; ``SYNTH_KEEP_RUNS`` changes it).
+DEFAULT_KEEP_RUNS = 5
 CA_ENV_NAMES = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
 
@@ -32,6 +35,9 @@ class Settings:
     #: Check free disk space before a run, a rebuild, a bundle or a bench cell
     #: (synth.engine.disk_budget); ``SYNTH_DISK_CHECK=0`` or ``--no-disk-check`` skips it.
     disk_check: bool = True
+    #: Live and rebuilt images kept per task after ``synth run`` and ``synth verify``
+    #: (``SYNTH_KEEP_RUNS``: a number, or ``all`` for None: keep every one).
+    keep_runs: int | None = DEFAULT_KEEP_RUNS
 
     @classmethod
     def load(
@@ -60,12 +66,19 @@ class Settings:
                 option="--wheelhouse",
             )
         cli = docker_cli or env.get("SYNTH_DOCKER_CLI") or None
+        keep = env.get("SYNTH_KEEP_RUNS", str(DEFAULT_KEEP_RUNS)).strip()
+        if keep != "all" and not (keep.isdigit() and int(keep) >= 1):
+            raise UsageError(f"SYNTH_KEEP_RUNS={keep!r} is neither a number of runs (1 or "
+                             "more) nor 'all'.",
+                             hint="SYNTH_KEEP_RUNS=5 keeps each task's latest 5 live and "
+                             "rebuilt images; SYNTH_KEEP_RUNS=all keeps every one.")
         return cls(
             artifacts_dir=art.resolve(),
             ca_bundle=ca.resolve() if ca else None,
             wheelhouse=wh.resolve() if wh else None,
             docker_cli=cli,
             disk_check=disk_check and env.get("SYNTH_DISK_CHECK", "1").strip() != "0",
+            keep_runs=None if keep == "all" else int(keep),
         )
 
     @property

@@ -96,6 +96,26 @@ def limits_of(memory: str | None, pids: int | None, cpus: float | None,
         raise UsageError(f"--memory/--pids/--cpus/--disk: {exc}.") from exc
 
 
+def prune_older_runs(engine: Engine, settings: Settings) -> None:
+    """After a run or a rebuild: each task's live and rebuilt images beyond the latest
+    ``settings.keep_runs`` (``SYNTH_KEEP_RUNS``, default 5) are removed, and the runs whose
+    live image went say so in run.json. A failure to prune is a warning, never the
+    command's failure."""
+    from synth.record.rundir import mark_pruned
+
+    if settings.keep_runs is None:
+        return
+    try:
+        removed = engine.prune_runs(settings.keep_runs, scope=str(settings.artifacts_dir))
+        mark_pruned(settings, removed)
+    except SynthError as exc:
+        console.warn(f"older run images were not pruned: {exc.message}")
+        return
+    for line in removed:
+        console.say(f"pruned {line}: older than this task's latest {settings.keep_runs} "
+                    "(SYNTH_KEEP_RUNS)")
+
+
 def open_engine(timeout: int = 120, *, required: bool = True) -> Engine:
     """The one engine handle of a command, opened when the command runs and passed down to
     the function it calls. With ``required=False`` (export, diff, runs, doctor, verify) a

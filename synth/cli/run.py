@@ -19,6 +19,7 @@ from synth.cli.app import (
     app,
     limits_of,
     open_engine,
+    prune_older_runs,
     runs_app,
     settings_of,
 )
@@ -87,7 +88,10 @@ def run(
         limits=limits_of(memory, pids, cpus, disk),
     )
     settings = settings_of(artifacts, ca_bundle, wheelhouse, no_disk_check)
-    result = run_session(opts, settings, open_engine(), say=console.say)
+    engine = open_engine()
+    result = run_session(opts, settings, engine, say=console.say)
+    if result.live_image:
+        prune_older_runs(engine, settings)
     if json_out:
         console.print_json(result.to_json())
     if not result.ok:

@@ -15,6 +15,7 @@ from synth.cli.app import (
     NoDiskCheckOpt,
     app,
     open_engine,
+    prune_older_runs,
     settings_of,
 )
 from synth.config import Settings
@@ -89,7 +90,10 @@ def verify_cmd(
         scoring=v.parse_scoring(scoring))
     settings = settings_of(artifacts, ca_bundle, wheelhouse, no_disk_check)
     engine = open_engine(required=False) if opts.runtime == "docker" else None
-    raise typer.Exit(_print_verify(v.verify(opts, settings, engine), json_out))
+    outcome = v.verify(opts, settings, engine)
+    if engine is not None and opts.rebuild:
+        prune_older_runs(engine, settings)
+    raise typer.Exit(_print_verify(outcome, json_out))
 
 
 def _print_verify(outcome: VerifyOutcome, json_out: bool) -> int:

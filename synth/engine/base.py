@@ -222,6 +222,11 @@ class Engine(Protocol):
         """Remove what synth left behind (``synth gc``); returns what was removed."""
         ...
 
+    def prune_runs(self, keep: int, *, scope: str | None = None, label: str | None = None,
+                   dry_run: bool = False) -> list[str]:
+        """Remove the live and rebuilt images older than each task's latest ``keep``."""
+        ...
+
 
 class NoEngine:
     """The engine of a command that can do without one, when none answered: every use
@@ -237,7 +242,7 @@ class NoEngine:
     ping = version = has_gpu_runtime = create = container = _fail
     image_exists = image_inspect = image_labels = remove_image = import_image = _fail
     disk_limits_supported = save_image = load_image = tag_image = push_image = _fail
-    build = gc = _fail
+    build = gc = prune_runs = _fail
 
 
 if TYPE_CHECKING:

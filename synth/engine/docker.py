@@ -354,10 +354,33 @@ class DockerEngine:
                     continue
             removed.append(f"container {c.name}")
         folders = self._artifacts_folders(label) if scope is None else {scope}
-        for img in self._gc_images(label, images=images, scope=scope, keep_runs=keep_runs):
-            refs = img.tags or [img.id]
+        removed += self._remove_images(
+            self._gc_images(label, images=images, scope=scope, keep_runs=keep_runs), dry_run)
+        removed += self._gc_build_cache(folders, dry_run=dry_run)
+        return removed
+
+    def prune_runs(self, keep: int, *, scope: str | None = None, label: str | None = None,
+                   dry_run: bool = False) -> list[str]:
+        """Only the live and rebuilt images older than each task's latest ``keep``: what
+        ``synth run`` and ``synth verify`` remove after their work (``SYNTH_KEEP_RUNS``).
+        No container, temporary image or build cache is touched; ``scope`` as for gc."""
+        kept = []
+        for img in self.managed_images(label):
+            labels = img.labels or {}
+            if (labels.get("synth.kind") not in ("live", "rebuilt") or not img.tags
+                    or labels.get(TEMPORARY_LABEL) == "1"
+                    or (scope is not None and labels.get(ARTIFACTS_LABEL, scope) != scope)):
+                continue
+            kept.append(img)
+        return self._remove_images(_older_runs(kept, keep), dry_run)
+
+    def _remove_images(self, images: list[Any], dry_run: bool) -> list[str]:
+        """``image <ref> (<size> MB)`` for each tag removed (or, ``dry_run``, that would be);
+        one gone meanwhile or in use by someone else's container is skipped."""
+        removed = []
+        for img in images:
             size = int((img.attrs or {}).get("Size") or 0)
-            for ref in refs:
+            for ref in img.tags or [img.id]:
                 if not dry_run:
                     try:
                         self.client.images.remove(ref, force=True)
@@ -366,7 +389,6 @@ class DockerEngine:
                     except docker.errors.APIError:
                         continue  # in use by a container of someone else's: keep
                 removed.append(f"image {ref} ({size / 1e6:.0f} MB)")
-        removed += self._gc_build_cache(folders, dry_run=dry_run)
         return removed
 
     def _artifacts_folders(self, label: str | None) -> set[str]:

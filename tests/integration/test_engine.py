@@ -217,6 +217,11 @@ def test_gc_keep_runs_removes_only_the_older_live_images_of_each_task(
         listed = engine.gc(label="synth.run=gc-keep", keep_runs=1, dry_run=True)
         images = sorted(line.split(" ")[1] for line in listed if line.startswith("image "))
         assert images == refs[:2], listed
+        # What synth run and synth verify prune after their work (SYNTH_KEEP_RUNS): the same
+        # images, and nothing else of gc's.
+        pruned = engine.prune_runs(1, label="synth.run=gc-keep", dry_run=True)
+        assert sorted(line.split(" ")[1] for line in pruned) == refs[:2], pruned
+        assert engine.prune_runs(3, label="synth.run=gc-keep", dry_run=True) == []
         settings = Settings.load(artifacts_dir=tmp_path)
         run_dir = make_run_dir(tmp_path, task="gckeep", run_id="20261201-100000-aaaaaa")
         removed = engine.gc(label="synth.run=gc-keep", keep_runs=1)
