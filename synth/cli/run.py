@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -32,6 +32,9 @@ from synth.errors import (
     RunError,
 )
 from synth.ui import console
+
+if TYPE_CHECKING:  # the command imports the runner when it runs: `synth --help` stays fast
+    from synth.record.runner import RunOptions, RunResult
 
 #: Seconds the engine may take to say an image's size in `runs list|show` (sizes are extras).
 SIZES_TIMEOUT = 5
@@ -77,7 +80,7 @@ def run(
     """Run an agent in an audited session container and record what it did."""
     from synth.formats.task import load_task
     from synth.record.agents import make_agent
-    from synth.record.runner import RunOptions, run_session
+    from synth.record.runner import RunOptions
 
     opts = RunOptions(
         task=load_task(task, tasks_root=Path("tasks")),
@@ -88,15 +91,23 @@ def run(
         limits=limits_of(memory, pids, cpus, disk),
     )
     settings = settings_of(artifacts, ca_bundle, wheelhouse, no_disk_check)
-    engine = open_engine()
-    result = run_session(opts, settings, engine, say=console.say)
-    if result.live_image:
-        prune_older_runs(engine, settings)
+    result = _run(opts, settings)
     if json_out:
         console.print_json(result.to_json())
     if not result.ok:
         raise typer.Exit(DiskFullError.exit_code if result.disk_full
                          else _RUN_EXIT.get(result.status, RunError.exit_code))
+
+
+def _run(opts: RunOptions, settings: Settings) -> RunResult:
+    """The session, then each task's images beyond its latest few pruned (SYNTH_KEEP_RUNS)."""
+    from synth.record.runner import run_session
+
+    engine = open_engine()
+    result = run_session(opts, settings, engine, say=console.say)
+    if result.live_image:
+        prune_older_runs(engine, settings)
+    return result
 
 
 #: `synth run`'s exit code per run status other than succeeded (errors/exit codes).

@@ -22,7 +22,7 @@ from synth.config import Settings
 from synth.ui import console
 
 if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
-    from synth.verify.command import VerifyOutcome
+    from synth.verify.command import VerifyOptions, VerifyOutcome
 
 
 #: The wheel folder a rebuild needs.
@@ -89,11 +89,19 @@ def verify_cmd(
         allow_modified=allow_modified, assets_cache=assets_cache, assets_offline=assets_offline,
         scoring=v.parse_scoring(scoring))
     settings = settings_of(artifacts, ca_bundle, wheelhouse, no_disk_check)
+    raise typer.Exit(_print_verify(_verified(opts, settings), json_out))
+
+
+def _verified(opts: VerifyOptions, settings: Settings) -> VerifyOutcome:
+    """The verification, then, after a rebuild, each task's images beyond its latest few
+    pruned (SYNTH_KEEP_RUNS)."""
+    from synth.verify import command as v
+
     engine = open_engine(required=False) if opts.runtime == "docker" else None
     outcome = v.verify(opts, settings, engine)
     if engine is not None and opts.rebuild:
         prune_older_runs(engine, settings)
-    raise typer.Exit(_print_verify(outcome, json_out))
+    return outcome
 
 
 def _print_verify(outcome: VerifyOutcome, json_out: bool) -> int:
