@@ -201,7 +201,10 @@ class DockerEngine:
 
     def managed_containers(self, extra_label: str | None = None) -> list[DockerContainer]:
         filters = [MANAGED_LABEL + "=1"] + ([extra_label] if extra_label else [])
-        return list(self.client.containers.list(all=True, filters={"label": filters}))
+        # docker-py inspects each listed container in turn: one removed meanwhile (another
+        # bench cell's clean-up, an auto-removed probe) would raise NotFound here.
+        return list(self.client.containers.list(all=True, filters={"label": filters},
+                                                ignore_removed=True))
 
     # ---------------------------------------------------------------- images
     def image_exists(self, ref: str) -> bool:
