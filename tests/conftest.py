@@ -159,11 +159,13 @@ def task_run(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[[str, str], Path]]:
     """``task_run(task_name, transcript) -> run dir``: ``tasks/<task>/agents/<transcript>``
-    replayed once per test session (memoised), with the CA bundle and the wheelhouse.
+    replayed once per test session (memoised), with the CA bundle and the wheelhouse;
+    ``transcript`` ``"auto"`` runs synth's own setup agent (``--agent auto``) instead.
     The live images these runs commit are removed at the end of the session."""
     from synth.config import Settings
     from synth.formats.task import load_task
     from synth.record.agents import ReplayAgent
+    from synth.record.auto.agent import AutoAgent
     from synth.record.runner import RunOptions, run_session
 
     settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("task-runs"),
@@ -175,9 +177,10 @@ def task_run(
         key = (task_name, transcript)
         if key not in done:
             task = load_task(TASKS_DIR / task_name)
+            agent = AutoAgent() if transcript == "auto" else ReplayAgent(
+                task.agents_dir / transcript)
             result = run_session(
-                RunOptions(task=task, agent=ReplayAgent(task.agents_dir / transcript),
-                           timeout=1800),
+                RunOptions(task=task, agent=agent, timeout=1800),
                 settings, engine, say=lambda _msg: None,  # type: ignore[arg-type]
             )
             if not result.live_image:

@@ -29,6 +29,7 @@ from synth.export.artifact import ExportOptions, export_run
 from synth.formats.task import Task, load_task
 from synth.formats.verify import VerifyDocument
 from synth.record.agents import Agent, ExecAgent, ReplayAgent
+from synth.record.auto.agent import AutoAgent
 from synth.record.rundir import read_run, trust_problems
 from synth.record.runner import RunOptions, run_session
 from synth.verify.command import VerifyOptions, verify
@@ -42,6 +43,8 @@ def _agent(cell: Cell, task: Task, timeout: float) -> Agent:
     if cell.agent.kind == "replay":
         assert cell.script is not None
         return ReplayAgent(cell.script)
+    if cell.agent.kind == "auto":
+        return AutoAgent()
     if cell.agent.kind == "preset":
         return preset_agent(cell.agent.argv[0], cell.agent.argv[1], task, timeout)
     return ExecAgent(list(cell.agent.argv))

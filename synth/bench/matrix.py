@@ -17,11 +17,12 @@ from synth.formats.task import load_task
 @dataclass(frozen=True)
 class AgentSpec:
     """An agent of the matrix: a replay transcript by name (``good`` is
-    ``tasks/<t>/agents/good.sh``), ``NAME=exec:COMMAND`` (an exec agent), or
-    ``NAME=preset:PRESET:HOST_BINARY`` (a CLI agent, :mod:`synth.bench.presets`)."""
+    ``tasks/<t>/agents/good.sh``), ``auto`` (synth's own setup agent, ``--agent auto``),
+    ``NAME=exec:COMMAND`` (an exec agent), or ``NAME=preset:PRESET:HOST_BINARY`` (a CLI
+    agent, :mod:`synth.bench.presets`)."""
 
     name: str
-    kind: str  # "replay", "exec" or "preset"
+    kind: str  # "replay", "auto", "exec" or "preset"
     argv: tuple[str, ...] = ()  # exec: the command; preset: (preset, host binary)
 
     @classmethod
@@ -33,7 +34,8 @@ class AgentSpec:
                              hint="A transcript name (good, liar) or NAME=exec:COMMAND.",
                              option="--agent")
         if not sep:
-            return cls(name.removesuffix(".sh"), "replay")
+            return cls(name, "auto") if name == "auto" else cls(name.removesuffix(".sh"),
+                                                                  "replay")
         kind, colon, command = rest.partition(":")
         if kind == "preset" and colon:
             preset, _, binary = command.partition(":")

@@ -19,8 +19,8 @@ from synth.cli.app import CaBundleOpt, JsonOpt, app
 def bench(
     tasks: Annotated[list[Path], typer.Argument(help="Task directories (or task.toml files).")],
     agent: Annotated[list[str], typer.Option(
-        help="A transcript name (good: agents/good.sh of each task) or NAME=exec:COMMAND; "
-        "repeatable.")],
+        help="A transcript name (good: agents/good.sh of each task), auto (synth's own setup "
+        "agent) or NAME=exec:COMMAND; repeatable.")],
     out: Annotated[Path, typer.Option("-o", "--out", help="The results folder (resumable).")],
     repeats: Annotated[int, typer.Option(help="Cells per task and agent.")] = 1,
     executor: Annotated[str, typer.Option(help="local or ray.")] = "local",

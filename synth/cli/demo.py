@@ -16,7 +16,7 @@ from synth.engine.base import Engine
 from synth.engine.base_images import ensure_base_image
 from synth.errors import RunError, UsageError
 from synth.formats.task import load_task
-from synth.record.agents import make_agent
+from synth.record.agent_choice import make_agent
 from synth.record.runner import RunOptions, run_session
 from synth.ui import console
 from synth.verify.command import Say, VerifyOptions, VerifyOutcome, verify

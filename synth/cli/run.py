@@ -38,6 +38,9 @@ if TYPE_CHECKING:  # the command imports the runner when it runs: `synth --help`
 
 #: Seconds the engine may take to say an image's size in `runs list|show` (sizes are extras).
 SIZES_TIMEOUT = 5
+#: ``--repair-budget``'s default (synth.record.auto.agent.DEFAULT_BUDGET, which a test
+#: holds equal; the session machinery is not imported to draw the command line).
+DEFAULT_REPAIR_BUDGET = 8
 
 
 @app.command()
@@ -46,7 +49,8 @@ def run(
         metavar="TASK", help="A task directory or a task name under ./tasks.")],
     command: Annotated[Optional[list[str]], typer.Argument(  # noqa: UP045
         metavar="COMMAND", help="With --agent exec: the agent's command, after `--`.")] = None,
-    agent: Annotated[str, typer.Option(help="replay, exec or shell.")] = "replay",
+    agent: Annotated[str, typer.Option(
+        help="replay, exec, shell, or auto (synth's own rule-based setup agent).")] = "replay",
     script: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         help="Replay: the setup script (one `bash -c` per top-level statement).")] = None,
     stop_on_error: Annotated[bool, typer.Option(
@@ -56,6 +60,8 @@ def run(
     agent_env: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         help="Exec: a variable passed from this environment; its value is masked as ***.")]
     = None,
+    repair_budget: Annotated[int, typer.Option(
+        help="Auto: repairs the agent may make after a failure.")] = DEFAULT_REPAIR_BUDGET,
     timeout: Annotated[float, typer.Option(help="Seconds before the agent is killed.")] = 3600,
     quiet: Annotated[bool, typer.Option(
         "--quiet", help="Exec: do not stream the agent's output to the terminal "
@@ -79,14 +85,15 @@ def run(
 ) -> None:
     """Run an agent in an audited session container and record what it did."""
     from synth.formats.task import load_task
-    from synth.record.agents import make_agent
+    from synth.record.agent_choice import make_agent
     from synth.record.runner import RunOptions
 
     opts = RunOptions(
         task=load_task(task, tasks_root=Path("tasks")),
         agent=make_agent(agent, script=script, stop_on_error=stop_on_error,
                          command=command or (), mounts=agent_mount or (),
-                         env_names=agent_env or (), quiet=quiet),
+                         env_names=agent_env or (), quiet=quiet,
+                         repair_budget=repair_budget),
         timeout=timeout, keep=keep, trace_exec=trace_exec,
         limits=limits_of(memory, pids, cpus, disk),
     )

@@ -33,9 +33,10 @@ class AgentMount(Part, frozen=True):
 
 
 class RunAgent(Part, frozen=True):
-    """How the agent was run: ``replay`` a script, ``exec`` a program, ``shell`` a person."""
+    """How the agent was run: ``replay`` a script, ``exec`` a program, ``shell`` a person,
+    ``auto`` synth's own setup agent."""
 
-    kind: Literal["replay", "exec", "shell"]
+    kind: Literal["replay", "exec", "shell", "auto"]
     script: str | None
     argv: tuple[str, ...] | None
     #: replay: stop at the first failing statement.
@@ -43,6 +44,8 @@ class RunAgent(Part, frozen=True):
     #: exec: the agent's mounts and the names (never the values) of its ``--agent-env``.
     mounts: tuple[AgentMount, ...] | None = None
     env_names: tuple[str, ...] | None = None
+    #: auto: how many repairs the agent could make after a failure.
+    repair_budget: int | None = None
 
 
 class RunBaseImage(Part, frozen=True):

@@ -147,7 +147,7 @@ def _setup_cfg(path: Path) -> tuple[list[str], dict[str, list[str]]]:
     return req, extras
 
 
-def _requirement_files(root: Path) -> Iterable[tuple[Path, str | None]]:
+def requirement_files(root: Path) -> Iterable[tuple[Path, str | None]]:
     """(file, extra name or None for the base requirements)."""
     for f in sorted(root.glob("requirements*.txt")):
         stem = f.stem
@@ -180,7 +180,7 @@ def declared_distributions(root: Path) -> Declared:
             add(req, fname, None)
             for extra_name, extra_lines in ext.items():
                 add(extra_lines, fname, extra_name)
-    for f, extra in _requirement_files(root):
+    for f, extra in requirement_files(root):
         try:
             lines = read_repo_text(f).splitlines()
         except OSError:
@@ -260,6 +260,18 @@ def entrypoint_files(root: Path, commands: Iterable[str]) -> list[str]:
     return found
 
 
+def entrypoint_closure(root: Path, entry: Iterable[str]) -> list[str]:
+    """The files ``entry`` are and every repo file they import, transitively, in the order
+    found."""
+    todo, seen = list(entry), []
+    while todo:
+        rel = todo.pop(0)
+        if rel not in seen:
+            seen.append(rel)
+            todo += _local_imports(root, rel)
+    return seen
+
+
 def _local_imports(root: Path, rel: str) -> list[str]:
     """Repo files that ``rel`` imports by absolute name from its folder or the root."""
     try:
@@ -306,15 +318,7 @@ def resolve_scope(root: Path, include: Sequence[str] | None, exclude: Sequence[s
         return Scope(tuple(include), excl, "task", tuple(entry))
     incl = [f"{p}/*" for p in packages(root)]
     covered = Scope(tuple(incl), excl, "default")
-    todo, seen = list(entry), set()
-    while todo:
-        rel = todo.pop(0)
-        if rel in seen:
-            continue
-        seen.add(rel)
-        if rel not in covered:
-            incl.append(rel)
-        todo += _local_imports(root, rel)
+    incl += [rel for rel in entrypoint_closure(root, entry) if rel not in covered]
     if not incl:
         incl = ["*"]
     return Scope(tuple(incl), excl, "default", tuple(entry))

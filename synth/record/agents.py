@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from synth.engine.base import Mount
 from synth.errors import DiskFullError, RunError, UsageError
+from synth.formats.task import Task
 from synth.record.audit import Masker
 from synth.record.recorder import RecordingContainer
 from synth.record.transcript import split_statements
@@ -122,6 +123,8 @@ class AgentContext:
     docker_cli: str | None = None
     #: Wraps an agent command before it is executed (``--trace-exec``: in strace).
     wrap: Callable[[Sequence[str]], list[str]] | None = None
+    #: The task being set up (its probes are what the auto agent aims at).
+    task: Task | None = None
 
     def wrapped(self, argv: Sequence[str]) -> list[str]:
         return self.wrap(argv) if self.wrap is not None else list(argv)
@@ -316,37 +319,3 @@ def parse_mount(text: str) -> Mount:
         raise UsageError(f"--agent-mount {text!r}: {source} does not exist.",
                          option="--agent-mount")
     return Mount(source, target, read_only=True)
-
-
-def make_agent(
-    kind: str,
-    *,
-    script: Path | None = None,
-    stop_on_error: bool = False,
-    command: Sequence[str] = (),
-    mounts: Sequence[str] = (),
-    env_names: Sequence[str] = (),
-    quiet: bool = False,
-) -> Agent:
-    """The agent the command line asks for, with its options checked."""
-    if kind != "exec" and (command or mounts or env_names):
-        raise UsageError("--agent-mount, --agent-env and a trailing command belong to "
-                         "`--agent exec`.", option="--agent-mount")
-    if kind == "replay":
-        if script is None:
-            raise UsageError("`--agent replay` needs --script FILE.")
-        if not script.is_file():
-            raise UsageError(f"Replay script {script} does not exist.")
-        return ReplayAgent(script.resolve(), stop_on_error=stop_on_error)
-    if script is not None or stop_on_error:
-        raise UsageError("--script and --stop-on-error belong to `--agent replay`.",
-                         option="--script")
-    if kind == "exec":
-        if not command:
-            raise UsageError("`--agent exec` needs the command after `--`: "
-                             "synth run TASK --agent exec -- CMD ARGS…")
-        return ExecAgent(list(command), [parse_mount(m) for m in mounts], list(env_names),
-                         echo=not quiet)
-    if kind == "shell":
-        return ShellAgent()
-    raise UsageError(f"Unknown agent {kind!r}: use replay, exec or shell.")

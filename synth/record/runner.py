@@ -482,7 +482,7 @@ class _Session:
         ctx = AgentContext(
             container=c, env=self.exec_env(), log=log, say=self.say, cancelled=self.cancelled,
             docker_cli=self.settings.docker_cli,
-            wrap=self.tracer.wrap if self.tracer is not None else None,
+            wrap=self.tracer.wrap if self.tracer is not None else None, task=self.task,
         )
 
         def on_timeout() -> None:

@@ -26,6 +26,7 @@ EXPECTED_OUTPUT = {
     "conda-only": "oscfit OK",
     "mixed-frameworks": "parity OK",
     "optional-extras": "tinystats ok",
+    "extras-only": "cfgreport OK",
 }
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from synth.record.agent_choice import make_agent
 from synth.record.agents import (
     AgentContext,
     AgentLog,
     ExecAgent,
-    make_agent,
     terminal_safe,
 )
 from synth.record.audit import Masker

@@ -14,11 +14,11 @@ import pytest
 
 from synth.config import Settings
 from synth.errors import NotFoundError, UsageError
+from synth.record.agent_choice import make_agent
 from synth.record.agents import (
     ExecAgent,
     ReplayAgent,
     ShellAgent,
-    make_agent,
     parse_mount,
     secret_values,
 )
