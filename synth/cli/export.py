@@ -9,6 +9,7 @@ import typer
 
 from synth.cli.app import ArtifactsOpt, CaBundleOpt, JsonOpt, app, open_engine, settings_of
 from synth.config import Settings
+from synth.distill.leave_out import parse_parts
 from synth.errors import (
     UsageError,
 )
@@ -31,6 +32,15 @@ ReleaseOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
 RepositoryOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--repository-url", metavar="URL", help="Where the research code lives (default: "
     "the repository of task.toml's citation table, or its repo.url).")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Let -o replace an artifact synth exported there before (never "
+    "anything else).")]
+AllowIncompleteOpt = Annotated[bool, typer.Option(
+    "--allow-incomplete", help="Export a run that did not succeed or whose audit is "
+    "unverified; the report says why at its top.")]
+WithoutOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "--without", metavar="KIND:NAME", help="Leave a part of the plan out: python:NAME, "
+    "apt:NAME or env:NAME (repeatable; needs -o; the report names it).")]
 PushOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--push", metavar="REGISTRY", help="Also push the base and the built image to REGISTRY "
     "(a host, host:port or host/path), printing their digests.")]
@@ -51,12 +61,8 @@ def export_cmd(
     plan_only: Annotated[bool, typer.Option("--plan", help="Print plan.json "
                                             "and write nothing.")] = False,
     locker: Annotated[str, typer.Option(help="uv or pip-tools.")] = "uv",
-    force: Annotated[bool, typer.Option(
-        "--force", help="Let -o replace an artifact synth exported there before (never "
-        "anything else).")] = False,
-    allow_incomplete: Annotated[bool, typer.Option(
-        "--allow-incomplete", help="Export a run that did not succeed or whose audit is "
-        "unverified; the report says why at its top.")] = False,
+    force: ForceOpt = False,
+    allow_incomplete: AllowIncompleteOpt = False,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Export even if the artifact leaves part of the final state out; the report says what at its top.")] = False,  # noqa: E501
     artifacts: ArtifactsOpt = None,
     ca_bundle: CaBundleOpt = None,
@@ -74,6 +80,7 @@ def export_cmd(
         "artifact, with an RO-Crate and a CycloneDX SBOM inside; print its sha256.")] = False,
     bundle: Annotated[bool, typer.Option("--bundle", help="Put every .deb, wheel and "
                                          "download under vendor/: it builds offline.")] = False,
+    without: WithoutOpt = None,
     author: AuthorOpt = None,
     license_id: LicenseOpt = None,
     release: ReleaseOpt = None,
@@ -91,7 +98,8 @@ def export_cmd(
         locker=locker, force=force, allow_incomplete=allow_incomplete,
         allow_missing=allow_missing, apt_snapshot=apt_snapshot,
         apt_snapshot_only=apt_snapshot_only, archive=archive, bundle=bundle,
-        citation=CitationOptions(tuple(author or ()), license_id, release, repository_url))
+        citation=CitationOptions(tuple(author or ()), license_id, release, repository_url),
+        without=parse_parts(without))
     if plan_only:  # nothing is asked of the engine: docker-py is not even loaded
         console.write_json_text(plan_json_of(opts.run_dir, opts.include))
         return

@@ -408,6 +408,9 @@ def native_files(fp: Fingerprint, where: Iterable[str] = ("site", "workdir")) ->
 #: recorded build steps (setuptools' ``build/`` and ``*.egg-info``). docs/verify.md lists
 #: each rule with why.
 _REGENERATED_WORKSPACE = ("build/*", "*/build/*", "*.egg-info/*", ".eggs/*")
+#: Intermediate object files of a compile (never loaded): a build's compiler checks and its
+#: temporary objects leave them under names of its own (``tmp/tmpXXXXXXXX.o``).
+_OBJECT_SUFFIXES = (".o", ".obj")
 
 
 def explain(section: str, change: Change,
@@ -446,6 +449,12 @@ def explain(section: str, change: Change,
     if section in ("workspace", "native") and rel and change.kind != "removed" and any(
             fnmatch.fnmatchcase(rel, p) for p in _REGENERATED_WORKSPACE):
         return "a build byproduct the rebuild regenerates"
+    if section == "workspace" and rel.endswith(_OBJECT_SUFFIXES):
+        return ("an intermediate object file of a compile, never loaded: each build's "
+                "compiler writes its own, under names of its own")
+    if section == "workspace" and rel == ".git/index" and change.kind == "changed":
+        return ("git's index caches the stat data (times, inode numbers) of the machine "
+                "that last ran git in the tree; the commits and files are compared apart")
     return None
 
 

@@ -76,6 +76,26 @@ def _probe_spec(image_ref: str, env: Mapping[str, str] | None = None) -> Contain
                          env=dict(env or {}))
 
 
+#: Prints {distribution: [required distribution, ...]} for one interpreter (stdlib only).
+_REQUIREMENTS_PROBE = """\
+import importlib.metadata as m, json, re
+out = {}
+for d in m.distributions():
+    name = d.metadata["Name"]
+    if not name:
+        continue
+    names = []
+    for req in d.requires or []:
+        if re.search(r"\\bextra\\s*==", req):
+            continue
+        found = re.match(r"\\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+        if found:
+            names.append(found.group(1))
+    out[name] = sorted(set(names))
+print(json.dumps(out, sort_keys=True))
+"""
+
+
 class ImageProbe:
     """Fingerprints of images, each taken in a throwaway container of ``engine``."""
 
@@ -97,6 +117,22 @@ class ImageProbe:
         container (a live image's persisted ones)."""
         with self.engine.container(_probe_spec(image_ref, env)) as container:
             return replace(fingerprint(container, python, workdir), origin=(image_ref, python))
+
+    def requirements(self, image_ref: str, python: str) -> dict[str, list[str]]:
+        """Each installed distribution's requirements by name (``Requires-Dist`` without
+        those of its extras), from the image with the network off."""
+        with self.engine.container(_probe_spec(image_ref)) as container:
+            result = container.exec([python, "-c", _REQUIREMENTS_PROBE],
+                                    timeout=PROBE_TIMEOUT_S)
+        if not result.ok:
+            raise VerifyError(f"Reading the requirements of {python} in {image_ref} failed "
+                              f"(exit {result.exit_code}): {result.output.strip()[-300:]}")
+        try:
+            data = json.loads(result.stdout)
+        except ValueError as exc:
+            raise VerifyError(f"The requirements probe printed no JSON: "
+                              f"{result.stdout[:200]!r}") from exc
+        return {str(k): [str(r) for r in v] for k, v in data.items()}
 
     def with_dist_files(self, fp: Fingerprint, names: list[str]) -> Fingerprint:
         """``fp`` with ``names``' files; only those whose listed files give the digest the

@@ -22,6 +22,7 @@ from msgspec.structs import replace
 
 from synth import __version__, source_digest
 from synth.config import Settings
+from synth.distill.leave_out import Part, leave_out
 from synth.distill.load import LoadedRun, load_run
 from synth.distill.plan import (
     BuildPlan,
@@ -35,7 +36,7 @@ from synth.distill.plan import (
 from synth.engine import disk_budget
 from synth.engine.base import Engine
 from synth.engine.base_images import base_manifest
-from synth.errors import ExportError, InputFileError, NotFoundError, SynthError
+from synth.errors import ExportError, InputFileError, NotFoundError, SynthError, UsageError
 from synth.export import bundle, final_state, publish
 from synth.export.apt_source import AptSources, apt_sources
 from synth.export.build_lock import complete_lock, local_build_requires, lock_manifest
@@ -109,6 +110,8 @@ class ExportOptions:
     #: How the base is saved to be carried (with ``archive`` or ``bundle``; None: the
     #: engine's ``docker save``; tests give their own).
     save_base: publish.BaseSaver | None = None
+    #: Parts of the plan left out (``--without``, ``synth minimize``'s trials).
+    without: tuple[Part, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -321,6 +324,9 @@ def export_run(opts: ExportOptions, settings: Settings, engine: Engine) -> Expor
     A run that is not trustworthy (not ``succeeded``, audit unverified) is refused unless
     ``allow_incomplete``; ``force`` lets an explicit ``out_dir`` replace an artifact."""
     run_dir, explicit = opts.run_dir, opts.out_dir is not None
+    if opts.without and not explicit:
+        raise UsageError("--without makes a partial artifact: give it a folder of its own "
+                         "with -o (the run's own export stays whole).", option="--without")
     problems = check_trust(run_dir, allow_incomplete=opts.allow_incomplete)
     dest = (opts.out_dir or run_dir / "export").absolute()
     if opts.bundle and settings.disk_check:
@@ -372,6 +378,7 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
     plan, report, staged = final_state.prepare(
         run, plan, report, dest.parent, _original(run), live if opts.ask_live else None,
         classified=classified, allow_missing=opts.allow_missing)
+    plan, report = leave_out(plan, report, opts.without)
     locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, opts.locker,
                       _source_dir(run, plan))
     epoch = publish.source_date_epoch(run)

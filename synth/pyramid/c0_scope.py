@@ -301,8 +301,12 @@ class Scope:
     entrypoints: tuple[str, ...] = ()
 
     def __contains__(self, rel: object) -> bool:
-        return isinstance(rel, str) and matches(rel, self.include) and not matches(
-            rel, self.exclude)
+        """In scope: a file ``include`` names exactly (the probes' entrypoints and what they
+        import, under ``examples/`` too), else one its globs match and ``exclude``'s do not."""
+        if not isinstance(rel, str):
+            return False
+        return rel in self.include or (matches(rel, self.include)
+                                       and not matches(rel, self.exclude))
 
     def to_json(self) -> dict[str, object]:
         return {"include": list(self.include), "exclude": list(self.exclude),

@@ -55,7 +55,8 @@ def extra_lines(doc: VerifyDocument) -> list[str]:
                      + f"{export.artifact_dir} ({export.why})")
     build = doc.build
     if build is not None:
-        lines.append(f"rebuilt {build.image} in {build.seconds}s (no cache); log {build.log}")
+        how = "no cache" if build.no_cache in (None, True) else "with the build cache"
+        lines.append(f"rebuilt {build.image} in {build.seconds}s ({how}); log {build.log}")
     return lines
 
 

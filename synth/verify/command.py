@@ -532,7 +532,8 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
         say("Base image: " + prepare_base(engine, manifest.raw["base"], artifact_dir,
                                           allow_mismatch=opts.allow_base_mismatch, say=say))
     tag = rebuilt_tag(target.name, check.files, ArtifactDir(artifact_dir).manifest_bytes())
-    build = rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress, opts.offline)
+    build = rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress, opts.offline,
+                    cache=opts.build_cache)
     say(f"Verifying the rebuilt image {tag}")
     report = _verify_image(engine, tag, replace(base, python=python,
                                                 target={"kind": "rebuilt", "image": tag}), say,

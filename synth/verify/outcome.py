@@ -58,6 +58,9 @@ class VerifyOptions:
     #: Rebuild with the network disabled (``docker build --network none``): the artifact
     #: must be bundled (``export --bundle``).
     offline: bool = False
+    #: Build with the engine's build cache (``synth minimize``'s trials, which differ by a
+    #: few lines); a verification of an artifact builds from scratch.
+    build_cache: bool = False
     #: Scorings beside synth's own (plug-ins' names, :func:`synth.profiles.scorings`;
     #: ``--scoring``), each written into verify.json as ``scores.<name>``.
     scoring: tuple[str, ...] = ()

@@ -153,12 +153,15 @@ def artifact_for_run(run_dir: Path, settings: Settings, engine: Engine, say: Say
 
 # ------------------------------------------------------------------ the rebuild
 def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
-            say: Say, progress: str = "steps", offline: bool = False) -> BuildInfo:
-    """Build ``artifact_dir`` from scratch (no cache) as ``tag``; the log in ``out_dir``."""
+            say: Say, progress: str = "steps", offline: bool = False,
+            cache: bool = False) -> BuildInfo:
+    """Build ``artifact_dir`` from scratch (no cache; ``cache``: with the engine's build
+    cache) as ``tag``; the log in ``out_dir``."""
     log_path = out_dir / "build.log"
     start = time.monotonic()
-    say(f"Rebuilding {artifact_dir} from scratch (no cache{', no network' if offline else ''}) "
-        f"as {tag}; log: {log_path}")
+    how = "with the build cache" if cache else "from scratch (no cache"
+    how += f"{', no network' if offline else ''}{'' if cache else ')'}"
+    say(f"Rebuilding {artifact_dir} {how} as {tag}; log: {log_path}")
     steps = StepLines()
     with console.err.status(console.literal(f"building {tag}")) as status:
         def on_line(line: str) -> None:
@@ -169,7 +172,7 @@ def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
                                           f"{line[:100]}", newlines=False))
 
         try:
-            image_id = build_artifact(artifact_dir, tag, settings, no_cache=True,
+            image_id = build_artifact(artifact_dir, tag, settings, no_cache=not cache,
                                       log_path=log_path, on_line=on_line,
                                       network="none" if offline else None)
         except BuildError as exc:
@@ -177,7 +180,8 @@ def rebuild(artifact_dir: Path, tag: str, settings: Settings, out_dir: Path,
     seconds = time.monotonic() - start
     say(f"Rebuilt {tag} in {seconds:.1f}s")
     return BuildInfo(image=tag, image_id=image_id, seconds=round(seconds, 1),
-                     artifact_dir=artifact_dir, log=log_path.name, offline=offline)
+                     artifact_dir=artifact_dir, log=log_path.name, offline=offline,
+                     no_cache=not cache)
 
 
 def check_offline(artifact_dir: Path, manifest: Mapping[str, Any]) -> None:

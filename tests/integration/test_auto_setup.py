@@ -9,6 +9,7 @@ with the other tests of the session (``task_run(task, "auto")``).
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,10 @@ from synth.record.runner import RunOptions, run_session
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
-PROBE = "cd /workspace && PATH=/opt/venv/bin:\"$PATH\" timeout 120 "
+def probe(command: str) -> str:
+    """The statement the agent runs a probe command as."""
+    return ("cd /workspace && PATH=/opt/venv/bin:\"$PATH\" timeout 120 bash -c "
+            + shlex.quote(command))
 
 
 def agent_commands(run_dir: Path) -> list[str]:
@@ -59,7 +63,7 @@ def test_extras_only_from_its_pyproject_extras_and_rebuilt(
     assert agent_commands(run_dir) == [
         "python3 -m venv /opt/venv",
         "/opt/venv/bin/pip install '.[yaml]'",
-        PROBE + "python report.py configs/run.yaml",
+        probe("python report.py configs/run.yaml"),
         "/opt/venv/bin/python - <<'PY'",
     ]
     outcome = verified("extras-only", "auto")
@@ -73,13 +77,14 @@ def test_undeclared_dep_is_repaired_after_its_first_failure_and_rebuilt(
         task_run: Callable[[str, str], Path], verified: Callable[..., Any]) -> None:
     run_dir = task_run("undeclared-dep", "auto")
     claims = assert_set_up(run_dir)
-    probe = PROBE + load_task(TASKS_DIR / "undeclared-dep").probes.cpu.command  # type: ignore[union-attr]
+    cpu = load_task(TASKS_DIR / "undeclared-dep").probes.cpu
+    assert cpu is not None
     assert agent_commands(run_dir) == [
         "python3 -m venv /opt/venv",
         "/opt/venv/bin/pip install -r requirements.txt",
-        probe,
+        probe(cpu.command),
         "/opt/venv/bin/pip install tensorboardX",
-        probe,
+        probe(cpu.command),
         "/opt/venv/bin/python - <<'PY'",
     ]
     assert "after 1 repairs: module tensorboardX is missing" in claims["notes"]

@@ -162,9 +162,13 @@ EXTRAS_PYPROJECT = ('[project]\nname = "p"\nversion = "0"\n'
      "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
      "--no-install-recommends python3-dev"),
     ("error: command 'x86_64-linux-gnu-gcc' failed: No such file or directory",
-     "compiler gcc is missing: apt gcc libc6-dev",
+     "program gcc is missing: apt gcc libc6-dev",
      "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
      "--no-install-recommends gcc libc6-dev"),
+    ("LookupError: setuptools-scm was unable to detect version for /workspace.",
+     "program git is missing: apt git",
+     "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+     "--no-install-recommends git"),
 ])
 def test_a_failure_gets_its_repair(tmp_path: Path, output: str, problem: str,
                                    command: str) -> None:

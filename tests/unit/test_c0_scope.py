@@ -66,6 +66,19 @@ def test_default_scope_is_packages_and_entrypoint_files(repo: Path) -> None:
     assert whole.include == ("*",)  # no packages, no entrypoints: the whole repo
 
 
+def test_an_entrypoint_under_examples_is_in_scope_with_what_it_imports(repo: Path) -> None:
+    # seen on tensorly: the probe ran examples/regression/plot.py, whose own `import
+    # matplotlib` the default exclude had classed out of scope; C0 passed, C1 failed on it
+    write(repo, "examples/regression/plot.py", "import matplotlib.pyplot\nimport util\n")
+    write(repo, "examples/regression/util.py", "import scipy\n")
+    write(repo, "examples/other.py", "import seaborn\n")
+    scope = resolve_scope(repo, None, None, ["python examples/regression/plot.py"])
+    assert "examples/regression/plot.py" in scope and "examples/regression/util.py" in scope
+    assert "examples/other.py" not in scope and "mypkg/tests/test_x.py" not in scope
+    found = scan_repo(repo, scope=scope)
+    assert {i.module for i in found.imports if i.in_scope} >= {"matplotlib.pyplot", "scipy"}
+
+
 def test_task_scope_replaces_the_default(repo: Path) -> None:
     scope = resolve_scope(repo, ["training/*"], [], [])
     assert scope.origin == "task"

@@ -210,6 +210,14 @@ def test_explained_differences() -> None:
     assert explain("workspace", Change("added", "src/x.egg-info/PKG-INFO", None, "2"))
     assert explain("workspace", Change("removed", "build/x", "1", None)) is None
     assert explain("workspace", Change("changed", "train.py", "1", "2")) is None
+    # A compile's temporary objects (seen on hnswlib: has_flag() leaves tmp/tmpXXXX.o), and
+    # git's stat cache (setuptools-scm runs git in the tree); .git's other files are not.
+    assert explain("workspace", Change("removed", "tmp/tmp9r56bj11.o", "1", None))
+    assert explain("workspace", Change("added", "tmp/tmp_d3pzdut.o", None, "2"))
+    assert explain("workspace", Change("changed", ".git/index", "1", "2"))
+    assert explain("workspace", Change("removed", ".git/index", "1", None)) is None
+    assert explain("workspace", Change("changed", ".git/HEAD", "1", "2")) is None
+    assert explain("workspace", Change("added", "x.so", None, "2")) is None
     # A native file under build/ of the working directory: the same byproduct rule (seen on
     # cocoapi: the agent removed build/ after build_ext --inplace; the replay keeps it).
     so = "/workspace/PythonAPI/build/lib.linux-x86_64-cpython-311/pycocotools/_mask.so"

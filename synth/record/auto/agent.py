@@ -156,7 +156,7 @@ class _Session:
         probe = task.probes.cpu
         bin_dir = plan.python.rsplit("/", 1)[0]
         command = (f"cd {shlex.quote(task.probes.workdir)} && PATH={bin_dir}:\"$PATH\" "
-                   f"timeout {probe.timeout} {probe.command}")
+                   f"timeout {probe.timeout} bash -c {shlex.quote(probe.command)}")
         step = Step(command, "the task's CPU probe, with the environment's python first")
         while not self.ctx.cancelled.is_set():
             code, out = self.statement(step)

@@ -5,8 +5,9 @@
   declares for ``X`` (its extra, through the project, when an extra declares it), else the
   maintained import->distribution mapping of C0 (:data:`synth.pyramid.c0_scan.
   DISTRIBUTION_HINTS`), else the import name; never for the repository's own modules.
-* a shared library that cannot be opened, a header that is not found, a compiler that is
-  missing -> the Debian package that ships it.
+* a shared library that cannot be opened, a header that is not found, a compiler or build
+  program that is missing (git too, which setuptools-scm needs to read a version) -> the
+  Debian package that ships it.
 """
 
 from __future__ import annotations
@@ -25,8 +26,13 @@ _NO_LIBRARY = re.compile(r"(lib[A-Za-z0-9_+.-]*?\.so(?:\.[0-9]+)*): cannot open 
                          r"object file")
 _NO_HEADER = re.compile(r"fatal error: ([A-Za-z0-9_/.+-]+\.h(?:pp)?): No such file")
 _NO_COMPILER = re.compile(r"(?:command '(?:[a-z0-9_-]*-)?(gcc|g\+\+|c\+\+|cc)' failed"
-                          r"|\b(gcc|g\+\+|c\+\+|cc|make|cmake): (?:command )?not found"
-                          r"|error: command '[^']*?(gcc|g\+\+|cc)' failed: No such file)")
+                          r"|\b(gcc|g\+\+|c\+\+|cc|make|cmake|git|pkg-config|swig): "
+                          r"(?:command )?not found"
+                          r"|error: command '[^']*?(gcc|g\+\+|cc)' failed: No such file"
+                          r"|No such file or directory: '(git|cmake|make|pkg-config|swig)'"
+                          # setuptools-scm reads the version from git history: no git, no version
+                          r"|setuptools[-_]scm was unable to detect version"
+                          r")")
 
 #: Shared libraries research code loads, and the Debian 12 package that ships each.
 LIBRARY_PACKAGES = {
@@ -52,7 +58,8 @@ HEADER_PACKAGES = {
     "stdlib.h": "libc6-dev", "limits.h": "libc6-dev",
 }
 COMPILER_PACKAGES = {"gcc": "gcc libc6-dev", "cc": "gcc libc6-dev", "g++": "g++",
-                     "c++": "g++", "make": "make", "cmake": "cmake"}
+                     "c++": "g++", "make": "make", "cmake": "cmake", "git": "git",
+                     "pkg-config": "pkg-config", "swig": "swig"}
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,7 @@ def diagnose(output: str, survey: Survey, plan: Plan, tried: Collection[str]) ->
         problem, step = _apt_repair(f"header {what} is missing", HEADER_PACKAGES.get(what),
                                     what)
     else:
-        problem, step = _apt_repair(f"compiler {what} is missing",
+        problem, step = _apt_repair(f"program {what} is missing",
                                     COMPILER_PACKAGES.get(what), what)
     if step is not None and step.command in tried:
         return Diagnosis(problem + " (its repair was already tried)", None)
@@ -91,7 +98,7 @@ def _last(output: str) -> tuple[str, str] | None:
     for kind, pattern in (("module", _NO_MODULE), ("library", _NO_LIBRARY),
                           ("header", _NO_HEADER), ("compiler", _NO_COMPILER)):
         for m in pattern.finditer(output):
-            what = next(g for g in m.groups() if g)
+            what = next((g for g in m.groups() if g), "git")  # the version-from-git case
             if best is None or m.start() > best[0]:
                 best = (m.start(), kind, what)
     return None if best is None else (best[1], best[2])

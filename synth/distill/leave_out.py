@@ -1,0 +1,111 @@
+"""Leaving parts of a plan out: ``synth export --without`` and ``synth minimize``'s trials.
+
+A part is a Python distribution of an environment (``python:NAME``, with the native step
+that builds it and the files carried for it), an apt package the agent installed
+(``apt:NAME``) or an environment variable of the image (``env:NAME``). The plan without them
+is an ordinary plan; the export report names what was left out, so an artifact made this way
+never passes for the whole environment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from msgspec.structs import replace
+
+from synth.errors import UsageError
+from synth.formats.plan import BuildPlan, DistillReport
+
+Kind = Literal["python", "apt", "env"]
+KINDS: tuple[Kind, ...] = ("python", "apt", "env")
+#: What ``python3 -m venv`` puts in every environment, and the variables that activate an
+#: environment: its own tooling, not something the research code was set up with (``synth
+#: minimize`` leaves them be unless asked).
+ENV_SEEDS = frozenset({"pip", "setuptools", "wheel"})
+ACTIVATION = frozenset({"PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV"})
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True, order=True)
+class Part:
+    kind: Kind
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> Part:
+        kind, sep, name = text.partition(":")
+        if not sep or kind not in KINDS or not name.strip():
+            raise UsageError(f"--without {text!r}: expected python:NAME, apt:NAME or env:NAME.",
+                             option="--without")
+        return cls(kind, name.strip())
+
+
+def parse_parts(texts: Iterable[str] | None) -> tuple[Part, ...]:
+    """``--without`` values, each ``KIND:NAME``."""
+    return tuple(Part.parse(t) for t in texts or ())
+
+
+def parts_of(plan: BuildPlan, *, tooling: bool = False) -> list[Part]:
+    """Every part of ``plan`` that can be left out, in plan order: variables, apt packages,
+    then each environment's distributions (``tooling``: also pip, setuptools, wheel and the
+    activation variables, :data:`ENV_SEEDS` and :data:`ACTIVATION`)."""
+    found = [Part("env", name) for name, _ in plan.env if tooling or name not in ACTIVATION]
+    found += [Part("apt", name) for name, _ in plan.apt.pins]
+    for env in plan.envs:
+        found += [Part("python", name) for name, _ in env.pins
+                  if tooling or canonical(name) not in ENV_SEEDS]
+    found += [Part("python", _dist_name(step.distribution)) for step in plan.native
+              if step.distribution]
+    return list(dict.fromkeys(found))
+
+
+def _key(part: Part) -> tuple[str, str]:
+    return part.kind, canonical(part.name) if part.kind == "python" else part.name
+
+
+def _dist_name(spec: str) -> str:
+    return spec.split("==", 1)[0]
+
+
+def leave_out(plan: BuildPlan, report: DistillReport,
+              parts: Iterable[Part]) -> tuple[BuildPlan, DistillReport]:
+    """``plan`` without ``parts``; a part the plan does not have is an error."""
+    wanted = sorted(set(parts))
+    if not wanted:
+        return plan, report
+    have = {_key(p) for p in parts_of(plan, tooling=True)}
+    unknown = [str(p) for p in wanted if _key(p) not in have]
+    if unknown:
+        raise UsageError(f"--without: the plan has no {', '.join(unknown)}.",
+                         hint="`synth export RUN --plan` lists what it has.",
+                         option="--without")
+    python = {canonical(p.name) for p in wanted if p.kind == "python"}
+    apt = {p.name for p in wanted if p.kind == "apt"}
+    env = {p.name for p in wanted if p.kind == "env"}
+    plan = replace(
+        plan,
+        env=tuple(pair for pair in plan.env if pair[0] not in env),
+        apt=replace(plan.apt, pins=tuple(p for p in plan.apt.pins if p[0] not in apt),
+                    debs=tuple(d for d in plan.apt.debs if d.name not in apt)),
+        envs=tuple(replace(e, pins=tuple(p for p in e.pins if canonical(p[0]) not in python))
+                   for e in plan.envs),
+        native=tuple(s for s in plan.native
+                     if not s.distribution or canonical(_dist_name(s.distribution)) not in python),
+        carried=tuple(c for c in plan.carried if canonical(c.distribution) not in python),
+    )
+    note = ("left out on request (synth export --without / synth minimize): "
+            + ", ".join(str(p) for p in wanted))
+    return plan, replace(report, warnings=(*report.warnings, note))
+
+
+def describe(parts: Sequence[Part]) -> str:
+    return ", ".join(str(p) for p in parts) or "nothing"
