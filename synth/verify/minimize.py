@@ -101,6 +101,8 @@ class Search:
     removed: list[Part] = field(default_factory=list)
     #: Each accepted removal: the parts, and the trial that accepted them.
     steps: list[tuple[tuple[Part, ...], Trial]] = field(default_factory=list)
+    #: Parts a trial without them failed: needed.
+    needed: list[Part] = field(default_factory=list)
     #: Parts the budget left undecided.
     undecided: list[Part] = field(default_factory=list)
 
@@ -117,7 +119,7 @@ def search(candidates: Sequence[Part], trial: Callable[[Sequence[Part]], Trial],
     kept. ``trial`` raises :class:`BudgetSpent` when it may not rebuild; what was not
     decided then is undecided."""
     out = Search()
-    rejected: set[Part] = set()
+    rejected = out.needed
     while True:
         gone = {canonical(p.name) for p in out.removed if p.kind == "python"}
         leaves = [p for p in candidates if p not in out.removed and p not in rejected
@@ -139,7 +141,7 @@ def search(candidates: Sequence[Part], trial: Callable[[Sequence[Part]], Trial],
                 half = len(chunk) // 2
                 queue[:0] = [chunk[:half], chunk[half:]]
             else:
-                rejected.add(chunk[0])
+                rejected.append(chunk[0])
         if len(out.removed) == before:
             return out
 
@@ -303,6 +305,7 @@ def _document(opts: MinimizeOptions, candidates: Sequence[Part], baseline: Trial
         size, seconds = trial.image_size, trial.build_seconds
     removed = {str(p) for p in found.removed}
     undecided = {str(p) for p in found.undecided}
+    needed = {str(p) for p in found.needed}
     return {
         "format": MINIMIZE_FORMAT,
         "run": str(opts.run_dir),
@@ -313,6 +316,9 @@ def _document(opts: MinimizeOptions, candidates: Sequence[Part], baseline: Trial
         "candidates": [str(p) for p in candidates],
         "removed": sorted(removed),
         "kept": [str(p) for p in candidates if str(p) not in removed | undecided],
+        "needed": [str(p) for p in candidates if str(p) in needed],
+        "required": [str(p) for p in candidates
+                     if str(p) not in removed | undecided | needed],
         "undecided": sorted(undecided),
         "steps": steps,
         "artifact": str(artifact) if artifact else None,
@@ -338,8 +344,13 @@ def render_markdown(doc: dict[str, Any]) -> str:
         lines += ["", f"Minimized artifact: `{doc['artifact']}`.", ""]
     else:
         lines += ["Nothing could be left out.", ""]
-    if doc["kept"]:
-        lines += ["## Needed", "", ", ".join(f"`{p}`" for p in doc["kept"]), ""]
+    if doc["needed"]:
+        lines += ["## Needed", "", "A trial without each failed:", "",
+                  ", ".join(f"`{p}`" for p in doc["needed"]), ""]
+    if doc["required"]:
+        lines += ["## Required by what is kept", "",
+                  "Not tried: a distribution kept requires each.", "",
+                  ", ".join(f"`{p}`" for p in doc["required"]), ""]
     return "\n".join(lines)
 
 

@@ -39,6 +39,7 @@ def test_a_planted_package_is_left_out_and_the_rest_kept(
         doc = result.document
         assert doc["candidates"] == ["python:pyyaml", "python:tabulate", "python:cfgreport"]
         assert "python:tabulate" in doc["removed"] and doc["kept"] == ["python:pyyaml"]
+        assert doc["needed"] == ["python:pyyaml"] and doc["required"] == []
         assert doc["complete"] and doc["original"]["levels"]["C1"] == "pass"
         assert any("needed: C1 no longer pass" in line for line in said)
         assert result.artifact is not None

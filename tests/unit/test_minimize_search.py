@@ -102,7 +102,8 @@ def test_a_spent_budget_leaves_the_rest_undecided() -> None:
 
 def test_the_report_names_what_went_what_stayed_and_what_it_saved() -> None:
     doc = {"run": "/r/20261205-x", "rebuilds": 3, "budget": 16, "complete": True,
-           "undecided": [], "removed": ["python:tabulate"], "kept": ["python:pyyaml"],
+           "undecided": [], "removed": ["python:tabulate"], "kept": ["python:pyyaml", "python:six"],
+           "needed": ["python:pyyaml"], "required": ["python:six"],
            "artifact": "/r/minimize/artifact",
            "original": {"image_size": 216_000_000, "build_seconds": 6.4,
                         "levels": {"C0": "pass", "C1": "pass", "C2": "not_applicable"}},
@@ -111,7 +112,8 @@ def test_the_report_names_what_went_what_stayed_and_what_it_saved() -> None:
     md = render_markdown(doc)
     assert "levels passed: C0, C1." in md
     assert "| python:tabulate | 215.7 MB | 0.3 MB | 5.9 s |" in md
-    assert "## Needed\n\n`python:pyyaml`" in md
+    assert "## Needed\n\nA trial without each failed:\n\n`python:pyyaml`" in md
+    assert "## Required by what is kept\n\nNot tried: a distribution kept requires each." in md
     assert CLI_BUDGET == DEFAULT_BUDGET
 
 
@@ -132,3 +134,4 @@ def test_with_a_requirements_graph_a_dependency_goes_only_with_what_needs_it() -
         ("markdown-it-py", "pandas", "pygments", "rich", "tabulate"),
         ("markdown-it-py", "mdurl", "pandas", "pygments", "rich", "tabulate")]
     assert not found.undecided and "six" not in str(calls)
+    assert [p.name for p in found.needed] == ["numpy"]
