@@ -30,8 +30,10 @@ def minimize(
     ca_bundle: CaBundleOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Leave out every package, apt package and variable no passing level needs; write a
-    minimized artifact beside the original and a report of what each removal saved."""
+    """Find what no passing level needs and write a minimized artifact beside the original.
+
+    Packages, apt packages and variables are left out by rebuilding without them; the report
+    says what each removal saved."""
     from synth.record.rundir import find_run
     from synth.verify.minimize import MinimizeOptions
     from synth.verify.minimize import minimize as run_minimize
