@@ -9,7 +9,6 @@ never passes for the whole environment.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -18,6 +17,7 @@ from msgspec.structs import replace
 
 from synth.errors import UsageError
 from synth.formats.plan import BuildPlan, DistillReport
+from synth.pyramid.c0_scope import canonical
 
 Kind = Literal["python", "apt", "env"]
 KINDS: tuple[Kind, ...] = ("python", "apt", "env")
@@ -26,10 +26,6 @@ KINDS: tuple[Kind, ...] = ("python", "apt", "env")
 #: minimize`` leaves them be unless asked).
 ENV_SEEDS = frozenset({"pip", "setuptools", "wheel"})
 ACTIVATION = frozenset({"PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV"})
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True, order=True)

@@ -32,13 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from synth.config import Settings
-from synth.distill.leave_out import Part, canonical, parts_of
+from synth.distill.leave_out import Part, parts_of
 from synth.distill.load import load_run
 from synth.distill.plan import distill
 from synth.engine.base import Engine
 from synth.engine.fingerprint import ImageProbe
 from synth.errors import SynthError, VerifyError
 from synth.export.artifact import ExportOptions, export_run
+from synth.pyramid.c0_scope import canonical
 from synth.pyramid.result import LEVELS
 from synth.util import atomic
 from synth.verify.command import verify

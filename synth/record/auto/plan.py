@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from synth.pyramid.c0_scope import canonical, requirement_name
 from synth.record.auto.survey import CondaEnvFile, Survey
 
 VENV = "/opt/venv"
@@ -159,8 +160,7 @@ def build_requirements(requires: Collection[str]) -> list[str]:
     against (:data:`_FROM_ENVIRONMENT`)."""
     out: dict[str, str] = {}
     for req in [*requires, "setuptools", "wheel"]:
-        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
-        name = re.sub(r"[-_.]+", "-", m.group(1)).lower() if m else req
+        name = canonical(requirement_name(req) or req)
         if name not in _FROM_ENVIRONMENT:
             out.setdefault(name, req)
     return [out[n] for n in sorted(out)]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from synth.pyramid.c0_scan import install_hint
 from synth.record.auto.plan import APT_INSTALL, Plan, Step
-from synth.record.auto.survey import Survey
+from synth.record.auto.survey import PROJECT_FILES, Survey, declared_extra
 
 _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z0-9_.]+)'")
 _NO_LIBRARY = re.compile(r"(lib[A-Za-z0-9_+.-]*?\.so(?:\.[0-9]+)*): cannot open shared "
@@ -112,9 +112,8 @@ def _module_repair(module: str, survey: Survey, plan: Plan) -> tuple[str, Step |
     dist, where = install_hint(module, survey.declared)
     if " " in dist:  # "apex (NVIDIA, build from source)": no index name to install
         return problem + f" ({dist})", None
-    extra = where.rsplit("[", 1)[1][:-1] if where.endswith("]") and "[" in where else None
-    if extra is not None and survey.installable and where.startswith(
-            ("declared in pyproject.toml", "declared in setup.")):
+    extra, source = declared_extra(survey.declared, dist) or (None, "")
+    if extra is not None and survey.installable and source in PROJECT_FILES:
         target = shlex.quote(f".[{extra}]")
         flags = "--no-build-isolation " if survey.native and plan.tool != "uv" else ""
         return (f"{problem}: {dist}, of the extra {extra!r} ({where})",

@@ -17,11 +17,13 @@ from synth.pyramid.c0_scan import install_hint, scan_repo
 from synth.pyramid.c0_scope import (
     Declared,
     Scope,
+    canonical,
     declared_distributions,
     entrypoint_closure,
     entrypoint_files,
     read_repo_text,
     requirement_files,
+    requirement_name,
 )
 
 #: Lock files of project tools, and the tool each belongs to.
@@ -109,14 +111,12 @@ def survey_repo(root: Path, probe_commands: list[str]) -> Survey:
                     if i.in_scope and i.optional is None and i.top not in stdlib})
     extras, used_groups = set(), set()
     for top in entry:
-        dist, where = install_hint(top, declared)
-        if where.endswith("]") and "[" in where:
-            extra = where.rsplit("[", 1)[1][:-1]
-            in_project = where.startswith(("declared in pyproject.toml", "declared in setup."))
-            if in_project or extra in extra_files:
-                extras.add(extra)
+        dist, _ = install_hint(top, declared)
+        found = declared_extra(declared, dist)
+        if found is not None and (found[1] in PROJECT_FILES or found[0] in extra_files):
+            extras.add(found[0])
         for name, reqs in groups.items():
-            if any(_req_name(r) == _canon(dist) for r in reqs):
+            if any(canonical(requirement_name(r) or "") == canonical(dist) for r in reqs):
                 used_groups.add(name)
     native, reason = _native(root, build_requires)
     return Survey(
@@ -131,13 +131,14 @@ def survey_repo(root: Path, probe_commands: list[str]) -> Survey:
     )
 
 
-def _canon(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+#: The files whose extras ``pip install '.[extra]'`` installs.
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 
 
-def _req_name(req: str) -> str:
-    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
-    return _canon(m.group(1)) if m else ""
+def declared_extra(declared: Declared, dist: str) -> tuple[str, str] | None:
+    """(the extra, the file declaring it) when only an extra declares ``dist``."""
+    found = declared.extras.get(canonical(dist))
+    return (found[1], found[2]) if found is not None else None
 
 
 def _toml(path: Path) -> dict[str, object]:
@@ -180,7 +181,8 @@ def _native(root: Path, build_requires: tuple[str, ...]) -> tuple[tuple[str, ...
             langs.add("c++")
         if "CUDAExtension" in text:
             langs.add("cuda")
-    backends = sorted({_req_name(r) for r in build_requires} & set(_NATIVE_BACKENDS))
+    backends = sorted({canonical(requirement_name(r) or "") for r in build_requires}
+                      & set(_NATIVE_BACKENDS))
     if backends:
         reasons.append(f"builds with {', '.join(backends)}")
         langs.add("c")
