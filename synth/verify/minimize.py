@@ -161,6 +161,25 @@ def _key(parts: Sequence[Part]) -> tuple[str, ...]:
     return tuple(sorted(str(p) for p in parts))
 
 
+def read_trials(path: Path) -> dict[tuple[str, ...], Trial]:
+    """The finished trials of an earlier run in this folder, by what each left out; a line
+    that is not a trial is an error naming the file and the line (never a guess)."""
+    done: dict[tuple[str, ...], Trial] = {}
+    if not path.is_file():
+        return done
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            trial = Trial.from_json(json.loads(line))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise VerifyError(f"{path}:{number}: not a trial of synth minimize ({exc!r}).",
+                              hint="Remove the file (its trials are run again) or give "
+                              "another -o folder.") from None
+        done[trial.without] = trial
+    return done
+
+
 class _Trials:
     """Runs trials (export, build with cache, pyramid, fingerprint), memoised on disk."""
 
@@ -169,12 +188,7 @@ class _Trials:
         self.opts, self.out, self.settings, self.engine, self.say = (
             opts, out, settings, engine, say)
         self.log = out / "trials.jsonl"
-        self.done: dict[tuple[str, ...], Trial] = {}
-        if self.log.is_file():
-            for line in self.log.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    t = Trial.from_json(json.loads(line))
-                    self.done[t.without] = t
+        self.done = read_trials(self.log)
         self.rebuilds = 0
 
     def __call__(self, parts: Sequence[Part]) -> Trial:

@@ -135,3 +135,20 @@ def test_with_a_requirements_graph_a_dependency_goes_only_with_what_needs_it() -
         ("markdown-it-py", "mdurl", "pandas", "pygments", "rich", "tabulate")]
     assert not found.undecided and "six" not in str(calls)
     assert [p.name for p in found.needed] == ["numpy"]
+
+
+def test_finished_trials_are_read_back_and_a_corrupt_line_is_named(tmp_path: Path) -> None:
+    from synth.errors import VerifyError
+    from synth.verify.minimize import read_trials
+
+    log = tmp_path / "trials.jsonl"
+    assert read_trials(log) == {}
+    trial = Trial(("python:tabulate",), True, "kept out", {"C1": "pass"}, 10, 1.5)
+    log.write_text(json.dumps(trial.to_json()) + "\n\n")
+    assert read_trials(log) == {("python:tabulate",): trial}
+    log.write_text(json.dumps(trial.to_json()) + "\n{\"without\": [\n")
+    with pytest.raises(VerifyError, match=r"trials.jsonl:2: not a trial of synth minimize"):
+        read_trials(log)
+    log.write_text("[1, 2]\n")
+    with pytest.raises(VerifyError, match=r"trials.jsonl:1: not a trial"):
+        read_trials(log)
