@@ -45,6 +45,7 @@ from synth.export.live_facts import LiveImage, download_hashes
 from synth.export.lock import Lock, LockTarget, lock_env, target_for
 from synth.export.metadata import Citation, CitationOptions, Publication, make_citation
 from synth.export.render import plan_json, reader_facts, render_artifact
+from synth.export.uv_sync import with_uv_sync
 from synth.formats import artifact_files
 from synth.formats.manifest import MANIFEST_FORMAT
 from synth.formats.plan import DistillReport
@@ -381,6 +382,8 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
     plan, report = leave_out(plan, report, opts.without)
     locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, opts.locker,
                       _source_dir(run, plan))
+    plan, report, locks = with_uv_sync(plan, report, locks, staged.source, classified,
+                                       bundle=opts.bundle)
     epoch = publish.source_date_epoch(run)
     return ArtifactParts(
         opts=opts, run=run, plan=plan, report=report, locks=locks, apt=apt, epoch=epoch,

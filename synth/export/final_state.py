@@ -206,8 +206,7 @@ def project_lock_notes(source: Path, plan: BuildPlan, workdir: str = "/workspace
         if not safe_io.lexists_beneath(source, name):
             continue
         try:
-            text = safe_io.decode_utf8(
-                safe_io.read_beneath(source, name, PROJECT_LOCK_MAX), name)
+            text = project_lock_text(source, name)
         except InputFileError as exc:
             notes.append(f"the project's {name} was not read: {exc.message}")
             continue
@@ -215,6 +214,12 @@ def project_lock_notes(source: Path, plan: BuildPlan, workdir: str = "/workspace
         if note:
             notes.append(note)
     return notes
+
+
+def project_lock_text(source: Path, name: str) -> str:
+    """The project lock file ``name`` at the top of ``source/``, read without following
+    links out of it; InputFileError when it cannot be."""
+    return safe_io.decode_utf8(safe_io.read_beneath(source, name, PROJECT_LOCK_MAX), name)
 
 
 def host_changed(run: LoadedRun, original: Path) -> bool:

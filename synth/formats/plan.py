@@ -64,6 +64,19 @@ class AptPlan(PlanPart, frozen=True):
     timestamp: str | None = None
 
 
+class UvSync(PlanPart, frozen=True):
+    """A uv project's environment installed as uv made it: ``uv sync --frozen
+    --no-install-project`` from the project's ``pyproject.toml`` and ``uv.lock`` (in
+    ``source/``), checked against the environment's lock after; the project itself is then
+    installed by its native step (synth.distill.uv_project)."""
+
+    #: The project's folder in the image (the source's destination).
+    project: str
+    #: What the audited command that synced it chose (``--extra``, ``--group``, ``--no-dev``
+    #: …), in order.
+    options: tuple[str, ...]
+
+
 class PythonEnvPlan(PlanPart, frozen=True):
     """One Python environment to reproduce, and the pinned distributions it gets."""
 
@@ -82,6 +95,9 @@ class PythonEnvPlan(PlanPart, frozen=True):
     #: find-links as the run saw them (URLs, or paths inside the container).
     find_links: tuple[str, ...]
     break_system_packages: bool
+    #: Installed with ``uv sync --frozen`` from the project's uv.lock instead of
+    #: ``lock_file`` (which the build then checks it against); None: from ``lock_file``.
+    uv_sync: UvSync | None = None
 
 
 class CondaPin(PlanPart, frozen=True):

@@ -66,6 +66,10 @@ def test_a_tool_made_environment_rebuilds_the_same(
     dockerfile = (Path(doc["target"]["artifact_dir"]) / "Dockerfile").read_text()
     if script == "uv-sync.sh":  # uv's .venv has no pip: venv must not add one
         assert "--without-pip /workspace/.venv" in dockerfile
+    # A uv project's .venv is installed as uv made it: from its own uv.lock, then checked
+    # against synth's lock by the build itself.
+    synced = "uv sync --frozen" in dockerfile
+    assert synced == (script in ("uv-sync.sh", "uv-add.sh")), dockerfile
     # The project is installed again: by the audited pip command, or, where a tool installed
     # it with no pip command of its own, from the final state.
     audited = script in ("pip-editable-extra.sh", "pip-tools.sh")

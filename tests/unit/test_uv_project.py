@@ -1,0 +1,180 @@
+"""When a uv project's environment is installed with ``uv sync --frozen`` from its own
+uv.lock, and with which options (synth.distill.uv_project); what the Dockerfile then runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from distill_runs import NO_ENGINE, cmd, dist, make_run_dir, system_python, venv
+
+from synth.config import Settings
+from synth.distill.uv_project import choose, foreign_sources, selection
+from synth.export.artifact import ExportOptions, export_run
+from synth.export.lock import Lock, LockedPin, LockTarget
+from synth.formats.plan import PythonEnvPlan, UvSync
+
+UV_LOCK = """\
+version = 1
+revision = 3
+requires-python = ">=3.11"
+
+[[package]]
+name = "envtools"
+version = "0.1.0"
+source = { editable = "." }
+
+[[package]]
+name = "Six"
+version = "1.17.0"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "attrs"
+version = "25.4.0"
+source = { registry = "https://pypi.org/simple" }
+"""
+
+PINS = (("attrs", "25.4.0"), ("six", "1.17.0"))
+SYNC = [("/workspace", ("uv", "lock")), ("/workspace", ("uv", "sync"))]
+
+
+def _env(prefix: str = "/workspace/.venv",
+         pins: tuple[tuple[str, str], ...] = PINS) -> PythonEnvPlan:
+    return PythonEnvPlan(python=f"{prefix}/bin/python", kind="venv", version="3.11.2",
+                         prefix=prefix, create=(), pip=(), lock_file="requirements.lock",
+                         pins=pins, index_url="https://pypi.org/simple", extra_index_urls=(),
+                         find_links=(), break_system_packages=False)
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (("uv", "sync"), ()),
+    (("/usr/local/bin/uv", "sync", "--extra", "toml", "--no-dev", "--frozen"),
+     ("--extra", "toml", "--no-dev")),
+    (("uv", "sync", "--extra=toml", "--group", "docs", "-p", "3.11", "--all-extras"),
+     ("--extra", "toml", "--group", "docs", "--all-extras")),
+    (("uv", "--directory", "/w", "sync", "--only-group", "test"), ("--only-group", "test")),
+    (("uv", "run", "--extra", "toml", "python", "-m", "x", "--extra", "no"),
+     ("--extra", "toml")),
+    (("uv", "run", "--with", "rich", "python", "x.py"), ()),
+    (("uv", "add", "--group", "dev", "pytest"), ()),
+    (("uv", "remove", "six"), ()),
+    (("uv", "run", "--no-sync", "python"), None),
+    (("uv", "lock"), None),
+    (("uv", "pip", "install", "six"), None),
+    (("uv", "sync", "--dry-run"), None),
+    (("pip", "sync"), None),
+    ((), None),
+])
+def test_the_options_that_choose_what_a_sync_installs(
+        argv: tuple[str, ...], expected: tuple[str, ...] | None) -> None:
+    assert selection(argv) == expected
+
+
+def test_a_uv_project_environment_is_synced_with_the_last_syncing_commands_options() -> None:
+    commands = [*SYNC, ("/workspace/sub", ("uv", "run", "--extra", "toml", "python", "x"))]
+    sync, note = choose(_env(), "/workspace", UV_LOCK, commands, sdists=(), bundle=False)
+    assert sync == UvSync(project="/workspace", options=("--extra", "toml"))
+    assert note is None
+
+
+@pytest.mark.parametrize(("env", "lock", "commands"), [
+    (_env("/opt/venv"), UV_LOCK, SYNC),  # not the project's .venv
+    (_env(), None, SYNC),  # no uv.lock
+    (_env(), UV_LOCK, [("/workspace", ("uv", "lock"))]),  # nothing synced it
+    (_env(), UV_LOCK, [("/elsewhere", ("uv", "sync"))]),  # another project did
+    (_env(pins=(*PINS, ("numpy", "2.3.5"))), UV_LOCK, SYNC),  # disagrees: the lock note says
+    (_env(), "not toml [", SYNC),  # unreadable: the lock note says
+])
+def test_no_sync_and_no_extra_note_where_it_is_not_a_synced_uv_project(
+        env: PythonEnvPlan, lock: str | None, commands: list[tuple[str, tuple[str, ...]]]
+        ) -> None:
+    assert choose(env, "/workspace", lock, commands, sdists=(), bundle=False) == (None, None)
+
+
+@pytest.mark.parametrize(("env", "lock", "sdists", "bundle", "said"), [
+    (_env(pins=(*PINS, ("pip", "25.2"))), UV_LOCK, (), False, "pip 25.2"),
+    (_env(), UV_LOCK + '\n[[package]]\nname = "tool"\nversion = "1"\n'
+     'source = { git = "https://example.org/tool.git" }\n', (), False, "tool (git "),
+    (_env(), UV_LOCK, ("attrs",), False, "built from source"),
+    (_env(), UV_LOCK, (), True, "--bundle"),
+])
+def test_a_synced_project_installed_from_synths_lock_says_why(
+        env: PythonEnvPlan, lock: str, sdists: tuple[str, ...], bundle: bool, said: str
+        ) -> None:
+    sync, note = choose(env, "/workspace", lock, SYNC, sdists=sdists, bundle=bundle)
+    assert sync is None
+    assert note is not None and said in note and "uv sync" in note
+
+
+def test_foreign_sources_are_anything_but_an_index_or_the_project() -> None:
+    lock = UV_LOCK + ('\n[[package]]\nname = "member"\nversion = "1"\n'
+                      'source = { editable = "packages/member" }\n')
+    assert foreign_sources(UV_LOCK) == []
+    assert foreign_sources(lock) == ["member (editable packages/member)"]
+    with pytest.raises(ValueError, match="no \\[\\[package\\]\\]"):
+        foreign_sources("version = 1\n")
+
+
+def _uv_locker(env: PythonEnvPlan, _target: LockTarget) -> Lock:
+    pins = tuple(LockedPin(name=n, version=v, hashes=(hashlib.sha256(n.encode()).hexdigest(),))
+                 for n, v in env.pins)
+    uv = LockedPin(name="uv", version="0.13.9", hashes=("0" * 64,))
+    return Lock(env=env, pins=pins, locker="uv", installer=uv)
+
+
+def _uv_project_run(tmp: Path, sync: str) -> Path:
+    repo = tmp / "tasks" / "proj" / "repo"
+    (repo / "envtools").mkdir(parents=True)
+    (repo / "envtools" / "__init__.py").write_text("")
+    (repo / "pyproject.toml").write_text('[project]\nname = "envtools"\nversion = "0.1.0"\n')
+    (repo / "uv.lock").write_text(UV_LOCK)
+    task = repo.parent / "task.toml"
+    task.write_text('name = "proj"\nbase_image = "synth/python:bookworm"\n[repo]\n'
+                    'path = "repo"\n[probes.cpu]\ncommand = "python -m envtools"\n'
+                    '[not_applicable]\nC3 = "cpu"\nC4 = "cpu"\n')
+    site = "/workspace/.venv/lib/python3.11/site-packages"
+    dists = [dist("attrs", "25.4.0", installer="uv", location=site),
+             dist("six", "1.17.0", installer="uv", location=site),
+             dist("envtools", "0.1.0", installer="uv", location=site, direct_url={
+                 "url": "file:///workspace", "dir_info": {"editable": True}})]
+    return make_run_dir(tmp, [cmd("cd /workspace && uv lock"), cmd(f"cd /workspace && {sync}")],
+                        task="proj", python=[system_python(), venv("/workspace/.venv", dists)],
+                        primary="/workspace/.venv/bin/python", task_file=task,
+                        diff=[("A", "/workspace/.venv"), ("A", "/workspace/uv.lock")])
+
+
+def test_the_dockerfile_syncs_the_project_from_its_lock_then_checks_it(tmp_path: Path) -> None:
+    run = _uv_project_run(tmp_path, "uv sync --extra toml")
+    art = export_run(ExportOptions(run, out_dir=tmp_path / "out", locker=_uv_locker,
+                                   ask_live=False), Settings.load(artifacts_dir=tmp_path),
+                     NO_ENGINE).artifact_dir
+    docker = (art / "Dockerfile").read_text()
+    assert ("UV_PROJECT_ENVIRONMENT=/workspace/.venv /tmp/synth/uv/bin/uv sync --frozen "
+            "--no-config --no-cache --no-python-downloads --no-install-project "
+            "--compile-bytecode --extra toml") in docker
+    assert "--mount=type=bind,source=source/uv.lock,target=/tmp/synth/project/uv.lock" in docker
+    assert "diff /tmp/synth/locked /tmp/synth/synced" in docker
+    assert "-r /tmp/synth/requirements.lock" not in docker  # not installed a second way
+    # The project itself after the source, by its native step, editable as it was.
+    assert docker.index("COPY source/ /workspace/") < docker.index("-e /workspace")
+    legacy = (art / "Dockerfile.legacy").read_text()
+    assert 'COPY ["source/uv.lock", "/tmp/synth/project/uv.lock"]' in legacy
+    plan = json.loads((art / "plan.json").read_text())["plan"]
+    env = next(e for e in plan["envs"] if e["prefix"] == "/workspace/.venv")
+    assert env["uv_sync"] == {"project": "/workspace", "options": ["--extra", "toml"]}
+    again = export_run(ExportOptions(run, out_dir=tmp_path / "again", locker=_uv_locker,
+                                     ask_live=False), Settings.load(artifacts_dir=tmp_path),
+                       NO_ENGINE).artifact_dir
+    assert (again / "Dockerfile").read_bytes() == docker.encode()
+
+
+def test_a_project_venv_uv_did_not_sync_is_installed_from_synths_lock(tmp_path: Path) -> None:
+    run = _uv_project_run(tmp_path, "uv pip install -e .")
+    art = export_run(ExportOptions(run, out_dir=tmp_path / "out", locker=_uv_locker,
+                                   ask_live=False), Settings.load(artifacts_dir=tmp_path),
+                     NO_ENGINE).artifact_dir
+    docker = (art / "Dockerfile").read_text()
+    assert "uv sync" not in docker and "-r /tmp/synth/requirements.lock" in docker
