@@ -32,6 +32,7 @@ from synth.distill.steps import (
     PipInstall,
     PipUninstall,
     ProgramRun,
+    ProjectTool,
     ReadOnly,
     ShellState,
     Step,
@@ -444,6 +445,34 @@ def extract_conda(cmd: SimpleCommand) -> Step | None:
         files=tuple(_abs(cmd, v) for k, v in opts if k in ("-f", "--file") and v))
 
 
+# --- project tools ------------------------------------------------------------------------
+
+#: The verbs of each project environment tool that make, lock or sync a project's environment.
+_PROJECT_VERBS = {
+    "uv": frozenset({"sync", "lock", "add", "remove", "run"}),
+    "poetry": frozenset({"install", "sync", "lock", "add", "remove", "update", "run"}),
+    "pdm": frozenset({"install", "sync", "lock", "add", "remove", "update", "run"}),
+    "pipenv": frozenset({"install", "sync", "lock", "uninstall", "update", "run"}),
+}
+#: uv's global options that take a value (before its verb).
+_UV_GLOBAL_VALUED = frozenset({"--directory", "--project", "--cache-dir", "--config-file",
+                               "--color", "-p", "--python", "--allow-insecure-host"})
+
+
+def extract_project_tool(cmd: SimpleCommand) -> Step | None:
+    prog, args = _program(cmd)
+    tool = _base(prog)
+    verbs = _PROJECT_VERBS.get(tool)
+    if verbs is None:
+        return None
+    words = list(args)
+    while words and words[0].startswith("-"):
+        words = words[2:] if words[0] in _UV_GLOBAL_VALUED else words[1:]
+    if not words or words[0] not in verbs:
+        return None
+    return ProjectTool(tool=tool, verb=words[0], project=cmd.cwd)
+
+
 # --- native builds ------------------------------------------------------------------------
 
 _BUILD_TOOLS = ("cmake", "make", "ninja", "nvcc", "gcc", "g++", "cc", "c++", "clang",
@@ -640,6 +669,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     Extractor("python-env", extract_venv, frozenset({"virtualenv", "uv"}), python=True),
     Extractor("pip", extract_pip, frozenset({"uv"}), python=True, pip=True),
     Extractor("conda", extract_conda, frozenset({"conda", "mamba", "micromamba"})),
+    Extractor("project-tool", extract_project_tool, frozenset(_PROJECT_VERBS)),
     Extractor("native", extract_native, frozenset({*_BUILD_TOOLS, "configure"}),
               python=True),
     Extractor("env", extract_env, frozenset({"export", "echo", "printf"})),

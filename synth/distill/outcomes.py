@@ -29,6 +29,7 @@ from synth.distill.steps import (
     PipInstall,
     PipUninstall,
     ProgramRun,
+    ProjectTool,
     ReadOnly,
     ShellState,
     Step,
@@ -146,12 +147,24 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
         case ProgramRun():
             return "dropped", ("runs a program (a check, not a setup step); what it wrote "
                                "shows up as unexplained paths")
+        case ProjectTool():
+            return "folded", _project_tool(s)
         case Unclassified():
             return "dropped", ("unclassified, not replayed; what it changed comes from the "
                                "final state (source.patch, carried files) or shows up as "
                                "unexplained paths")
         case _:
             assert_never(s)
+
+
+def _project_tool(s: ProjectTool) -> str:
+    if s.verb == "lock":
+        return "writes the project's lock file, which travels in source/ (the final /workspace)"
+    made = ("the environment it made or synced is reproduced from the final state: locked, "
+            "and a uv project's .venv installed with `uv sync --frozen` from its uv.lock "
+            "(docs/export.md)")
+    return made + ("; the program it runs is a check, not a setup step" if s.verb == "run"
+                   else "")
 
 
 def _env_persist(s: EnvPersist, ctx: DecideContext) -> Decision:

@@ -192,6 +192,20 @@ class ProgramRun(StepBase):
 
 @cheap_init
 @dataclass(frozen=True)
+class ProjectTool(StepBase):
+    """A project's environment tool at work in a folder: ``uv sync``/``lock``/``add``/
+    ``remove``/``run``, ``poetry install``/``lock``/``add``…, ``pdm``, ``pipenv``. What it
+    installed is reproduced from the final state (a uv project's .venv by ``uv sync
+    --frozen``: synth.distill.uv_project); the lock file it writes travels in source/."""
+
+    kind: ClassVar[str] = "project-tool"
+    tool: str
+    verb: str
+    project: str
+
+
+@cheap_init
+@dataclass(frozen=True)
 class Unclassified(StepBase):
     """A command no extractor recognises; reported, its effects show up as unexplained."""
 
@@ -217,5 +231,6 @@ Step: TypeAlias = (
     | ShellState
     | ReadOnly
     | ProgramRun
+    | ProjectTool
     | Unclassified
 )

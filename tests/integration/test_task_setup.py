@@ -27,6 +27,7 @@ EXPECTED_OUTPUT = {
     "mixed-frameworks": "parity OK",
     "optional-extras": "tinystats ok",
     "extras-only": "cfgreport OK",
+    "uv-project": "uvreport OK",
 }
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

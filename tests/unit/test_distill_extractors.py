@@ -40,8 +40,8 @@ def step(text: str, cwd: str = "/workspace") -> Step:
 
 def test_registry_order_is_documented() -> None:
     assert [e.name for e in EXTRACTORS] == [
-        "shell", "apt", "python-env", "pip", "conda", "native", "env", "download", "read-only",
-        "program-run"]
+        "shell", "apt", "python-env", "pip", "conda", "project-tool", "native", "env",
+        "download", "read-only", "program-run"]
 
 
 @pytest.mark.parametrize(("text", "expected"), [

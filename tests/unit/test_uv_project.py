@@ -11,6 +11,9 @@ import pytest
 from distill_runs import NO_ENGINE, cmd, dist, make_run_dir, system_python, venv
 
 from synth.config import Settings
+from synth.distill.extractors import classify
+from synth.distill.shell import SimpleCommand
+from synth.distill.steps import ProjectTool
 from synth.distill.uv_project import choose, foreign_sources, selection
 from synth.export.artifact import ExportOptions, export_run
 from synth.export.lock import Lock, LockedPin, LockTarget
@@ -178,3 +181,26 @@ def test_a_project_venv_uv_did_not_sync_is_installed_from_synths_lock(tmp_path: 
                      NO_ENGINE).artifact_dir
     docker = (art / "Dockerfile").read_text()
     assert "uv sync" not in docker and "-r /tmp/synth/requirements.lock" in docker
+
+
+@pytest.mark.parametrize(("line", "extractor", "verb"), [
+    ("uv sync --frozen --extra yaml", "project-tool", "sync"),
+    ("/opt/uv/bin/uv --directory /w lock", "project-tool", "lock"),
+    ("uv run --extra yaml python report.py", "project-tool", "run"),
+    ("poetry install --with dev", "project-tool", "install"),
+    ("pipenv install -e .", "project-tool", "install"),
+    ("pdm lock", "project-tool", "lock"),
+    ("uv pip install six", "pip", None),
+    ("uv venv .venv", "python-env", None),
+    ("uv --version", "read-only", None),
+    ("uv self update", "unclassified", None),
+])
+def test_project_tools_are_classified_and_folded(line: str, extractor: str,
+                                                 verb: str | None) -> None:
+    argv = tuple(line.split())
+    command = SimpleCommand(argv, (), (), line, "/workspace", (), None, 1, 0)
+    name, step = classify(command)
+    assert name == extractor
+    if verb is not None:
+        assert isinstance(step, ProjectTool) and (step.verb, step.project) == (verb,
+                                                                               "/workspace")

@@ -1,0 +1,1 @@
+"""Prints a training run's metrics as a table."""
