@@ -16,7 +16,7 @@ from synth.distill.common import Notes, StepIndex
 from synth.distill.conda import conda_env
 from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
-from synth.distill.steps import PipInstall, VenvCreate
+from synth.distill.steps import PipInstall, ProjectTool, VenvCreate
 from synth.formats.plan import PythonEnvPlan
 from synth.formats.state import DEBIAN_SITE
 
@@ -31,6 +31,9 @@ class AuditedEnvs:
 
     installs: Mapping[str, Installs]
     creates: Mapping[str, tuple[SimpleCommand, VenvCreate]]
+    #: The in-project ``.venv`` folders a project tool (``uv sync``, ``poetry install``…)
+    #: made or synced.
+    synced: frozenset[str] = frozenset()
 
     def of(self, interp: Interpreter) -> Installs:
         return list(self.installs.get(interp.path, []))
@@ -107,7 +110,9 @@ def audited_envs(ok: StepIndex, run: LoadedRun) -> AuditedEnvs:
             installs.setdefault(interp.path, []).append((c, s))
     for c, _x, v in ok.of(VenvCreate):
         creates[v.path] = (c, v)
-    return AuditedEnvs(installs=installs, creates=creates)
+    synced = frozenset(f"{p.project.rstrip('/')}/.venv" for _c, _x, p in ok.of(ProjectTool)
+                       if p.verb != "lock")
+    return AuditedEnvs(installs=installs, creates=creates, synced=synced)
 
 
 def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
@@ -131,8 +136,9 @@ def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
         # at those versions or at all; the lock installs whatever seeded ones it had.
         create = ("python3", "-m", "venv", "--without-pip", interp.prefix)
         has_pip = False  # until the lock installs it: the base's pip serves the venv
-        notes.warnings.append(f"no audited command created {interp.prefix}; it is made with "
-                              f"`{' '.join(create)}`")
+        if interp.prefix not in audited.synced:
+            notes.warnings.append(f"no audited command created {interp.prefix}; it is made "
+                                  f"with `{' '.join(create)}`")
     elif recreated:
         create = ()  # the conda lock makes the prefix
     else:

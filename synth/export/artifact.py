@@ -337,8 +337,11 @@ def export_run(opts: ExportOptions, settings: Settings, engine: Engine) -> Expor
     with LiveImage(engine, run.info.live_image) as live:
         parts = plan_parts(opts, settings, run, live, dest, problems,
                            opts.save_base or engine.save_image)
-        warnings, summary = write_into_place(parts, lambda: check_destination(
-            dest, run_dir, explicit=explicit, force=opts.force))
+        try:
+            warnings, summary = write_into_place(parts, lambda: check_destination(
+                dest, run_dir, explicit=explicit, force=opts.force))
+        finally:
+            parts.staged.cleanup()
     if not explicit:  # which synth made the run's own export (verify reuses it)
         atomic.write_text(run_dir / EXPORT_STAMP, source_digest() + "\n")
     result = ExportResult(artifact_dir=dest, plan=parts.plan, warnings=warnings,
@@ -379,16 +382,20 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
     plan, report, staged = final_state.prepare(
         run, plan, report, dest.parent, _original(run), live if opts.ask_live else None,
         classified=classified, allow_missing=opts.allow_missing)
-    plan, report = leave_out(plan, report, opts.without)
-    locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle, opts.locker,
-                      _source_dir(run, plan))
-    plan, report, locks = with_uv_sync(plan, report, locks, staged.source, classified,
-                                       bundle=opts.bundle)
-    epoch = publish.source_date_epoch(run)
+    try:
+        plan, report = leave_out(plan, report, opts.without)
+        locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle,
+                          opts.locker, _source_dir(run, plan))
+        plan, report, locks = with_uv_sync(plan, report, locks, staged.source, classified,
+                                           bundle=opts.bundle)
+        epoch = publish.source_date_epoch(run)
+        citation = make_citation(plan, run, opts.citation, epoch)
+    except BaseException:
+        staged.cleanup()  # now, not whenever the collector gets to it
+        raise
     return ArtifactParts(
         opts=opts, run=run, plan=plan, report=report, locks=locks, apt=apt, epoch=epoch,
-        settings=settings, staged=staged, live=live,
-        citation=make_citation(plan, run, opts.citation, epoch), dest=dest,
+        settings=settings, staged=staged, live=live, citation=citation, dest=dest,
         save_base=save_base)
 
 

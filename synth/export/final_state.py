@@ -138,6 +138,11 @@ class StagedSource:
             shutil.move(str(self.source), artifact / "source")
         if self.patch is not None:
             shutil.move(str(self.patch), artifact / PATCH_NAME)
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        """Remove the work folder now (again is harmless): never left to the collector,
+        whose finalizer would run at whatever moment it collects."""
         if self.work is not None:
             self.work.cleanup()
 

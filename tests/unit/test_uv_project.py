@@ -172,6 +172,9 @@ def test_the_dockerfile_syncs_the_project_from_its_lock_then_checks_it(tmp_path:
                                      ask_live=False), Settings.load(artifacts_dir=tmp_path),
                        NO_ENGINE).artifact_dir
     assert (again / "Dockerfile").read_bytes() == docker.encode()
+    # The audited uv sync made the .venv: no warning that nothing did.
+    warnings = json.loads((art / "export-report.json").read_text())["warnings"]
+    assert not [w for w in warnings if "no audited command created" in w], warnings
 
 
 def test_a_project_venv_uv_did_not_sync_is_installed_from_synths_lock(tmp_path: Path) -> None:
@@ -181,6 +184,9 @@ def test_a_project_venv_uv_did_not_sync_is_installed_from_synths_lock(tmp_path: 
                      NO_ENGINE).artifact_dir
     docker = (art / "Dockerfile").read_text()
     assert "uv sync" not in docker and "-r /tmp/synth/requirements.lock" in docker
+    warnings = json.loads((art / "export-report.json").read_text())["warnings"]
+    assert "no audited command created /workspace/.venv; it is made with `python3 -m venv " \
+        "--without-pip /workspace/.venv`" in warnings
 
 
 @pytest.mark.parametrize(("line", "extractor", "verb"), [
