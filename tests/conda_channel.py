@@ -101,6 +101,8 @@ def _tinylib() -> dict[str, bytes | str]:
                                                   b"Version: 1.1\n",
         f"{site}/tinylib-1.1.dist-info/INSTALLER": b"conda\n",
         f"{site}/tinylib-1.1.dist-info/RECORD": b"",
+        # What `conda activate` sources: the image's ENV must carry what it sets.
+        "etc/conda/activate.d/tinylib.sh": b'export TINYLIB_DATA="$CONDA_PREFIX/share/tinylib"\n',
     }
 
 

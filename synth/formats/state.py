@@ -182,6 +182,9 @@ class CondaPrefix(Part, frozen=True):
     prefix: str
     packages: tuple[CondaPackage, ...]
     requested: tuple[str, ...] = ()
+    #: ``(name, value)`` of each variable its ``etc/conda/activate.d/*.sh`` scripts set
+    #: (``conda activate``'s own, ``PATH`` and ``CONDA_BACKUP_*`` aside), sorted.
+    activation: tuple[tuple[str, str], ...] = ()
 
     @property
     def added(self) -> tuple[CondaPackage, ...]:

@@ -276,7 +276,9 @@ def conda_prefix(found: Any, added: set[str]) -> dict[str, Any] | None:
             meta = f"{prefix}/conda-meta/{rec.get('meta_file')}"
             packages.append({**{k: v for k, v in rec.items() if k != "meta_file"},
                              "in_base": meta not in added})
-    return {"prefix": prefix, "packages": packages, "requested": found.get("requested") or []}
+    activation = [[str(k), str(v)] for k, v in (found.get("activation") or [])]
+    return {"prefix": prefix, "packages": packages, "requested": found.get("requested") or [],
+            "activation": activation}
 
 
 def python_interpreters(

@@ -33,7 +33,7 @@ from typing import Any, Literal
 from synth import profiles
 from synth.compare.fingerprint import compare_fingerprints, differences, name_content_files
 from synth.config import Settings
-from synth.distill.final_env import carried_variables
+from synth.distill.final_env import carried_variables, conda_activation
 from synth.engine import disk_budget
 from synth.engine.base import ContainerSpec, Engine
 from synth.engine.base_images import prepare_base
@@ -438,11 +438,15 @@ _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_
 def persisted_env(run_dir: Path, image_env: Sequence[str]) -> dict[str, str]:
     """The run's carried persisted variables (synth.distill.final_env), each ``$VAR``
     expanded against the image's own environment as the Dockerfile's one ``ENV`` does (an
-    unset one is empty)."""
-    if not RunDir(run_dir).has(ENV_STATE):
-        return {}
+    unset one is empty), and what a primary conda prefix's activation scripts set."""
+    rd = RunDir(run_dir)
+    carried = carried_variables(rd.env_state().persisted)[0] if rd.has(ENV_STATE) else {}
+    if rd.has(PYTHON_STATE):
+        state = rd.python_state()
+        primary = state.primary_interpreter()
+        for k, v in conda_activation(state.interpreters, primary.prefix) if primary else ():
+            carried.setdefault(k, v)
     config = {name: value for name, _, value in (e.partition("=") for e in image_env)}
-    carried, _ = carried_variables(RunDir(run_dir).env_state().persisted)
     return {k: _VARIABLE.sub(lambda m: config.get(m.group(1) or m.group(2), ""), v)
             for k, v in carried.items()}
 

@@ -87,6 +87,9 @@ def test_a_conda_environment_is_recreated_from_its_lock_with_no_solve(
             if doc.get("build"):
                 made.append(doc["build"]["image"])
             art = Path(doc["target"]["artifact_dir"])
+            # Activated as `conda activate` would: what tinylib's activate.d script sets.
+            image_env = engine.client.images.get(doc["build"]["image"]).attrs["Config"]["Env"]
+            assert f"TINYLIB_DATA={PREFIX}/share/tinylib" in image_env, image_env
             _check_verify(doc, outcome.exit_code)
             _check_artifact(art, url)
             again = export_run(ExportOptions(result.run_dir, out_dir=tmp_path / "again"),
@@ -116,6 +119,7 @@ def _check_capture(run_dir: Path, url: str) -> None:
     assert all(len(p["sha256"]) == 64 for p in packages.values())
     dists = {d["name"]: d for d in env["distributions"]}
     assert dists["six"]["version"] == "1.17.0" and dists["tinylib"]["installer"] == "conda"
+    assert env["conda"]["activation"] == [["TINYLIB_DATA", f"{PREFIX}/share/tinylib"]]
 
 
 def _check_verify(doc: dict[str, Any], exit_code: int) -> None:
@@ -123,7 +127,7 @@ def _check_verify(doc: dict[str, Any], exit_code: int) -> None:
     live = {r["level"]: r for r in doc["reports"]["live"]["levels"]}
     assert live["C1"]["status"] == "pass", live["C1"]
     assert rebuilt["C1"]["status"] == "pass", rebuilt["C1"]
-    assert doc["fidelity"]["reaches_live_level"] is True, doc["fidelity"]
+    assert doc["fidelity"]["reaches_live_level"] is True, json.dumps(doc["fidelity"])[:3000]
     assert not doc["fidelity"].get("failures"), doc["fidelity"]
     assert doc["fingerprint"]["status"] == "compared"
     assert doc["fingerprint"]["packages_equal"] is True, doc["fingerprint"]["summary"]

@@ -77,3 +77,31 @@ def test_the_session_marks_packages_the_base_image_had() -> None:
     assert interp.conda is not None
     assert [p.name for p in interp.conda.added] == ["numpy"]
     assert interp.conda.requested == ("numpy",)
+
+
+def test_the_probe_reads_what_the_activation_scripts_set(tmp_path: Path) -> None:
+    prefix = tmp_path / "env"
+    venv.create(prefix, with_pip=False)
+    (prefix / "conda-meta").mkdir()
+    scripts = prefix / "etc" / "conda" / "activate.d"
+    scripts.mkdir(parents=True)
+    (scripts / "gdal-activate.sh").write_text(
+        'export CONDA_BACKUP_GDAL_DATA="${GDAL_DATA:-}"\n'
+        'export GDAL_DATA="$CONDA_PREFIX/share/gdal"\nexport PATH="/nowhere:$PATH"\n'
+        'echo noise; false\n')
+    (scripts / "proj.sh").write_text('export PROJ_DATA="${GDAL_DATA%/gdal}/proj"\n')
+    (scripts / "notes.txt").write_text("export IGNORED=1\n")  # only *.sh is sourced
+    conda = json.loads(_probe(prefix))["conda"]
+    assert conda["activation"] == [["GDAL_DATA", f"{prefix}/share/gdal"],
+                                   ["PROJ_DATA", f"{prefix}/share/proj"]]
+    got = conda_prefix(conda, set())
+    assert got is not None
+    interp = Interpreter.from_json({
+        "path": f"{prefix}/bin/python", "kind": "conda", "created_by_agent": True,
+        "distributions": [], "prefix": str(prefix), "conda": got})
+    assert interp.conda is not None
+    assert interp.conda.activation == (("GDAL_DATA", f"{prefix}/share/gdal"),
+                                       ("PROJ_DATA", f"{prefix}/share/proj"))
+    (scripts / "gdal-activate.sh").unlink()
+    (scripts / "proj.sh").unlink()
+    assert json.loads(_probe(prefix))["conda"]["activation"] == []

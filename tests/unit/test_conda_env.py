@@ -82,6 +82,25 @@ def test_the_plan_recreates_the_prefix_and_locks_only_its_pip_layer(tmp_path: Pa
     assert dict(plan.env)["PATH"].startswith(f"{PREFIX}/bin:")
 
 
+def test_what_the_primary_prefixs_activation_scripts_set_is_in_env(tmp_path: Path) -> None:
+    interp = conda_interp()
+    interp["conda"]["activation"] = [["GDAL_DATA", f"{PREFIX}/share/gdal"],
+                                     ["MY_TOKEN", "***"], ["SSL_CERT_FILE", "/run/ca"]]
+    run_dir = make_run_dir(tmp_path, [cmd("conda create -n research python=3.11 tinylib")],
+                           python=[system_python(), interp], primary=f"{PREFIX}/bin/python",
+                           diff=[("A", "/opt/conda")], env={"GDAL_DATA": "/mine"})
+    plan, _report = distill(load_run(run_dir))
+    env = dict(plan.env)
+    assert env["GDAL_DATA"] == "/mine"  # what the agent persisted wins
+    assert "MY_TOKEN" not in env and "SSL_CERT_FILE" not in env  # never a secret, the CA
+    interp["conda"]["activation"] = [["GDAL_DATA", f"{PREFIX}/share/gdal"]]
+    again = make_run_dir(tmp_path / "again", [cmd("conda create -n research python=3.11")],
+                         python=[system_python(), interp], primary=f"{PREFIX}/bin/python",
+                         diff=[("A", "/opt/conda")])
+    plan, _report = distill(load_run(again))
+    assert ("GDAL_DATA", f"{PREFIX}/share/gdal") in plan.env
+
+
 def test_a_prefix_the_base_image_had_unchanged_is_left_to_the_base() -> None:
     notes = Notes()
     base = Interpreter.from_json(conda_interp(created=False, in_base=True))

@@ -9,6 +9,7 @@ import ast
 import json
 import os
 import re
+import subprocess
 import sys
 from typing import Any, Dict, List, Optional  # noqa: UP035 - runs on Python 3.8
 
@@ -125,6 +126,47 @@ def conda_history(prefix: str) -> List[str]:  # noqa: UP006
     return specs
 
 
+#: Variables an activation script's shell changes by itself, or that conda's scripts keep
+#: only to undo themselves on deactivation: never part of what activation sets.
+_SHELL_OWN = ("_", "SHLVL", "PWD", "OLDPWD", "PATH", "CONDA_PREFIX", "CONDA_SHLVL")
+#: Sources each script in order between two ``env -0`` listings, a mark between them.
+_ACTIVATE = ('env -0; printf "\\0--synth-activation--\\0"; '
+             'for f in "$@"; do . "$f" >/dev/null 2>&1 </dev/null; done; env -0')
+
+
+def conda_activation(prefix: str) -> List[List[str]]:  # noqa: UP006
+    """``[name, value]`` of each variable the prefix's ``etc/conda/activate.d/*.sh`` scripts
+    set, sourced in order by bash with ``CONDA_PREFIX`` set as ``conda activate`` does
+    (``PATH`` aside: the image puts the prefix's ``bin`` first itself), sorted."""
+    folder = os.path.join(prefix, "etc", "conda", "activate.d")
+    try:
+        scripts = sorted(os.path.join(folder, n) for n in os.listdir(folder)
+                         if n.endswith(".sh"))
+    except OSError:
+        return []
+    if not scripts:
+        return []
+    env = dict(os.environ, CONDA_PREFIX=prefix)
+    try:
+        out = subprocess.run(
+            ["bash", "--norc", "--noprofile", "-c", _ACTIVATE, "activate"] + scripts,
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=30,
+            check=False).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
+        return []
+    before, mark, after = out.partition("\0--synth-activation--\0")
+    if not mark:
+        return []
+    had = _env_of(before)
+    return sorted([k, v] for k, v in _env_of(after).items()
+                  if had.get(k) != v and k not in _SHELL_OWN
+                  and not k.startswith("CONDA_BACKUP_"))[:64]
+
+
+def _env_of(text: str) -> Dict[str, str]:  # noqa: UP006
+    return dict(item.split("=", 1) for item in text.split("\0") if "=" in item)
+
+
 def conda_prefix(prefix: str) -> Optional[Dict[str, Any]]:  # noqa: UP006, UP045
     """The conda packages of ``prefix`` from its ``conda-meta/*.json``; None if not one."""
     meta = os.path.join(prefix, "conda-meta")
@@ -138,7 +180,8 @@ def conda_prefix(prefix: str) -> Optional[Dict[str, Any]]:  # noqa: UP006, UP045
                 rec["meta_file"] = name
                 packages.append(rec)
     packages.sort(key=lambda r: (r["name"], r["version"] or "", r["build"] or ""))
-    return {"prefix": prefix, "packages": packages, "requested": conda_history(prefix)}
+    return {"prefix": prefix, "packages": packages, "requested": conda_history(prefix),
+            "activation": conda_activation(prefix)}
 
 
 def main() -> None:
