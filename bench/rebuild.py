@@ -18,6 +18,11 @@ same CA secret, one after the other, and removed afterwards:
   (``pip install --require-hashes --no-deps``), synth's install before uv.
 - ``naive``: the raw transcript replayed, every audited ``bash -c`` command one ``RUN`` in
   order (``bench/bench_verify.py``'s replay).
+- ``uv-sync`` (a uv project's run, where the artifact installs with ``uv sync --frozen``):
+  the Dockerfile a uv user writes, the source copied and ``uv sync --frozen`` with the
+  run's extras and groups (and ``--compile-bytecode``, as the artifact) by the host's uv
+  binary mounted, no cache: the project's own tool, without synth's pinned installer or
+  check.
 
 For each build it prints the wall time, the time of the step that installs the Python lock
 (from BuildKit's ``#N DONE 12.3s`` lines) and the image size.
@@ -67,10 +72,12 @@ def step_times(log: str) -> list[tuple[str, float]]:
 
 
 def install_seconds(log: str) -> float | None:
-    """Seconds of the step(s) that install a Python lock (pip or uv, ``-r …lock``)."""
+    """Seconds of the step(s) that install a Python lock (pip or uv, ``-r …lock``; a uv
+    project's ``uv sync --frozen``)."""
     times = [s for title, s in step_times(log)
              if re.search(r"(pip|uv) .*install .*-r /tmp/synth/requirements[^ ]*\.lock", title)
-             or ("uv pip install" in title and "requirements" in title)]
+             or ("uv pip install" in title and "requirements" in title)
+             or "uv sync --frozen" in title or "uv/bin/uv sync --frozen" in title]
     return round(sum(times), 1) if times else None
 
 
@@ -119,6 +126,33 @@ def _limit_context(artifact: Path, ctx: Path, settings: Settings, warm: bool) ->
         " fi; python3 -m venv --without-pip /opt/venv && uv pip install --no-config "
         f"{'' if warm else '--no-cache '}--python /opt/venv/bin/python --require-hashes "
         "--no-deps -r /tmp/requirements.lock'\n")
+
+
+def _uv_sync_context(artifact: Path, ctx: Path) -> bool:
+    """A uv user's own Dockerfile for the artifact's uv project; False where it has none."""
+    from uv import find_uv_bin
+
+    from synth.formats.plan import read_plan_document
+
+    plan, _report = read_plan_document(
+        json.loads((artifact / "plan.json").read_text(encoding="utf-8")), "plan.json")
+    env = next((e for e in plan.envs if e.uv_sync is not None), None)
+    if env is None or env.uv_sync is None:
+        return False
+    ctx.mkdir()
+    shutil.copytree(artifact / "source", ctx / "source", symlinks=True)
+    shutil.copy2(find_uv_bin(), ctx / "uv-bin")
+    base = next(line.split()[1] for line in (artifact / "Dockerfile").read_text().splitlines()
+                if line.startswith("FROM "))
+    sync = " ".join(["uv", "sync", "--frozen", "--no-cache", "--compile-bytecode",
+                     "--python", "/usr/bin/python3", *env.uv_sync.options])
+    (ctx / "Dockerfile").write_text(
+        f"FROM {base}\nCOPY source/ {env.uv_sync.project}/\nWORKDIR {env.uv_sync.project}\n"
+        "RUN --mount=type=secret,id=cacert,required=false "
+        "--mount=type=bind,source=uv-bin,target=/usr/local/bin/uv "
+        "bash -c 'if [ -f /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert;"
+        f" fi; {sync}'\n")
+    return True
 
 
 def _build(ctx: Path, tag: str, settings: Settings) -> tuple[float, str]:
@@ -185,6 +219,9 @@ def bench(run_dir: Path, settings: Settings, only: Sequence[str] = ()) -> dict[s
                 a, f"synth-bench/{n}", settings)))
         n_lines = _naive_context(run_dir, arts["synth-uv"], tmp / "naive", settings)
         builds.append(("naive", lambda: _build(tmp / "naive", "synth-bench/naive", settings)))
+        if _uv_sync_context(arts["synth-uv"], tmp / "uv-sync"):
+            builds.append(("uv-sync", lambda: _build(tmp / "uv-sync", "synth-bench/uv-sync",
+                                                     settings)))
         for name, fn in builds:
             if only and name not in only and not (name == "limit-fill" and "limit-warm" in only):
                 continue
@@ -211,7 +248,8 @@ def main() -> None:
     ap.add_argument("--transcript", default="good.sh")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--only", default="", help="comma-separated builds to run (default: all "
-                    "of limit-cold, limit-warm, synth-uv, synth-pip, naive)")
+                    "of limit-cold, limit-warm, synth-uv, synth-pip, naive, and uv-sync for "
+                    "a uv project)")
     args = ap.parse_args()
     settings = Settings.load()
     if args.run is None and args.task is None:

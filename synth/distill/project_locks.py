@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -40,6 +41,13 @@ def lock_pins(name: str, text: str) -> dict[str, str]:
                 if isinstance(version, str) and version.startswith("=="):
                     out[str(canonicalize_name(pkg))] = version[2:]
         return out
+    return {str(canonicalize_name(p["name"])): str(p["version"]) for p in toml_packages(text)
+            if isinstance(p, dict) and isinstance(p.get("name"), str) and "version" in p}
+
+
+def toml_packages(text: str) -> list[Any]:
+    """The ``[[package]]`` tables of a TOML lock file (``uv.lock``, ``poetry.lock``,
+    ``pdm.lock``); ValueError when it is not one."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -47,8 +55,7 @@ def lock_pins(name: str, text: str) -> dict[str, str]:
     packages = doc.get("package")
     if not isinstance(packages, list):
         raise ValueError("no [[package]] tables")
-    return {str(canonicalize_name(p["name"])): str(p["version"]) for p in packages
-            if isinstance(p, dict) and isinstance(p.get("name"), str) and "version" in p}
+    return packages
 
 
 def disagreements(pins: Mapping[str, str], installed: Iterable[tuple[str, str]]

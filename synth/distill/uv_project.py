@@ -13,7 +13,6 @@ pinned (synth.distill.native), as before.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -91,15 +90,8 @@ def foreign_sources(text: str) -> list[str]:
     """The packages of ``uv.lock`` text that do not come from an index and are not the
     project itself (paths, git, URLs, workspace members), sorted; ValueError when it is not
     a uv.lock."""
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"not TOML: {exc}") from exc
-    packages = doc.get("package")
-    if not isinstance(packages, list):
-        raise ValueError("no [[package]] tables")
     out = []
-    for pkg in packages:
+    for pkg in project_locks.toml_packages(text):
         source: Any = pkg.get("source") if isinstance(pkg, dict) else None
         if not isinstance(source, dict):
             continue
