@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import hashlib
 import io
 import json
@@ -856,6 +857,12 @@ def run_cases(world: World, count: int, seed: int, scratch: Path,
         what, judge = CHECKS[kind](world, case, rng)
         done.append(Case(kind, what, judge.outcome, judge.detail))
         _remove(case)
+        # A refused case leaves cyclic garbage (an exception's traceback and its frames),
+        # some of it with finalizers (a temporary folder's): collected here, at a shallow
+        # stack, rather than whenever the collector next runs, which may be deep inside the
+        # next case's located-error walk of a 1,000-level mutant, where the finalizer itself
+        # then hits the recursion limit.
+        gc.collect()
     return done
 
 

@@ -24,9 +24,10 @@ LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock")
 _TOOLING = frozenset({"pip", "setuptools", "wheel"})
 
 
-def lock_pins(name: str, text: str) -> dict[str, str]:
-    """Canonical name -> version of every package ``text`` (a ``name`` lock file) pins;
-    ValueError when it is not such a file."""
+def lock_pins(name: str, text: str) -> dict[str, tuple[str, ...]]:
+    """Canonical name -> the versions (sorted) ``text`` (a ``name`` lock file) pins it at:
+    more than one where a universal lock forks by marker (uv.lock's ``resolution-markers``:
+    numpy 2.2.6 for Python 3.10, 2.4.2 above); ValueError when it is not such a file."""
     if name == "Pipfile.lock":
         try:
             doc = json.loads(text)
@@ -34,15 +35,19 @@ def lock_pins(name: str, text: str) -> dict[str, str]:
             raise ValueError(f"not JSON: {exc}") from exc
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
-        out: dict[str, str] = {}
+        found: list[tuple[str, str]] = []
         for section in ("default", "develop"):
             for pkg, info in (doc.get(section) or {}).items():
                 version = info.get("version") if isinstance(info, dict) else None
                 if isinstance(version, str) and version.startswith("=="):
-                    out[str(canonicalize_name(pkg))] = version[2:]
-        return out
-    return {str(canonicalize_name(p["name"])): str(p["version"]) for p in toml_packages(text)
-            if isinstance(p, dict) and isinstance(p.get("name"), str) and "version" in p}
+                    found.append((pkg, version[2:]))
+    else:
+        found = [(p["name"], str(p["version"])) for p in toml_packages(text)
+                 if isinstance(p, dict) and isinstance(p.get("name"), str) and "version" in p]
+    out: dict[str, set[str]] = {}
+    for pkg, version in found:
+        out.setdefault(str(canonicalize_name(pkg)), set()).add(version)
+    return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
 def toml_packages(text: str) -> list[Any]:
@@ -58,9 +63,11 @@ def toml_packages(text: str) -> list[Any]:
     return packages
 
 
-def disagreements(pins: Mapping[str, str], installed: Iterable[tuple[str, str]]
+def disagreements(pins: Mapping[str, tuple[str, ...]], installed: Iterable[tuple[str, str]]
                   ) -> list[str]:
-    """What the environment holds that the lock does not say, sorted."""
+    """What the environment holds that the lock does not say, sorted (a version the lock
+    pins for another Python or platform is no disagreement: uv sync picks by marker, and
+    the build checks what it installed)."""
     out = []
     for raw, version in installed:
         name = str(canonicalize_name(raw))
@@ -68,8 +75,8 @@ def disagreements(pins: Mapping[str, str], installed: Iterable[tuple[str, str]]
         if locked is None:
             if name not in _TOOLING:
                 out.append(f"{name} {version} is not in it")
-        elif locked != version:
-            out.append(f"{name} {version} is installed where it pins {locked}")
+        elif version not in locked:
+            out.append(f"{name} {version} is installed where it pins {' or '.join(locked)}")
     return sorted(out)
 
 

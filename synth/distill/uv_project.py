@@ -127,7 +127,8 @@ def choose(env: PythonEnvPlan, project: str, lock_text: str | None,
     if project_locks.disagreements(pins, env.pins):
         return None, None  # the project-lock note already says where they differ
     # pip, setuptools, wheel: no disagreement for a reader, but `uv sync` removes them.
-    unlocked = [f"{n} {v}" for n, v in env.pins if pins.get(str(canonicalize_name(n))) != v]
+    unlocked = [f"{n} {v}" for n, v in env.pins
+                if v not in pins.get(str(canonicalize_name(n)), ())]
     why = ("it holds " + ", ".join(unlocked) + ", which uv.lock does not name (uv sync "
            "removes them)") if unlocked else _why_not(foreign, sdists, bundle)
     if why:

@@ -573,8 +573,13 @@ class Container:
                               engine=self.engine.address, operation="copy_out")
         buf = io.BytesIO(data)
         dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=buf) as tar:
-            safe_tar.extract_all(tar, dest, policy="tar")
+        try:
+            with tarfile.open(fileobj=buf) as tar:
+                safe_tar.extract_all(tar, dest, policy="tar")
+        except safe_tar.REFUSED as exc:
+            raise EngineError(f"Copying {src} out of {self.description} stopped at a member "
+                              f"that would leave {dest}: {exc}", engine=self.engine.address,
+                              operation="copy_out") from exc
 
     def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes | None:
         """The bytes of one regular file in the container, or None if there is none (a

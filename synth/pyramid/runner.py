@@ -52,8 +52,12 @@ class PyramidSpec:
     task: PyramidTask | None = None
     #: Working directory for probes and task commands (defaults to the task's probes.workdir).
     workdir: str | None = None
-    #: A host copy of the repository for C0's scan; None: copied out of ``workdir``.
+    #: A host copy of the repository for C0's scan; None: copied out of the runtime.
     repo_dir: Path | None = None
+    #: Where the repository is in the runtime, copied out for C0's scan when there is no
+    #: host copy (a task's probes may run elsewhere, even from ``/``); None: the working
+    #: directory.
+    repo_in_runtime: str | None = None
     #: The agent's claims; :class:`~synth.pyramid.claims.BadClaims` says why its claims.json
     #: cannot be used (C5 fails with it).
     claims: Claims = None
@@ -596,7 +600,8 @@ def _scan_root(spec: PyramidSpec, root: Path, p: _Probing) -> c0_scan.ScanResult
 def _scan(spec: PyramidSpec, runtime: Runtime, cwd: str | None,
           p: _Probing) -> c0_scan.ScanResult:
     """C0's scan, its scope, the repo's declared distributions and C0i's module list, from
-    the host copy of the repo or a copy taken out of the runtime."""
+    the host copy of the repo or a copy of ``cwd`` (the repository's folder) taken out of
+    the runtime."""
     if spec.repo_dir is not None:
         return _scan_root(spec, spec.repo_dir.resolve(), p)
     with tempfile.TemporaryDirectory(prefix="synth-repo-") as tmp:
@@ -636,7 +641,8 @@ def _prepare_scan(p: _Probing, not_applicable: Mapping[str, str],
     if not any(lv in spec.levels and lv not in not_applicable for lv in ("C0", "C0i")):
         return
     t0 = time.monotonic()
-    cwd_in_runtime = spec.cwd if p.rt.exec(["test", "-d", spec.cwd]).ok else None
+    cwd_in_runtime = next((d for d in (spec.repo_in_runtime, spec.cwd)
+                           if d and p.rt.exec(["test", "-d", d]).ok), None)
     p.progress("C0: scanning the repository's imports")
     p.scan = _scan(spec, p.rt, cwd_in_runtime, p)
     p.scan_seconds = time.monotonic() - t0

@@ -34,6 +34,7 @@ from synth import profiles
 from synth.compare.fingerprint import compare_fingerprints, differences, name_content_files
 from synth.config import Settings
 from synth.distill.final_env import carried_variables, conda_activation
+from synth.distill.source import SOURCE_DEST
 from synth.engine import disk_budget
 from synth.engine.base import ContainerSpec, Engine
 from synth.engine.base_images import prepare_base
@@ -664,7 +665,8 @@ def verify(opts: VerifyOptions, settings: Settings, engine: Engine | None,
     out_dir.mkdir(parents=True, exist_ok=True)
     base = PyramidSpec(python="", task=pyramid_task(target.task) if target.task else None,
                        claims=target.pyramid_claims, levels=opts.levels, scanner=opts.scanner,
-                       repo_dir=_host_repo(target), redact=secret_values(target))
+                       repo_dir=_host_repo(target), redact=secret_values(target),
+                       repo_in_runtime=SOURCE_DEST if target.task is not None else None)
     if opts.runtime == "host":
         outcome = VerifyOutcome(opts, target.info, out_dir,
                                 {"host": _verify_host(opts, base, target.task, say)}, "host")

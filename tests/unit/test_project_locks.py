@@ -51,15 +51,28 @@ PIPFILE_LOCK = json.dumps({"_meta": {}, "default": {"six": {"version": "==1.17.0
 
 
 def test_each_format_gives_its_pins_by_canonical_name() -> None:
-    assert lock_pins("uv.lock", UV_LOCK) == {"envtools": "0.1.0", "six": "1.17.0",
-                                             "attrs": "25.3.0"}
-    assert lock_pins("poetry.lock", POETRY_LOCK) == {"six": "1.16.0"}
-    assert lock_pins("pdm.lock", POETRY_LOCK) == {"six": "1.16.0"}
-    assert lock_pins("Pipfile.lock", PIPFILE_LOCK) == {"six": "1.17.0", "pytest": "8.0.0"}
+    assert lock_pins("uv.lock", UV_LOCK) == {"envtools": ("0.1.0",), "six": ("1.17.0",),
+                                             "attrs": ("25.3.0",)}
+    assert lock_pins("poetry.lock", POETRY_LOCK) == {"six": ("1.16.0",)}
+    assert lock_pins("pdm.lock", POETRY_LOCK) == {"six": ("1.16.0",)}
+    assert lock_pins("Pipfile.lock", PIPFILE_LOCK) == {"six": ("1.17.0",),
+                                                       "pytest": ("8.0.0",)}
     for name, text in (("uv.lock", "[[package]\n"), ("uv.lock", "x = 1\n"),
                        ("Pipfile.lock", "{"), ("Pipfile.lock", "[]")):
         with pytest.raises(ValueError):
             lock_pins(name, text)
+
+
+def test_a_lock_forked_by_python_version_pins_each_fork() -> None:
+    forked = UV_LOCK + "".join(
+        f'\n[[package]]\nname = "scipy"\nversion = "{v}"\nresolution-markers = '
+        f'["python_full_version {m}"]\nsource = {{ registry = "https://pypi.org/simple" }}\n'
+        for v, m in (("1.18.0", ">= '3.12'"), ("1.15.3", "< '3.11'"), ("1.17.1", "== '3.11.*'")))
+    pins = lock_pins("uv.lock", forked)
+    assert pins["scipy"] == ("1.15.3", "1.17.1", "1.18.0")
+    assert disagreements(pins, [("scipy", "1.17.1")]) == []
+    assert disagreements(pins, [("scipy", "1.16.0")]) == [
+        "scipy 1.16.0 is installed where it pins 1.15.3 or 1.17.1 or 1.18.0"]
 
 
 def test_only_what_the_environment_holds_can_disagree() -> None:

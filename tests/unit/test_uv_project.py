@@ -210,3 +210,14 @@ def test_project_tools_are_classified_and_folded(line: str, extractor: str,
     if verb is not None:
         assert isinstance(step, ProjectTool) and (step.verb, step.project) == (verb,
                                                                                "/workspace")
+
+
+def test_a_lock_forked_by_python_version_is_still_synced() -> None:
+    forked = UV_LOCK + "".join(
+        f'\n[[package]]\nname = "numpy"\nversion = "{v}"\nresolution-markers = ["{m}"]\n'
+        'source = { registry = "https://pypi.org/simple" }\n'
+        for v, m in (("2.2.6", "python_full_version < '3.11'"),
+                     ("2.4.2", "python_full_version >= '3.11'")))
+    sync, note = choose(_env(pins=(*PINS, ("numpy", "2.4.2"))), "/workspace", forked, SYNC,
+                        sdists=(), bundle=False)
+    assert sync == UvSync(project="/workspace", options=()) and note is None

@@ -77,3 +77,36 @@ def test_a_runtime_that_cannot_host_the_probes_is_a_verify_error(tmp_path: Path)
 
     with pytest.raises(VerifyError, match="Cannot make a temporary folder"):
         _pyramid(NoTmp(), PyramidSpec(python="/p", levels=frozenset({"C1"})), lambda _m: None)
+
+
+def test_c0_scans_the_repository_folder_not_the_probes_working_directory(
+        tmp_path: Path) -> None:
+    """A task's probes may run from ``/`` (so that the installed package, not the working
+    tree, is imported): C0 still copies out only the repository's folder."""
+    from synth.engine.base import ExecResult
+    from synth.pyramid.runner import PyramidSpec, _prepare_scan, _Probing
+
+    copied: list[str] = []
+
+    class Runtime:
+        description = "a fake runtime"
+
+        def exec(self, argv: list[str], **_kw: object) -> ExecResult:
+            ok = argv[:2] != ["test", "-d"] or argv[2] in ("/", "/workspace")
+            return ExecResult(tuple(argv), 0 if ok else 1, "", "")
+
+        def copy_in(self, src: Path, dest: str) -> None: ...
+
+        def copy_out(self, src: str, dest: Path) -> None:
+            copied.append(src)
+            (dest / (src.rstrip("/").rsplit("/", 1)[-1] or "root")).mkdir(parents=True)
+
+    for repo_in_runtime, want in (("/workspace", "/workspace"), (None, "/"),
+                                  ("/not-there", "/")):
+        copied.clear()
+        spec = PyramidSpec(python="/p", workdir="/", repo_in_runtime=repo_in_runtime,
+                           levels=frozenset({"C0"}))
+        requests: dict[str, object] = {}
+        _prepare_scan(_Probing(Runtime(), spec, lambda _m: None), {}, requests)
+        assert copied == [want]
+        assert "c0_names.json" in requests
