@@ -47,7 +47,7 @@ def selection(argv: Sequence[str]) -> tuple[str, ...] | None:
     """The options choosing what ``argv`` (a ``uv`` command line) installs into the
     project's environment, in order; None when it is no command that syncs it. ``uv add``
     and ``uv remove`` sync with the defaults; ``uv run`` reads options up to the command
-    it runs; ``--no-sync`` syncs nothing."""
+    it runs."""
     if not argv or argv[0].rsplit("/", 1)[-1] != "uv":
         return None
     words = list(argv[1:])
@@ -56,11 +56,25 @@ def selection(argv: Sequence[str]) -> tuple[str, ...] | None:
     if not words or words[0] not in _SYNCING:
         return None
     verb, rest = words[0], words[1:]
-    if "--no-sync" in rest or "--dry-run" in rest:
+    # Nothing synced into the project's .venv: no sync, a dry run, or (uv run) a script, no
+    # project or an isolated environment of its own.
+    if {"--no-sync", "--dry-run", "--no-project", "--isolated", "--script"} & set(
+            _leading(rest) if verb == "run" else rest):
         return None
     if verb in ("add", "remove"):
         return ()
     return _options(rest, stop_at_positional=verb == "run")
+
+
+def _leading(args: Sequence[str]) -> list[str]:
+    """The option words of ``uv run``'s arguments, before the program it runs."""
+    out: list[str] = []
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        out.append(args[i])
+        valued = _WITH_VALUE | _OTHER_VALUED
+        i += 2 if args[i] in valued else 1
+    return out
 
 
 def _options(args: Sequence[str], *, stop_at_positional: bool) -> tuple[str, ...]:
