@@ -9,13 +9,16 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
 
 from synth import __version__
 from synth.config import Settings
 from synth.engine.base import Engine, NoEngine
+
+if TYPE_CHECKING:
+    from synth.engine.fingerprint import ImageProbe
 from synth.errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -133,6 +136,15 @@ def open_engine(timeout: int = 120, *, required: bool = True) -> Engine:
         if required:
             raise
         return NoEngine(exc)
+
+
+def open_image_probe(timeout: int) -> ImageProbe:
+    """What ``synth diff`` asks of images (their inspection and the fingerprint probe), on
+    the engine :func:`open_engine` opens (none required): the one place the command line
+    reaches the engine, so the compare stage stays pure."""
+    from synth.engine.fingerprint import ImageProbe
+
+    return ImageProbe(open_engine(timeout, required=False))
 
 
 def _print_version(value: bool) -> None:

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from synth.cli.app import ArtifactsOpt, JsonOpt, app, open_engine
+from synth.cli.app import ArtifactsOpt, JsonOpt, app, open_image_probe
 
 #: Seconds one engine call of a diff may take (an image's inspection; the fingerprint probe
 #: has its own limit).
@@ -28,9 +28,7 @@ def diff(
 ) -> None:
     """Compare two runs, artifacts or images; exit 0 equal, 1 differ, 2 error."""
     from synth.compare.load import DiffOptions, diff_command
-    from synth.engine.fingerprint import ImageProbe
 
     opts = DiffOptions(a=a, b=b, json=json_out, markdown=md, python=python,
                        fingerprint=fingerprint, artifacts_dir=artifacts)
-    images = ImageProbe(open_engine(DIFF_TIMEOUT, required=False))
-    raise typer.Exit(diff_command(opts, images))
+    raise typer.Exit(diff_command(opts, open_image_probe(DIFF_TIMEOUT)))
