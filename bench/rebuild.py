@@ -10,10 +10,12 @@ same CA secret, one after the other, and removed afterwards:
 - ``limit-cold``: the physical limit — a venv and one ``uv pip install --require-hashes
   --no-deps`` of the artifact's ``requirements.lock`` with a uv binary mounted from the host,
   no cache: downloading and unpacking the locked set once, nothing else.
+- ``limit-bytecode``: the limit with ``--compile-bytecode``, as the artifact compiles: the
+  limit of an image that imports without compiling on first use.
 - ``limit-warm``: the same with uv's cache in a BuildKit cache mount filled by one earlier
   build: unpacking (and linking) only, no download.
-- ``synth-uv``: the artifact as ``synth export`` writes it (apt, the hash-pinned uv installing
-  the lock, source, native builds).
+- ``synth-uv``: the artifact as ``synth export`` writes it (apt, the hash-pinned uv unpacked
+  from its wheel by ``install-uv.py`` installing the lock, source, native builds).
 - ``synth-pip``: the same artifact with the lock installed by the environment's pip
   (``pip install --require-hashes --no-deps``), synth's install before uv.
 - ``naive``: the raw transcript replayed, every audited ``bash -c`` command one ``RUN`` in
@@ -101,8 +103,10 @@ def _pip_locker(env: Any, target: Any) -> Any:
     return lock_env(env, target)  # no installer pin: the template installs with pip
 
 
-def _limit_context(artifact: Path, ctx: Path, settings: Settings, warm: bool) -> None:
-    """A build context that installs requirements.lock with the host's uv, nothing else."""
+def _limit_context(artifact: Path, ctx: Path, settings: Settings, warm: bool,
+                   bytecode: bool = False) -> None:
+    """A build context that installs requirements.lock with the host's uv, nothing else
+    (``bytecode``: and compiles it, ``--compile-bytecode``)."""
     from uv import find_uv_bin
 
     from synth.verify.build import assemble_context
@@ -124,7 +128,8 @@ def _limit_context(artifact: Path, ctx: Path, settings: Settings, warm: bool) ->
         f"{cache}"
         "bash -c 'if [ -f /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert;"
         " fi; python3 -m venv --without-pip /opt/venv && uv pip install --no-config "
-        f"{'' if warm else '--no-cache '}--python /opt/venv/bin/python --require-hashes "
+        f"{'' if warm else '--no-cache '}{'--compile-bytecode ' if bytecode else ''}"
+        "--python /opt/venv/bin/python --require-hashes "
         "--no-deps -r /tmp/requirements.lock'\n")
 
 
@@ -209,10 +214,11 @@ def bench(run_dir: Path, settings: Settings, only: Sequence[str] = ()) -> dict[s
         lock_pins = sum(1 for line in (arts["synth-uv"] / "requirements.lock").read_text()
                         .splitlines() if "==" in line)
         builds: list[tuple[str, Any]] = []
-        for name, warm in (("limit-cold", False), ("limit-fill", True), ("limit-warm", True)):
+        for name, warm in (("limit-cold", False), ("limit-bytecode", False),
+                           ("limit-fill", True), ("limit-warm", True)):
             ctx = tmp / name
             ctx.mkdir()
-            _limit_context(arts["synth-uv"], ctx, settings, warm)
+            _limit_context(arts["synth-uv"], ctx, settings, warm, name == "limit-bytecode")
             builds.append((name, lambda c=ctx, n=name: _build(c, f"synth-bench/{n}", settings)))
         for name in ("synth-uv", "synth-pip"):
             builds.append((name, lambda a=arts[name], n=name: _artifact_build(
@@ -234,7 +240,25 @@ def bench(run_dir: Path, settings: Settings, only: Sequence[str] = ()) -> dict[s
     rows.pop("limit-fill", None)
     return {"run": str(run_dir), "date": datetime.now(UTC).strftime("%Y-%m-%d"),
             "machine": f"{platform.machine()}, {_cores()} cores", "lock_pins": lock_pins,
-            "naive_run_lines": n_lines, "builds": rows}
+            "naive_run_lines": n_lines, "builds": rows, "ratios": ratios(rows)}
+
+
+def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """The artifact's Python install step, whole build and image against the physical
+    limits (``limit-cold``, and ``limit-bytecode``, which compiles as the artifact does), and
+    its whole build against the naive replay."""
+    out: dict[str, float] = {}
+    for limit in ("limit-cold", "limit-bytecode"):
+        for name in ("synth-uv", "synth-pip", "naive", "uv-sync"):
+            row, lim = rows.get(name, {}), rows.get(limit, {})
+            for key, label in (("python_install_s", "install"), ("build_s", "build"),
+                               ("image_mb", "image")):
+                if row.get(key) and lim.get(key):
+                    out[f"{name} {label} / {limit}"] = round(row[key] / lim[key], 2)
+    if rows.get("synth-uv", {}).get("build_s") and rows.get("naive", {}).get("build_s"):
+        out["synth-uv build / naive"] = round(rows["synth-uv"]["build_s"]
+                                              / rows["naive"]["build_s"], 2)
+    return out
 
 
 def _cores() -> int:
@@ -248,7 +272,8 @@ def main() -> None:
     ap.add_argument("--transcript", default="good.sh")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--only", default="", help="comma-separated builds to run (default: all "
-                    "of limit-cold, limit-warm, synth-uv, synth-pip, naive, and uv-sync for "
+                    "of limit-cold, limit-bytecode, limit-warm, synth-uv, synth-pip, naive, and "
+                    "uv-sync for "
                     "a uv project)")
     args = ap.parse_args()
     settings = Settings.load()

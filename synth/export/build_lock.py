@@ -1,7 +1,8 @@
 """What the rebuild's installer and its builds take, pinned with sha256 hashes.
 
 - ``installer.lock``: the uv the image installs its lock with, at the version of the uv
-  that locked it, hashed like every other pin (pip installs it with ``--require-hashes``).
+  that locked it, hashed like every other pin (``install-uv.py`` unpacks the wheel for the
+  image's platform after checking its sha256: no pip in the build).
 - ``build-constraints.lock`` (one per environment): every build requirement of what the
   rebuild builds from source — the lock's sdists (pins with no wheel for the image's
   platform) and the isolated builds of local projects (``pip install /workspace``). A local
@@ -60,6 +61,10 @@ def _name(name: str) -> str:
 DEFAULT_BUILD_REQUIRES = ("setuptools>=40.8.0", "wheel")
 _NO_WHEEL = re.compile(r"Wheels are required for `([^`]+)`|Because ([A-Za-z0-9._-]+)==\S+ "
                        r"has no usable wheels")
+
+
+#: The artifact's script that unpacks installer.lock's uv in the build (templates/).
+INSTALL_UV_SCRIPT = "install-uv.py"
 
 
 def uv_version() -> str:

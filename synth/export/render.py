@@ -36,7 +36,7 @@ from synth.engine.base_images import (
 from synth.engine.build import READER_BUILDS
 from synth.errors import SynthError
 from synth.export.apt_source import AptSources, apt_sources
-from synth.export.build_lock import native_build_constraints
+from synth.export.build_lock import INSTALL_UV_SCRIPT, native_build_constraints
 from synth.export.bundle import BUILD_VENDOR, describe
 from synth.export.conda_lock import CONDA_INSTALL_SCRIPT, CONDA_INSTALLER_LOCK, conda_files
 from synth.export.lock import Lock, render_lock
@@ -360,7 +360,9 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock],
     files += [(lk.build_file, f"hashed build requirements of what is built from source for "
                               f"{lk.env.python}") for lk in locks if lk.build]
     if any(lk.installer for lk in locks):
-        files.append(("installer.lock", "the uv that installs the locks, pinned with its hashes"))
+        files += [("installer.lock", "the uv that installs the locks, pinned with its hashes"),
+                  (INSTALL_UV_SCRIPT, "unpacks installer.lock's uv for the build: the wheel "
+                   "for the image's platform, sha256-checked, no pip")]
     files += [(c.lock_file, f"conda packages of {c.prefix}: @EXPLICIT url#sha256 lines "
                "(conda/mamba/micromamba --file)") for c in plan.conda]
     if plan.conda:
@@ -468,6 +470,8 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
     installer = next((lk for lk in locks if lk.installer), None)
     if installer is not None:
         files["installer.lock"] = render_installer_lock(installer, plan)
+        files[INSTALL_UV_SCRIPT] = (templates_dir() / INSTALL_UV_SCRIPT).read_text(
+            encoding="utf-8")
     files.update(conda_files(plan, locks, (templates_dir() / CONDA_INSTALL_SCRIPT).read_text(
         encoding="utf-8") if plan.conda else ""))
     return files
@@ -548,7 +552,8 @@ def render_installer_lock(lock: Lock, plan: BuildPlan) -> str:
     header = [
         f"installer.lock (task {plan.task}): the uv that installs the Python locks, at the "
         "version that locked them;",
-        "installed with pip --require-hashes --no-deps into a throwaway folder of the build.",
+        f"{INSTALL_UV_SCRIPT} unpacks the wheel for the image's platform, checked against these "
+        "hashes, into a throwaway folder of the build (no pip).",
         f"Regenerate: {plan.regenerate_command}",
     ]
     env = replace(lock.env, find_links=())

@@ -35,7 +35,9 @@ def test_wheels_install_file_for_file_with_uv(verified: Callable[..., Any]) -> N
     art = Path(doc["target"]["artifact_dir"])
     dockerfile = (art / "Dockerfile").read_text()
     assert "/tmp/synth/uv/bin/uv pip install" in dockerfile
-    assert "--target /tmp/synth/uv -r /tmp/synth/installer.lock" in dockerfile
+    # uv comes from its hash-pinned wheel, unpacked by install-uv.py: no pip installs it
+    assert "install-uv.py /tmp/synth/installer.lock /tmp/synth/uv" in dockerfile
+    assert "--target /tmp/synth/uv" not in dockerfile
     assert "uv==" in (art / "installer.lock").read_text()
     assert _content(doc) == []
     assert doc["fingerprint"]["content_equal"] is True

@@ -100,7 +100,8 @@ def test_vendor_source_installs_with_no_index(tmp_path: Path) -> None:
     docker = render_artifact(plan, report, locks, py_source={
         "kind": "vendor", "source": "vendor/python", "dir": "/tmp/synth/vendor"})["Dockerfile"]
     assert "--mount=type=bind,source=vendor/python,target=/tmp/synth/vendor" in docker
-    assert "--no-index --find-links /tmp/synth/vendor --target /tmp/synth/uv" in docker
+    assert ("install-uv.py /tmp/synth/installer.lock /tmp/synth/uv /tmp/synth/vendor "
+            "\\\n") in docker  # uv's wheel comes from the vendor folder too
     assert "--offline --no-index --find-links /tmp/synth/vendor" in docker
 
 
