@@ -102,7 +102,10 @@ def naive_dockerfile(run_dir: Path) -> tuple[str, int]:
     run = read_run(run_dir)
     records = [json.loads(line) for line in
                (run_dir / "audit.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    commands = [r for r in records if r.get("type") == "command" and r.get("source") == "bash-c"]
+    # The agent's statements only: a `bash -c` one of them runs (depth 1 and below) is
+    # replayed by its parent's RUN, not again on its own.
+    commands = [r for r in records if r.get("type") == "command" and r.get("source") == "bash-c"
+                and not r.get("depth")]
     lines = [
         f"FROM {run['base_image']['ref']}",
         "COPY source /workspace",

@@ -57,8 +57,8 @@ def _run(*args: object) -> subprocess.CompletedProcess[str]:
 def test_the_lock_gives_version_hashes_and_index(tmp_path: Path) -> None:
     w = _wheel(tmp_path / "w", X86, b"#!uv\n")
     lock = _lock(tmp_path / "installer.lock", [w], "https://mirror.example/simple")
-    version, digests, index = _script().read_lock(str(lock))
-    assert (version, index) == ("0.13.9", "https://mirror.example/simple")
+    version, digests, indexes = _script().read_lock(str(lock))
+    assert (version, indexes) == ("0.13.9", ["https://mirror.example/simple"])
     assert digests == {hashlib.sha256(w.read_bytes()).hexdigest()}
 
 
@@ -125,6 +125,23 @@ def test_the_wheel_is_found_on_the_index_page_and_fetched(tmp_path: Path) -> Non
     proc = _run(lock, tmp_path / "uv")
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "uv" / "bin" / "uv").read_bytes() == b"#!/bin/sh\necho indexed\n"
+
+
+def test_an_extra_index_is_searched_after_the_index(tmp_path: Path) -> None:
+    """uv missing on a private index's page is found on the extra index (PyPI's place)."""
+    arch, libc, _ = _script().machine()
+    plat = f"manylinux_2_5_{arch}" if libc == "glibc" else f"musllinux_1_0_{arch}"
+    good = _wheel(tmp_path / "files", plat, b"#!/bin/sh\necho extra\n")
+    (tmp_path / "private" / "simple").mkdir(parents=True)  # no page for uv at all
+    (tmp_path / "public" / "simple" / "uv").mkdir(parents=True)
+    (tmp_path / "public" / "simple" / "uv" / "index.html").write_text(
+        f'<a href="../../../files/{good.name}">{good.name}</a>')
+    lock = _lock(tmp_path / "installer.lock", [good], (tmp_path / "private/simple").as_uri())
+    lock.write_text(lock.read_text().replace(
+        "uv==", f"--extra-index-url {(tmp_path / 'public/simple').as_uri()}\nuv==", 1))
+    proc = _run(lock, tmp_path / "uv")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "uv" / "bin" / "uv").read_bytes() == b"#!/bin/sh\necho extra\n"
 
 
 def test_no_fitting_wheel_names_the_platform_and_where_it_looked(tmp_path: Path) -> None:

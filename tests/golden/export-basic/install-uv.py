@@ -3,9 +3,10 @@
 Usage: python3 install-uv.py LOCK DEST [WHEEL_DIR]
 
 LOCK pins uv==VERSION with the sha256 of its wheels (--hash=sha256:...) and may name an
---index-url (default https://pypi.org/simple). The wheel for this machine (Linux, its
-architecture and C library) is taken from WHEEL_DIR when given (an offline bundle's
-vendor/wheels), otherwise found on the index's simple page (PEP 503) and downloaded. Its
+--index-url (default https://pypi.org/simple) and --extra-index-url's. The wheel for this
+machine (Linux, its architecture and C library) is taken from WHEEL_DIR when given (an
+offline bundle's vendor/wheels), otherwise found on the indexes' simple pages (PEP 503, in
+the lock's order) and downloaded. Its
 sha256 must be one of LOCK's, or nothing is unpacked (exit 1). The uv executable inside it
 becomes DEST/bin/uv. Standard library only: it runs under the environment's own Python
 (3.8 or later).
@@ -36,21 +37,23 @@ def die(message):
 
 
 def read_lock(path):
-    """(version, sha256 digests, index URL) of LOCK's uv pin."""
+    """(version, sha256 digests, index URLs) of LOCK's uv pin."""
     with open(path, encoding="utf-8") as f:
         text = f.read().replace("\\\n", " ")
-    version, digests, index = None, set(), DEFAULT_INDEX
+    version, digests, index, extra = None, set(), DEFAULT_INDEX, []
     for line in text.splitlines():
         words = re.sub(r"(^|\s)#.*", "", line).split()
         if words[:1] == ["--index-url"] and len(words) > 1:
             index = words[1]
+        elif words[:1] == ["--extra-index-url"] and len(words) > 1:
+            extra.append(words[1])
         elif words and words[0].startswith("uv=="):
             version = words[0][len("uv=="):]
             digests = {w[len("--hash=sha256:"):] for w in words[1:]
                        if w.startswith("--hash=sha256:")}
     if not version or not digests:
         die(f"{path} pins no uv==VERSION with --hash=sha256: lines")
-    return version, digests, index
+    return version, digests, [index, *extra]
 
 
 def machine():
@@ -105,7 +108,10 @@ def listing(index):
         path = urllib.request.url2pathname(urllib.parse.urlparse(page).path)
         if os.path.isdir(path):
             page = urllib.parse.urljoin(page, "index.html")
-    body = fetch(page, accept="text/html").decode("utf-8", "replace")
+    body = fetch(page, accept="text/html", missing_ok=True)
+    if body is None:
+        return []  # this index has no uv: the next one may
+    body = body.decode("utf-8", "replace")
     out = []
     for href, text in ANCHOR.findall(body):
         url = urllib.parse.urljoin(page, html.unescape(href))
@@ -116,14 +122,19 @@ def listing(index):
     return out
 
 
-def fetch(url, accept=None, attempts=3):
-    """The bytes at URL (http(s) or file:), retried twice after a network error."""
+def fetch(url, accept=None, attempts=3, missing_ok=False):
+    """The bytes at URL (http(s) or file:), retried twice after a network error; None where
+    it does not exist (HTTP 404, no such file) and ``missing_ok``."""
     request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     for attempt in range(attempts):
         try:
             with urllib.request.urlopen(request, timeout=120) as response:
                 return response.read()
         except OSError as exc:
+            reason = getattr(exc, "reason", None)
+            if missing_ok and (getattr(exc, "code", None) == 404
+                               or isinstance(reason, FileNotFoundError)):
+                return None
             if attempt + 1 == attempts:
                 die(f"cannot fetch {url}: {exc} (behind a TLS proxy, pass its CA bundle as "
                     "the build secret `cacert`)")
@@ -131,32 +142,33 @@ def fetch(url, accept=None, attempts=3):
     return b""
 
 
-def candidates(version, digests, index, wheel_dir, arch, libc, libc_version):
+def candidates(version, digests, indexes, wheel_dir, arch, libc, libc_version):
     """(rank, file name, URL or path) of the wheels that fit, best first."""
     prefix = "uv-" + version + "-"
     if wheel_dir is not None:
         files = [(f, os.path.join(wheel_dir, f), None) for f in sorted(os.listdir(wheel_dir))]
     else:
-        files = listing(index)
+        files = [f for index in indexes for f in listing(index)]
     found = []
     for name, where, digest in files:
         rank = platform_rank(name, arch, libc, libc_version) if name.startswith(prefix) else None
         if rank is not None and (digest is None or digest in digests):
             found.append((rank, name, where))
-    return sorted(found, key=lambda c: (c[0], c[1]), reverse=True)
+    # The best fit first; between equals, the first index's (a stable sort keeps the order).
+    return sorted(found, key=lambda c: c[0], reverse=True)
 
 
 def main(argv):
     if len(argv) not in (3, 4):
         die("usage: install-uv.py LOCK DEST [WHEEL_DIR]")
-    version, digests, index = read_lock(argv[1])
+    version, digests, indexes = read_lock(argv[1])
     dest, wheel_dir = argv[2], argv[3] if len(argv) == 4 else None
     arch, libc, libc_version = machine()
-    found = candidates(version, digests, index, wheel_dir, arch, libc, libc_version)
+    found = candidates(version, digests, indexes, wheel_dir, arch, libc, libc_version)
     if not found:
         die(f"no uv {version} wheel for {arch} with {libc} "
             f"{'.'.join(map(str, libc_version))} whose sha256 the lock names, in "
-            f"{wheel_dir or index}")
+            f"{wheel_dir or ', '.join(indexes)}")
     _rank, name, where = found[0]
     if wheel_dir is not None:
         with open(where, "rb") as f:
