@@ -265,6 +265,14 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
+def emit(result: dict[str, Any], path: Path | None) -> None:
+    """Print the figures as JSON, and write them to ``path`` too where one is given."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    if path is not None:
+        path.write_text(text + "\n", encoding="utf-8")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--run", type=Path, help="a run directory to rebuild")
@@ -280,11 +288,7 @@ def main() -> None:
     if args.run is None and args.task is None:
         ap.error("give --run RUN_DIR or --task TASK")
     run_dir = args.run or make_run(args.task, args.transcript, settings)
-    result = bench(run_dir, settings, [b for b in args.only.split(",") if b])
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(bench(run_dir, settings, [b for b in args.only.split(",") if b]), args.json)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from rebuild import _build, _limit_context, _naive_context, install_seconds  # noqa: E402
+from rebuild import (  # noqa: E402
+    _build,
+    _limit_context,
+    _naive_context,
+    emit,
+    install_seconds,
+)
 
 from synth.config import CONTAINER_WHEELHOUSE, Settings  # noqa: E402
 
@@ -292,11 +298,7 @@ def main() -> None:
     ap.add_argument("--agent", choices=("replay", "auto"), default="replay")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
-    result = bench(args, Settings.load())
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    emit(bench(args, Settings.load()), args.json)
 
 
 if __name__ == "__main__":
