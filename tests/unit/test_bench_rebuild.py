@@ -1,8 +1,10 @@
-"""bench/rebuild.py's pure part: step times from BuildKit's plain progress."""
+"""bench/rebuild.py's and bench/stages.py's pure parts: step times from BuildKit's plain progress, the
+ratios, the agent's statements from a run's events."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -39,3 +41,40 @@ def test_step_times_and_install_seconds() -> None:
                       "/opt/venv/bin/python -m pip install --no-cache-dir --require-hashes")
     assert mod.install_seconds(pip) == 54.0
     assert mod.install_seconds("#1 [1/1] RUN true\n#1 DONE 1.0s\n") is None
+
+
+def test_ratios_put_the_artifact_beside_both_limits_and_the_naive_replay() -> None:
+    rows = {"limit-cold": {"build_s": 10.0, "python_install_s": 5.0, "image_mb": 100},
+            "limit-bytecode": {"build_s": 20.0, "python_install_s": 16.0, "image_mb": 120},
+            "synth-uv": {"build_s": 24.0, "python_install_s": 16.8, "image_mb": 121},
+            "naive": {"build_s": 48.0, "python_install_s": None, "image_mb": 130}}
+    got = _module().ratios(rows)
+    assert got["synth-uv install / limit-bytecode"] == 1.05
+    assert got["synth-uv install / limit-cold"] == 3.36
+    assert got["synth-uv image / limit-bytecode"] == 1.01
+    assert got["synth-uv build / naive"] == 0.5
+    assert "naive install / limit-cold" not in got  # the replay has no install step
+
+
+def test_the_stage_bench_takes_the_agents_statements_from_the_events(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("bench_stages", BENCH / "stages.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    (tmp_path / "logs").mkdir()
+    events = [
+        {"ev": "shell", "shell": "a", "parent": "", "cmd": "apt-get update", "cwd": "/w",
+         "t": 10.0},
+        {"ev": "shell", "shell": "b", "parent": "a", "cmd": "nested", "cwd": "/w", "t": 10.5},
+        {"ev": "shell-end", "shell": "b", "t": 11.0},
+        {"ev": "shell-end", "shell": "a", "t": 12.5},
+        {"ev": "shell", "shell": "c", "parent": "", "cmd": "pip install x", "t": 13.0},
+        {"ev": "shell-end", "shell": "c", "t": 14.0},
+        {"ev": "shell", "shell": "d", "parent": "", "cmd": "killed", "t": 15.0},
+    ]
+    (tmp_path / "logs" / "events.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in events))
+    got = mod.statements(tmp_path)
+    assert [(s["cmd"], s["cwd"], s["end"] - s["start"]) for s in got] == [
+        ("apt-get update", "/w", 2.5), ("pip install x", "/", 1.0)]
