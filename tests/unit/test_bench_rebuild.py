@@ -1,5 +1,5 @@
-"""bench/rebuild.py's and bench/stages.py's pure parts: step times from BuildKit's plain progress, the
-ratios, the agent's statements from a run's events."""
+"""bench/rebuild.py's and bench/stages.py's pure parts: step times from BuildKit's plain
+progress, the ratios, the agent's statements from a run's events."""
 
 from __future__ import annotations
 
