@@ -103,7 +103,7 @@ def _pip_locker(env: Any, target: Any) -> Any:
     return lock_env(env, target)  # no installer pin: the template installs with pip
 
 
-def _limit_context(artifact: Path, ctx: Path, settings: Settings, warm: bool,
+def limit_context(artifact: Path, ctx: Path, settings: Settings, warm: bool,
                    bytecode: bool = False) -> None:
     """A build context that installs requirements.lock with the host's uv, nothing else
     (``bytecode``: and compiles it, ``--compile-bytecode``)."""
@@ -160,7 +160,7 @@ def _uv_sync_context(artifact: Path, ctx: Path) -> bool:
     return True
 
 
-def _build(ctx: Path, tag: str, settings: Settings) -> tuple[float, str]:
+def build_context(ctx: Path, tag: str, settings: Settings) -> tuple[float, str]:
     from synth.engine.build import BuildRequest, build_image, find_build_cli
 
     secrets = {"cacert": settings.ca_bundle} if settings.ca_bundle else {}
@@ -181,7 +181,7 @@ def _artifact_build(artifact: Path, tag: str, settings: Settings) -> tuple[float
     return time.perf_counter() - t, log.read_text(encoding="utf-8", errors="replace")
 
 
-def _naive_context(run_dir: Path, artifact: Path, ctx: Path, settings: Settings) -> int:
+def naive_context(run_dir: Path, artifact: Path, ctx: Path, settings: Settings) -> int:
     """The transcript replay, with the run's wheelhouse mounted where the run had it."""
     from synth.config import CONTAINER_WHEELHOUSE
 
@@ -218,16 +218,18 @@ def bench(run_dir: Path, settings: Settings, only: Sequence[str] = ()) -> dict[s
                            ("limit-fill", True), ("limit-warm", True)):
             ctx = tmp / name
             ctx.mkdir()
-            _limit_context(arts["synth-uv"], ctx, settings, warm, name == "limit-bytecode")
-            builds.append((name, lambda c=ctx, n=name: _build(c, f"synth-bench/{n}", settings)))
+            limit_context(arts["synth-uv"], ctx, settings, warm, name == "limit-bytecode")
+            builds.append((name, lambda c=ctx, n=name: build_context(
+                c, f"synth-bench/{n}", settings)))
         for name in ("synth-uv", "synth-pip"):
             builds.append((name, lambda a=arts[name], n=name: _artifact_build(
                 a, f"synth-bench/{n}", settings)))
-        n_lines = _naive_context(run_dir, arts["synth-uv"], tmp / "naive", settings)
-        builds.append(("naive", lambda: _build(tmp / "naive", "synth-bench/naive", settings)))
+        n_lines = naive_context(run_dir, arts["synth-uv"], tmp / "naive", settings)
+        builds.append(("naive", lambda: build_context(
+            tmp / "naive", "synth-bench/naive", settings)))
         if _uv_sync_context(arts["synth-uv"], tmp / "uv-sync"):
-            builds.append(("uv-sync", lambda: _build(tmp / "uv-sync", "synth-bench/uv-sync",
-                                                     settings)))
+            builds.append(("uv-sync", lambda: build_context(
+                tmp / "uv-sync", "synth-bench/uv-sync", settings)))
         for name, fn in builds:
             if only and name not in only and not (name == "limit-fill" and "limit-warm" in only):
                 continue

@@ -17,72 +17,22 @@ cells at a time as ``--jobs 2``, plus Ray's own cost. Needs Docker, the index, R
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
 import resource
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-RAY = Path(sys.executable).parent / "ray"
+sys.path.insert(0, str(ROOT / "tests"))
 
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def ray_cluster(tmp: Path) -> Iterator[str]:
-    """A head with no CPUs and two worker nodes with one ``synth_docker`` slot each."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(name: str, *args: str) -> None:
-        ports = [f"--{flag}={_port()}" for flag in (
-            "dashboard-agent-grpc-port", "dashboard-agent-listen-port",
-            "runtime-env-agent-port", "metrics-export-port", "node-manager-port",
-            "object-manager-port")]
-        log = tmp / f"{name}.log"
-        with log.open("wb") as fh:
-            proc = subprocess.Popen(
-                [str(RAY), "start", "--block", "--node-ip-address=127.0.0.1",
-                 "--disable-usage-stats", "--object-store-memory=80000000", *ports, *args],
-                env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-        procs.append(proc)
-        deadline = time.monotonic() + 240
-        while "block forever" not in log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"ray node {name} did not start:\n{log.read_text()[-2000:]}")
-            time.sleep(1)
-
-    port = _port()
-    try:
-        start("head", "--head", f"--port={port}", "--num-cpus=0", "--include-dashboard=false",
-              f"--temp-dir={tmp / 'session'}")
-        for i in (1, 2):
-            start(f"worker{i}", f"--address=127.0.0.1:{port}", "--num-cpus=1",
-                  '--resources={"synth_docker": 1}')
-        yield f"127.0.0.1:{port}"
-    finally:
-        for proc in reversed(procs):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(10)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+from ray_local import RayClusterError, local_ray_cluster  # noqa: E402
 
 
 def one_way(task: str, cells: int, out: Path, extra: list[str]) -> dict[str, Any]:
@@ -117,9 +67,12 @@ def main() -> None:
                 rows[name] = one_way(args.task, args.cells, tmp / name, extra)
                 print(json.dumps({"way": name, **rows[name]}), flush=True)
         if "ray" in ways:
-            with ray_cluster(tmp) as address:
-                rows["ray"] = one_way(args.task, args.cells, tmp / "ray",
-                                      ["--executor", "ray", "--address", address])
+            try:
+                with local_ray_cluster(tmp, workers=2) as address:
+                    rows["ray"] = one_way(args.task, args.cells, tmp / "ray",
+                                          ["--executor", "ray", "--address", address])
+            except RayClusterError as e:
+                sys.exit(str(e))
                 print(json.dumps({"way": "ray", **rows["ray"]}), flush=True)
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     result = {"task": args.task, "date": datetime.now(UTC).strftime("%Y-%m-%d"),

@@ -54,11 +54,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from rebuild import (  # noqa: E402
-    _build,
-    _limit_context,
-    _naive_context,
+    build_context,
     emit,
     install_seconds,
+    limit_context,
+    naive_context,
 )
 
 from synth.config import CONTAINER_WHEELHOUSE, Settings  # noqa: E402
@@ -226,12 +226,12 @@ def bench(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
                                  f"{task.probes.cpu.command}"])
         limit_ctx = out_dir / "limit"
         limit_ctx.mkdir()
-        _limit_context(artifact, limit_ctx, settings, warm=False, bytecode=True)
-        _limit_s, limit_log = _build(limit_ctx, "synth-bench/limit", settings)
+        limit_context(artifact, limit_ctx, settings, warm=False, bytecode=True)
+        _limit_s, limit_log = build_context(limit_ctx, "synth-bench/limit", settings)
         limit_mb = image_mb("synth-bench/limit")
         subprocess.run(["docker", "rmi", "synth-bench/limit"], capture_output=True, check=False)
-        _naive_context(run_dir, artifact, out_dir / "naive", settings)
-        naive_s, _log = _build(out_dir / "naive", "synth-bench/naive", settings)
+        naive_context(run_dir, artifact, out_dir / "naive", settings)
+        naive_s, _log = build_context(out_dir / "naive", "synth-bench/naive", settings)
         naive_mb = image_mb("synth-bench/naive")
         subprocess.run(["docker", "rmi", "synth-bench/naive"], capture_output=True, check=False)
         build_log = (out_dir / "verify" / "build.log").read_text(errors="replace")

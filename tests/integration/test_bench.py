@@ -7,7 +7,6 @@ agent preset with a stand-in script."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -189,83 +188,20 @@ def test_report_opens_in_a_headless_browser(
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A short-lived local Ray cluster on 127.0.0.1: a head that runs no cells (0 CPUs) and
-    one worker node offering one `synth_docker` slot. Each `ray start --block` is a process
-    group of its own, ended by its id at teardown. Ports are fixed up front: without them a
-    raylet on a busy 2-core machine times out waiting for its agents' port files."""
+    """A local Ray cluster: a head that runs no cells and one worker node offering one
+    ``synth_docker`` slot (tests/ray_local.py)."""
     pytest.importorskip("ray")
-    ray_cli = Path(sys.executable).parent / "ray"
-    if not ray_cli.is_file():
+    from tests.ray_local import RAY_CLI, RayClusterError, local_ray_cluster
+
+    if not RAY_CLI.is_file():
         pytest.skip(f"no ray command beside {sys.executable}")
-    tmp = tmp_path_factory.mktemp("ray")
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(name: str, *args: str) -> bool:
-        """Start one node; True once it blocks (is up). False if it died or hung meanwhile
-        (its process group is then ended): Ray gives a node 30 s to register with the GCS,
-        which a 2-core machine running image builds beside it does not always meet."""
-        ports = [f"--{flag}={_free_port()}" for flag in (
-            "dashboard-agent-grpc-port", "dashboard-agent-listen-port",
-            "runtime-env-agent-port", "metrics-export-port", "node-manager-port",
-            "object-manager-port")]
-        log = tmp / f"{name}.log"
-        with log.open("wb") as fh:
-            proc = subprocess.Popen(
-                [str(ray_cli), "start", "--block", "--node-ip-address=127.0.0.1",
-                 "--disable-usage-stats", "--object-store-memory=80000000", *ports, *args],
-                env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 240
-        while proc.poll() is None and time.monotonic() < deadline:
-            if "block forever" in log.read_text(errors="replace"):
-                procs.append(proc)
-                return True
-            time.sleep(1)
-        _end(proc)
-        return False
-
     try:
-        # A node that times out starting or joining is started again (at most 3 times).
-        port = None
-        for i in range(3):
-            candidate = _free_port()
-            if start(f"head{i}", "--head", f"--port={candidate}", "--num-cpus=0",
-                     "--include-dashboard=false", f"--temp-dir={tmp / f'session{i}'}"):
-                port = candidate
-                break
-        assert port is not None, (tmp / "head2.log").read_text()[-3000:]
-        address = f"127.0.0.1:{port}"
-        assert any(start(f"worker{i}", f"--address={address}", "--num-cpus=1",
-                         '--resources={"synth_docker": 1}') for i in range(3)), \
-            (tmp / "worker2.log").read_text()[-3000:]
-        yield address
-    finally:
-        for proc in reversed(procs):
-            _end(proc)
-
-
-def _end(proc: subprocess.Popen[bytes]) -> None:
-    """End a node's process group (its GCS, raylet and agents with it), even if the
-    `ray start` that leads it has exited."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        pass
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(15)
+        with local_ray_cluster(tmp_path_factory.mktemp("ray"), workers=1) as address:
+            yield address
+    except RayClusterError as e:
+        pytest.fail(str(e))
 
 
 def _wait_for_slot(address: str) -> None:
