@@ -10,8 +10,8 @@ import dataclasses
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from msgspec.structs import replace
@@ -125,12 +125,22 @@ def complete_plan(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts:
 
 
 @dataclass(frozen=True)
+class ProjectLocks:
+    """The project's own lock files at the top of ``source/`` (uv.lock, poetry.lock, …),
+    each read once: ``texts`` by name, ``unread`` the ones that could not be (why)."""
+
+    texts: Mapping[str, str] = field(default_factory=dict)
+    unread: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class StagedSource:
     """``source/`` (and ``source.patch``) made in a work folder, moved into the artifact."""
 
     source: Path | None
     patch: Path | None
     edits: SourceEdits
+    project_locks: ProjectLocks = field(default_factory=ProjectLocks)
     work: tempfile.TemporaryDirectory[str] | None = None
 
     def move_into(self, artifact: Path) -> None:
@@ -172,7 +182,8 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
             "links in the repository point outside it, and are carried as links, never "
             "followed (the rebuilt image has whatever those paths hold there): "
             + "; ".join(f"{rel} -> {target}" for rel, target in outward))})))
-    notes = project_lock_notes(source, plan)
+    found = read_project_locks(source)
+    notes = project_lock_notes(found, plan)
     if notes:
         report = replace(report, warnings=tuple(sorted({*report.warnings, *notes})))
     sp = source_patch(original, source,
@@ -191,30 +202,37 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
     plan = replace(plan, source=src)
     if facts.workspace_tar is not None:
         plan, report = drop_idle_builds(plan, report, run, edits)
-    return plan, report, StagedSource(source, patch, edits)
+    return plan, report, StagedSource(source, patch, edits, found)
 
 
 #: The most of a project lock file read (uv.lock of a large project: a few MB).
 PROJECT_LOCK_MAX = 64 << 20
 
 
-def project_lock_notes(source: Path, plan: BuildPlan, workdir: str = "/workspace"
-                       ) -> list[str]:
-    """Where the project's own lock files at the top of ``source/`` disagree with the
-    final state of the environment they describe: one inside the working folder (a
-    tool's ``.venv``), else the primary one. Read without following links out of it."""
-    if not plan.envs:
-        return []
-    env = next((e for e in plan.envs if _under(e.prefix, workdir)), plan.envs[0])
-    notes = []
+def read_project_locks(source: Path) -> ProjectLocks:
+    """Read the project lock files present at the top of ``source/``, without following
+    links out of it."""
+    texts, unread = {}, {}
     for name in project_locks.LOCK_FILES:
         if not safe_io.lexists_beneath(source, name):
             continue
         try:
-            text = project_lock_text(source, name)
+            texts[name] = project_lock_text(source, name)
         except InputFileError as exc:
-            notes.append(f"the project's {name} was not read: {exc.message}")
-            continue
+            unread[name] = exc.message
+    return ProjectLocks(texts, unread)
+
+
+def project_lock_notes(found: ProjectLocks, plan: BuildPlan, workdir: str = "/workspace"
+                       ) -> list[str]:
+    """Where the project's own lock files disagree with the final state of the
+    environment they describe: one inside the working folder (a tool's ``.venv``), else
+    the primary one."""
+    if not plan.envs:
+        return []
+    env = next((e for e in plan.envs if _under(e.prefix, workdir)), plan.envs[0])
+    notes = [f"the project's {name} was not read: {why}" for name, why in found.unread.items()]
+    for name, text in found.texts.items():
         note = project_locks.lock_note(name, text, env.prefix, env.pins)
         if note:
             notes.append(note)

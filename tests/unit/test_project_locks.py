@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from synth.distill.project_locks import disagreements, lock_note, lock_pins
-from synth.export.final_state import project_lock_notes
+from synth.export.final_state import project_lock_notes, read_project_locks
 from synth.formats.plan import PythonEnvPlan
 
 UV_LOCK = """\
@@ -107,7 +107,7 @@ def test_export_compares_the_tools_environment_and_never_follows_a_link_out(
     (source / "uv.lock").write_text(UV_LOCK)
     plan = Plan((_env("/opt/venv", (("six", "1.16.0"),)),
                  _env("/workspace/.venv", (("six", "1.17.0"), ("numpy", "2.3.5")))))
-    notes = project_lock_notes(source, plan)  # type: ignore[arg-type]
+    notes = project_lock_notes(read_project_locks(source), plan)  # type: ignore[arg-type]
     assert len(notes) == 1 and "numpy 2.3.5 is not in it" in notes[0]
     assert "six" not in notes[0]  # the .venv's six agrees; /opt/venv is not the tool's
     # A hostile lock that is a link to a host file is refused, not read.
@@ -115,5 +115,5 @@ def test_export_compares_the_tools_environment_and_never_follows_a_link_out(
     secret.write_text("[[package]]\nname = 'x'\nversion = '1'\n")
     (source / "uv.lock").unlink()
     (source / "uv.lock").symlink_to(secret)
-    notes = project_lock_notes(source, plan)  # type: ignore[arg-type]
+    notes = project_lock_notes(read_project_locks(source), plan)  # type: ignore[arg-type]
     assert len(notes) == 1 and "was not read" in notes[0] and "leads out" in notes[0]
