@@ -39,10 +39,15 @@ from synth.engine.base_images import base_manifest
 from synth.errors import ExportError, InputFileError, NotFoundError, SynthError, UsageError
 from synth.export import bundle, final_state, publish
 from synth.export.apt_source import AptSources, apt_sources
-from synth.export.build_lock import complete_lock, local_build_requires, lock_manifest
+from synth.export.build_lock import (
+    complete_lock,
+    local_build_requires,
+    lock_installer,
+    lock_manifest,
+)
 from synth.export.conda_lock import lock_rattler
 from synth.export.live_facts import LiveImage, download_hashes
-from synth.export.lock import Lock, LockTarget, lock_env, target_for
+from synth.export.lock import Lock, LockedPin, LockTarget, lock_env, target_for
 from synth.export.metadata import Citation, CitationOptions, Publication, make_citation
 from synth.export.render import plan_json, reader_facts, render_artifact
 from synth.export.uv_sync import with_uv_sync
@@ -386,8 +391,9 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
         plan, report = leave_out(plan, report, opts.without)
         locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle,
                           opts.locker, _source_dir(run, plan))
-        plan, report, locks = with_uv_sync(plan, report, locks, staged.source, classified,
-                                           bundle=opts.bundle)
+        plan, report, locks = with_uv_sync(plan, report, locks,
+                                           staged.project_locks.texts.get("uv.lock"),
+                                           classified, bundle=opts.bundle)
         epoch = publish.source_date_epoch(run)
         citation = make_citation(plan, run, opts.citation, epoch)
     except BaseException:
@@ -413,19 +419,35 @@ def check_trust(run_dir: Path, *, allow_incomplete: bool) -> list[str]:
 def lock_plan(plan: BuildPlan, wheelhouse: Path | None, ca_bundle: Path | None,
               locker: str | Locker, source_dir: Path | None = None) -> list[Lock]:
     """One lock per Python environment of the plan, each with the uv that installs it and
-    the build requirements of what it builds from source (synth.export.build_lock)."""
-    locks = []
+    the build requirements of what it builds from source (synth.export.build_lock).
+
+    The installer's pin is the same uv for every environment with the same indexes and
+    target: it is locked once for them. The environments are locked one after the other
+    (docs/benchmarks.md, *Export*: side by side, lockers' name lookups were lost)."""
     conda = {c.prefix for c in plan.conda}
+    installers: dict[tuple[object, ...], LockedPin] = {}
+    locks = []
     for env in plan.envs:
         target = target_for(env, plan.glibc, wheelhouse, ca_bundle)
-        if isinstance(locker, str):
-            local = local_build_requires(plan, env, source_dir)
-            lock = complete_lock(lock_env(env, target, locker=locker), target, local)
-            if env.prefix in conda:
-                lock = dataclasses.replace(lock, conda_installer=lock_rattler(env, target))
-            locks.append(lock)
-        else:
+        if not isinstance(locker, str):
             locks.append(locker(env, target))
+            continue
+        # what the installer's locker call reads (synth.export.lock._compile_argv)
+        key = (env.index_url, env.extra_index_urls, env.find_links, target,
+               any("+" in v for _, v in env.pins))
+
+        def installer(env: PythonEnvPlan = env, target: LockTarget = target,
+                      key: tuple[object, ...] = key) -> LockedPin:
+            if key not in installers:
+                installers[key] = lock_installer(env, target)
+            return installers[key]
+
+        local = local_build_requires(plan, env, source_dir)
+        lock = complete_lock(lock_env(env, target, locker=locker), target, local,
+                             installer=installer)
+        if env.prefix in conda:
+            lock = dataclasses.replace(lock, conda_installer=lock_rattler(env, target))
+        locks.append(lock)
     return locks
 
 

@@ -30,7 +30,7 @@ import tomllib
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -284,8 +284,10 @@ def _repo_text(path: Path) -> str | None:
         return None
 
 
-def complete_lock(lock: Lock, target: LockTarget, local: Sequence[str] = ()) -> Lock:
-    """``lock`` with its installer's pin and its build constraints."""
+def complete_lock(lock: Lock, target: LockTarget, local: Sequence[str] = (), *,
+                  installer: Callable[[], LockedPin] | None = None) -> Lock:
+    """``lock`` with its installer's pin (``installer``: where it comes from, when not
+    :func:`lock_installer` itself) and its build constraints."""
     if not lock.pins and not local:
         return lock
     sdists = tuple(sdist_pins(lock, target)) if lock.pins else ()
@@ -294,8 +296,9 @@ def complete_lock(lock: Lock, target: LockTarget, local: Sequence[str] = ()) -> 
     for pin in lock.pins:
         if _name(pin.name) in names:
             reqs += sdist_build_requires(_sdist_bytes(pin, lock.env, target))
-    return dataclasses.replace(lock, installer=lock_installer(lock.env, target),
-                               build=lock_build(lock, target, reqs), sdists=sdists)
+    build = lock_build(lock, target, reqs)
+    uv = installer() if installer is not None else lock_installer(lock.env, target)
+    return dataclasses.replace(lock, installer=uv, build=build, sdists=sdists)
 
 
 def lock_manifest(lock: Lock) -> dict[str, object]:

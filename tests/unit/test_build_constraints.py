@@ -207,3 +207,42 @@ def test_a_local_index_is_never_given_to_the_locker(tmp_path: Path) -> None:
     target = LockTarget("3.11", "x86_64-manylinux_2_36", None, None)
     with pytest.raises(LockError, match="not an http"):
         _compile_argv("uv", env, target, tmp_path / "pins.in")
+
+
+def test_the_installer_is_locked_once_per_index_and_target(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Environments with the same indexes and target share one installer pin (one locker
+    call); another index asks again; a lock with nothing to install asks none."""
+    from types import SimpleNamespace
+
+    from test_project_locks import _env
+
+    from synth.export import artifact
+
+    asked: list[str] = []
+
+    def lock_installer(env: object, _target: LockTarget) -> LockedPin:
+        asked.append(env.index_url)  # type: ignore[attr-defined]
+        return LockedPin("uv", "0.1", ("a" * 64,))
+
+    def complete(lock: Lock, _t: LockTarget, _local: object, *, installer: object) -> Lock:
+        if not lock.pins:
+            return lock
+        return replace(lock, installer=installer())  # type: ignore[operator]
+
+    monkeypatch.setattr(artifact, "lock_installer", lock_installer)
+    monkeypatch.setattr(artifact, "complete_lock", complete)
+    monkeypatch.setattr(artifact, "local_build_requires", lambda *_a: [])
+    monkeypatch.setattr(artifact, "lock_env", lambda env, _t, locker: Lock(
+        env=env, pins=tuple(LockedPin(n, v, ("b" * 64,)) for n, v in env.pins),
+        locker=locker))
+    envs = (_env("/workspace/.venv", (("six", "1.17.0"),)),
+            _env("/opt/tool", (("attrs", "26.1.0"),)),
+            structs.replace(_env("/opt/other", (("six", "1.17.0"),)),
+                            index_url="https://mirror.example/simple"),
+            _env("/opt/empty", ()))
+    plan = SimpleNamespace(envs=envs, conda=(), glibc="2.36")
+    locks = artifact.lock_plan(plan, None, None, "uv")  # type: ignore[arg-type]
+    assert asked == ["https://pypi.org/simple", "https://mirror.example/simple"]
+    assert [lk.env.prefix for lk in locks] == [e.prefix for e in envs]
+    assert [lk.installer is not None for lk in locks] == [True, True, True, False]
