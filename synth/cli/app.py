@@ -80,7 +80,7 @@ def settings_of(artifacts: Path | None, ca_bundle: Path | None, wheelhouse: Path
 
 MemoryOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--memory", help="Memory limit of the containers, no swap beyond it (e.g. 8g; default "
-    "80% of this host's RAM, or the task's [limits]).")]
+    "80% of this host's RAM, or the task's limits table).")]
 PidsOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
     "--pids", help="Process limit of the containers (default 16384, or the task's).")]
 CpusOpt = Annotated[Optional[float], typer.Option(  # noqa: UP045
