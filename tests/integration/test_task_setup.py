@@ -28,6 +28,7 @@ EXPECTED_OUTPUT = {
     "optional-extras": "tinystats ok",
     "extras-only": "cfgreport OK",
     "uv-project": "uvreport OK",
+    "poetry-project": "seedstats OK",
 }
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

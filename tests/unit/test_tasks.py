@@ -88,8 +88,10 @@ def test_claims_files_match_what_the_transcript_writes(task_dir: Path, name: str
     if claims is None:
         return
     assert set(claims) >= CLAIM_FIELDS
-    # The tasks' convention (tasks/README.md); a uv project's environment is its own .venv.
-    env = "/workspace/.venv" if task_dir.name == "uv-project" else "/opt/venv"
+    # The tasks' convention (tasks/README.md); a uv or poetry project's environment is its
+    # own .venv.
+    env = ("/workspace/.venv" if task_dir.name in ("uv-project", "poetry-project")
+           else "/opt/venv")
     assert claims["python_path"] == f"{env}/bin/python" or name == "liar.sh"
     stored = task_dir / "agents" / name.replace(".sh", ".claims.json")
     if name == "liar.sh" or stored.exists():
