@@ -40,7 +40,8 @@ AllowIncompleteOpt = Annotated[bool, typer.Option(
     "unverified; the report says why at its top.")]
 WithoutOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "--without", metavar="KIND:NAME", help="Leave a part of the plan out: python:NAME, "
-    "apt:NAME or env:NAME (repeatable; needs -o; the report names it).")]
+    "apt:NAME, env:NAME or prefix:PATH (a whole environment other than the primary one, "
+    "such as a tool's own venv; repeatable; needs -o; the report names it).")]
 PushOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--push", metavar="REGISTRY", help="Also push the base and the built image to REGISTRY "
     "(a host, host:port or host/path), printing their digests.")]

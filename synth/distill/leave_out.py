@@ -2,9 +2,11 @@
 
 A part is a Python distribution of an environment (``python:NAME``, with the native step
 that builds it and the files carried for it), an apt package the agent installed
-(``apt:NAME``) or an environment variable of the image (``env:NAME``). The plan without them
-is an ordinary plan; the export report names what was left out, so an artifact made this way
-never passes for the whole environment.
+(``apt:NAME``), an environment variable of the image (``env:NAME``) or a whole Python
+environment other than the primary one, by its prefix (``prefix:PATH``: a tool's own venv,
+such as the one an agent pip-installed poetry into, with its native steps, carried files and
+``PATH`` entry). The plan without them is an ordinary plan; the export report names what was
+left out, so an artifact made this way never passes for the whole environment.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from typing import Literal
 
 from msgspec.structs import replace
 
+from synth.distill import warnings as warn
 from synth.errors import UsageError
 from synth.formats.plan import BuildPlan, DistillReport
 from synth.pyramid.c0_scope import canonical
 
-Kind = Literal["python", "apt", "env"]
-KINDS: tuple[Kind, ...] = ("python", "apt", "env")
+Kind = Literal["python", "apt", "env", "prefix"]
+KINDS: tuple[Kind, ...] = ("python", "apt", "env", "prefix")
 #: What ``python3 -m venv`` puts in every environment, and the variables that activate an
 #: environment: its own tooling, not something the research code was set up with (``synth
 #: minimize`` leaves them be unless asked).
@@ -40,9 +43,10 @@ class Part:
     def parse(cls, text: str) -> Part:
         kind, sep, name = text.partition(":")
         if not sep or kind not in KINDS or not name.strip():
-            raise UsageError(f"--without {text!r}: expected python:NAME, apt:NAME or env:NAME.",
-                             option="--without")
-        return cls(kind, name.strip())
+            raise UsageError(f"--without {text!r}: expected python:NAME, apt:NAME, env:NAME "
+                             "or prefix:PATH.", option="--without")
+        name = name.strip()
+        return cls(kind, name.rstrip("/") or "/" if kind == "prefix" else name)
 
 
 def parse_parts(texts: Iterable[str] | None) -> tuple[Part, ...]:
@@ -78,7 +82,15 @@ def leave_out(plan: BuildPlan, report: DistillReport,
     wanted = sorted(set(parts))
     if not wanted:
         return plan, report
+    primary = {e.prefix for e in plan.envs[:1]} | {
+        e.prefix for e in plan.envs if e.python == plan.python}
+    for p in wanted:
+        if p.kind == "prefix" and p.name in primary:
+            raise UsageError(f"--without {p}: that is the primary environment, the one "
+                             f"research code runs with ({plan.python}); it cannot be left "
+                             "out.", option="--without")
     have = {_key(p) for p in parts_of(plan, tooling=True)}
+    have |= {("prefix", e.prefix) for e in plan.envs}
     unknown = [str(p) for p in wanted if _key(p) not in have]
     if unknown:
         raise UsageError(f"--without: the plan has no {', '.join(unknown)}.",
@@ -87,20 +99,49 @@ def leave_out(plan: BuildPlan, report: DistillReport,
     python = {canonical(p.name) for p in wanted if p.kind == "python"}
     apt = {p.name for p in wanted if p.kind == "apt"}
     env = {p.name for p in wanted if p.kind == "env"}
+    prefixes = {p.name for p in wanted if p.kind == "prefix"}
+
+    before = plan
+
+    def gone(path: str) -> bool:
+        return any(path == pre or path.startswith(pre + "/") for pre in prefixes)
+
     plan = replace(
         plan,
-        env=tuple(pair for pair in plan.env if pair[0] not in env),
+        env=tuple(_without_bins(pair, prefixes) for pair in plan.env if pair[0] not in env),
         apt=replace(plan.apt, pins=tuple(p for p in plan.apt.pins if p[0] not in apt),
                     debs=tuple(d for d in plan.apt.debs if d.name not in apt)),
         envs=tuple(replace(e, pins=tuple(p for p in e.pins if canonical(p[0]) not in python))
-                   for e in plan.envs),
+                   for e in plan.envs if e.prefix not in prefixes),
+        conda=tuple(c for c in plan.conda if c.prefix not in prefixes),
         native=tuple(s for s in plan.native
-                     if not s.distribution or canonical(_dist_name(s.distribution)) not in python),
-        carried=tuple(c for c in plan.carried if canonical(c.distribution) not in python),
+                     if (not s.distribution
+                         or canonical(_dist_name(s.distribution)) not in python)
+                     and not (s.argv and gone(s.argv[0]))),
+        carried=tuple(c for c in plan.carried
+                      if canonical(c.distribution) not in python and not gone(c.path)),
     )
     note = ("left out on request (synth export --without / synth minimize): "
             + ", ".join(str(p) for p in wanted))
-    return plan, replace(report, warnings=(*report.warnings, note))
+    # The second-interpreter warnings describe the environments the artifact makes.
+    had = _second_interpreters(before)
+    warnings = report.warnings
+    if any(w in warnings for w in had):
+        warnings = (*(w for w in warnings if w not in had), *_second_interpreters(plan))
+    return plan, replace(report, warnings=(*warnings, note))
+
+
+def _second_interpreters(plan: BuildPlan) -> list[str]:
+    return warn.second_interpreters([(e.python, len(e.pins)) for e in plan.envs])
+
+
+def _without_bins(pair: tuple[str, str], prefixes: set[str]) -> tuple[str, str]:
+    """``PATH`` without the ``bin`` folders of environments left out."""
+    name, value = pair
+    if name != "PATH" or not prefixes:
+        return pair
+    bins = {f"{p}/bin" for p in prefixes}
+    return name, ":".join(d for d in value.split(":") if d.rstrip("/") not in bins)
 
 
 def describe(parts: Sequence[Part]) -> str:

@@ -15,7 +15,7 @@ import pytest
 from image_layers import layers_containing
 
 from synth.config import Settings
-from synth.engine.base import Engine
+from synth.engine.base import ContainerSpec, Engine
 from synth.engine.docker import DockerEngine
 from synth.export.artifact import ExportOptions, export_run
 from synth.formats.task import discover_tasks, load_task
@@ -145,3 +145,37 @@ def test_ca_bundle_is_in_no_layer(
     hits = layers_containing(engine, tag, marked_ca[1], tmp_path)
     assert hits == []
 
+
+
+def test_a_tools_own_environment_is_left_out_whole_and_the_rest_rebuilds(
+    task_run: Callable[[str, str], Path], wheelhouse: Path | None, ca_bundle: Path | None,
+    tmp_path: Path, engine: DockerEngine,
+) -> None:
+    """``--without prefix:/opt/poetry`` on poetry-project's run (shared with the tasks'
+    tests): the venv good.sh pip-installed poetry into goes, with its lock and the warning
+    about a second interpreter; the project's .venv alone rebuilds and passes."""
+    from synth.distill.leave_out import Part
+    from synth.verify.command import VerifyOptions, verify
+
+    run_dir = task_run("poetry-project", "good.sh")
+    settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    art = export_run(ExportOptions(run_dir, out_dir=tmp_path / "a",
+                                   without=(Part.parse("prefix:/opt/poetry"),)),
+                     settings, engine).artifact_dir
+    assert "/opt/poetry" not in (art / "Dockerfile").read_text()
+    assert not (art / "requirements-opt-poetry.lock").exists()
+    warnings = json.loads((art / "export-report.json").read_text())["warnings"]
+    assert not [w for w in warnings if "second interpreter" in w], warnings
+    assert warnings[-1].endswith("left out on request (synth export --without / synth "
+                                 "minimize): prefix:/opt/poetry")
+    outcome = verify(VerifyOptions(target=str(art), rebuild=True, out_dir=tmp_path / "verify"),
+                     settings, engine, say=lambda _m: None)
+    try:
+        assert outcome.passed, outcome.document["reports"]
+        assert outcome.build is not None
+        with engine.container(ContainerSpec(image=outcome.build.image, network=False)) as c:
+            listed = c.exec(["ls", "-A", "/opt"])
+        assert listed.ok and listed.output.strip() == "", listed.output  # no poetry venv
+    finally:
+        if outcome.build is not None:
+            engine.remove_image(outcome.build.image)

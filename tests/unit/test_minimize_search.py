@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from msgspec import structs
 
 from synth.cli.minimize import DEFAULT_BUDGET as CLI_BUDGET
 from synth.distill.leave_out import Part, leave_out, parts_of
@@ -42,6 +43,42 @@ def test_leaving_out_removes_the_part_what_builds_it_and_says_so() -> None:
     assert rep.warnings[-1] == ("left out on request (synth export --without / synth minimize):"
                                 " apt:git, env:OMP_NUM_THREADS, python:Torch, python:demo")
     assert leave_out(plan, report, []) == (plan, report)
+
+
+def test_leaving_out_a_tools_own_environment_takes_all_of_it_and_never_the_primary() -> None:
+    """``prefix:PATH``: a second environment (a tool's venv) goes whole, with its native
+    steps, carried files and PATH entry; the primary one cannot be left out."""
+    from synth.formats.plan import CarriedFile
+
+    plan, report = golden_plan()
+    tool = structs.replace(plan.envs[0], python="/opt/poetry/bin/python", prefix="/opt/poetry",
+                           lock_file="requirements-opt-poetry.lock",
+                           pins=(("poetry", "2.5.1"),))
+    step = structs.replace(plan.native[0], ref="audit 9", distribution="plugin==1.0",
+                           argv=("/opt/poetry/bin/pip", "install", "/workspace/plugin"))
+    plan = structs.replace(
+        plan, envs=(*plan.envs, tool), native=(*plan.native, step),
+        carried=(CarriedFile("/opt/poetry/lib/python3.11/site-packages/x.py", "a" * 64, "x"),),
+        env=tuple((n, "/opt/poetry/bin:" + v if n == "PATH" else v) for n, v in plan.env))
+    second = ("packages went into a second interpreter: /opt/poetry/bin/python (1 pinned) "
+              "besides the primary /opt/venv/bin/python; code run with /opt/venv/bin/python "
+              "does not see them")
+    report = structs.replace(report, warnings=(*report.warnings, second))
+    out, rep = leave_out(plan, report, [Part.parse("prefix:/opt/poetry/")])
+    assert [e.prefix for e in out.envs] == ["/opt/venv"]
+    assert [s.ref for s in out.native] == [plan.native[0].ref]
+    assert out.carried == ()
+    assert dict(out.env)["PATH"].split(":")[:2] == ["/opt/venv/bin", "/usr/local/sbin"]
+    assert rep.warnings[-1].endswith("prefix:/opt/poetry")
+    assert second not in rep.warnings  # it described an environment the artifact lacks now
+    # Leaving a distribution out of it instead counts its pins again.
+    _, rep = leave_out(plan, report, [Part.parse("python:poetry")])
+    assert second not in rep.warnings and second.replace("(1 pinned)", "(0 pinned)") in \
+        rep.warnings
+    with pytest.raises(UsageError, match="that is the primary environment"):
+        leave_out(plan, report, [Part.parse("prefix:/opt/venv")])
+    with pytest.raises(UsageError, match="the plan has no prefix:/opt/none"):
+        leave_out(plan, report, [Part.parse("prefix:/opt/none")])
 
 
 @pytest.mark.parametrize("text", ["numpy", "conda:numpy", "python:", "apt: "])
