@@ -423,7 +423,7 @@ def lock_plan(plan: BuildPlan, wheelhouse: Path | None, ca_bundle: Path | None,
 
     The installer's pin is the same uv for every environment with the same indexes and
     target: it is locked once for them. The environments are locked one after the other
-    (docs/benchmarks.md, *Export*: side by side, lockers' name lookups were lost)."""
+    (docs/benchmarks.md, *Stage budget*: side by side, lockers lost name lookups)."""
     conda = {c.prefix for c in plan.conda}
     installers: dict[tuple[object, ...], LockedPin] = {}
     locks = []
