@@ -73,7 +73,7 @@ def main() -> None:
                                           ["--executor", "ray", "--address", address])
             except RayClusterError as e:
                 sys.exit(str(e))
-                print(json.dumps({"way": "ray", **rows["ray"]}), flush=True)
+            print(json.dumps({"way": "ray", **rows["ray"]}), flush=True)
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     result = {"task": args.task, "date": datetime.now(UTC).strftime("%Y-%m-%d"),
               "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores",
