@@ -41,6 +41,7 @@ from synth.export import bundle, final_state, publish
 from synth.export.apt_source import AptSources, apt_sources
 from synth.export.build_lock import (
     complete_lock,
+    installer_key,
     local_build_requires,
     lock_installer,
     lock_manifest,
@@ -425,19 +426,16 @@ def lock_plan(plan: BuildPlan, wheelhouse: Path | None, ca_bundle: Path | None,
     target: it is locked once for them. The environments are locked one after the other
     (docs/benchmarks.md, *Stage budget*: side by side, lockers lost name lookups)."""
     conda = {c.prefix for c in plan.conda}
-    installers: dict[tuple[object, ...], LockedPin] = {}
+    installers: dict[tuple[str, ...], LockedPin] = {}
     locks = []
     for env in plan.envs:
         target = target_for(env, plan.glibc, wheelhouse, ca_bundle)
         if not isinstance(locker, str):
             locks.append(locker(env, target))
             continue
-        # what the installer's locker call reads (synth.export.lock._compile_argv)
-        key = (env.index_url, env.extra_index_urls, env.find_links, target,
-               any("+" in v for _, v in env.pins))
 
-        def installer(env: PythonEnvPlan = env, target: LockTarget = target,
-                      key: tuple[object, ...] = key) -> LockedPin:
+        def installer(env: PythonEnvPlan = env, target: LockTarget = target) -> LockedPin:
+            key = installer_key(env, target)
             if key not in installers:
                 installers[key] = lock_installer(env, target)
             return installers[key]

@@ -103,6 +103,13 @@ def _compile(env: PythonEnvPlan, target: LockTarget, requirements: Sequence[str]
         return _run_compile([*argv[:-1], *opts, argv[-1]], target, tmp)
 
 
+def installer_key(env: PythonEnvPlan, target: LockTarget) -> tuple[str, ...]:
+    """What :func:`lock_installer`'s answer depends on: its locker call's arguments (with a
+    fixed input file) and the CA bundle it trusts. Environments with the same key get the
+    same pin, so an export asks it once for them."""
+    return (*_compile_argv("uv", env, target, Path("installer.in")), str(target.ca_bundle))
+
+
 def lock_installer(env: PythonEnvPlan, target: LockTarget) -> LockedPin:
     """uv's own pin with its hashes, for the image's platform."""
     ver = uv_version()
