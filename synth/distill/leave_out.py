@@ -46,7 +46,9 @@ class Part:
             raise UsageError(f"--without {text!r}: expected python:NAME, apt:NAME, env:NAME "
                              "or prefix:PATH.", option="--without")
         name = name.strip()
-        return cls(kind, name.rstrip("/") or "/" if kind == "prefix" else name)
+        if kind == "prefix":
+            name = name.rstrip("/") or "/"
+        return cls(kind, name)
 
 
 def parse_parts(texts: Iterable[str] | None) -> tuple[Part, ...]:
@@ -100,7 +102,6 @@ def leave_out(plan: BuildPlan, report: DistillReport,
     apt = {p.name for p in wanted if p.kind == "apt"}
     env = {p.name for p in wanted if p.kind == "env"}
     prefixes = {p.name for p in wanted if p.kind == "prefix"}
-
     before = plan
 
     def gone(path: str) -> bool:

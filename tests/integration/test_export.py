@@ -146,7 +146,6 @@ def test_ca_bundle_is_in_no_layer(
     assert hits == []
 
 
-
 def test_a_tools_own_environment_is_left_out_whole_and_the_rest_rebuilds(
     task_run: Callable[[str, str], Path], wheelhouse: Path | None, ca_bundle: Path | None,
     tmp_path: Path, engine: DockerEngine,
