@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -787,3 +788,23 @@ def test_two_editable_installs_of_one_folder_differ_only_in_how_they_link_it() -
     [other] = _content_changes("envtools", d("pip", "a" * 64),
                                d("pip", "b" * 64, "file:///elsewhere"))
     assert other.kind == "content" and explain("content", other) is None
+
+
+def test_a_record_with_hex_digests_is_read_as_the_same_hashes(tmp_path: Path) -> None:
+    """uv_build 0.9 writes RECORD's sha256 as hex where the spec asks urlsafe base64: the
+    same hash, which must not read as "changed after install" (a real project showed it)."""
+    from synth.pyramid.probes import fingerprint as probe
+
+    body = b"VERSION = 1\n"
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_bytes(body)
+    (tmp_path / "pkg" / "gone.py").write_bytes(b"x = 2\n")
+    meta = tmp_path / "pkg-1.0.dist-info"
+    meta.mkdir()
+    digest = hashlib.sha256(body).hexdigest()
+    (meta / "RECORD").write_text(
+        f"pkg/__init__.py,sha256={digest},{len(body)}\n"
+        f"pkg/gone.py,sha256={hashlib.sha256(b'x = 1').hexdigest()},6\n"
+        "pkg-1.0.dist-info/RECORD,,\n")
+    modified, missing = probe.record_check(str(tmp_path), str(meta), {})
+    assert ([m["path"] for m in modified], missing) == (["pkg/gone.py"], [])

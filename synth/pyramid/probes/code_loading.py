@@ -50,10 +50,18 @@ def record_hashes() -> Dict[str, Any]:  # noqa: UP006
         for f in dist.files or ():
             if str(f).endswith(".pth"):
                 path = os.path.realpath(str(dist.locate_file(f)))
-                digest = f.hash.value if f.hash is not None and f.hash.mode == "sha256" \
-                    else None
+                digest = record_digest(f.hash.value) if f.hash is not None \
+                    and f.hash.mode == "sha256" else None
                 out[path] = (dist.metadata["Name"] or "?", digest)
     return out
+
+
+def record_digest(value: str) -> str:
+    """RECORD's digest as urlsafe base64 with no padding; a backend that wrote the hex
+    digest (64 hex digits: uv_build 0.9) is read as the same hash."""
+    if len(value) == 64 and all(ch in "0123456789abcdef" for ch in value.lower()):
+        return base64.urlsafe_b64encode(bytes.fromhex(value)).rstrip(b"=").decode()
+    return value.rstrip("=")
 
 
 def sha256_b64(data: bytes) -> str:

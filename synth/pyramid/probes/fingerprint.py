@@ -173,8 +173,17 @@ def record_hashes(meta_dir):
         return out
     for row in csv.reader(text.splitlines()):
         if len(row) >= 2 and row[1].startswith("sha256="):
-            out[row[0]] = row[1][len("sha256="):].rstrip("=")
+            out[row[0]] = record_digest(row[1][len("sha256="):])
     return out
+
+
+def record_digest(value):
+    """RECORD's digest as the spec writes it (urlsafe base64, no padding). Some backends
+    (uv_build 0.9) write the hex digest instead: 64 hex digits, which no base64 digest of a
+    sha256 (43 characters) can be, read as the same hash."""
+    if len(value) == 64 and all(ch in "0123456789abcdef" for ch in value.lower()):
+        return hex_to_record(value.lower()) or value
+    return value.rstrip("=")
 
 
 def hex_to_record(digest):
