@@ -42,7 +42,7 @@ POLYGLOT = (b"#!/bin/sh\n"
 EPOCH = 1_790_000_000
 
 
-def _debian_python() -> dict[str, bytes | str]:
+def debian_python() -> dict[str, bytes | str]:
     """``path in the package -> content`` (bytes), or ``-> target`` (str) for a symlink."""
     files: dict[str, bytes | str] = {f"bin/{PY}": Path(f"/usr/bin/{PY}").read_bytes(),
                                      "bin/python3": PY, "bin/python": PY}
@@ -146,7 +146,7 @@ def _package(dest: Path, name: str, version: str, build: str,
 
 @functools.lru_cache(maxsize=1)
 def _contents() -> tuple[tuple[str, str, str, dict[str, bytes | str], list[str]], ...]:
-    return (("python", "3.11.2", "0_debian12", _debian_python(), []),
+    return (("python", "3.11.2", "0_debian12", debian_python(), []),
             ("pip", "23.0.1", "py_0", _pip(), ["python >=3.11,<3.12"]),
             ("tinylib", "1.1", "py_0", _tinylib(), ["python >=3.11,<3.12"]))
 

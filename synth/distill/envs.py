@@ -116,17 +116,22 @@ def audited_envs(ok: StepIndex, run: LoadedRun) -> AuditedEnvs:
 
 
 def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
-              base_python: Interpreter | None = None, recreated: bool = False
-              ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+              base_python: Interpreter | None = None, recreated: bool = False,
+              managed: str | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """argv that makes a venv / other environment, and the argv prefix that runs its pip
-    (``recreated``: a conda prefix its conda lock makes, synth.distill.conda_env)."""
+    (``recreated``: a conda prefix its conda lock makes, synth.distill.conda_env;
+    ``managed``: the downloaded interpreter's folder it runs on, which the artifact
+    unpacks first, synth.distill.managed_python)."""
     made = audited.creates.get(interp.prefix)
     has_pip = any(d.name == "pip" for d in interp.distributions)
+    python3 = f"{managed}/bin/python3" if managed else "python3"
+    if managed and interp.kind != "venv":  # the downloaded interpreter itself
+        return (), ("python3", "-m", "pip", "--python", interp.path)
     if made is not None:
         _c, v = made
-        base_py = v.python if "/" in v.python else "python3"
+        base_py = python3 if managed else (v.python if "/" in v.python else "python3")
         if v.tool == "uv":
-            create = ("python3", "-m", "venv", "--without-pip", *v.options, interp.prefix)
+            create = (python3, "-m", "venv", "--without-pip", *v.options, interp.prefix)
             create = tuple(o for o in create if o != "--seed")
         else:
             create = (base_py, "-m", "venv", *v.options, interp.prefix)
@@ -134,7 +139,7 @@ def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
         # Made by a tool (uv sync, poetry, pdm, pipenv, virtualenv): `venv` would add the
         # pip and setuptools of Python's own ensurepip, which the live env may not have had
         # at those versions or at all; the lock installs whatever seeded ones it had.
-        create = ("python3", "-m", "venv", "--without-pip", interp.prefix)
+        create = (python3, "-m", "venv", "--without-pip", interp.prefix)
         has_pip = False  # until the lock installs it: the base's pip serves the venv
         if interp.prefix not in audited.synced:
             notes.warnings.append(f"no audited command created {interp.prefix}; it is made "
@@ -148,7 +153,7 @@ def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
             "are reproduced")
     pip = (interp.path, "-m", "pip") if has_pip or (made and made[1].tool != "uv") else (
         "python3", "-m", "pip", "--python", interp.path)
-    if create and interp.kind == "venv":
+    if create and interp.kind == "venv" and not managed:
         _check_base_interpreter(interp, base_python, notes)
     return create, pip
 
@@ -180,9 +185,11 @@ def base_python(run: LoadedRun) -> Interpreter | None:
 
 
 def env_plan(interp: Interpreter, idx: int, audited: AuditedEnvs, notes: Notes,
-             base: Interpreter | None = None, *, recreated: bool = False) -> PythonEnvPlan:
+             base: Interpreter | None = None, *, recreated: bool = False,
+             managed: str | None = None) -> PythonEnvPlan:
     """How environment ``idx`` (0: the primary one) is made, filled and locked
-    (``recreated``: a conda prefix its conda lock makes before this)."""
+    (``recreated``: a conda prefix its conda lock makes before this; ``managed``: the
+    downloaded interpreter it runs on, unpacked before it)."""
     index_url = DEFAULT_INDEX
     extra: list[str] = []
     find_links: list[str] = []
@@ -199,7 +206,7 @@ def env_plan(interp: Interpreter, idx: int, audited: AuditedEnvs, notes: Notes,
         pip: tuple[str, ...] = (interp.path, "-m", "pip")
         bsp = True  # Debian marks its Python externally managed (PEP 668)
     else:
-        create, pip = _creation(interp, audited, notes, base, recreated)
+        create, pip = _creation(interp, audited, notes, base, recreated, managed)
     lock_file = "requirements.lock" if idx == 0 else (
         "requirements-" + re.sub(r"[^a-z0-9]+", "-", interp.prefix.lower()).strip("-") + ".lock")
     return PythonEnvPlan(

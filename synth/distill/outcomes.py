@@ -6,6 +6,7 @@ union (a new step type that is not handled here is a type error).
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
@@ -36,7 +37,7 @@ from synth.distill.steps import (
     Unclassified,
     VenvCreate,
 )
-from synth.formats.plan import CommandOutcome, DecisionKind, PythonEnvPlan
+from synth.formats.plan import CommandOutcome, DecisionKind, ManagedPython, PythonEnvPlan
 
 Decision = tuple[DecisionKind, str]
 _LOCK_KEPT = "requirements.lock (versions from the final state)"
@@ -58,6 +59,8 @@ class DecideContext:
     notes: Notes
     #: prefix -> conda lock file of the conda prefixes the artifact recreates.
     conda_locks: Mapping[str, str] = field(default_factory=dict)
+    #: The downloaded interpreters the artifact unpacks (synth.distill.managed_python).
+    pythons: tuple[ManagedPython, ...] = ()
     _final: dict[str | None, Mapping[str, Distribution]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
 
@@ -149,12 +152,19 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
                                "shows up as unexplained paths")
         case ProjectTool():
             return "folded", _project_tool(s)
+        case Unclassified() if ctx.pythons and _uv_python_install(c):
+            return "folded", ("the interpreters it downloaded are unpacked from the same "
+                              "archives, checked against their sha256 (managed-python.lock)")
         case Unclassified():
             return "dropped", ("unclassified, not replayed; what it changed comes from the "
                                "final state (source.patch, carried files) or shows up as "
                                "unexplained paths")
         case _:
             assert_never(s)
+
+
+def _uv_python_install(c: SimpleCommand) -> bool:
+    return posixpath.basename(c.argv[0]) == "uv" and c.argv[1:3] == ("python", "install")
 
 
 def _project_tool(s: ProjectTool) -> str:

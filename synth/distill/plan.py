@@ -26,6 +26,7 @@ from synth.distill.common import Classified, Notes, StepIndex, pkg_name
 from synth.distill.conda_env import conda_plan
 from synth.distill.envs import (
     DEFAULT_INDEX,
+    AuditedEnvs,
     audited_envs,
     base_python,
     env_plan,
@@ -33,7 +34,8 @@ from synth.distill.envs import (
 )
 from synth.distill.extractors import classify_each
 from synth.distill.final_env import DEFAULT_PATH, final_env
-from synth.distill.load import LoadedRun
+from synth.distill.load import Interpreter, LoadedRun
+from synth.distill.managed_python import managed_base, managed_pythons
 from synth.distill.native import native_plan
 from synth.distill.outcomes import DecideContext, decide, reinstalled_later
 from synth.distill.provenance import risks, unaudited_changes
@@ -132,11 +134,13 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
              classified: Sequence[Classified]) -> tuple[BuildPlan, DistillReport]:
     notes = Notes()
     ok = StepIndex(t for t in classified if t[0].succeeded)
-    envs_in = reproduced_interpreters(run)
     audited = audited_envs(ok, run)
+    envs_in = [i for i in reproduced_interpreters(run) if not _bare_download(i, run, audited)]
     base = base_python(run)
     conda = {c.prefix: c for i in envs_in if (c := conda_plan(i, notes)) is not None}
-    env_plans = [env_plan(interp, idx, audited, notes, base, recreated=interp.prefix in conda)
+    pythons = managed_pythons(run, envs_in, (c for c, _x, _s in classified if c.succeeded))
+    env_plans = [env_plan(interp, idx, audited, notes, base, recreated=interp.prefix in conda,
+                          managed=managed_base(interp) if pythons else None)
                  for idx, interp in enumerate(envs_in)]
     native = native_plan(run, ok, envs_in, env_plans, audited, hashes, notes)
     env = final_env(run, env_plans, notes)
@@ -145,7 +149,7 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
         run=run, kept_refs=frozenset(s.ref for s in native.steps), final_apt=final_apt,
         dists_of={i.path: {d.name: d for d in i.distributions} for i in run.interpreters},
         envs=env_plans, reinstalled=reinstalled_later(audited.installs), notes=notes,
-        conda_locks={p: c.lock_file for p, c in conda.items()})
+        conda_locks={p: c.lock_file for p, c in conda.items()}, pythons=pythons)
     outcomes = tuple(decide(c, x, s, ctx) for c, x, s in classified)
     apt = apt_plan(run)
     add_notes(run, envs_in, native.explained, apt, notes)
@@ -160,14 +164,21 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
         includes=tuple(sorted(set(include))),
         python=env_plans[0].python if env_plans else "python3",
         claims=run.claims_present, uses_wheelhouse=_uses_wheelhouse(run, env_plans),
-        glibc=final_apt.get("libc6"), conda=tuple(conda.values()))
+        glibc=final_apt.get("libc6"), conda=tuple(conda.values()), pythons=pythons)
     report = DistillReport(
         format=PLAN_FORMAT, outcomes=outcomes,
-        unexplained=unexplained(run, env_plans, native.steps, apt, include),
+        unexplained=unexplained(run, env_plans, native.steps, apt, include, pythons),
         not_reproducible=tuple(sorted(set(notes.not_reproducible))),
         warnings=tuple(sorted(set(notes.warnings))),
         unaudited=unaudited_changes(run), risks=risks(run))
     return plan, report
+
+
+def _bare_download(interp: Interpreter, run: LoadedRun, audited: AuditedEnvs) -> bool:
+    """A downloaded interpreter nothing was installed into: its archive brings all it has
+    (synth.distill.managed_python), so it is not an environment of its own to lock."""
+    return (interp.kind == "uv" and interp.path != run.primary
+            and not audited.installs.get(interp.path))
 
 
 def _primary_final(run: LoadedRun) -> dict[str, str]:

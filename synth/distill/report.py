@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from synth.distill.common import Notes
 from synth.distill.envs import lockable
 from synth.distill.load import Interpreter, LoadedRun
-from synth.formats.plan import AptPlan, NativeStep, PythonEnvPlan
+from synth.formats.plan import AptPlan, ManagedPython, NativeStep, PythonEnvPlan
 from synth.formats.state import DEBIAN_SITE
 
 #: What the apt layer explains: a package install touches these.
@@ -50,9 +50,12 @@ def _explained_roots(run: LoadedRun, envs: Sequence[PythonEnvPlan],
 
 
 def unexplained(run: LoadedRun, envs: Sequence[PythonEnvPlan], native: Sequence[NativeStep],
-                apt: AptPlan, include: Sequence[str]) -> tuple[str, ...]:
-    """``KIND PATH`` of each change no kept step explains."""
+                apt: AptPlan, include: Sequence[str],
+                pythons: Sequence[ManagedPython] = ()) -> tuple[str, ...]:
+    """``KIND PATH`` of each change no kept step explains (``pythons``: the downloaded
+    interpreters the artifact unpacks, with their links)."""
     roots = _explained_roots(run, envs, native, apt, include)
+    roots += [path for p in pythons for path in (p.prefix, *p.links)]
     changed = [c for c in run.changes if not _covered(c.path, roots)]
     # A directory is listed through what changed below it, never by itself; one made to
     # hold something a kept step explains is explained with it.

@@ -49,6 +49,7 @@ from synth.export.build_lock import (
 from synth.export.conda_lock import lock_rattler
 from synth.export.live_facts import LiveImage, download_hashes
 from synth.export.lock import Lock, LockedPin, LockTarget, lock_env, target_for
+from synth.export.managed_python import resolve_pythons
 from synth.export.metadata import Citation, CitationOptions, Publication, make_citation
 from synth.export.render import plan_json, reader_facts, render_artifact
 from synth.export.uv_sync import with_uv_sync
@@ -390,6 +391,7 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
         classified=classified, allow_missing=opts.allow_missing)
     try:
         plan, report = leave_out(plan, report, opts.without)
+        plan = resolve_pythons(plan, settings, live if opts.ask_live else None)
         locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle,
                           opts.locker, _source_dir(run, plan))
         plan, report, locks = with_uv_sync(plan, report, locks,

@@ -25,6 +25,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from synth.util.disk import FULL_ERRNOS, disk_full_error, from_os_error, log_say
 VENDOR = "vendor"
 #: Where the build mounts ``vendor/`` (read-only bind mounts, nothing lands in a layer).
 BUILD_VENDOR = "/synth/vendor"
-KINDS = ("deb", "wheel", "sdist", "conda", "file")
+KINDS = ("deb", "wheel", "sdist", "conda", "python", "file")
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,31 @@ def _fetch(url: str, sha256: str, settings: Settings) -> Path | None:
         return None
     tmp.replace(cached)
     return cached
+
+
+def fetch_hashed(url: str, settings: Settings) -> tuple[Path, str]:
+    """The file at ``url`` whose digest is not known yet: downloaded into the cache, named by
+    its sha256 (so that :func:`_fetch` finds it there later); ``(path, sha256)``."""
+    cache = _cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = cache / f".new.{os.getpid()}.part"
+    digest = hashlib.sha256()
+    try:
+        with urllib.request.urlopen(url, timeout=300, context=_ssl_context(settings)) as resp, \
+                tmp.open("wb") as fh:
+            while chunk := resp.read(1 << 20):
+                digest.update(chunk)
+                fh.write(chunk)
+    except (OSError, ValueError) as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in FULL_ERRNOS:
+            raise from_os_error(exc, tmp) from exc
+        raise ExportError(f"{url} could not be downloaded: {exc}",
+                          hint="Check that it is reachable from this machine (pass "
+                          "--ca-bundle behind a TLS proxy).") from exc
+    sha256 = digest.hexdigest()
+    tmp.replace(cache / sha256)
+    return cache / sha256, sha256
 
 
 def _deb_urls(deb: DebRecord, apt: AptSources) -> list[str]:
@@ -245,6 +271,28 @@ def vendor_conda(plan: BuildPlan, settings: Settings, dest: Path) -> list[Bundle
     return [out[k] for k in sorted(out)]
 
 
+def vendor_pythons(plan: BuildPlan, settings: Settings, dest: Path) -> list[BundleFile]:
+    """The archive of every downloaded interpreter under ``dest/vendor/python/`` (by its
+    file name: install-managed-python.py takes it from there before its URL)."""
+    out = []
+    for p in plan.pythons:
+        assert p.url and p.sha256, "resolved by synth.export.managed_python"
+        got = _fetch(p.url, p.sha256, settings)
+        if got is None:
+            raise ExportError(f"--bundle: {p.url} is unreachable or no longer has the "
+                              f"sha256 managed-python.lock records ({p.sha256[:12]}…).",
+                              hint="Check that it is reachable from this machine.")
+        rel = f"{VENDOR}/python/{archive_name(p.url)}"
+        _place(got, dest / rel)
+        out.append(BundleFile(rel, "python", p.sha256, got.stat().st_size))
+    return sorted(out, key=lambda f: f.path)
+
+
+def archive_name(url: str) -> str:
+    """The file name an archive is kept under: its URL's last part, unquoted."""
+    return urllib.parse.unquote(url.rstrip("/").rsplit("/", 1)[-1])
+
+
 def vendor_downloads(plan: BuildPlan, live: LiveImage, dest: Path) -> list[BundleFile]:
     """The downloaded files the Dockerfile replays, read from the run's live image."""
     steps = [s for s in plan.native if s.check_sha256]
@@ -294,6 +342,7 @@ def make_bundle(plan: BuildPlan, locks: Sequence[Lock], apt: AptSources, setting
     files = [*vendor_debs(plan, apt, settings, dest),
              *vendor_python(locks, plan.glibc, settings, wheelhouse, dest),
              *vendor_conda(plan, settings, dest),
+             *vendor_pythons(plan, settings, dest),
              *vendor_downloads(plan, live, dest)]
     return summary(files, plan, locks)
 

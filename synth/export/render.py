@@ -40,6 +40,11 @@ from synth.export.build_lock import INSTALL_UV_SCRIPT, native_build_constraints
 from synth.export.bundle import BUILD_VENDOR, describe
 from synth.export.conda_lock import CONDA_INSTALL_SCRIPT, CONDA_INSTALLER_LOCK, conda_files
 from synth.export.lock import Lock, render_lock
+from synth.export.managed_python import (
+    INSTALL_MANAGED_PYTHON,
+    MANAGED_PYTHON_LOCK,
+    managed_python_files,
+)
 from synth.export.metadata import Publication, default_publication, oci_labels
 from synth.formats.export_report import ExportReport, decision_counts
 from synth.formats.manifest import BundleSummary
@@ -370,6 +375,11 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock],
                    "pinned with its hashes"),
                   (CONDA_INSTALL_SCRIPT, "recreates a conda prefix from its conda lock: "
                    "each archive fetched and checked, no solve")]
+    if plan.pythons:
+        files += [(MANAGED_PYTHON_LOCK, "the interpreters uv downloaded in the run: each "
+                   "archive's URL and sha256, and the path it is unpacked at"),
+                  (INSTALL_MANAGED_PYTHON, "unpacks them: each archive fetched (or taken from "
+                   "the bundle) and checked")]
     files += [
         ("manifest.json", "sha256 of every file and of the run inputs; base image identity"),
         ("export-report.md", "what was kept, folded, dropped (with reasons) and unexplained"),
@@ -474,6 +484,8 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
             encoding="utf-8")
     files.update(conda_files(plan, locks, (templates_dir() / CONDA_INSTALL_SCRIPT).read_text(
         encoding="utf-8") if plan.conda else ""))
+    files.update(managed_python_files(plan, (templates_dir() / INSTALL_MANAGED_PYTHON).read_text(
+        encoding="utf-8") if plan.pythons else ""))
     return files
 
 

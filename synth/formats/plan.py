@@ -131,6 +131,28 @@ class CondaEnvPlan(PlanPart, frozen=True):
     requested: tuple[str, ...] = ()
 
 
+class ManagedPython(PlanPart, frozen=True):
+    """An interpreter a Python manager downloaded (uv's python-build-standalone builds),
+    unpacked at the same path from the same archive, checked against its sha256, before the
+    environments made from it."""
+
+    tool: Literal["uv"]
+    #: The build's name, its folder's: ``cpython-3.11.2-linux-x86_64-gnu``.
+    key: str
+    #: Where it lives: ``/root/.local/share/uv/python/<key>``.
+    prefix: str
+    version: str
+    #: Other paths that name it, made as links to ``prefix`` (uv's minor-version link
+    #: ``cpython-3.11-linux-x86_64-gnu``, when a venv was made through it).
+    links: tuple[str, ...] = ()
+    #: Where the run's uv was told to look: its downloads list and its mirror, if any.
+    downloads_json_url: str | None = None
+    mirror: str | None = None
+    #: Filled by the export (distill does no I/O): the archive's URL and sha256.
+    url: str | None = None
+    sha256: Digest | None = None
+
+
 class NativeStep(PlanPart, frozen=True):
     """A build replayed in its original order, with the environment it ran with."""
 
@@ -215,6 +237,8 @@ class BuildPlan(PlanPart, frozen=True, kw_only=True):
     missing: tuple[str, ...] = ()
     #: conda prefixes recreated from their conda lock before their pip layer.
     conda: tuple[CondaEnvPlan, ...] = ()
+    #: Downloaded interpreters unpacked before the environments made from them.
+    pythons: tuple[ManagedPython, ...] = ()
 
     @property
     def regenerate_command(self) -> str:

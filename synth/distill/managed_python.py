@@ -1,0 +1,100 @@
+"""Interpreters a Python manager downloaded: which ones the artifact installs, and from where.
+
+``uv python install`` (or ``uv venv -p 3.12`` on a base without 3.12) unpacks a
+python-build-standalone archive into ``<uv's python dir>/<key>/``; a venv made from it
+names that folder (or uv's minor-version link to it) as its ``base_prefix``. The artifact
+unpacks the same archive at the same path before making the venv from it. Distill only
+names the build and where the run's uv was told to look (its downloads list and mirror,
+from the audited ``uv`` commands); the export resolves the archive's URL and sha256
+(synth.export.managed_python), since that needs the network.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+
+from synth.distill.load import Interpreter, LoadedRun
+from synth.distill.shell import SimpleCommand
+from synth.formats.plan import ManagedPython
+
+#: A uv install folder's name: ``cpython-3.11.2-linux-x86_64-gnu``,
+#: ``cpython-3.13.1+freethreaded-linux-…``; uv's minor-version link has no patch.
+_KEY = re.compile(r"^(?P<impl>[a-z]+)-(?P<version>\d+\.\d+(?:\.\d+[a-z0-9]*)?)(?P<rest>[+-].+)$")
+#: uv's options and variables saying where interpreters are downloaded from.
+_JSON_URL = ("--python-downloads-json-url", "UV_PYTHON_DOWNLOADS_JSON_URL")
+_MIRROR = ("--mirror", "UV_PYTHON_INSTALL_MIRROR")
+
+
+def is_uv_managed(prefix: str | None) -> bool:
+    return bool(prefix) and "/uv/python/" in f"{prefix}/"
+
+
+def managed_base(interp: Interpreter) -> str | None:
+    """The uv-managed interpreter folder ``interp`` runs on (itself, or its venv's base)."""
+    if interp.kind == "uv" and is_uv_managed(interp.prefix):
+        return interp.prefix
+    if interp.kind == "venv" and is_uv_managed(interp.base_prefix):
+        return interp.base_prefix
+    return None
+
+
+def managed_pythons(run: LoadedRun, envs: Sequence[Interpreter],
+                    commands: Iterable[SimpleCommand]) -> tuple[ManagedPython, ...]:
+    """The uv-managed interpreters ``envs`` run on, sorted by prefix (``commands``: the
+    log's successful simple commands, for the downloads list and mirror uv was given)."""
+    bases = [(interp, base) for interp in envs if (base := managed_base(interp))]
+    if not bases:
+        return ()
+    json_url, mirror = uv_download_settings(commands)
+    found: dict[str, ManagedPython] = {}
+    for interp, base in bases:
+        prefix, links = _real_prefix(base, interp.version)
+        if prefix in found:
+            links = tuple(sorted({*found[prefix].links, *links}))
+        found[prefix] = ManagedPython(
+            tool="uv", key=posixpath.basename(prefix), prefix=prefix,
+            version=_version(run, prefix, interp), links=links,
+            downloads_json_url=json_url, mirror=mirror)
+    return tuple(found[p] for p in sorted(found))
+
+
+def _real_prefix(base: str, version: str) -> tuple[str, tuple[str, ...]]:
+    """The install folder and the links that name it: a base through uv's minor-version
+    link (``cpython-3.11-…``) is the folder of the full version (``cpython-3.11.2-…``)."""
+    m = _KEY.match(posixpath.basename(base.rstrip("/")))
+    if m is None or m["version"].count(".") >= 2 or not version:
+        return base, ()
+    key = f"{m['impl']}-{version}{m['rest']}"
+    return posixpath.join(posixpath.dirname(base), key), (base,)
+
+
+def _version(run: LoadedRun, prefix: str, interp: Interpreter) -> str:
+    own = next((i for i in run.interpreters if i.kind == "uv" and i.prefix == prefix), None)
+    return (own or interp).version
+
+
+def uv_download_settings(commands: Iterable[SimpleCommand]) -> tuple[str | None, str | None]:
+    """The downloads list and mirror the run's ``uv`` commands were given (the last one
+    that says), as options or as variables set for them."""
+    json_url: str | None = None
+    mirror: str | None = None
+    for c in commands:
+        if not c.argv or posixpath.basename(c.argv[0]) != "uv":
+            continue
+        variables = dict((*c.env, *c.assignments))
+        json_url = _option(c.argv, variables, _JSON_URL) or json_url
+        mirror = _option(c.argv, variables, _MIRROR) or mirror
+    return json_url, mirror
+
+
+def _option(argv: Sequence[str], variables: dict[str, str],
+            names: tuple[str, str]) -> str | None:
+    flag, variable = names
+    for i, word in enumerate(argv):
+        if word == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith(flag + "="):
+            return word.split("=", 1)[1]
+    return variables.get(variable) or None

@@ -1,0 +1,142 @@
+"""The archives of the interpreters uv downloaded in the run, and the file that pins them.
+
+Distill names each build (``cpython-3.11.2-linux-x86_64-gnu``) and where the run's uv was
+told to look (synth.distill.managed_python). Here the export asks uv (the one that locks,
+:func:`uv.find_uv_bin`) which archive that build is, with the same downloads list and
+mirror, downloads it once to learn its sha256 (kept in the bundle cache, so ``--bundle``
+does not download it again), and, where the live image is at hand, checks that the archive's
+interpreter is byte for byte the one the run installed: a uv of another version may name
+another release for the same build.
+
+- ``managed-python.lock``: one line per interpreter: ``sha256 URL PREFIX [LINK…]``.
+- ``install-managed-python.py`` (``templates/``): fetches each archive (or takes it from
+  the bundle), checks its sha256 and unpacks it at PREFIX, then makes the links.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+from msgspec.structs import replace
+from uv import find_uv_bin
+
+from synth.config import Settings
+from synth.errors import ExportError
+from synth.export.bundle import fetch_hashed
+from synth.export.live_facts import LiveImage
+from synth.formats.plan import BuildPlan, ManagedPython
+
+MANAGED_PYTHON_LOCK = "managed-python.lock"
+INSTALL_MANAGED_PYTHON = "install-managed-python.py"
+
+
+def resolve_pythons(plan: BuildPlan, settings: Settings, live: LiveImage | None) -> BuildPlan:
+    """``plan`` with the URL and sha256 of each downloaded interpreter's archive."""
+    if not plan.pythons:
+        return plan
+    return replace(plan, pythons=tuple(_resolve(p, settings, live) for p in plan.pythons))
+
+
+def _resolve(p: ManagedPython, settings: Settings, live: LiveImage | None) -> ManagedPython:
+    url = download_url(p, settings)
+    path, sha256 = fetch_hashed(url, settings)
+    if live is not None and live.ref is not None:
+        _check_against_live(p, url, path, live)
+    return replace(p, url=url, sha256=sha256)
+
+
+def download_url(p: ManagedPython, settings: Settings) -> str:
+    """The archive uv downloads for ``p.key``, asked with the run's downloads list and
+    mirror (``uv python list --only-downloads``)."""
+    argv = [find_uv_bin(), "python", "list", "--only-downloads", "--all-versions",
+            "--output-format", "json", "--no-config"]
+    if p.downloads_json_url:
+        argv += ["--python-downloads-json-url", p.downloads_json_url]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UV_")}
+    if p.mirror:
+        env["UV_PYTHON_INSTALL_MIRROR"] = p.mirror
+    if settings.ca_bundle is not None:
+        env["SSL_CERT_FILE"] = str(settings.ca_bundle)
+    hint = (f"synth asks its own uv for the archive of {p.key}"
+            + (f" from the downloads list {p.downloads_json_url}" if p.downloads_json_url
+               else "") + (f" on the mirror {p.mirror}" if p.mirror else "")
+            + ": that must be reachable from this machine.")
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ExportError(f"uv could not list Python downloads: {exc}", hint=hint) from exc
+    try:
+        entries = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except ValueError:
+        entries = None
+    if not isinstance(entries, list):
+        raise ExportError(f"uv could not list Python downloads for {p.key} "
+                          f"(exit {proc.returncode}): {proc.stderr.strip()[-1000:]}", hint=hint)
+    url = next((e.get("url") for e in entries
+                if isinstance(e, dict) and e.get("key") == p.key), None)
+    if not isinstance(url, str) or not url:
+        raise ExportError(f"uv {_uv_version()} names no download for the run's interpreter "
+                          f"{p.key} ({p.prefix}): the run's uv had it from another list.",
+                          hint=hint)
+    return url
+
+
+def _uv_version() -> str:
+    proc = subprocess.run([find_uv_bin(), "--version"], capture_output=True, text=True,
+                          check=False)
+    return proc.stdout.split()[1] if proc.stdout.count(" ") else "?"
+
+
+def _check_against_live(p: ManagedPython, url: str, archive: Path, live: LiveImage) -> None:
+    """The archive's interpreter executable is the live one, byte for byte."""
+    minor = ".".join(p.version.split(".")[:2])
+    name = f"bin/python{minor}"
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            member = tar.extractfile(f"python/{name}")
+            packed = member.read() if member is not None else None
+    except (tarfile.TarError, KeyError, OSError, EOFError):
+        packed = None  # not a tar this Python reads (zstd): the build's sha256 still holds
+    if packed is None:
+        return
+    running = live.container().read_file(f"{p.prefix}/{name}")
+    if running is not None and running != packed:
+        raise ExportError(
+            f"The archive uv names for {p.key} ({url}) holds another {name} than the one the "
+            f"run installed at {p.prefix}: a uv of another version names another release.",
+            hint="Export with the uv version the run used, or point the run's downloads "
+            "list at the release it installed.", path=p.prefix)
+
+
+def render_managed_python_lock(plan: BuildPlan) -> str:
+    """``managed-python.lock``: ``sha256 URL PREFIX [LINK…]`` per interpreter."""
+    lines = [
+        f"# {MANAGED_PYTHON_LOCK} (task {plan.task}): the interpreters uv downloaded in the "
+        "run (python-build-standalone builds),",
+        f"# each unpacked at PREFIX from its archive, checked against its sha256, by "
+        f"{INSTALL_MANAGED_PYTHON}; LINKs are made to PREFIX.",
+        f"# Regenerate: {plan.regenerate_command}",
+        "# sha256 URL PREFIX [LINK...]",
+    ]
+    for p in plan.pythons:
+        if not p.url or not p.sha256:
+            raise ExportError(f"The archive of the interpreter {p.key} was not resolved.")
+        words = (p.sha256, p.url, p.prefix, *p.links)
+        if any(not w or any(ch.isspace() for ch in w) for w in words):
+            raise ExportError(f"The interpreter {p.key}'s URL or paths hold a blank, which "
+                              f"{MANAGED_PYTHON_LOCK} cannot write: {words!r}.")
+        lines.append(" ".join(words))
+    return "\n".join(lines) + "\n"
+
+
+def managed_python_files(plan: BuildPlan, script: str) -> dict[str, str]:
+    """The lock and its installer (``script``: its text), when the plan has interpreters."""
+    if not plan.pythons:
+        return {}
+    return {MANAGED_PYTHON_LOCK: render_managed_python_lock(plan),
+            INSTALL_MANAGED_PYTHON: script}

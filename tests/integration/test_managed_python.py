@@ -1,0 +1,135 @@
+"""A venv on a uv-managed Python end to end, on a real engine, with the real uv.
+
+No python-build-standalone download is reachable here, so the test makes a build of that
+shape (tests/python_build.py) and serves it with a downloads list on the Docker bridge's
+gateway, where the session's container, the host's export and the rebuild's build
+containers reach it. The agent does what agents told to prefer uv do on a base without the
+Python they want: ``uv python install``, ``uv venv -p 3.11`` (uv names its minor-version
+link), ``uv pip install``. synth must name the build, resolve its archive with its own uv,
+check the archive's interpreter against the live one, pin it in managed-python.lock, unpack
+it at the same path in the rebuild before making the venv from it, and verify must find the
+rebuilt venv equal to the live one, on the same base. Exporting twice gives the same files,
+and with ``--bundle`` the archive travels in ``vendor/python`` and rebuilds with no network.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conda_channel import serve
+from python_build import ARCHIVE, KEY, build_python, write_downloads
+from test_conda_rebuild import bridge_gateway
+
+from synth.config import Settings
+from synth.export.artifact import ExportOptions, export_run
+from synth.export.build_lock import uv_version
+from synth.formats.task import load_task
+from synth.record.agents import ReplayAgent
+from synth.record.runner import RunOptions, run_session
+from synth.verify.command import VerifyOptions, verify
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+TASK = Path(__file__).resolve().parent.parent / "data" / "managed-python"
+UV_DIR = "/root/.local/share/uv/python"
+LINK = f"{UV_DIR}/cpython-3.11-linux-x86_64-gnu"
+
+TRANSCRIPT = """\
+python3 -m pip install --break-system-packages --target /tmp/uvtool uv=={uv}
+export UV_PYTHON_DOWNLOADS_JSON_URL={url}/downloads.json && /tmp/uvtool/bin/uv python install 3.11.2
+/tmp/uvtool/bin/uv venv --managed-python -p 3.11 /opt/venv
+/tmp/uvtool/bin/uv pip install --python /opt/venv/bin/python six==1.17.0
+rm -rf /tmp/uvtool
+cd / && /opt/venv/bin/python /workspace/fit.py
+"""
+
+
+def test_a_venv_on_a_uv_managed_python_is_rebuilt_on_the_same_python(
+        engine: Any, ca_bundle: Path | None, wheelhouse: Path | None, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the archive's cache
+    settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    mirror = tmp_path / "mirror"
+    sha256 = build_python(mirror)
+    made: list[str] = []
+    try:
+        with serve(mirror, bridge_gateway(engine)) as url:
+            write_downloads(mirror, f"{url}/{ARCHIVE.replace('+', '%2B')}", sha256)
+            script = tmp_path / "managed.sh"
+            script.write_text(TRANSCRIPT.format(url=url, uv=uv_version()))
+            result = run_session(RunOptions(task=load_task(TASK), agent=ReplayAgent(script),
+                                            timeout=900), settings, engine, say=lambda _m: None)
+            assert result.status == "succeeded", (result.status, result.run_dir)
+            made.append(str(result.live_image))
+            outcome = verify(VerifyOptions(target=str(result.run_dir), rebuild=True, live=True,
+                                           out_dir=tmp_path / "verify"), settings, engine,
+                             say=lambda _m: None)
+            doc = outcome.document
+            if doc.get("build"):
+                made.append(doc["build"]["image"])
+            _check_verify(doc, outcome.exit_code)
+            art = Path(doc["target"]["artifact_dir"])
+            _check_artifact(art, url, sha256)
+            assert _base_prefix(engine, doc["build"]["image"]) == LINK
+            again = export_run(ExportOptions(result.run_dir, out_dir=tmp_path / "again"),
+                               settings, engine).artifact_dir
+            for name in ("managed-python.lock", "Dockerfile", "requirements.lock", "plan.json"):
+                assert (art / name).read_bytes() == (again / name).read_bytes(), name
+            bundled = export_run(ExportOptions(result.run_dir, out_dir=tmp_path / "bundled",
+                                               bundle=True), settings, engine).artifact_dir
+        # The mirror is gone: the bundle alone rebuilds the interpreter, with no network.
+        _check_offline(bundled, sha256, settings, engine, tmp_path, made)
+    finally:
+        for ref in made:
+            engine.remove_image(ref)
+
+
+def _base_prefix(engine: Any, image: str) -> str:
+    out = engine.client.containers.run(
+        image, ["/opt/venv/bin/python", "-c", "import sys; print(sys.base_prefix)"],
+        remove=True, network_disabled=True)
+    return str(out.decode().strip())
+
+
+def _check_verify(doc: dict[str, Any], exit_code: int) -> None:
+    rebuilt = {r["level"]: r for r in doc["reports"]["rebuilt"]["levels"]}
+    assert rebuilt["C1"]["status"] == "pass", rebuilt["C1"]
+    assert doc["fidelity"]["reaches_live_level"] is True, json.dumps(doc["fidelity"])[:3000]
+    assert doc["fingerprint"]["packages_equal"] is True, doc["fingerprint"]["summary"]
+    assert exit_code == 0
+
+
+def _check_artifact(art: Path, url: str, sha256: str) -> None:
+    lock = [line for line in (art / "managed-python.lock").read_text().splitlines()
+            if not line.startswith("#")]
+    assert lock == [f"{sha256} {url}/{ARCHIVE.replace('+', '%2B')} {UV_DIR}/{KEY} {LINK}"]
+    plan = json.loads((art / "plan.json").read_text())["plan"]
+    assert [p["key"] for p in plan["pythons"]] == [KEY]
+    report = (art / "export-report.md").read_text()
+    assert "an interpreter the base image does not have" not in report
+    docker = (art / "Dockerfile").read_text()
+    venv = docker.index(f"RUN {LINK}/bin/python3 -m venv")
+    assert docker.index("install-managed-python.py") < venv
+    # The interpreter is not an environment of its own: its archive brings all it has.
+    assert sorted(p.name for p in art.glob("requirements*.lock")) == ["requirements.lock"]
+    outcomes = json.loads((art / "export-report.json").read_text())["commands"]
+    install = next(o for o in outcomes if "uv python install" in o["command"])
+    assert install["decision"] == "folded", install
+
+
+def _check_offline(art: Path, sha256: str, settings: Settings, engine: Any, tmp_path: Path,
+                   made: list[str]) -> None:
+    manifest = json.loads((art / "manifest.json").read_text())
+    assert manifest["bundle"]["by_kind"]["python"]["files"] == 1
+    assert manifest["files"][f"vendor/python/{ARCHIVE}"] == sha256
+    outcome = verify(VerifyOptions(target=str(art), rebuild=True, offline=True,
+                                   out_dir=tmp_path / "offline"), settings, engine,
+                     say=lambda _m: None)
+    doc = outcome.document
+    made.append(doc["build"]["image"])
+    assert doc["build"]["offline"] is True
+    levels = {r["level"]: r["status"] for r in doc["reports"]["rebuilt"]["levels"]}
+    assert levels["C1"] == "pass", levels

@@ -1,0 +1,193 @@
+"""Interpreters uv downloaded: named by distill, resolved by the export with the real uv,
+pinned in managed-python.lock and unpacked by the artifact's installer script."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from distill_runs import cmd, dist, make_run_dir, system_python
+from msgspec.structs import replace
+
+from synth.config import Settings
+from synth.distill.load import load_run
+from synth.distill.plan import distill
+from synth.errors import ExportError
+from synth.export.lock import Lock, LockedPin
+from synth.export.managed_python import (
+    INSTALL_MANAGED_PYTHON,
+    MANAGED_PYTHON_LOCK,
+    download_url,
+    resolve_pythons,
+)
+from synth.export.render import render_artifact, templates_dir
+from synth.formats.plan import ManagedPython
+
+UV_DIR = "/root/.local/share/uv/python"
+KEY = "cpython-3.11.2-linux-x86_64-gnu"
+LINK = f"{UV_DIR}/cpython-3.11-linux-x86_64-gnu"
+JSON_URL = "http://10.0.0.1:8000/downloads.json"
+
+
+def _managed_run(tmp_path: Path) -> Path:
+    uv_python = {"path": f"{UV_DIR}/{KEY}/bin/python3", "kind": "uv", "version": "3.11.2",
+                 "prefix": f"{UV_DIR}/{KEY}", "base_prefix": f"{UV_DIR}/{KEY}",
+                 "created_by_agent": True, "distributions": []}
+    venv = {"path": "/opt/venv/bin/python", "kind": "venv", "version": "3.11.2",
+            "prefix": "/opt/venv", "base_prefix": LINK, "created_by_agent": True,
+            "distributions": [dist("six", "1.17.0", installer="uv")]}
+    audit = [cmd(f"UV_PYTHON_DOWNLOADS_JSON_URL={JSON_URL} uv python install 3.11.2"),
+             cmd("uv venv -p 3.11 /opt/venv"),
+             cmd("uv pip install --python /opt/venv six==1.17.0")]
+    return make_run_dir(tmp_path, audit, python=[system_python(), uv_python, venv])
+
+
+def test_a_venv_on_a_uv_python_is_made_from_that_python_unpacked_first(tmp_path: Path) -> None:
+    plan, report = distill(load_run(_managed_run(tmp_path)))
+    assert plan.pythons == (ManagedPython(
+        tool="uv", key=KEY, prefix=f"{UV_DIR}/{KEY}", version="3.11.2", links=(LINK,),
+        downloads_json_url=JSON_URL, mirror=None),)
+    assert [e.prefix for e in plan.envs] == ["/opt/venv"]  # the archive brings all it has
+    env = plan.envs[0]
+    assert env.create == (f"{LINK}/bin/python3", "-m", "venv", "--without-pip", "/opt/venv")
+    install = next(o for o in report.outcomes if "uv python install" in o.command)
+    assert (install.decision, "managed-python.lock" in install.reason) == ("folded", True)
+    assert not [u for u in report.unexplained if "/uv/python/cpython" in u], report.unexplained
+    # Reproduced now: no "an interpreter the base image does not have".
+    assert not [n for n in report.not_reproducible if "/opt/venv" in n or "uv" in n], \
+        report.not_reproducible
+
+
+def test_a_venv_on_the_base_python_names_no_downloaded_one(tmp_path: Path) -> None:
+    from distill_runs import venv
+
+    run = make_run_dir(tmp_path, [cmd("uv venv /opt/venv")],
+                       python=[system_python(), venv(dists=[dist("six", "1.17.0")])])
+    plan, _ = distill(load_run(run))
+    assert plan.pythons == ()
+    assert plan.envs[0].create[0] == "python3"
+
+
+def _resolved(plan_pythons: tuple[ManagedPython, ...]) -> tuple[ManagedPython, ...]:
+    return tuple(replace(p, url=f"https://mirror.example/{p.key}.tar.gz", sha256="ab" * 32)
+                 for p in plan_pythons)
+
+
+def test_the_lock_and_the_dockerfile_unpack_it_before_the_venv(tmp_path: Path) -> None:
+    plan, report = distill(load_run(_managed_run(tmp_path)))
+    plan = replace(plan, pythons=_resolved(plan.pythons))
+    lock = Lock(env=plan.envs[0], pins=(LockedPin("six", "1.17.0", ("cd" * 32,)),),
+                locker="uv")
+    files = render_artifact(plan, report, [lock])
+    assert files[MANAGED_PYTHON_LOCK].splitlines()[-1] == (
+        f"{'ab' * 32} https://mirror.example/{KEY}.tar.gz {UV_DIR}/{KEY} {LINK}")
+    assert files[INSTALL_MANAGED_PYTHON] == (templates_dir() / INSTALL_MANAGED_PYTHON).read_text()
+    docker = str(files["Dockerfile"])
+    unpack = docker.index("install-managed-python.py /tmp/synth/managed-python.lock")
+    assert unpack < docker.index(f"RUN {LINK}/bin/python3 -m venv --without-pip /opt/venv")
+    assert "managed-python.lock" in str(files["README.md"])
+    # The same plan renders the same files.
+    again = render_artifact(plan, report, [lock])
+    assert again[MANAGED_PYTHON_LOCK] == files[MANAGED_PYTHON_LOCK]
+    assert again["Dockerfile"] == files["Dockerfile"]
+
+
+def test_an_unresolved_interpreter_is_not_rendered(tmp_path: Path) -> None:
+    plan, report = distill(load_run(_managed_run(tmp_path)))
+    with pytest.raises(ExportError, match="not resolved"):
+        render_artifact(plan, report, [])
+
+
+# --- the archive: made here, resolved by the real uv, unpacked by the real script ---------
+
+def _archive(tmp_path: Path, extra: list[tarfile.TarInfo] | None = None) -> Path:
+    """A python-build-standalone-shaped archive: python/bin/python3.11 and its link."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        body = b"#!/bin/sh\necho managed\n"
+        info = tarfile.TarInfo("python/bin/python3.11")
+        info.size, info.mode = len(body), 0o755
+        tar.addfile(info, io.BytesIO(body))
+        link = tarfile.TarInfo("python/bin/python3")
+        link.type, link.linkname = tarfile.SYMTYPE, "python3.11"
+        tar.addfile(link)
+        for member in extra or []:
+            tar.addfile(member, io.BytesIO(b"x" * member.size) if member.isreg() else None)
+    path = tmp_path / "cpython-3.11.2+20230207-x86_64-unknown-linux-gnu-install_only.tar.gz"
+    path.write_bytes(buf.getvalue())
+    return path
+
+
+def _downloads_json(tmp_path: Path, url: str, sha256: str) -> Path:
+    doc = {KEY: {"name": "cpython", "arch": {"family": "x86_64", "variant": None},
+                 "os": "linux", "libc": "gnu", "major": 3, "minor": 11, "patch": 2,
+                 "prerelease": "", "url": url, "sha256": sha256, "variant": None}}
+    path = tmp_path / "downloads.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_the_export_asks_uv_for_the_archive_and_hashes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    archive = _archive(tmp_path)
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    listing = _downloads_json(tmp_path, archive.as_uri(), digest)
+    plan, _ = distill(load_run(_managed_run(tmp_path)))
+    plan = replace(plan, pythons=tuple(replace(p, downloads_json_url=str(listing))
+                                       for p in plan.pythons))
+    settings = Settings.load(artifacts_dir=tmp_path)
+    assert download_url(plan.pythons[0], settings) == archive.as_uri()
+    resolved = resolve_pythons(plan, settings, None).pythons[0]
+    assert (resolved.url, resolved.sha256) == (archive.as_uri(), digest)
+    # uv names nothing for a build the list lacks: a located error, not a guess.
+    other = replace(plan.pythons[0], key="cpython-3.12.9-linux-x86_64-gnu",
+                    downloads_json_url=str(listing))
+    with pytest.raises(ExportError, match="names no download for the run's interpreter"):
+        download_url(other, settings)
+
+
+def _install(tmp_path: Path, lock_line: str, *args: str) -> subprocess.CompletedProcess[str]:
+    lock = tmp_path / "managed-python.lock"
+    lock.write_text("# a comment\n" + lock_line + "\n")
+    script = templates_dir() / INSTALL_MANAGED_PYTHON
+    return subprocess.run([sys.executable, str(script), str(lock), *args],
+                          capture_output=True, text=True, check=False)
+
+
+def test_the_installer_unpacks_at_the_prefix_and_makes_the_links(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    prefix, link = tmp_path / "uv" / KEY, tmp_path / "uv" / "cpython-3.11-linux-x86_64-gnu"
+    done = _install(tmp_path, f"{digest} {archive.as_uri()} {prefix} {link}")
+    assert done.returncode == 0, done.stderr
+    assert (prefix / "bin" / "python3.11").read_bytes().endswith(b"echo managed\n")
+    assert (prefix / "bin" / "python3").readlink() == Path("python3.11")
+    assert link.readlink() == prefix
+    # From a folder of archives (the bundle) by file name, with no URL reachable.
+    again = tmp_path / "again" / KEY
+    done = _install(tmp_path, f"{digest} https://unreachable.invalid/{archive.name} {again}",
+                    str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert (again / "bin" / "python3.11").is_file()
+
+
+def test_the_installer_refuses_other_bytes_and_links_out(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    prefix = tmp_path / "uv" / KEY
+    done = _install(tmp_path, f"{'0' * 64} {archive.as_uri()} {prefix}")
+    assert done.returncode == 1 and "does not match its sha256" in done.stderr
+    assert not prefix.exists()
+    out = tarfile.TarInfo("python/lib/evil")
+    out.type, out.linkname = tarfile.SYMTYPE, "../../../etc/passwd"
+    bad = _archive(tmp_path, [out])
+    digest = hashlib.sha256(bad.read_bytes()).hexdigest()
+    done = _install(tmp_path, f"{digest} {bad.as_uri()} {prefix}")
+    assert done.returncode == 1 and "link out of the interpreter" in done.stderr
+    assert not prefix.exists()
