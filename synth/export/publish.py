@@ -166,9 +166,42 @@ def _conda_components(plan: BuildPlan) -> list[Any]:
     return out
 
 
+def _python_components(plan: BuildPlan) -> list[Any]:
+    """The interpreters uv downloaded (python-build-standalone builds), as ``pkg:generic``
+    purls with their archive's URL and sha256, and the path the build unpacks them at."""
+    from cyclonedx.model import (
+        ExternalReference,
+        ExternalReferenceType,
+        HashAlgorithm,
+        HashType,
+        Property,
+        XsUri,
+    )
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
+    out = []
+    for p in plan.pythons:
+        if not p.url or not p.sha256:
+            continue
+        name = p.key.split("-", 1)[0]  # cpython
+        out.append(Component(
+            name=name, version=p.version, type=ComponentType.APPLICATION,
+            purl=PackageURL(type="generic", name=name, version=p.version,
+                            qualifiers={"download_url": p.url,
+                                        "checksum": f"sha256:{p.sha256}"}),
+            bom_ref=f"python:{p.prefix}", description=f"{p.key}, downloaded by {p.tool}",
+            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=p.sha256)],
+            external_references=[ExternalReference(
+                type=ExternalReferenceType.DISTRIBUTION, url=XsUri(p.url))],
+            properties=[Property(name="synth:install-prefix", value=p.prefix)]))
+    return out
+
+
 def sbom_json(plan: BuildPlan, locks: Sequence[Lock], epoch: int, inputs: SbomInputs) -> str:
     """A CycloneDX 1.6 JSON SBOM of the base image's Debian packages, apt.lock, the conda
-    and Python locks and what is built from source, with synth as the tool; validated."""
+    and Python locks, the downloaded interpreters and what is built from source, with synth
+    as the tool; validated."""
     from cyclonedx.model import HashAlgorithm, HashType
     from cyclonedx.model.bom import Bom
     from cyclonedx.model.component import Component, ComponentType
@@ -202,7 +235,8 @@ def sbom_json(plan: BuildPlan, locks: Sequence[Lock], epoch: int, inputs: SbomIn
                 name=pin.name, version=pin.version, type=ComponentType.LIBRARY, purl=purl,
                 bom_ref=f"pypi:{lock.env.prefix}:{pin.name}@{pin.version}",
                 hashes=[HashType(alg=HashAlgorithm.SHA_256, content=h) for h in pin.hashes]))
-    for component in (*_conda_components(plan), *_local_components(plan)):
+    for component in (*_conda_components(plan), *_python_components(plan),
+                      *_local_components(plan)):
         bom.components.add(component)
     # Every component is in the image: the root depends on them all, the base on its own.
     bom.register_dependency(root, list(bom.components))

@@ -12,20 +12,22 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from distill_runs import cmd, dist, make_run_dir, system_python
+from distill_runs import NO_ENGINE, cmd, dist, fake_base, make_run_dir, system_python
 from msgspec.structs import replace
 
 from synth.config import Settings
 from synth.distill.load import load_run
-from synth.distill.plan import distill
+from synth.distill.plan import PythonEnvPlan, distill
 from synth.errors import ExportError
-from synth.export.lock import Lock, LockedPin
+from synth.export.artifact import ExportOptions, export_run
+from synth.export.lock import Lock, LockedPin, LockTarget
 from synth.export.managed_python import (
     INSTALL_MANAGED_PYTHON,
     MANAGED_PYTHON_LOCK,
     download_url,
     resolve_pythons,
 )
+from synth.export.metadata import CitationOptions
 from synth.export.render import render_artifact, templates_dir
 from synth.formats.plan import ManagedPython
 
@@ -35,14 +37,14 @@ LINK = f"{UV_DIR}/cpython-3.11-linux-x86_64-gnu"
 JSON_URL = "http://10.0.0.1:8000/downloads.json"
 
 
-def _managed_run(tmp_path: Path) -> Path:
+def _managed_run(tmp_path: Path, json_url: str = JSON_URL) -> Path:
     uv_python = {"path": f"{UV_DIR}/{KEY}/bin/python3", "kind": "uv", "version": "3.11.2",
                  "prefix": f"{UV_DIR}/{KEY}", "base_prefix": f"{UV_DIR}/{KEY}",
                  "created_by_agent": True, "distributions": []}
     venv = {"path": "/opt/venv/bin/python", "kind": "venv", "version": "3.11.2",
             "prefix": "/opt/venv", "base_prefix": LINK, "created_by_agent": True,
             "distributions": [dist("six", "1.17.0", installer="uv")]}
-    audit = [cmd(f"UV_PYTHON_DOWNLOADS_JSON_URL={JSON_URL} uv python install 3.11.2"),
+    audit = [cmd(f"UV_PYTHON_DOWNLOADS_JSON_URL={json_url} uv python install 3.11.2"),
              cmd("uv venv -p 3.11 /opt/venv"),
              cmd("uv pip install --python /opt/venv six==1.17.0")]
     return make_run_dir(tmp_path, audit, python=[system_python(), uv_python, venv])
@@ -191,3 +193,33 @@ def test_the_installer_refuses_other_bytes_and_links_out(tmp_path: Path) -> None
     done = _install(tmp_path, f"{digest} {bad.as_uri()} {prefix}")
     assert done.returncode == 1 and "link out of the interpreter" in done.stderr
     assert not prefix.exists()
+
+
+def _fake_locker(env: PythonEnvPlan, _target: LockTarget) -> Lock:
+    return Lock(env=env, pins=tuple(LockedPin(n, v, ("cd" * 32,)) for n, v in env.pins),
+                locker="fake")
+
+
+def test_an_export_pins_the_archive_and_lists_it_in_the_sbom(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole export, offline: the run's downloads list is a file here, naming a file://
+    archive; twice, byte for byte; the SBOM names the interpreter with its URL and digest."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    archive = _archive(tmp_path)
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    listing = _downloads_json(tmp_path, archive.as_uri(), digest)
+    run_dir = _managed_run(tmp_path, json_url=str(listing))
+    settings = Settings.load(artifacts_dir=tmp_path)
+    arts = [export_run(ExportOptions(
+        run_dir, out_dir=tmp_path / name, locker=_fake_locker, ask_live=False, archive=True,
+        citation=CitationOptions(authors=("Ada Lovelace",), license="mit"),
+        save_base=fake_base(run_dir)), settings, NO_ENGINE).artifact_dir for name in "ab"]
+    lock = (arts[0] / MANAGED_PYTHON_LOCK).read_text().splitlines()[-1]
+    assert lock == f"{digest} {archive.as_uri()} {UV_DIR}/{KEY} {LINK}"
+    for name in (MANAGED_PYTHON_LOCK, "Dockerfile", "plan.json", "sbom.cdx.json"):
+        assert (arts[0] / name).read_bytes() == (arts[1] / name).read_bytes(), name
+    components = json.loads((arts[0] / "sbom.cdx.json").read_text())["components"]
+    python = next(c for c in components if c.get("bom-ref") == f"python:{UV_DIR}/{KEY}")
+    assert python["purl"].startswith("pkg:generic/cpython@3.11.2?checksum=sha256:" + digest)
+    assert python["hashes"] == [{"alg": "SHA-256", "content": digest}]
+    assert python["externalReferences"] == [{"type": "distribution", "url": archive.as_uri()}]
