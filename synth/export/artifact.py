@@ -391,7 +391,8 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
         classified=classified, allow_missing=opts.allow_missing)
     try:
         plan, report = leave_out(plan, report, opts.without)
-        plan = resolve_pythons(plan, settings, live if opts.ask_live else None)
+        plan = resolve_pythons(plan, settings, live if opts.ask_live else None,
+                               allow_missing=opts.allow_missing)
         locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle,
                           opts.locker, _source_dir(run, plan))
         plan, report, locks = with_uv_sync(plan, report, locks,

@@ -34,11 +34,33 @@ MANAGED_PYTHON_LOCK = "managed-python.lock"
 INSTALL_MANAGED_PYTHON = "install-managed-python.py"
 
 
-def resolve_pythons(plan: BuildPlan, settings: Settings, live: LiveImage | None) -> BuildPlan:
-    """``plan`` with the URL and sha256 of each downloaded interpreter's archive."""
-    if not plan.pythons:
-        return plan
-    return replace(plan, pythons=tuple(_resolve(p, settings, live) for p in plan.pythons))
+def resolve_pythons(plan: BuildPlan, settings: Settings, live: LiveImage | None, *,
+                    allow_missing: bool = False) -> BuildPlan:
+    """``plan`` with the URL and sha256 of each downloaded interpreter's archive. One that
+    cannot be resolved stops the export, unless ``allow_missing``: its venvs are then made
+    from the base's ``python3``, and ``plan.missing`` says so."""
+    resolved = []
+    for p in plan.pythons:
+        try:
+            resolved.append(_resolve(p, settings, live))
+        except ExportError as exc:
+            if not allow_missing:
+                raise ExportError(exc.message, hint=(exc.hint or "") + " --allow-missing "
+                                  "exports it anyway, the venvs made from the base's "
+                                  "python3, and says so at the top of the report.",
+                                  path=exc.path) from exc
+            plan = _without(plan, p, exc.message)
+    return replace(plan, pythons=tuple(resolved))
+
+
+def _without(plan: BuildPlan, p: ManagedPython, why: str) -> BuildPlan:
+    """``plan`` making the venvs of ``p`` from the base's ``python3`` instead."""
+    pythons3 = {f"{home}/bin/python3" for home in (p.prefix, *p.links)}
+    envs = tuple(replace(e, create=("python3", *e.create[1:]))
+                 if e.create[:1] and e.create[0] in pythons3 else e for e in plan.envs)
+    return replace(plan, envs=envs, missing=(
+        *plan.missing, f"the uv-managed Python {p.key} at {p.prefix} (its venvs are made from "
+        f"the base's python3 instead): {why}"))
 
 
 def _resolve(p: ManagedPython, settings: Settings, live: LiveImage | None) -> ManagedPython:

@@ -223,3 +223,28 @@ def test_an_export_pins_the_archive_and_lists_it_in_the_sbom(
     assert python["purl"].startswith("pkg:generic/cpython@3.11.2?checksum=sha256:" + digest)
     assert python["hashes"] == [{"alg": "SHA-256", "content": digest}]
     assert python["externalReferences"] == [{"type": "distribution", "url": archive.as_uri()}]
+
+
+def test_an_archive_that_cannot_be_resolved_stops_the_export_unless_allowed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The downloads list is gone at export time: a located error naming the way out;
+    --allow-missing makes the venv from the base's python3 and says so at the report's top."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    run_dir = _managed_run(tmp_path, json_url=str(tmp_path / "gone.json"))
+    settings = Settings.load(artifacts_dir=tmp_path)
+
+    def export(name: str, allow: bool) -> Path:
+        return export_run(ExportOptions(run_dir, out_dir=tmp_path / name, locker=_fake_locker,
+                                        ask_live=False, allow_missing=allow),
+                          settings, NO_ENGINE).artifact_dir
+
+    with pytest.raises(ExportError) as err:
+        export("refused", False)
+    assert KEY in err.value.message and "--allow-missing" in (err.value.hint or "")
+    assert not (tmp_path / "refused").exists()
+    art = export("allowed", True)
+    assert not (art / MANAGED_PYTHON_LOCK).exists()
+    assert "RUN python3 -m venv --without-pip /opt/venv" in (art / "Dockerfile").read_text()
+    report = (art / "export-report.md").read_text()
+    top = report[:report.index("## NOT REPRODUCED") + 600]
+    assert f"the uv-managed Python {KEY}" in top, top
