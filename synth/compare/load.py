@@ -47,7 +47,7 @@ from synth.formats import artifact_files
 from synth.formats.claims import Claims
 from synth.formats.fingerprint import Fingerprint
 from synth.formats.manifest import Manifest
-from synth.formats.plan import PLAN_FILE, BuildPlan, DistillReport, NativeStep
+from synth.formats.plan import MANAGED_PYTHON_LOCK, PLAN_FILE, BuildPlan, DistillReport, NativeStep
 from synth.formats.store import MANIFEST, PLAN, ArtifactDir, RunDir, is_dir, load, read_verify
 from synth.formats.verify import VerifyDocument
 from synth.record.rundir import find_run, read_run, trust_problems
@@ -565,6 +565,12 @@ def lock_fields(directory: Path) -> dict[str, str]:
                 name, sep, rest = line.strip().partition("=")
                 if sep and not name.startswith("#"):
                     out[f"{path.name}: {name}"] = " ".join(rest.split()[:3])
+            continue
+        if path.name == MANAGED_PYTHON_LOCK:  # SHA256 URL PREFIX [LINK…]
+            for words in (line.split() for line in text.splitlines()
+                          if not line.startswith("#")):
+                if len(words) >= 3:
+                    out[f"{path.name}: {words[2]}"] = f"{words[1]} sha256:{words[0]}"
             continue
         for name, value in _pip_lock_pins(text).items():
             out[f"{path.name}: {name}"] = value

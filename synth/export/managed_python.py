@@ -28,9 +28,8 @@ from synth.config import Settings
 from synth.errors import ExportError
 from synth.export.bundle import fetch_hashed
 from synth.export.live_facts import LiveImage
-from synth.formats.plan import BuildPlan, ManagedPython
+from synth.formats.plan import MANAGED_PYTHON_LOCK, BuildPlan, ManagedPython
 
-MANAGED_PYTHON_LOCK = "managed-python.lock"
 INSTALL_MANAGED_PYTHON = "install-managed-python.py"
 
 

@@ -40,15 +40,12 @@ from synth.export.build_lock import INSTALL_UV_SCRIPT, native_build_constraints
 from synth.export.bundle import BUILD_VENDOR, describe
 from synth.export.conda_lock import CONDA_INSTALL_SCRIPT, CONDA_INSTALLER_LOCK, conda_files
 from synth.export.lock import Lock, render_lock
-from synth.export.managed_python import (
-    INSTALL_MANAGED_PYTHON,
-    MANAGED_PYTHON_LOCK,
-    managed_python_files,
-)
+from synth.export.managed_python import INSTALL_MANAGED_PYTHON, managed_python_files
 from synth.export.metadata import Publication, default_publication, oci_labels
 from synth.formats.export_report import ExportReport, decision_counts
 from synth.formats.manifest import BundleSummary
 from synth.formats.plan import (
+    MANAGED_PYTHON_LOCK,
     PLAN_FILE,
     BuildPlan,
     CommandOutcome,

@@ -19,6 +19,8 @@ from synth.formats.state import DebRecord
 PLAN_FORMAT: Final = 2
 #: Its name in an artifact: diff and verify read it, never the rendered Dockerfile.
 PLAN_FILE = "plan.json"
+#: The artifact's lock of ``plan.pythons``: ``SHA256 URL PREFIX [LINK…]`` per interpreter.
+MANAGED_PYTHON_LOCK = "managed-python.lock"
 #: Where an artifact keeps the files it carries (``carried/<absolute path>``).
 CARRIED_DIR = "carried"
 

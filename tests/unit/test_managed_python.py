@@ -21,15 +21,10 @@ from synth.distill.plan import PythonEnvPlan, distill
 from synth.errors import ExportError
 from synth.export.artifact import ExportOptions, export_run
 from synth.export.lock import Lock, LockedPin, LockTarget
-from synth.export.managed_python import (
-    INSTALL_MANAGED_PYTHON,
-    MANAGED_PYTHON_LOCK,
-    download_url,
-    resolve_pythons,
-)
+from synth.export.managed_python import INSTALL_MANAGED_PYTHON, download_url, resolve_pythons
 from synth.export.metadata import CitationOptions
 from synth.export.render import render_artifact, templates_dir
-from synth.formats.plan import ManagedPython
+from synth.formats.plan import MANAGED_PYTHON_LOCK, ManagedPython
 
 UV_DIR = "/root/.local/share/uv/python"
 KEY = "cpython-3.11.2-linux-x86_64-gnu"
@@ -248,3 +243,13 @@ def test_an_archive_that_cannot_be_resolved_stops_the_export_unless_allowed(
     report = (art / "export-report.md").read_text()
     top = report[:report.index("## NOT REPRODUCED") + 600]
     assert f"the uv-managed Python {KEY}" in top, top
+
+
+def test_diff_reads_the_interpreter_lock_by_path(tmp_path: Path) -> None:
+    from synth.compare.load import lock_fields
+
+    (tmp_path / MANAGED_PYTHON_LOCK).write_text(
+        f"# header\n{'ab' * 32} https://m.example/{KEY}.tar.gz {UV_DIR}/{KEY} {LINK}\n")
+    assert lock_fields(tmp_path) == {
+        f"{MANAGED_PYTHON_LOCK}: {UV_DIR}/{KEY}":
+            f"https://m.example/{KEY}.tar.gz sha256:{'ab' * 32}"}
