@@ -90,19 +90,28 @@ def _fetch(url: str, sha256: str, settings: Settings) -> Path | None:
     return cached
 
 
-def fetch_hashed(url: str, settings: Settings) -> tuple[Path, str]:
+def fetch_hashed(url: str, settings: Settings, max_bytes: int) -> tuple[Path, str]:
     """The file at ``url`` whose digest is not known yet: downloaded into the cache, named by
-    its sha256 (so that :func:`_fetch` finds it there later); ``(path, sha256)``."""
+    its sha256 (so that :func:`_fetch` finds it there later); ``(path, sha256)``. One over
+    ``max_bytes`` is refused."""
     cache = _cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     tmp = cache / f".new.{os.getpid()}.part"
     digest = hashlib.sha256()
+    size = 0
     try:
         with urllib.request.urlopen(url, timeout=300, context=_ssl_context(settings)) as resp, \
                 tmp.open("wb") as fh:
             while chunk := resp.read(1 << 20):
+                size += len(chunk)
+                if size > max_bytes:
+                    raise ExportError(f"{url} is larger than {max_bytes >> 20} MiB: not "
+                                      "downloaded.")
                 digest.update(chunk)
                 fh.write(chunk)
+    except ExportError:
+        tmp.unlink(missing_ok=True)
+        raise
     except (OSError, ValueError) as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError) and exc.errno in FULL_ERRNOS:

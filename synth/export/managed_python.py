@@ -4,9 +4,11 @@ Distill names each build (``cpython-3.11.2-linux-x86_64-gnu``) and where the run
 told to look (synth.distill.managed_python). Here the export asks uv (the one that locks,
 :func:`uv.find_uv_bin`) which archive that build is, with the same downloads list and
 mirror, downloads it once to learn its sha256 (kept in the bundle cache, so ``--bundle``
-does not download it again), and, where the live image is at hand, checks that the archive's
-interpreter is byte for byte the one the run installed: a uv of another version may name
-another release for the same build.
+does not download it again), checks that it is an interpreter's archive and, where the live
+image is at hand, that its interpreter is byte for byte the one the run installed (a uv of
+another version may name another release for the same build). The list, the mirror and so
+the URL come from what the run's commands named: only http(s) is asked, a path is the
+container's, and nothing but an interpreter's archive reaches the artifact.
 
 - ``managed-python.lock``: one line per interpreter: ``sha256 URL PREFIX [LINK…]``.
 - ``install-managed-python.py`` (``templates/``): fetches each archive (or takes it from
@@ -31,6 +33,8 @@ from synth.export.live_facts import LiveImage
 from synth.formats.plan import MANAGED_PYTHON_LOCK, BuildPlan, ManagedPython
 
 INSTALL_MANAGED_PYTHON = "install-managed-python.py"
+#: python-build-standalone's archives are tens of MB (a full debug build a few hundred).
+MAX_ARCHIVE_BYTES = 1 << 30
 
 
 def resolve_pythons(plan: BuildPlan, settings: Settings, live: LiveImage | None, *,
@@ -64,15 +68,28 @@ def _without(plan: BuildPlan, p: ManagedPython, why: str) -> BuildPlan:
 
 def _resolve(p: ManagedPython, settings: Settings, live: LiveImage | None) -> ManagedPython:
     url = download_url(p, settings)
-    path, sha256 = fetch_hashed(url, settings)
-    if live is not None and live.ref is not None:
-        _check_against_live(p, url, path, live)
+    if not _is_http(url):
+        raise ExportError(f"uv names {url} as the archive of {p.key}: only an http(s) URL is "
+                          "fetched (a file's path is the container's, not this machine's).",
+                          hint="Serve the archive over http(s).")
+    path, sha256 = fetch_hashed(url, settings, MAX_ARCHIVE_BYTES)
+    _check_archive(p, url, path, live if live is not None and live.ref is not None else None)
     return replace(p, url=url, sha256=sha256)
+
+
+def _is_http(url: str) -> bool:
+    return url.startswith(("http://", "https://"))
 
 
 def download_url(p: ManagedPython, settings: Settings) -> str:
     """The archive uv downloads for ``p.key``, asked with the run's downloads list and
     mirror (``uv python list --only-downloads``)."""
+    for what, value in (("downloads list", p.downloads_json_url), ("mirror", p.mirror)):
+        if value and not _is_http(value):  # what the agent named, read on this machine
+            raise ExportError(f"The run's uv was given the {what} {value}: a path in the "
+                              "container, which this machine does not read; only an http(s) "
+                              f"URL is asked for the archive of {p.key}.",
+                              hint="Serve it over http(s) in the run.")
     argv = [find_uv_bin(), "python", "list", "--only-downloads", "--all-versions",
             "--output-format", "json", "--no-config"]
     if p.downloads_json_url:
@@ -113,19 +130,24 @@ def _uv_version() -> str:
     return proc.stdout.split()[1] if proc.stdout.count(" ") else "?"
 
 
-def _check_against_live(p: ManagedPython, url: str, archive: Path, live: LiveImage) -> None:
-    """The archive's interpreter executable is the live one, byte for byte."""
-    minor = ".".join(p.version.split(".")[:2])
-    name = f"bin/python{minor}"
+def _check_archive(p: ManagedPython, url: str, archive: Path, live: LiveImage | None) -> None:
+    """The archive is an interpreter's (a tar with ``python/bin/python3.X``), and with the
+    live image at hand, that executable is the live one, byte for byte. Anything else is
+    refused: the URL came from what the run named, and only an interpreter's archive may
+    reach the artifact (``--bundle`` copies it in)."""
+    name = f"bin/python{'.'.join(p.version.split('.')[:2])}"
     try:
         with tarfile.open(archive, "r:*") as tar:
             member = tar.extractfile(f"python/{name}")
             packed = member.read() if member is not None else None
     except (tarfile.TarError, KeyError, OSError, EOFError):
-        packed = None  # not a tar this Python reads (zstd): the build's sha256 still holds
+        packed = None
     if packed is None:
-        return
-    running = live.container().read_file(f"{p.prefix}/{name}")
+        raise ExportError(f"{url} (named for {p.key}) is not an interpreter's archive this "
+                          f"export can read: no python/{name} in a tar.",
+                          hint="uv's python-build-standalone builds are .tar.gz archives "
+                          "with the interpreter under python/.")
+    running = live.container().read_file(f"{p.prefix}/{name}") if live is not None else None
     if running is not None and running != packed:
         raise ExportError(
             f"The archive uv names for {p.key} ({url}) holds another {name} than the one the "

@@ -9,9 +9,11 @@ import json
 import subprocess
 import sys
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conda_channel import serve
 from distill_runs import NO_ENGINE, cmd, dist, fake_base, make_run_dir, system_python
 from msgspec.structs import replace
 
@@ -24,7 +26,7 @@ from synth.export.lock import Lock, LockedPin, LockTarget
 from synth.export.managed_python import INSTALL_MANAGED_PYTHON, download_url, resolve_pythons
 from synth.export.metadata import CitationOptions
 from synth.export.render import render_artifact, templates_dir
-from synth.formats.plan import MANAGED_PYTHON_LOCK, ManagedPython
+from synth.formats.plan import MANAGED_PYTHON_LOCK, BuildPlan, ManagedPython
 
 UV_DIR = "/root/.local/share/uv/python"
 KEY = "cpython-3.11.2-linux-x86_64-gnu"
@@ -121,33 +123,70 @@ def _archive(tmp_path: Path, extra: list[tarfile.TarInfo] | None = None) -> Path
     return path
 
 
-def _downloads_json(tmp_path: Path, url: str, sha256: str) -> Path:
+def _downloads_json(root: Path, url: str, sha256: str) -> Path:
     doc = {KEY: {"name": "cpython", "arch": {"family": "x86_64", "variant": None},
                  "os": "linux", "libc": "gnu", "major": 3, "minor": 11, "patch": 2,
                  "prerelease": "", "url": url, "sha256": sha256, "variant": None}}
-    path = tmp_path / "downloads.json"
+    path = root / "downloads.json"
     path.write_text(json.dumps(doc))
     return path
 
 
-def test_the_export_asks_uv_for_the_archive_and_hashes_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str, str]]:
+    """The archive and a downloads list naming it, served on 127.0.0.1: (list URL, archive
+    URL, sha256). The bundle cache is the test's own."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    archive = _archive(tmp_path)
+    root = tmp_path / "mirror"
+    root.mkdir()
+    archive = _archive(root)
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-    listing = _downloads_json(tmp_path, archive.as_uri(), digest)
-    plan, _ = distill(load_run(_managed_run(tmp_path)))
-    plan = replace(plan, pythons=tuple(replace(p, downloads_json_url=str(listing))
+    with serve(root, "127.0.0.1") as base:
+        url = f"{base}/{archive.name.replace('+', '%2B')}"
+        _downloads_json(root, url, digest)
+        yield f"{base}/downloads.json", url, digest
+
+
+def _with_list(plan: BuildPlan, listing: str) -> BuildPlan:
+    return replace(plan, pythons=tuple(replace(p, downloads_json_url=listing)
                                        for p in plan.pythons))
+
+
+def test_the_export_asks_uv_for_the_archive_and_hashes_it(
+        tmp_path: Path, mirror: tuple[str, str, str]) -> None:
+    listing, url, digest = mirror
+    plan = _with_list(distill(load_run(_managed_run(tmp_path)))[0], listing)
     settings = Settings.load(artifacts_dir=tmp_path)
-    assert download_url(plan.pythons[0], settings) == archive.as_uri()
+    assert download_url(plan.pythons[0], settings) == url
     resolved = resolve_pythons(plan, settings, None).pythons[0]
-    assert (resolved.url, resolved.sha256) == (archive.as_uri(), digest)
+    assert (resolved.url, resolved.sha256) == (url, digest)
     # uv names nothing for a build the list lacks: a located error, not a guess.
-    other = replace(plan.pythons[0], key="cpython-3.12.9-linux-x86_64-gnu",
-                    downloads_json_url=str(listing))
+    other = replace(plan.pythons[0], key="cpython-3.12.9-linux-x86_64-gnu")
     with pytest.raises(ExportError, match="names no download for the run's interpreter"):
         download_url(other, settings)
+
+
+def test_only_an_interpreter_archive_over_http_reaches_the_artifact(
+        tmp_path: Path, mirror: tuple[str, str, str]) -> None:
+    """The list and the archive's URL come from what the agent named: a container path is not
+    read on this machine, a file:// archive is not fetched, and what is not an interpreter's
+    archive (a host file, a metadata service's answer) is refused before any artifact."""
+    listing, _url, _digest = mirror
+    plan = distill(load_run(_managed_run(tmp_path)))[0]
+    settings = Settings.load(artifacts_dir=tmp_path)
+    with pytest.raises(ExportError, match="a path in the container"):
+        resolve_pythons(_with_list(plan, "/root/.ssh/downloads.json"), settings, None)
+    secret = tmp_path / "mirror" / "secret.txt"
+    secret.write_text("host secret\n")
+    for i, (bad, why) in enumerate(((secret.as_uri(), "only an http"),
+                                    (listing.replace("downloads.json", "secret.txt"),
+                                     "not an interpreter's archive"))):
+        doc = tmp_path / "mirror" / f"bad{i}.json"
+        doc.write_text((tmp_path / "mirror" / "downloads.json").read_text().replace(
+            _url, bad))
+        with pytest.raises(ExportError, match=why):
+            resolve_pythons(_with_list(plan, listing.replace("downloads", f"bad{i}")),
+                            settings, None)
 
 
 def _install(tmp_path: Path, lock_line: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -196,36 +235,32 @@ def _fake_locker(env: PythonEnvPlan, _target: LockTarget) -> Lock:
 
 
 def test_an_export_pins_the_archive_and_lists_it_in_the_sbom(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The whole export, offline: the run's downloads list is a file here, naming a file://
-    archive; twice, byte for byte; the SBOM names the interpreter with its URL and digest."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    archive = _archive(tmp_path)
-    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-    listing = _downloads_json(tmp_path, archive.as_uri(), digest)
-    run_dir = _managed_run(tmp_path, json_url=str(listing))
+        tmp_path: Path, mirror: tuple[str, str, str]) -> None:
+    """The whole export: twice, byte for byte; the SBOM names the interpreter with its URL
+    and digest."""
+    listing, url, digest = mirror
+    run_dir = _managed_run(tmp_path, json_url=listing)
     settings = Settings.load(artifacts_dir=tmp_path)
     arts = [export_run(ExportOptions(
         run_dir, out_dir=tmp_path / name, locker=_fake_locker, ask_live=False, archive=True,
         citation=CitationOptions(authors=("Ada Lovelace",), license="mit"),
         save_base=fake_base(run_dir)), settings, NO_ENGINE).artifact_dir for name in "ab"]
     lock = (arts[0] / MANAGED_PYTHON_LOCK).read_text().splitlines()[-1]
-    assert lock == f"{digest} {archive.as_uri()} {UV_DIR}/{KEY} {LINK}"
+    assert lock == f"{digest} {url} {UV_DIR}/{KEY} {LINK}"
     for name in (MANAGED_PYTHON_LOCK, "Dockerfile", "plan.json", "sbom.cdx.json"):
         assert (arts[0] / name).read_bytes() == (arts[1] / name).read_bytes(), name
     components = json.loads((arts[0] / "sbom.cdx.json").read_text())["components"]
     python = next(c for c in components if c.get("bom-ref") == f"python:{UV_DIR}/{KEY}")
     assert python["purl"].startswith("pkg:generic/cpython@3.11.2?checksum=sha256:" + digest)
     assert python["hashes"] == [{"alg": "SHA-256", "content": digest}]
-    assert python["externalReferences"] == [{"type": "distribution", "url": archive.as_uri()}]
+    assert python["externalReferences"] == [{"type": "distribution", "url": url}]
 
 
 def test_an_archive_that_cannot_be_resolved_stops_the_export_unless_allowed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, mirror: tuple[str, str, str]) -> None:
     """The downloads list is gone at export time: a located error naming the way out;
     --allow-missing makes the venv from the base's python3 and says so at the report's top."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    run_dir = _managed_run(tmp_path, json_url=str(tmp_path / "gone.json"))
+    run_dir = _managed_run(tmp_path, json_url=mirror[0].replace("downloads", "gone"))
     settings = Settings.load(artifacts_dir=tmp_path)
 
     def export(name: str, allow: bool) -> Path:
