@@ -128,20 +128,26 @@ def _package(dest: Path, name: str, version: str, build: str,
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:bz2", compresslevel=1) as tar:
         for path, content in [*sorted(meta.items()), *sorted(files.items())]:
-            info = tarfile.TarInfo(path)
-            info.mtime = EPOCH
-            if isinstance(content, str):
-                info.type, info.linkname = tarfile.SYMTYPE, content
-                tar.addfile(info)
-                continue
-            info.size = len(content)
-            executable = path.startswith("bin/") or content[:4] == b"\x7fELF"
-            info.mode = 0o755 if executable else 0o644
-            tar.addfile(info, io.BytesIO(content))
+            add_member(tar, path, content)
     data = buf.getvalue()
     (dest / fn).write_bytes(data)
     return {fn: {**index, "md5": hashlib.md5(data).hexdigest(),
                  "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}}
+
+
+def add_member(tar: tarfile.TarFile, path: str, content: bytes | str) -> None:
+    """A file (bytes) or a symbolic link (its target), at the fixed time; executables (right
+    in a ``bin`` folder, or ELF) 0755."""
+    info = tarfile.TarInfo(path)
+    info.mtime = EPOCH
+    if isinstance(content, str):
+        info.type, info.linkname = tarfile.SYMTYPE, content
+        tar.addfile(info)
+        return
+    info.size = len(content)
+    executable = path.rsplit("/", 2)[-2:-1] == ["bin"] or content[:4] == b"\x7fELF"
+    info.mode = 0o755 if executable else 0o644
+    tar.addfile(info, io.BytesIO(content))
 
 
 @functools.lru_cache(maxsize=1)

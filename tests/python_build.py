@@ -16,7 +16,7 @@ import json
 import tarfile
 from pathlib import Path
 
-from conda_channel import EPOCH, debian_python
+from conda_channel import add_member, debian_python
 
 KEY = "cpython-3.11.2-linux-x86_64-gnu"
 ARCHIVE = "cpython-3.11.2+20230207-x86_64-unknown-linux-gnu-install_only.tar.gz"
@@ -27,15 +27,7 @@ def build_python(root: Path) -> str:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for path, content in sorted(debian_python().items()):
-            info = tarfile.TarInfo(f"python/{path}")
-            info.mtime = EPOCH
-            if isinstance(content, str):
-                info.type, info.linkname = tarfile.SYMTYPE, content
-                tar.addfile(info)
-                continue
-            info.size = len(content)
-            info.mode = 0o755 if path.startswith("bin/") else 0o644
-            tar.addfile(info, io.BytesIO(content))
+            add_member(tar, f"python/{path}", content)
     data = gzip.compress(buf.getvalue(), compresslevel=1, mtime=0)  # the same bytes each time
     root.mkdir(parents=True, exist_ok=True)
     (root / ARCHIVE).write_bytes(data)

@@ -130,10 +130,12 @@ def _local_components(plan: BuildPlan) -> list[Any]:
     return out
 
 
-def _conda_components(plan: BuildPlan) -> list[Any]:
-    """The packages of every recreated conda prefix, as ``pkg:conda`` purls (the package
-    URL spec's qualifiers: ``build``, ``channel``, ``subdir``, ``type``), with the digest
-    the build checks and the archive's URL."""
+def _downloaded_components(plan: BuildPlan) -> list[Any]:
+    """What the build fetches by URL and checks by digest: the packages of every recreated
+    conda prefix, as ``pkg:conda`` purls (the package URL spec's qualifiers: ``build``,
+    ``channel``, ``subdir``, ``type``; the digest the build checks), and the interpreters
+    uv downloaded, as ``pkg:generic`` purls (``download_url``, ``checksum``; the path they are
+    unpacked at); each with its archive's URL as a ``distribution`` reference."""
     from cyclonedx.model import (
         ExternalReference,
         ExternalReferenceType,
@@ -145,13 +147,16 @@ def _conda_components(plan: BuildPlan) -> list[Any]:
     from cyclonedx.model.component import Component, ComponentType
     from packageurl import PackageURL
 
+    def sha256(digest: str) -> HashType:
+        return HashType(alg=HashAlgorithm.SHA_256, content=digest)
+
     out = []
     for env in plan.conda:
         for pin in env.packages:
             kind = "conda" if pin.url.endswith(".conda") else "tar.bz2"
             qualifiers = {"build": pin.build, "channel": pin.channel, "subdir": pin.subdir,
                           "type": kind}
-            hashes = ([HashType(alg=HashAlgorithm.SHA_256, content=pin.sha256)] if pin.sha256
+            hashes = ([sha256(pin.sha256)] if pin.sha256
                       else [HashType(alg=HashAlgorithm.MD5, content=pin.md5)] if pin.md5
                       else [])
             out.append(Component(
@@ -163,24 +168,6 @@ def _conda_components(plan: BuildPlan) -> list[Any]:
                 external_references=[ExternalReference(
                     type=ExternalReferenceType.DISTRIBUTION, url=XsUri(pin.url))],
                 properties=[Property(name="synth:conda-prefix", value=env.prefix)]))
-    return out
-
-
-def _python_components(plan: BuildPlan) -> list[Any]:
-    """The interpreters uv downloaded (python-build-standalone builds), as ``pkg:generic``
-    purls with their archive's URL and sha256, and the path the build unpacks them at."""
-    from cyclonedx.model import (
-        ExternalReference,
-        ExternalReferenceType,
-        HashAlgorithm,
-        HashType,
-        Property,
-        XsUri,
-    )
-    from cyclonedx.model.component import Component, ComponentType
-    from packageurl import PackageURL
-
-    out = []
     for p in plan.pythons:
         if not p.url or not p.sha256:
             continue
@@ -191,7 +178,7 @@ def _python_components(plan: BuildPlan) -> list[Any]:
                             qualifiers={"download_url": p.url,
                                         "checksum": f"sha256:{p.sha256}"}),
             bom_ref=f"python:{p.prefix}", description=f"{p.key}, downloaded by {p.tool}",
-            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=p.sha256)],
+            hashes=[sha256(p.sha256)],
             external_references=[ExternalReference(
                 type=ExternalReferenceType.DISTRIBUTION, url=XsUri(p.url))],
             properties=[Property(name="synth:install-prefix", value=p.prefix)]))
@@ -235,8 +222,7 @@ def sbom_json(plan: BuildPlan, locks: Sequence[Lock], epoch: int, inputs: SbomIn
                 name=pin.name, version=pin.version, type=ComponentType.LIBRARY, purl=purl,
                 bom_ref=f"pypi:{lock.env.prefix}:{pin.name}@{pin.version}",
                 hashes=[HashType(alg=HashAlgorithm.SHA_256, content=h) for h in pin.hashes]))
-    for component in (*_conda_components(plan), *_python_components(plan),
-                      *_local_components(plan)):
+    for component in (*_downloaded_components(plan), *_local_components(plan)):
         bom.components.add(component)
     # Every component is in the image: the root depends on them all, the base on its own.
     bom.register_dependency(root, list(bom.components))

@@ -17,7 +17,6 @@ archive whose bytes changed stops the build.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import shutil
 from pathlib import Path
@@ -25,16 +24,14 @@ from typing import Any
 
 import pytest
 from conda_channel import build_channel, serve
+from replayed import bridge_gateway, rebuilt_offline, replay_and_verify
 
 from synth.config import Settings
 from synth.engine.fingerprint import ImageProbe
 from synth.errors import BuildError
 from synth.export.artifact import ExportOptions, export_run
 from synth.formats.task import load_task
-from synth.record.agents import ReplayAgent
-from synth.record.runner import RunOptions, run_session
 from synth.verify.build import build_artifact
-from synth.verify.command import VerifyOptions, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -58,13 +55,6 @@ JSON
 """
 
 
-def bridge_gateway(engine: Any) -> str:
-    """The host's address on Docker's default bridge: containers reach the host there."""
-    config = engine.client.networks.get("bridge").attrs["IPAM"]["Config"][0]
-    # The engine names the gateway, or leaves it as the subnet's first address.
-    return str(config.get("Gateway") or ipaddress.ip_network(config["Subnet"])[1])
-
-
 def test_a_conda_environment_is_recreated_from_its_lock_with_no_solve(
         engine: Any, ca_bundle: Path | None, wheelhouse: Path | None, tmp_path: Path) -> None:
     settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
@@ -74,18 +64,10 @@ def test_a_conda_environment_is_recreated_from_its_lock_with_no_solve(
         with serve(channel, bridge_gateway(engine)) as url:
             script = tmp_path / "conda.sh"
             script.write_text(TRANSCRIPT.format(url=url, prefix=PREFIX))
-            task = load_task(TASK)
-            result = run_session(RunOptions(task=task, agent=ReplayAgent(script), timeout=900),
-                                 settings, engine, say=lambda _m: None)
-            assert result.status == "succeeded", (result.status, result.run_dir)
-            made.append(str(result.live_image))
+            result, outcome = replay_and_verify(load_task(TASK), script, settings, engine,
+                                                tmp_path / "verify", made)
             _check_capture(result.run_dir, url)
-            outcome = verify(VerifyOptions(target=str(result.run_dir), rebuild=True, live=True,
-                                           out_dir=tmp_path / "verify"), settings, engine,
-                             say=lambda _m: None)
             doc = outcome.document
-            if doc.get("build"):
-                made.append(doc["build"]["image"])
             art = Path(doc["target"]["artifact_dir"])
             # Activated as `conda activate` would: what tinylib's activate.d script sets.
             image_env = engine.client.images.get(doc["build"]["image"]).attrs["Config"]["Env"]
@@ -162,14 +144,7 @@ def _check_offline(art: Path, settings: Settings, engine: Any, tmp_path: Path,
     assert kinds["conda"]["files"] == 3, kinds
     assert any(p.startswith("vendor/wheels/py_rattler-0.28.0-") for p in manifest["files"])
     assert "SYNTH_CONDA_PKGS=/synth/vendor/conda" in (art / "Dockerfile").read_text()
-    outcome = verify(VerifyOptions(target=str(art), rebuild=True, offline=True,
-                                   out_dir=tmp_path / "offline"), settings, engine,
-                     say=lambda _m: None)
-    doc = outcome.document
-    made.append(doc["build"]["image"])
-    assert doc["build"]["offline"] is True
-    levels = {r["level"]: r["status"] for r in doc["reports"]["rebuilt"]["levels"]}
-    assert levels["C1"] == "pass", levels
+    rebuilt_offline(art, settings, engine, tmp_path / "offline", made)
     # One bundled archive's bytes differ from the lock: the build stops, naming it.
     bad = tmp_path / "bad"
     shutil.copytree(art, bad)

@@ -16,12 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replayed import replay_and_verify
 
 from synth.config import Settings
 from synth.formats.task import load_task
-from synth.record.agents import ReplayAgent
-from synth.record.runner import RunOptions, run_session
-from synth.verify.command import VerifyOptions, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -43,17 +41,9 @@ def test_a_tool_made_environment_rebuilds_the_same(
         tmp_path: Path, images: list[str]) -> None:
     settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
     task = load_task(TASK)
-    result = run_session(RunOptions(task=task, agent=ReplayAgent(task.agents_dir / script),
-                                    timeout=900),
-                         settings, engine, say=lambda _m: None)
-    assert result.status == "succeeded", (result.status, result.run_dir)
-    images.append(str(result.live_image))
-    outcome = verify(VerifyOptions(target=str(result.run_dir), rebuild=True, live=True,
-                                   out_dir=tmp_path / "verify"), settings, engine,
-                     say=lambda _m: None)
+    _result, outcome = replay_and_verify(task, task.agents_dir / script, settings, engine,
+                                         tmp_path / "verify", images)
     doc = outcome.document
-    if doc.get("build"):
-        images.append(doc["build"]["image"])
     rebuilt = {r["level"]: r for r in doc["reports"]["rebuilt"]["levels"]}
     live = {r["level"]: r for r in doc["reports"]["live"]["levels"]}
     assert live["C1"]["status"] == "pass", live["C1"]

@@ -21,15 +21,12 @@ from typing import Any
 import pytest
 from conda_channel import serve
 from python_build import ARCHIVE, KEY, build_python, write_downloads
-from test_conda_rebuild import bridge_gateway
+from replayed import bridge_gateway, rebuilt_offline, replay_and_verify
 
 from synth.config import Settings
 from synth.export.artifact import ExportOptions, export_run
 from synth.export.build_lock import uv_version
 from synth.formats.task import load_task
-from synth.record.agents import ReplayAgent
-from synth.record.runner import RunOptions, run_session
-from synth.verify.command import VerifyOptions, verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -60,16 +57,9 @@ def test_a_venv_on_a_uv_managed_python_is_rebuilt_on_the_same_python(
             write_downloads(mirror, f"{url}/{ARCHIVE.replace('+', '%2B')}", sha256)
             script = tmp_path / "managed.sh"
             script.write_text(TRANSCRIPT.format(url=url, uv=uv_version()))
-            result = run_session(RunOptions(task=load_task(TASK), agent=ReplayAgent(script),
-                                            timeout=900), settings, engine, say=lambda _m: None)
-            assert result.status == "succeeded", (result.status, result.run_dir)
-            made.append(str(result.live_image))
-            outcome = verify(VerifyOptions(target=str(result.run_dir), rebuild=True, live=True,
-                                           out_dir=tmp_path / "verify"), settings, engine,
-                             say=lambda _m: None)
+            result, outcome = replay_and_verify(load_task(TASK), script, settings, engine,
+                                                tmp_path / "verify", made)
             doc = outcome.document
-            if doc.get("build"):
-                made.append(doc["build"]["image"])
             _check_verify(doc, outcome.exit_code)
             art = Path(doc["target"]["artifact_dir"])
             _check_artifact(art, url, sha256)
@@ -125,11 +115,4 @@ def _check_offline(art: Path, sha256: str, settings: Settings, engine: Any, tmp_
     manifest = json.loads((art / "manifest.json").read_text())
     assert manifest["bundle"]["by_kind"]["python"]["files"] == 1
     assert manifest["files"][f"vendor/python/{ARCHIVE}"] == sha256
-    outcome = verify(VerifyOptions(target=str(art), rebuild=True, offline=True,
-                                   out_dir=tmp_path / "offline"), settings, engine,
-                     say=lambda _m: None)
-    doc = outcome.document
-    made.append(doc["build"]["image"])
-    assert doc["build"]["offline"] is True
-    levels = {r["level"]: r["status"] for r in doc["reports"]["rebuilt"]["levels"]}
-    assert levels["C1"] == "pass", levels
+    rebuilt_offline(art, settings, engine, tmp_path / "offline", made)
