@@ -28,7 +28,11 @@ _MIRROR = ("--mirror", "UV_PYTHON_INSTALL_MIRROR")
 
 
 def is_uv_managed(prefix: str | None) -> bool:
-    return bool(prefix) and "/uv/python/" in f"{prefix}/"
+    """A folder under uv's python directory, named plainly: absolute, normalised, no blank
+    (the probe reports it from the final state, which the agent wrote)."""
+    return (bool(prefix) and prefix is not None and "/uv/python/" in f"{prefix}/"
+            and posixpath.isabs(prefix) and posixpath.normpath(prefix) == prefix
+            and not any(ch.isspace() for ch in prefix))
 
 
 def managed_base(interp: Interpreter) -> str | None:

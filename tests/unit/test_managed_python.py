@@ -63,6 +63,15 @@ def test_a_venv_on_a_uv_python_is_made_from_that_python_unpacked_first(tmp_path:
         report.not_reproducible
 
 
+def test_only_a_plain_folder_under_uv_s_python_directory_is_a_downloaded_python() -> None:
+    from synth.distill.managed_python import is_uv_managed
+
+    assert is_uv_managed(f"{UV_DIR}/{KEY}") and is_uv_managed(LINK)
+    for odd in (f"{UV_DIR}/../../../../etc/cron.d", "root/.local/share/uv/python/x",
+                f"{UV_DIR}/a b", f"{UV_DIR}/{KEY}/", "/usr", None, ""):
+        assert not is_uv_managed(odd), odd
+
+
 def test_a_venv_on_the_base_python_names_no_downloaded_one(tmp_path: Path) -> None:
     from distill_runs import venv
 
