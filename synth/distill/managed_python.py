@@ -1,12 +1,15 @@
-"""Interpreters a Python manager downloaded: which ones the artifact installs, and from where.
+"""Interpreters a Python manager installed: which ones the artifact unpacks, and from where.
 
 ``uv python install`` (or ``uv venv -p 3.12`` on a base without 3.12) unpacks a
 python-build-standalone archive into ``<uv's python dir>/<key>/``; a venv made from it
 names that folder (or uv's minor-version link to it) as its ``base_prefix``. The artifact
-unpacks the same archive at the same path before making the venv from it. Distill only
-names the build and where the run's uv was told to look (its downloads list and mirror,
-from the audited ``uv`` commands); the export resolves the archive's URL and sha256
-(synth.export.managed_python), since that needs the network.
+unpacks the same archive at the same path before making the venv from it. ``pyenv
+install 3.10.14`` compiles CPython into ``~/.pyenv/versions/3.10.14``: its sources and
+configure run are not something a build can repeat byte for byte, so the artifact
+substitutes python-build-standalone's build of the same version at the same path, and the
+report says so. Distill only names the build and where the run's uv was told to look (its
+downloads list and mirror, from the audited ``uv`` commands); the export resolves the
+archive's URL and sha256 (synth.export.managed_python), since that needs the network.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Sequence
 
+from synth.distill.common import Notes
 from synth.distill.load import Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
 from synth.formats.plan import ManagedPython
@@ -25,41 +29,70 @@ _KEY = re.compile(r"^(?P<impl>[a-z]+)-(?P<version>\d+\.\d+(?:\.\d+[a-z0-9]*)?)(?
 #: uv's options and variables saying where interpreters are downloaded from.
 _JSON_URL = ("--python-downloads-json-url", "UV_PYTHON_DOWNLOADS_JSON_URL")
 _MIRROR = ("--mirror", "UV_PYTHON_INSTALL_MIRROR")
+#: The platform of the builds substituted for pyenv's (the images synth locks for).
+_PLATFORM = "linux-x86_64-gnu"
 
 
 def is_uv_managed(prefix: str | None) -> bool:
     """A folder under uv's python directory, named plainly: absolute, normalised, no blank
     (the probe reports it from the final state, which the agent wrote)."""
     return (bool(prefix) and prefix is not None and "/uv/python/" in f"{prefix}/"
-            and posixpath.isabs(prefix) and posixpath.normpath(prefix) == prefix
-            and not any(ch.isspace() for ch in prefix))
+            and _plain(prefix))
+
+
+def is_pyenv_build(prefix: str | None) -> bool:
+    """A folder of pyenv's versions (``~/.pyenv/versions/3.10.14``), named plainly."""
+    return (bool(prefix) and prefix is not None and "/pyenv/versions/" in prefix.replace(
+        "/.pyenv/", "/pyenv/") and _plain(prefix)
+            and posixpath.basename(posixpath.dirname(prefix)) == "versions")
+
+
+def _plain(path: str) -> bool:
+    return (posixpath.isabs(path) and posixpath.normpath(path) == path
+            and not any(ch.isspace() for ch in path))
 
 
 def managed_base(interp: Interpreter) -> str | None:
-    """The uv-managed interpreter folder ``interp`` runs on (itself, or its venv's base)."""
+    """The downloaded (uv) or compiled (pyenv) interpreter folder ``interp`` runs on:
+    itself, or its venv's base."""
     if interp.kind == "uv" and is_uv_managed(interp.prefix):
         return interp.prefix
-    if interp.kind == "venv" and is_uv_managed(interp.base_prefix):
+    if interp.kind == "pyenv" and is_pyenv_build(interp.prefix):
+        return interp.prefix
+    if interp.kind == "venv" and (is_uv_managed(interp.base_prefix)
+                                  or is_pyenv_build(interp.base_prefix)):
         return interp.base_prefix
     return None
 
 
 def managed_pythons(run: LoadedRun, envs: Sequence[Interpreter],
-                    commands: Iterable[SimpleCommand]) -> tuple[ManagedPython, ...]:
-    """The uv-managed interpreters ``envs`` run on, sorted by prefix (``commands``: the
-    log's successful simple commands, for the downloads list and mirror uv was given)."""
+                    commands: Iterable[SimpleCommand],
+                    notes: Notes) -> tuple[ManagedPython, ...]:
+    """The uv-managed and pyenv-built interpreters ``envs`` run on, sorted by prefix
+    (``commands``: the log's successful simple commands, for the downloads list and mirror
+    uv was given); a pyenv build's substitution is named in ``notes``."""
     bases = [(interp, base) for interp in envs if (base := managed_base(interp))]
     if not bases:
         return ()
     json_url, mirror = uv_download_settings(commands)
     found: dict[str, ManagedPython] = {}
     for interp, base in bases:
+        if is_pyenv_build(base):
+            version = _version(run, base, interp, "pyenv")
+            found[base] = ManagedPython(tool="pyenv", key=f"cpython-{version}-{_PLATFORM}",
+                                        prefix=base, version=version)
+            notes.warnings.append(
+                f"pyenv's build of Python {version} at {base} is substituted by "
+                f"python-build-standalone's build of the same version (cpython-{version}), "
+                "unpacked at the same path: the same version, not the same binary (its "
+                "configure options and patches may differ)")
+            continue
         prefix, links = _real_prefix(base, interp.version)
         if prefix in found:
             links = tuple(sorted({*found[prefix].links, *links}))
         found[prefix] = ManagedPython(
             tool="uv", key=posixpath.basename(prefix), prefix=prefix,
-            version=_version(run, prefix, interp), links=links,
+            version=_version(run, prefix, interp, "uv"), links=links,
             downloads_json_url=json_url, mirror=mirror)
     return tuple(found[p] for p in sorted(found))
 
@@ -74,8 +107,8 @@ def _real_prefix(base: str, version: str) -> tuple[str, tuple[str, ...]]:
     return posixpath.join(posixpath.dirname(base), key), (base,)
 
 
-def _version(run: LoadedRun, prefix: str, interp: Interpreter) -> str:
-    own = next((i for i in run.interpreters if i.kind == "uv" and i.prefix == prefix), None)
+def _version(run: LoadedRun, prefix: str, interp: Interpreter, kind: str) -> str:
+    own = next((i for i in run.interpreters if i.kind == kind and i.prefix == prefix), None)
     return (own or interp).version
 
 

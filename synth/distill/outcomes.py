@@ -155,6 +155,10 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
         case Unclassified() if ctx.pythons and _uv_python_install(c):
             return "folded", ("the interpreters it downloaded are unpacked from the same "
                               "archives, checked against their sha256 (managed-python.lock)")
+        case Unclassified() if ctx.pythons and _pyenv_install(c):
+            return "folded", ("the interpreter it built is substituted by "
+                              "python-build-standalone's build of the same version, at the "
+                              "same path (managed-python.lock; see the warnings)")
         case Unclassified():
             return "dropped", ("unclassified, not replayed; what it changed comes from the "
                                "final state (source.patch, carried files) or shows up as "
@@ -165,6 +169,10 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
 
 def _uv_python_install(c: SimpleCommand) -> bool:
     return posixpath.basename(c.argv[0]) == "uv" and c.argv[1:3] == ("python", "install")
+
+
+def _pyenv_install(c: SimpleCommand) -> bool:
+    return posixpath.basename(c.argv[0]) == "pyenv" and c.argv[1:2] == ("install",)
 
 
 def _project_tool(s: ProjectTool) -> str:

@@ -138,7 +138,8 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     envs_in = [i for i in reproduced_interpreters(run) if not _bare_download(i, run, audited)]
     base = base_python(run)
     conda = {c.prefix: c for i in envs_in if (c := conda_plan(i, notes)) is not None}
-    pythons = managed_pythons(run, envs_in, (c for c, _x, _s in classified if c.succeeded))
+    pythons = managed_pythons(run, envs_in, (c for c, _x, _s in classified if c.succeeded),
+                              notes)
     env_plans = [env_plan(interp, idx, audited, notes, base, recreated=interp.prefix in conda,
                           managed=managed_base(interp) if pythons else None)
                  for idx, interp in enumerate(envs_in)]
@@ -175,10 +176,10 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
 
 
 def _bare_download(interp: Interpreter, run: LoadedRun, audited: AuditedEnvs) -> bool:
-    """A downloaded interpreter nothing was installed into: its archive brings all it has
-    (synth.distill.managed_python), so it is not an environment of its own to lock."""
-    return (interp.kind == "uv" and interp.path != run.primary
-            and not audited.installs.get(interp.path))
+    """A downloaded (or pyenv-built) interpreter nothing was installed into: its archive
+    brings all it has (synth.distill.managed_python), so it is not an environment to lock."""
+    return (interp.kind in ("uv", "pyenv") and managed_base(interp) is not None
+            and interp.path != run.primary and not audited.installs.get(interp.path))
 
 
 def _primary_final(run: LoadedRun) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""The archives of the interpreters uv downloaded in the run, and the file that pins them.
+"""The archives of the interpreters uv downloaded in the run (or substituted for pyenv's
+builds), and the file that pins them.
 
 Distill names each build (``cpython-3.11.2-linux-x86_64-gnu``) and where the run's uv was
 told to look (synth.distill.managed_python). Here the export asks uv (the one that locks,
@@ -56,14 +57,17 @@ def resolve_pythons(plan: BuildPlan, settings: Settings, live: LiveImage | None,
     return replace(plan, pythons=tuple(resolved))
 
 
+_WHAT = {"uv": "uv-managed Python", "pyenv": "substitute for pyenv's Python"}
+
+
 def _without(plan: BuildPlan, p: ManagedPython, why: str) -> BuildPlan:
     """``plan`` making the venvs of ``p`` from the base's ``python3`` instead."""
     pythons3 = {f"{home}/bin/python3" for home in (p.prefix, *p.links)}
     envs = tuple(replace(e, create=("python3", *e.create[1:]))
                  if e.create[:1] and e.create[0] in pythons3 else e for e in plan.envs)
     return replace(plan, envs=envs, missing=(
-        *plan.missing, f"the uv-managed Python {p.key} at {p.prefix} (its venvs are made from "
-        f"the base's python3 instead): {why}"))
+        *plan.missing, f"the {_WHAT[p.tool]} {p.key} at {p.prefix} (its venvs are made "
+        f"from the base's python3 instead): {why}"))
 
 
 def _resolve(p: ManagedPython, settings: Settings, live: LiveImage | None) -> ManagedPython:
@@ -81,9 +85,14 @@ def _is_http(url: str) -> bool:
     return url.startswith(("http://", "https://"))
 
 
+#: The exporting user's own uv settings for where interpreters come from, used where the
+#: run named none (a mirror on a machine that does not reach python-build-standalone's).
+USER_SETTINGS = ("UV_PYTHON_DOWNLOADS_JSON_URL", "UV_PYTHON_INSTALL_MIRROR")
+
+
 def download_url(p: ManagedPython, settings: Settings) -> str:
     """The archive uv downloads for ``p.key``, asked with the run's downloads list and
-    mirror (``uv python list --only-downloads``)."""
+    mirror (``uv python list --only-downloads``), else with the exporting user's."""
     for what, value in (("downloads list", p.downloads_json_url), ("mirror", p.mirror)):
         if value and not _is_http(value):  # what the agent named, read on this machine
             raise ExportError(f"The run's uv was given the {what} {value}: a path in the "
@@ -94,7 +103,9 @@ def download_url(p: ManagedPython, settings: Settings) -> str:
             "--output-format", "json", "--no-config"]
     if p.downloads_json_url:
         argv += ["--python-downloads-json-url", p.downloads_json_url]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("UV_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("UV_") or (k in USER_SETTINGS and not p.downloads_json_url
+                                          and not p.mirror)}
     if p.mirror:
         env["UV_PYTHON_INSTALL_MIRROR"] = p.mirror
     if settings.ca_bundle is not None:
@@ -102,7 +113,10 @@ def download_url(p: ManagedPython, settings: Settings) -> str:
     hint = (f"synth asks its own uv for the archive of {p.key}"
             + (f" from the downloads list {p.downloads_json_url}" if p.downloads_json_url
                else "") + (f" on the mirror {p.mirror}" if p.mirror else "")
-            + ": that must be reachable from this machine.")
+            + ": that must be reachable from this machine"
+            + ("" if p.downloads_json_url or p.mirror else " (UV_PYTHON_INSTALL_MIRROR or "
+               "UV_PYTHON_DOWNLOADS_JSON_URL in this environment name another source)")
+            + ".")
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env,
                               check=False)
@@ -119,7 +133,9 @@ def download_url(p: ManagedPython, settings: Settings) -> str:
                 if isinstance(e, dict) and e.get("key") == p.key), None)
     if not isinstance(url, str) or not url:
         raise ExportError(f"uv {_uv_version()} names no download for the run's interpreter "
-                          f"{p.key} ({p.prefix}): the run's uv had it from another list.",
+                          f"{p.key} ({p.prefix})"
+                          + (": the run's uv had it from another list." if p.tool == "uv"
+                             else ": python-build-standalone has no build of that version."),
                           hint=hint)
     return url
 
@@ -147,6 +163,8 @@ def _check_archive(p: ManagedPython, url: str, archive: Path, live: LiveImage | 
                           f"export can read: no python/{name} in a tar.",
                           hint="uv's python-build-standalone builds are .tar.gz archives "
                           "with the interpreter under python/.")
+    if p.tool != "uv":  # a substitution: another build of the same version, by design
+        return
     running = live.container().read_file(f"{p.prefix}/{name}") if live is not None else None
     if running is not None and running != packed:
         raise ExportError(
@@ -159,8 +177,8 @@ def _check_archive(p: ManagedPython, url: str, archive: Path, live: LiveImage | 
 def render_managed_python_lock(plan: BuildPlan) -> str:
     """``managed-python.lock``: ``sha256 URL PREFIX [LINK…]`` per interpreter."""
     lines = [
-        f"# {MANAGED_PYTHON_LOCK} (task {plan.task}): the interpreters uv downloaded in the "
-        "run (python-build-standalone builds),",
+        f"# {MANAGED_PYTHON_LOCK} (task {plan.task}): the python-build-standalone builds "
+        "uv downloaded in the run, or substituted for pyenv's builds,",
         f"# each unpacked at PREFIX from its archive, checked against its sha256, by "
         f"{INSTALL_MANAGED_PYTHON}; LINKs are made to PREFIX.",
         f"# Regenerate: {plan.regenerate_command}",

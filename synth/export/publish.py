@@ -177,7 +177,9 @@ def _downloaded_components(plan: BuildPlan) -> list[Any]:
             purl=PackageURL(type="generic", name=name, version=p.version,
                             qualifiers={"download_url": p.url,
                                         "checksum": f"sha256:{p.sha256}"}),
-            bom_ref=f"python:{p.prefix}", description=f"{p.key}, downloaded by {p.tool}",
+            bom_ref=f"python:{p.prefix}", description=(
+                f"{p.key}, downloaded by uv" if p.tool == "uv" else
+                f"{p.key}, substituted for {p.tool}'s build of Python {p.version}"),
             hashes=[sha256(p.sha256)],
             external_references=[ExternalReference(
                 type=ExternalReferenceType.DISTRIBUTION, url=XsUri(p.url))],

@@ -373,8 +373,9 @@ def artifact_files_description(plan: BuildPlan, locks: Sequence[Lock],
                   (CONDA_INSTALL_SCRIPT, "recreates a conda prefix from its conda lock: "
                    "each archive fetched and checked, no solve")]
     if plan.pythons:
-        files += [(MANAGED_PYTHON_LOCK, "the interpreters uv downloaded in the run: each "
-                   "archive's URL and sha256, and the path it is unpacked at"),
+        files += [(MANAGED_PYTHON_LOCK, "the interpreters uv downloaded in the run (or "
+                   "substituted for pyenv's builds): each archive's URL and sha256, and the "
+                   "path it is unpacked at"),
                   (INSTALL_MANAGED_PYTHON, "unpacks them: each archive fetched (or taken from "
                    "the bundle) and checked")]
     files += [

@@ -134,14 +134,15 @@ class CondaEnvPlan(PlanPart, frozen=True):
 
 
 class ManagedPython(PlanPart, frozen=True):
-    """An interpreter a Python manager downloaded (uv's python-build-standalone builds),
-    unpacked at the same path from the same archive, checked against its sha256, before the
-    environments made from it."""
+    """An interpreter unpacked from a python-build-standalone archive at the run's path,
+    checked against its sha256, before the environments made from it: the build uv
+    downloaded (``tool`` ``uv``), or, for one pyenv compiled (``pyenv``), a reported
+    substitution: python-build-standalone's build of the same version at pyenv's path."""
 
-    tool: Literal["uv"]
-    #: The build's name, its folder's: ``cpython-3.11.2-linux-x86_64-gnu``.
+    tool: Literal["uv", "pyenv"]
+    #: The build's name (uv's folder's): ``cpython-3.11.2-linux-x86_64-gnu``.
     key: str
-    #: Where it lives: ``/root/.local/share/uv/python/<key>``.
+    #: Where it lives: ``/root/.local/share/uv/python/<key>``, ``/root/.pyenv/versions/3.11.2``.
     prefix: str
     version: str
     #: Other paths that name it, made as links to ``prefix`` (uv's minor-version link

@@ -1,4 +1,4 @@
-"""A venv on a uv-managed Python end to end, on a real engine, with the real uv.
+"""A venv on a uv-managed (or pyenv) Python end to end, on a real engine, with the real uv.
 
 No python-build-standalone download is reachable here, so the test makes a build of that
 shape (tests/python_build.py) and serves it with a downloads list on the Docker bridge's
@@ -10,6 +10,8 @@ check the archive's interpreter against the live one, pin it in managed-python.l
 it at the same path in the rebuild before making the venv from it, and verify must find the
 rebuilt venv equal to the live one, on the same base. Exporting twice gives the same files,
 and with ``--bundle`` the archive travels in ``vendor/python`` and rebuilds with no network.
+A venv on a Python at pyenv's path is rebuilt on python-build-standalone's build of the same
+version at that path, found with the exporting user's uv settings, and the report says so.
 """
 
 from __future__ import annotations
@@ -72,6 +74,49 @@ def test_a_venv_on_a_uv_managed_python_is_rebuilt_on_the_same_python(
                                                bundle=True), settings, engine).artifact_dir
         # The mirror is gone: the bundle alone rebuilds the interpreter, with no network.
         _check_offline(bundled, sha256, settings, engine, tmp_path, made)
+    finally:
+        for ref in made:
+            engine.remove_image(ref)
+
+
+PYENV = "/root/.pyenv/versions/3.11.2"
+#: pyenv compiles CPython from python.org's sources, which this machine does not reach: the
+#: agent unpacks a build at pyenv's path instead, which is what the final state shows.
+PYENV_TRANSCRIPT = (
+    "mkdir -p /root/.pyenv/versions && cd /root/.pyenv/versions && python3 -c \"import sys, "
+    "urllib.request as u; sys.stdout.buffer.write(u.urlopen(sys.argv[1]).read())\" "
+    "{url}/{archive} | tar -xz && mv python 3.11.2\n"
+    "{pyenv}/bin/python3 -m venv --without-pip /opt/venv\n"
+    "python3 -m pip --python /opt/venv/bin/python install six==1.17.0\n"
+    "cd / && /opt/venv/bin/python /workspace/fit.py\n")
+
+
+def test_a_venv_on_a_pyenv_python_is_rebuilt_on_a_substitute_of_the_same_version(
+        engine: Any, ca_bundle: Path | None, wheelhouse: Path | None, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run names no source for pyenv's Python: the exporting user's uv settings do."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
+    mirror = tmp_path / "mirror"
+    sha256 = build_python(mirror)
+    made: list[str] = []
+    try:
+        with serve(mirror, bridge_gateway(engine)) as url:
+            archive = ARCHIVE.replace("+", "%2B")
+            write_downloads(mirror, f"{url}/{archive}", sha256)
+            monkeypatch.setenv("UV_PYTHON_DOWNLOADS_JSON_URL", f"{url}/downloads.json")
+            script = tmp_path / "pyenv.sh"
+            script.write_text(PYENV_TRANSCRIPT.format(url=url, archive=archive, pyenv=PYENV))
+            _result, outcome = replay_and_verify(load_task(TASK), script, settings, engine,
+                                                 tmp_path / "verify", made)
+            doc = outcome.document
+            _check_verify(doc, outcome.exit_code)
+            art = Path(doc["target"]["artifact_dir"])
+            lock = (art / "managed-python.lock").read_text().splitlines()[-1]
+            assert lock == f"{sha256} {url}/{archive} {PYENV}"
+            assert "substituted by python-build-standalone" in (
+                art / "export-report.md").read_text()
+            assert _base_prefix(engine, doc["build"]["image"]) == PYENV
     finally:
         for ref in made:
             engine.remove_image(ref)

@@ -92,10 +92,10 @@ def test_a_venv_with_pip_gets_its_own_pip_from_the_lock(tmp_path: Path) -> None:
 
 def test_a_venv_of_an_interpreter_the_base_lacks_is_not_reproduced_silently(
         tmp_path: Path) -> None:
-    """``virtualenv -p 3.12`` on a pyenv build: the rebuild made it from the base's 3.11
-    while its lock was compiled for 3.12, with no word (a uv-managed one is unpacked from its
-    archive: tests/unit/test_managed_python_logic.py)."""
-    managed = "/root/.pyenv/versions/3.12.12"
+    """A venv on a Python built by hand into /opt: the rebuild made it from the base's 3.11
+    while its lock was compiled for 3.12, with no word (a uv-managed or pyenv one is unpacked
+    from a python-build-standalone archive: tests/unit/test_managed_python_logic.py)."""
+    managed = "/opt/python-3.12.12"
     env = {**venv("/workspace/.venv", [dist("six", "1.17.0", installer="uv")]),
            "version": "3.12.12", "base_prefix": managed}
     _plan, report = plan_of(tmp_path, [cmd("uv venv -p 3.12"), cmd("uv pip install six")],

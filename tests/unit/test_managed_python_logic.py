@@ -297,3 +297,49 @@ def test_diff_reads_the_interpreter_lock_by_path(tmp_path: Path) -> None:
     assert lock_fields(tmp_path) == {
         f"{MANAGED_PYTHON_LOCK}: {UV_DIR}/{KEY}":
             f"https://m.example/{KEY}.tar.gz sha256:{'ab' * 32}"}
+
+
+PYENV = "/root/.pyenv/versions/3.11.2"
+
+
+def _pyenv_run(tmp_path: Path) -> Path:
+    built = {"path": f"{PYENV}/bin/python", "kind": "pyenv", "version": "3.11.2",
+             "prefix": PYENV, "base_prefix": PYENV, "created_by_agent": True,
+             "distributions": []}
+    venv = {"path": "/opt/venv/bin/python", "kind": "venv", "version": "3.11.2",
+            "prefix": "/opt/venv", "base_prefix": PYENV, "created_by_agent": True,
+            "distributions": [dist("six", "1.17.0")]}
+    audit = [cmd("pyenv install 3.11.2"),
+             cmd(f"{PYENV}/bin/python -m venv --without-pip /opt/venv"),
+             cmd("python3 -m pip --python /opt/venv/bin/python install six==1.17.0")]
+    return make_run_dir(tmp_path, audit, python=[system_python(), built, venv])
+
+
+def test_a_pyenv_build_is_substituted_by_the_same_version_and_said(tmp_path: Path) -> None:
+    plan, report = distill(load_run(_pyenv_run(tmp_path)))
+    assert plan.pythons == (ManagedPython(tool="pyenv", key=KEY, prefix=PYENV,
+                                          version="3.11.2"),)
+    assert [e.prefix for e in plan.envs] == ["/opt/venv"]
+    assert plan.envs[0].create == (f"{PYENV}/bin/python3", "-m", "venv", "--without-pip",
+                                   "/opt/venv")
+    said = [w for w in report.warnings if "substituted" in w]
+    assert said and PYENV in said[0] and "not the same binary" in said[0], report.warnings
+    assert not [n for n in report.not_reproducible if "pyenv" in n], report.not_reproducible
+    install = next(o for o in report.outcomes if o.command == "pyenv install 3.11.2")
+    assert install.decision == "folded", install
+
+
+def test_a_pyenv_substitute_comes_from_the_exporting_user_s_uv_settings(
+        tmp_path: Path, mirror: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run names no source for it: the exporting user's UV_PYTHON_DOWNLOADS_JSON_URL
+    does (here the served list); the archive is not compared with pyenv's binary."""
+    listing, url, digest = mirror
+    monkeypatch.setenv("UV_PYTHON_DOWNLOADS_JSON_URL", listing)
+    run_dir = _pyenv_run(tmp_path)
+    art = export_run(ExportOptions(run_dir, out_dir=tmp_path / "a", locker=_fake_locker,
+                                   ask_live=False), Settings.load(artifacts_dir=tmp_path),
+                     NO_ENGINE).artifact_dir
+    lock = (art / MANAGED_PYTHON_LOCK).read_text().splitlines()
+    assert lock[-1] == f"{digest} {url} {PYENV}"
+    assert "pyenv's build substituted" in (art / "Dockerfile").read_text()
+    assert "substituted by python-build-standalone" in (art / "export-report.md").read_text()
