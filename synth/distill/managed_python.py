@@ -71,7 +71,9 @@ def managed_pythons(run: LoadedRun, envs: Sequence[Interpreter],
     """The uv-managed and pyenv-built interpreters ``envs`` run on, sorted by prefix
     (``commands``: the log's successful simple commands, for the downloads list and mirror
     uv was given); a pyenv build's substitution is named in ``notes``."""
-    bases = [(interp, base) for interp in envs if (base := managed_base(interp))]
+    bases = [(interp, base) for interp in envs
+             if (base := managed_base(interp)) and _made_in_run(
+                 run, base, _real_prefix(base, interp.version)[0])]
     if not bases:
         return ()
     json_url, mirror = uv_download_settings(commands)
@@ -95,6 +97,17 @@ def managed_pythons(run: LoadedRun, envs: Sequence[Interpreter],
             version=_version(run, prefix, interp, "uv"), links=links,
             downloads_json_url=json_url, mirror=mirror)
     return tuple(found[p] for p in sorted(found))
+
+
+def _made_in_run(run: LoadedRun, *folders: str) -> bool:
+    """The run added the interpreter at ``folders`` (its folder, uv's link to it): an image
+    that already has it needs nothing unpacked. The probe says whether the agent made it;
+    one it did not find is the run's when the run's changes add it."""
+    found = [i for i in run.interpreters if i.prefix in folders]
+    if found:
+        return any(i.created_by_agent for i in found)
+    return any(c.kind == "A" and any(f == c.path or f.startswith(c.path.rstrip("/") + "/")
+                                     for f in folders) for c in run.changes)
 
 
 def _real_prefix(base: str, version: str) -> tuple[str, tuple[str, ...]]:

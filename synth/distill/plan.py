@@ -141,7 +141,7 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     pythons = managed_pythons(run, envs_in, (c for c, _x, _s in classified if c.succeeded),
                               notes)
     env_plans = [env_plan(interp, idx, audited, notes, base, recreated=interp.prefix in conda,
-                          managed=managed_base(interp) if pythons else None)
+                          managed=managed_base(interp))
                  for idx, interp in enumerate(envs_in)]
     native = native_plan(run, ok, envs_in, env_plans, audited, hashes, notes)
     env = final_env(run, env_plans, notes)

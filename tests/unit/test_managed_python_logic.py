@@ -343,3 +343,20 @@ def test_a_pyenv_substitute_comes_from_the_exporting_user_s_uv_settings(
     assert lock[-1] == f"{digest} {url} {PYENV}"
     assert "pyenv's build substituted" in (art / "Dockerfile").read_text()
     assert "substituted by python-build-standalone" in (art / "export-report.md").read_text()
+
+
+def test_an_interpreter_the_base_image_has_is_used_not_unpacked(tmp_path: Path) -> None:
+    """A pyenv version the base image brought (ResearchEnvBench's has several): the venv is
+    made from it, and nothing is unpacked over it."""
+    built = {"path": f"{PYENV}/bin/python", "kind": "pyenv", "version": "3.11.2",
+             "prefix": PYENV, "base_prefix": PYENV, "created_by_agent": False,
+             "distributions": []}
+    venv = {"path": "/opt/venv/bin/python", "kind": "venv", "version": "3.11.2",
+            "prefix": "/opt/venv", "base_prefix": PYENV, "created_by_agent": True,
+            "distributions": [dist("six", "1.17.0")]}
+    run = make_run_dir(tmp_path, [cmd(f"{PYENV}/bin/python -m venv /opt/venv")],
+                       python=[system_python(), built, venv])
+    plan, report = distill(load_run(run))
+    assert plan.pythons == ()
+    assert plan.envs[0].create == (f"{PYENV}/bin/python3", "-m", "venv", "/opt/venv")
+    assert not report.not_reproducible and not [w for w in report.warnings if "pyenv" in w]
