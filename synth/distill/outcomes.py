@@ -152,13 +152,8 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
                                "shows up as unexplained paths")
         case ProjectTool():
             return "folded", _project_tool(s)
-        case Unclassified() if ctx.pythons and _uv_python_install(c):
-            return "folded", ("the interpreters it downloaded are unpacked from the same "
-                              "archives, checked against their sha256 (managed-python.lock)")
-        case Unclassified() if ctx.pythons and _pyenv_install(c):
-            return "folded", ("the interpreter it built is substituted by "
-                              "python-build-standalone's build of the same version, at the "
-                              "same path (managed-python.lock; see the warnings)")
+        case Unclassified() if ctx.pythons and (why := _python_install(c)):
+            return "folded", why
         case Unclassified():
             return "dropped", ("unclassified, not replayed; what it changed comes from the "
                                "final state (source.patch, carried files) or shows up as "
@@ -167,12 +162,17 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
             assert_never(s)
 
 
-def _uv_python_install(c: SimpleCommand) -> bool:
-    return posixpath.basename(c.argv[0]) == "uv" and c.argv[1:3] == ("python", "install")
-
-
-def _pyenv_install(c: SimpleCommand) -> bool:
-    return posixpath.basename(c.argv[0]) == "pyenv" and c.argv[1:2] == ("install",)
+def _python_install(c: SimpleCommand) -> str | None:
+    """Why ``uv python install`` / ``pyenv install`` is folded into the interpreters the
+    artifact unpacks (synth.distill.managed_python); None for another command."""
+    tool = posixpath.basename(c.argv[0]) if c.argv else None
+    if tool == "uv" and c.argv[1:3] == ("python", "install"):
+        return ("the interpreters it downloaded are unpacked from the same archives, "
+                "checked against their sha256 (managed-python.lock)")
+    if tool == "pyenv" and c.argv[1:2] == ("install",):
+        return ("the interpreter it built is substituted by python-build-standalone's build "
+                "of the same version, at the same path (managed-python.lock; see the warnings)")
+    return None
 
 
 def _project_tool(s: ProjectTool) -> str:
