@@ -17,6 +17,8 @@ version at that path, found with the exporting user's uv settings, and the repor
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +48,26 @@ cd / && /opt/venv/bin/python /workspace/fit.py
 """
 
 
+@contextmanager
+def _served_build(engine: Any, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """The Python build and its downloads list, served on the bridge while the block runs:
+    (base URL, the archive's name in a URL, its sha256)."""
+    mirror = tmp_path / "mirror"
+    sha256 = build_python(mirror)
+    with serve(mirror, bridge_gateway(engine)) as url:
+        archive = ARCHIVE.replace("+", "%2B")
+        write_downloads(mirror, f"{url}/{archive}", sha256)
+        yield url, archive, sha256
+
+
 def test_a_venv_on_a_uv_managed_python_is_rebuilt_on_the_same_python(
         engine: Any, ca_bundle: Path | None, wheelhouse: Path | None, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the archive's cache
     settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
-    mirror = tmp_path / "mirror"
-    sha256 = build_python(mirror)
     made: list[str] = []
     try:
-        with serve(mirror, bridge_gateway(engine)) as url:
-            write_downloads(mirror, f"{url}/{ARCHIVE.replace('+', '%2B')}", sha256)
+        with _served_build(engine, tmp_path) as (url, _archive, sha256):
             script = tmp_path / "managed.sh"
             script.write_text(TRANSCRIPT.format(url=url, uv=uv_version()))
             result, outcome = replay_and_verify(load_task(TASK), script, settings, engine,
@@ -97,13 +108,9 @@ def test_a_venv_on_a_pyenv_python_is_rebuilt_on_a_substitute_of_the_same_version
     """The run names no source for pyenv's Python: the exporting user's uv settings do."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
-    mirror = tmp_path / "mirror"
-    sha256 = build_python(mirror)
     made: list[str] = []
     try:
-        with serve(mirror, bridge_gateway(engine)) as url:
-            archive = ARCHIVE.replace("+", "%2B")
-            write_downloads(mirror, f"{url}/{archive}", sha256)
+        with _served_build(engine, tmp_path) as (url, archive, sha256):
             monkeypatch.setenv("UV_PYTHON_DOWNLOADS_JSON_URL", f"{url}/downloads.json")
             script = tmp_path / "pyenv.sh"
             script.write_text(PYENV_TRANSCRIPT.format(url=url, archive=archive, pyenv=PYENV))

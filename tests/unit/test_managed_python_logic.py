@@ -11,6 +11,7 @@ import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conda_channel import serve
@@ -302,17 +303,22 @@ def test_diff_reads_the_interpreter_lock_by_path(tmp_path: Path) -> None:
 PYENV = "/root/.pyenv/versions/3.11.2"
 
 
-def _pyenv_run(tmp_path: Path) -> Path:
+def _pyenv_interpreters(*, built_in_run: bool) -> list[dict[str, Any]]:
+    """The base's python3, a pyenv build (the run's, or the base image's) and a venv on it."""
     built = {"path": f"{PYENV}/bin/python", "kind": "pyenv", "version": "3.11.2",
-             "prefix": PYENV, "base_prefix": PYENV, "created_by_agent": True,
+             "prefix": PYENV, "base_prefix": PYENV, "created_by_agent": built_in_run,
              "distributions": []}
     venv = {"path": "/opt/venv/bin/python", "kind": "venv", "version": "3.11.2",
             "prefix": "/opt/venv", "base_prefix": PYENV, "created_by_agent": True,
             "distributions": [dist("six", "1.17.0")]}
+    return [system_python(), built, venv]
+
+
+def _pyenv_run(tmp_path: Path) -> Path:
     audit = [cmd("pyenv install 3.11.2"),
              cmd(f"{PYENV}/bin/python -m venv --without-pip /opt/venv"),
              cmd("python3 -m pip --python /opt/venv/bin/python install six==1.17.0")]
-    return make_run_dir(tmp_path, audit, python=[system_python(), built, venv])
+    return make_run_dir(tmp_path, audit, python=_pyenv_interpreters(built_in_run=True))
 
 
 def test_a_pyenv_build_is_substituted_by_the_same_version_and_said(tmp_path: Path) -> None:
@@ -348,14 +354,8 @@ def test_a_pyenv_substitute_comes_from_the_exporting_user_s_uv_settings(
 def test_an_interpreter_the_base_image_has_is_used_not_unpacked(tmp_path: Path) -> None:
     """A pyenv version the base image brought (ResearchEnvBench's has several): the venv is
     made from it, and nothing is unpacked over it."""
-    built = {"path": f"{PYENV}/bin/python", "kind": "pyenv", "version": "3.11.2",
-             "prefix": PYENV, "base_prefix": PYENV, "created_by_agent": False,
-             "distributions": []}
-    venv = {"path": "/opt/venv/bin/python", "kind": "venv", "version": "3.11.2",
-            "prefix": "/opt/venv", "base_prefix": PYENV, "created_by_agent": True,
-            "distributions": [dist("six", "1.17.0")]}
     run = make_run_dir(tmp_path, [cmd(f"{PYENV}/bin/python -m venv /opt/venv")],
-                       python=[system_python(), built, venv])
+                       python=_pyenv_interpreters(built_in_run=False))
     plan, report = distill(load_run(run))
     assert plan.pythons == ()
     assert plan.envs[0].create == (f"{PYENV}/bin/python3", "-m", "venv", "/opt/venv")
