@@ -72,28 +72,20 @@ def _fetch(url: str, sha256: str, settings: Settings) -> Path | None:
     cached = _cache_dir() / sha256
     if cached.is_file() and sha256_file(cached) == sha256:
         return cached
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_name(f".{sha256}.{os.getpid()}.part")
     try:
-        with urllib.request.urlopen(url, timeout=300, context=_ssl_context(settings)) as resp, \
-                tmp.open("wb") as fh:
-            shutil.copyfileobj(resp, fh)
-    except (OSError, ValueError) as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.errno in FULL_ERRNOS:
-            raise from_os_error(exc, cached) from exc
+        got, digest = fetch_hashed(url, settings)
+    except ExportError:  # unreachable: the caller says what it was for
         return None
-    if sha256_file(tmp) != sha256:
-        tmp.unlink(missing_ok=True)
+    if digest != sha256:
+        got.unlink(missing_ok=True)
         return None
-    tmp.replace(cached)
-    return cached
+    return got
 
 
-def fetch_hashed(url: str, settings: Settings, max_bytes: int) -> tuple[Path, str]:
-    """The file at ``url`` whose digest is not known yet: downloaded into the cache, named by
-    its sha256 (so that :func:`_fetch` finds it there later); ``(path, sha256)``. One over
-    ``max_bytes`` is refused."""
+def fetch_hashed(url: str, settings: Settings,
+                 max_bytes: int | None = None) -> tuple[Path, str]:
+    """The file at ``url``, downloaded into the cache and named by its sha256, hashed as it
+    arrives; ``(path, sha256)``. One over ``max_bytes`` is refused."""
     cache = _cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     tmp = cache / f".new.{os.getpid()}.part"
@@ -104,7 +96,7 @@ def fetch_hashed(url: str, settings: Settings, max_bytes: int) -> tuple[Path, st
                 tmp.open("wb") as fh:
             while chunk := resp.read(1 << 20):
                 size += len(chunk)
-                if size > max_bytes:
+                if max_bytes is not None and size > max_bytes:
                     raise ExportError(f"{url} is larger than {max_bytes >> 20} MiB: not "
                                       "downloaded.")
                 digest.update(chunk)
