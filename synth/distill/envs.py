@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from synth.distill.common import Notes, StepIndex
 from synth.distill.conda import conda_env
 from synth.distill.load import Distribution, Interpreter, LoadedRun
+from synth.distill.managed_python import python3_in
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import PipInstall, ProjectTool, VenvCreate
 from synth.formats.plan import PythonEnvPlan
@@ -124,7 +125,7 @@ def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
     unpacks first, synth.distill.managed_python)."""
     made = audited.creates.get(interp.prefix)
     has_pip = any(d.name == "pip" for d in interp.distributions)
-    python3 = f"{managed}/bin/python3" if managed else "python3"
+    python3 = python3_in(managed) if managed else "python3"
     if managed and interp.kind != "venv":  # the downloaded interpreter itself
         return (), ("python3", "-m", "pip", "--python", interp.path)
     if made is not None:

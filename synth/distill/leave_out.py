@@ -18,8 +18,9 @@ from typing import Literal
 from msgspec.structs import replace
 
 from synth.distill import warnings as warn
+from synth.distill.managed_python import runs_on
 from synth.errors import UsageError
-from synth.formats.plan import BuildPlan, DistillReport, ManagedPython, PythonEnvPlan
+from synth.formats.plan import BuildPlan, DistillReport
 from synth.pyramid.c0_scope import canonical
 
 Kind = Literal["python", "apt", "env", "prefix"]
@@ -116,7 +117,7 @@ def leave_out(plan: BuildPlan, report: DistillReport,
                    for e in plan.envs if e.prefix not in prefixes),
         conda=tuple(c for c in plan.conda if c.prefix not in prefixes),
         pythons=tuple(m for m in plan.pythons if any(
-            e.prefix not in prefixes and _runs_on(e, m) for e in plan.envs)),
+            e.prefix not in prefixes and runs_on(e, m) for e in plan.envs)),
         native=tuple(s for s in plan.native
                      if (not s.distribution
                          or canonical(_dist_name(s.distribution)) not in python)
@@ -132,12 +133,6 @@ def leave_out(plan: BuildPlan, report: DistillReport,
     if any(w in warnings for w in had):
         warnings = (*(w for w in warnings if w not in had), *_second_interpreters(plan))
     return plan, replace(report, warnings=(*warnings, note))
-
-
-def _runs_on(env: PythonEnvPlan, python: ManagedPython) -> bool:
-    """``env`` is the downloaded interpreter, or a venv made from it."""
-    homes = (python.prefix, *python.links)
-    return env.prefix in homes or any(env.create[:1] == (f"{h}/bin/python3",) for h in homes)
 
 
 def _second_interpreters(plan: BuildPlan) -> list[str]:

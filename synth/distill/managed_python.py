@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from synth.distill.common import Notes
 from synth.distill.load import Interpreter, LoadedRun
 from synth.distill.shell import SimpleCommand
-from synth.formats.plan import ManagedPython
+from synth.formats.plan import ManagedPython, PythonEnvPlan
 
 #: A uv install folder's name: ``cpython-3.11.2-linux-x86_64-gnu``,
 #: ``cpython-3.13.1+freethreaded-linux-…``; uv's minor-version link has no patch.
@@ -36,20 +36,33 @@ _PLATFORM = "linux-x86_64-gnu"
 def is_uv_managed(prefix: str | None) -> bool:
     """A folder under uv's python directory, named plainly: absolute, normalised, no blank
     (the probe reports it from the final state, which the agent wrote)."""
-    return (bool(prefix) and prefix is not None and "/uv/python/" in f"{prefix}/"
-            and _plain(prefix))
+    return prefix is not None and _plain(prefix) and "/uv/python/" in f"{prefix}/"
 
 
 def is_pyenv_build(prefix: str | None) -> bool:
     """A folder of pyenv's versions (``~/.pyenv/versions/3.10.14``), named plainly."""
-    return (bool(prefix) and prefix is not None and "/pyenv/versions/" in prefix.replace(
-        "/.pyenv/", "/pyenv/") and _plain(prefix)
-            and posixpath.basename(posixpath.dirname(prefix)) == "versions")
+    parts = prefix.split("/") if prefix is not None and _plain(prefix) else []
+    return len(parts) >= 4 and parts[-2] == "versions" and parts[-3] in ("pyenv", ".pyenv")
 
 
 def _plain(path: str) -> bool:
     return (posixpath.isabs(path) and posixpath.normpath(path) == path
             and not any(ch.isspace() for ch in path))
+
+
+def python3_in(home: str) -> str:
+    """The ``python3`` of an interpreter's folder: what makes its venvs."""
+    return f"{home}/bin/python3"
+
+
+def made_from(env: PythonEnvPlan, python: ManagedPython) -> bool:
+    """The plan makes ``env`` with ``python``'s own ``python3`` (through a link or not)."""
+    return env.create[:1] in {(python3_in(h),) for h in (python.prefix, *python.links)}
+
+
+def runs_on(env: PythonEnvPlan, python: ManagedPython) -> bool:
+    """``env`` is the unpacked interpreter itself, or a venv made from it."""
+    return env.prefix in (python.prefix, *python.links) or made_from(env, python)
 
 
 def managed_base(interp: Interpreter) -> str | None:
@@ -71,14 +84,14 @@ def managed_pythons(run: LoadedRun, envs: Sequence[Interpreter],
     """The uv-managed and pyenv-built interpreters ``envs`` run on, sorted by prefix
     (``commands``: the log's successful simple commands, for the downloads list and mirror
     uv was given); a pyenv build's substitution is named in ``notes``."""
-    bases = [(interp, base) for interp in envs
-             if (base := managed_base(interp)) and _made_in_run(
-                 run, base, _real_prefix(base, interp.version)[0])]
+    bases = [(interp, base, real) for interp in envs
+             if (base := managed_base(interp))
+             and _made_in_run(run, base, (real := _real_prefix(base, interp.version))[0])]
     if not bases:
         return ()
     json_url, mirror = uv_download_settings(commands)
     found: dict[str, ManagedPython] = {}
-    for interp, base in bases:
+    for interp, base, (prefix, links) in bases:
         if is_pyenv_build(base):
             version = _version(run, base, interp, "pyenv")
             found[base] = ManagedPython(tool="pyenv", key=f"cpython-{version}-{_PLATFORM}",
@@ -89,7 +102,6 @@ def managed_pythons(run: LoadedRun, envs: Sequence[Interpreter],
                 "unpacked at the same path: the same version, not the same binary (its "
                 "configure options and patches may differ)")
             continue
-        prefix, links = _real_prefix(base, interp.version)
         if prefix in found:
             links = tuple(sorted({*found[prefix].links, *links}))
         found[prefix] = ManagedPython(

@@ -42,10 +42,10 @@ from synth.export.lock import (
     Lock,
     LockedPin,
     LockTarget,
-    _clean_env,
     _compile_argv,
     checked_pin,
     checked_requirement,
+    clean_env,
     parse_compiled,
     wheelhouse_files,
 )
@@ -79,7 +79,7 @@ def _run_compile(argv: Sequence[str], target: LockTarget,
                  cwd: str) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(list(argv), capture_output=True, text=True, timeout=600,
-                              env=_clean_env(target), cwd=cwd, check=False)
+                              env=clean_env(target.ca_bundle), cwd=cwd, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise LockError(f"{argv[0]} could not run: {exc}") from exc
 

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,12 +133,14 @@ def _host_find_links(env: PythonEnvPlan, target: LockTarget) -> list[str]:
     return out
 
 
-def _clean_env(target: LockTarget) -> dict[str, str]:
+def clean_env(ca_bundle: Path | None, keep: Collection[str] = ()) -> dict[str, str]:
+    """This process's environment for a host pip or uv: no ``PIP_*``, ``UV_*`` (but
+    ``keep``) or active venv, no pip configuration file, and ``ca_bundle`` trusted."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PIP_", "UV_")) and k != "VIRTUAL_ENV"}
-    if target.ca_bundle is not None:
-        env["SSL_CERT_FILE"] = str(target.ca_bundle)
-        env["REQUESTS_CA_BUNDLE"] = str(target.ca_bundle)
+           if (not k.startswith(("PIP_", "UV_")) or k in keep) and k != "VIRTUAL_ENV"}
+    if ca_bundle is not None:
+        env["SSL_CERT_FILE"] = str(ca_bundle)
+        env["REQUESTS_CA_BUNDLE"] = str(ca_bundle)
     env["PIP_CONFIG_FILE"] = os.devnull
     return env
 
@@ -241,7 +243,7 @@ def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> L
         argv = _compile_argv(locker, env, target, infile)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=600,
-                                  env=_clean_env(target), cwd=tmp, check=False)
+                                  env=clean_env(target.ca_bundle), cwd=tmp, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise LockError(f"{argv[0]} could not run: {exc}", lock_file=env.lock_file) from exc
     if proc.returncode != 0:

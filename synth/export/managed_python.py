@@ -19,7 +19,6 @@ container's, and nothing but an interpreter's archive reaches the artifact.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import tarfile
 from pathlib import Path
@@ -28,9 +27,12 @@ from msgspec.structs import replace
 from uv import find_uv_bin
 
 from synth.config import Settings
+from synth.distill.managed_python import made_from
 from synth.errors import ExportError
+from synth.export.build_lock import uv_version
 from synth.export.bundle import fetch_hashed
 from synth.export.live_facts import LiveImage
+from synth.export.lock import clean_env
 from synth.formats.plan import MANAGED_PYTHON_LOCK, BuildPlan, ManagedPython
 
 INSTALL_MANAGED_PYTHON = "install-managed-python.py"
@@ -62,9 +64,8 @@ _WHAT = {"uv": "uv-managed Python", "pyenv": "substitute for pyenv's Python"}
 
 def _without(plan: BuildPlan, p: ManagedPython, why: str) -> BuildPlan:
     """``plan`` making the venvs of ``p`` from the base's ``python3`` instead."""
-    pythons3 = {f"{home}/bin/python3" for home in (p.prefix, *p.links)}
-    envs = tuple(replace(e, create=("python3", *e.create[1:]))
-                 if e.create[:1] and e.create[0] in pythons3 else e for e in plan.envs)
+    envs = tuple(replace(e, create=("python3", *e.create[1:])) if made_from(e, p) else e
+                 for e in plan.envs)
     return replace(plan, envs=envs, missing=(
         *plan.missing, f"the {_WHAT[p.tool]} {p.key} at {p.prefix} (its venvs are made "
         f"from the base's python3 instead): {why}"))
@@ -103,13 +104,10 @@ def download_url(p: ManagedPython, settings: Settings) -> str:
             "--output-format", "json", "--no-config"]
     if p.downloads_json_url:
         argv += ["--python-downloads-json-url", p.downloads_json_url]
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("UV_") or (k in USER_SETTINGS and not p.downloads_json_url
-                                          and not p.mirror)}
+    env = clean_env(settings.ca_bundle,
+                    keep=() if p.downloads_json_url or p.mirror else USER_SETTINGS)
     if p.mirror:
         env["UV_PYTHON_INSTALL_MIRROR"] = p.mirror
-    if settings.ca_bundle is not None:
-        env["SSL_CERT_FILE"] = str(settings.ca_bundle)
     hint = (f"synth asks its own uv for the archive of {p.key}"
             + (f" from the downloads list {p.downloads_json_url}" if p.downloads_json_url
                else "") + (f" on the mirror {p.mirror}" if p.mirror else "")
@@ -132,18 +130,12 @@ def download_url(p: ManagedPython, settings: Settings) -> str:
     url = next((e.get("url") for e in entries
                 if isinstance(e, dict) and e.get("key") == p.key), None)
     if not isinstance(url, str) or not url:
-        raise ExportError(f"uv {_uv_version()} names no download for the run's interpreter "
+        raise ExportError(f"uv {uv_version()} names no download for the run's interpreter "
                           f"{p.key} ({p.prefix})"
                           + (": the run's uv had it from another list." if p.tool == "uv"
                              else ": python-build-standalone has no build of that version."),
                           hint=hint)
     return url
-
-
-def _uv_version() -> str:
-    proc = subprocess.run([find_uv_bin(), "--version"], capture_output=True, text=True,
-                          check=False)
-    return proc.stdout.split()[1] if proc.stdout.count(" ") else "?"
 
 
 def _check_archive(p: ManagedPython, url: str, archive: Path, live: LiveImage | None) -> None:
