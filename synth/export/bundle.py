@@ -290,8 +290,14 @@ def vendor_pythons(plan: BuildPlan, settings: Settings, dest: Path) -> list[Bund
 
 
 def archive_name(url: str) -> str:
-    """The file name an archive is kept under: its URL's last part, unquoted."""
-    return urllib.parse.unquote(url.rstrip("/").rsplit("/", 1)[-1])
+    """The file name an archive is kept under: its URL's last part, unquoted. The URL came
+    from what a run named: a part that unquotes to a path (``..%2F..``), to ``.`` or ``..``
+    or to nothing names no file of ``vendor/`` and is refused."""
+    name = urllib.parse.unquote(url.rstrip("/").rsplit("/", 1)[-1])
+    if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise ExportError(f"{url}: its last part names no plain file ({name!r}).",
+                          hint="An archive's URL must end in its file name.")
+    return name
 
 
 def vendor_downloads(plan: BuildPlan, live: LiveImage, dest: Path) -> list[BundleFile]:

@@ -30,7 +30,7 @@ from synth.config import Settings
 from synth.distill.managed_python import made_from
 from synth.errors import ExportError
 from synth.export.build_lock import uv_version
-from synth.export.bundle import fetch_hashed
+from synth.export.bundle import archive_name, fetch_hashed
 from synth.export.live_facts import LiveImage
 from synth.export.lock import clean_env
 from synth.formats.plan import MANAGED_PYTHON_LOCK, BuildPlan, ManagedPython
@@ -77,6 +77,7 @@ def _resolve(p: ManagedPython, settings: Settings, live: LiveImage | None) -> Ma
         raise ExportError(f"uv names {url} as the archive of {p.key}: only an http(s) URL is "
                           "fetched (a file's path is the container's, not this machine's).",
                           hint="Serve the archive over http(s).")
+    archive_name(url)  # vendor/python/<name> with --bundle: a plain name, checked first
     path, sha256 = fetch_hashed(url, settings, MAX_ARCHIVE_BYTES)
     _check_archive(p, url, path, live if live is not None and live.ref is not None else None)
     return replace(p, url=url, sha256=sha256)

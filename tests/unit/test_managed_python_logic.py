@@ -180,7 +180,8 @@ def test_only_an_interpreter_archive_over_http_reaches_the_artifact(
         tmp_path: Path, mirror: tuple[str, str, str]) -> None:
     """The list and the archive's URL come from what the agent named: a container path is not
     read on this machine, a file:// archive is not fetched, and what is not an interpreter's
-    archive (a host file, a metadata service's answer) is refused before any artifact."""
+    archive (a host file, a metadata service's answer) or what names no plain file is refused
+    before any artifact."""
     listing, _url, _digest = mirror
     plan = distill(load_run(_managed_run(tmp_path)))[0]
     settings = Settings.load(artifacts_dir=tmp_path)
@@ -190,7 +191,10 @@ def test_only_an_interpreter_archive_over_http_reaches_the_artifact(
     secret.write_text("host secret\n")
     for i, (bad, why) in enumerate(((secret.as_uri(), "only an http"),
                                     (listing.replace("downloads.json", "secret.txt"),
-                                     "not an interpreter's archive"))):
+                                     "not an interpreter's archive"),
+                                    # --bundle writes vendor/python/<name>: never ../..
+                                    (listing.replace("downloads.json", "..%2F..%2Fx.tar.gz"),
+                                     "names no plain file"))):
         doc = tmp_path / "mirror" / f"bad{i}.json"
         doc.write_text((tmp_path / "mirror" / "downloads.json").read_text().replace(
             _url, bad))
