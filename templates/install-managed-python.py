@@ -8,8 +8,10 @@ offline bundle's vendor/python), otherwise fetched from URL (http(s) or file://;
 SYNTH_PYTHON_MIRROR="OLD=NEW" fetches what starts with OLD from NEW instead), and checked
 against SHA256: a mismatch stops it (exit 1) before anything is unpacked. The archive's
 ``python/`` folder becomes PREFIX (which must not exist yet) and each LINK a symbolic link
-to PREFIX, as uv makes them. Members that would land outside PREFIX, devices and links
-out of it stop it too. Standard library only: it runs under the base image's python3.
+to PREFIX, as uv makes them; a LINK written PATH=TARGET is a symbolic link to TARGET, a
+file in PREFIX (uv's ``~/.local/bin/python3.11``). Members that would land outside PREFIX,
+devices, and links out of it, in the archive or the lock, stop it too. Standard library
+only: it runs under the base image's python3.
 """
 
 import hashlib
@@ -38,8 +40,22 @@ def read_lock(path):
                 continue
             if len(words) < 3 or len(words[0]) != 64 or not words[2].startswith("/"):
                 die("not a line SHA256 URL PREFIX [LINK...]: " + raw.strip()[:300])
+            for link in words[3:]:
+                check_link(link, words[2], words[3:])
             out.append((words[0], words[1], words[2], words[3:]))
     return out
+
+
+def check_link(link, prefix, links):
+    """A LINK is an absolute path; PATH=TARGET's TARGET a file in PREFIX or under a LINK."""
+    path, is_file_link, target = link.partition("=")
+    if not path.startswith("/"):
+        die("not an absolute path: " + path)
+    if is_file_link:
+        to = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+        if not any(inside(home, to) and to != home
+                   for home in [prefix] + [w for w in links if "=" not in w]):
+            die("link out of the interpreter: " + path + " -> " + target)
 
 
 def mirrored(url):
@@ -114,8 +130,9 @@ def main(argv):
             fetch(url, sha256, archive_dir, archive)
             unpack(archive, prefix)
         for link in links:
-            os.makedirs(os.path.dirname(link), exist_ok=True)
-            os.symlink(prefix, link)
+            path, is_file_link, target = link.partition("=")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.symlink(target if is_file_link else prefix, path)
         print("unpacked", prefix, "from", url)
 
 

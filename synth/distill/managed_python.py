@@ -10,13 +10,21 @@ substitutes python-build-standalone's build of the same version at the same path
 report says so. Distill only names the build and where the run's uv was told to look (its
 downloads list and mirror, from the audited ``uv`` commands); the export resolves the
 archive's URL and sha256 (synth.export.managed_python), since that needs the network.
+
+uv also links the interpreter's executable into its bin folder (``~/.local/bin/python3.11``)
+and keeps a lock, a scratch folder and a ``.gitignore`` beside its interpreters. The links
+are made again from the targets the exporter reads in the live image
+(:func:`link_candidates`); the bookkeeping files are uv's own, made again by uv when it
+next runs, and explained as such.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+
+from msgspec.structs import replace
 
 from synth.distill.common import Notes
 from synth.distill.load import Interpreter, LoadedRun
@@ -31,6 +39,13 @@ _JSON_URL = ("--python-downloads-json-url", "UV_PYTHON_DOWNLOADS_JSON_URL")
 _MIRROR = ("--mirror", "UV_PYTHON_INSTALL_MIRROR")
 #: The platform of the builds substituted for pyenv's (the images synth locks for).
 _PLATFORM = "linux-x86_64-gnu"
+#: The executables uv links into its bin folder: ``python3.11`` (``python3`` and ``python``
+#: too with ``--default``; ``python3.13t`` free-threaded; ``pypy3.10``).
+_EXECUTABLE = re.compile(r"(python|pypy|graalpy)(3(\.\d+)?t?)?")
+#: What uv keeps beside its interpreters: its lock, scratch folder, cache and .gitignore.
+UV_BOOKKEEPING = (".cache", ".gitignore", ".lock", ".temp")
+#: At most this many paths are asked of the live image (agent-written names, all of them).
+_MAX_LINK_CANDIDATES = 64
 
 
 def is_uv_managed(prefix: str | None) -> bool:
@@ -78,12 +93,49 @@ def managed_base(interp: Interpreter) -> str | None:
     return None
 
 
+def _uv_dirs(run: LoadedRun) -> set[str]:
+    """uv's python folders of the run's interpreters (the folders their builds sit in)."""
+    return {posixpath.dirname(base) for i in run.interpreters
+            if (base := managed_base(i)) is not None and is_uv_managed(base)}
+
+
+def link_candidates(run: LoadedRun) -> tuple[str, ...]:
+    """Paths the run added that may be links uv made to an interpreter it installed: in
+    uv's python folder (the minor-version link) and executables named like an interpreter
+    outside every environment's prefix (``~/.local/bin/python3.11``, ``/usr/local/bin/…``;
+    a system interpreter's prefix is ``/usr``, which holds all). Their targets, read
+    in the live image by the exporter, let the artifact make them again."""
+    dirs = _uv_dirs(run)
+    if not dirs:
+        return ()
+    inside = tuple(f"{p}/" for p in {*(i.prefix for i in run.interpreters
+                                       if i.prefix and i.kind != "system"), *dirs})
+    out = []
+    for c in run.changes:
+        parent, name = posixpath.split(c.path)
+        if c.kind != "A" or not _plain(c.path) or "=" in c.path or c.path in dirs:
+            continue
+        if parent in dirs or (_EXECUTABLE.fullmatch(name) and not c.path.startswith(inside)):
+            out.append(c.path)
+    return tuple(sorted(out)[:_MAX_LINK_CANDIDATES])
+
+
+def explained_paths(python: ManagedPython) -> tuple[str, ...]:
+    """What the artifact's unpacking of ``python`` accounts for: its folder, its links and
+    executables, and uv's bookkeeping beside it."""
+    uv = (posixpath.join(posixpath.dirname(python.prefix), n) for n in UV_BOOKKEEPING)
+    return (python.prefix, *python.links, *(path for path, _ in python.executables),
+            *(uv if python.tool == "uv" else ()))
+
+
 def managed_pythons(run: LoadedRun, envs: Sequence[Interpreter],
-                    commands: Iterable[SimpleCommand],
-                    notes: Notes) -> tuple[ManagedPython, ...]:
+                    commands: Iterable[SimpleCommand], notes: Notes,
+                    link_targets: Mapping[str, str] | None = None
+                    ) -> tuple[ManagedPython, ...]:
     """The uv-managed and pyenv-built interpreters ``envs`` run on, sorted by prefix
     (``commands``: the log's successful simple commands, for the downloads list and mirror
-    uv was given); a pyenv build's substitution is named in ``notes``."""
+    uv was given; ``link_targets``: the targets of :func:`link_candidates` that are links,
+    from the live image); a pyenv build's substitution is named in ``notes``."""
     bases = [(interp, base, real) for interp in envs
              if (base := managed_base(interp))
              and _made_in_run(run, base, (real := _real_prefix(base, interp.version))[0])]
@@ -108,7 +160,27 @@ def managed_pythons(run: LoadedRun, envs: Sequence[Interpreter],
             tool="uv", key=posixpath.basename(prefix), prefix=prefix,
             version=_version(run, prefix, interp, "uv"), links=links,
             downloads_json_url=json_url, mirror=mirror)
-    return tuple(found[p] for p in sorted(found))
+    return tuple(_with_links(found[p], link_targets or {}) for p in sorted(found))
+
+
+def _with_links(python: ManagedPython, targets: Mapping[str, str]) -> ManagedPython:
+    """``python`` with the links uv made to it: a link beside it to its folder (uv's
+    minor-version link) among ``links``, one to a file in it among ``executables`` (the
+    target as uv wrote it). A target that is blank, holds a blank or ``=``, or leads
+    anywhere else is not the interpreter's."""
+    if python.tool != "uv":
+        return python
+    names = (python.prefix, *python.links)
+    links, executables = set(python.links), []
+    for path, target in sorted(targets.items()):
+        if not target or "=" in target or any(ch.isspace() for ch in target):
+            continue
+        to = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+        if to == python.prefix and posixpath.dirname(path) == posixpath.dirname(to):
+            links.add(path)
+        elif any(to.startswith(f"{n}/") for n in names):
+            executables.append((path, target))
+    return replace(python, links=tuple(sorted(links)), executables=tuple(executables))
 
 
 def _made_in_run(run: LoadedRun, *folders: str) -> bool:

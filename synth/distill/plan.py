@@ -117,21 +117,27 @@ def gc_paused() -> Iterator[None]:
 
 def distill(run: LoadedRun, *, include: Sequence[str] = (),
             download_hashes: Mapping[str, str] | None = None,
-            classified: Sequence[Classified] | None = None
+            classified: Sequence[Classified] | None = None,
+            link_targets: Mapping[str, str] | None = None
             ) -> tuple[BuildPlan, DistillReport]:
     """What to build from ``run``, and the report of how: pure, deterministic, no I/O.
 
     ``download_hashes`` maps files that downloads wrote (:func:`download_candidates`) to
     their sha256 in the final state; those downloads are replayed and checked.
     ``classified``: :func:`classify_log` of ``run``, when the caller has it already.
+    ``link_targets`` maps those of
+    :func:`synth.distill.managed_python.link_candidates` that are links in the final
+    state to their targets; uv's links to its interpreters are made again.
     """
     with gc_paused():
         return _distill(run, include, dict(download_hashes or {}),
-                        classified if classified is not None else classify_log(run))
+                        classified if classified is not None else classify_log(run),
+                        link_targets or {})
 
 
 def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
-             classified: Sequence[Classified]) -> tuple[BuildPlan, DistillReport]:
+             classified: Sequence[Classified], link_targets: Mapping[str, str]
+             ) -> tuple[BuildPlan, DistillReport]:
     notes = Notes()
     ok = StepIndex(t for t in classified if t[0].succeeded)
     audited = audited_envs(ok, run)
@@ -139,7 +145,7 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     base = base_python(run)
     conda = {c.prefix: c for i in envs_in if (c := conda_plan(i, notes)) is not None}
     pythons = managed_pythons(run, envs_in, (c for c, _x, _s in classified if c.succeeded),
-                              notes)
+                              notes, link_targets)
     env_plans = [env_plan(interp, idx, audited, notes, base, recreated=interp.prefix in conda,
                           managed=managed_base(interp))
                  for idx, interp in enumerate(envs_in)]

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from synth.distill.common import Notes
 from synth.distill.envs import lockable
 from synth.distill.load import Interpreter, LoadedRun
+from synth.distill.managed_python import explained_paths
 from synth.formats.plan import AptPlan, ManagedPython, NativeStep, PythonEnvPlan
 from synth.formats.state import DEBIAN_SITE
 
@@ -55,7 +56,7 @@ def unexplained(run: LoadedRun, envs: Sequence[PythonEnvPlan], native: Sequence[
     """``KIND PATH`` of each change no kept step explains (``pythons``: the downloaded
     interpreters the artifact unpacks, with their links)."""
     roots = _explained_roots(run, envs, native, apt, include)
-    roots += [path for p in pythons for path in (p.prefix, *p.links)]
+    roots += [path for p in pythons for path in explained_paths(p)]
     changed = [c for c in run.changes if not _covered(c.path, roots)]
     # A directory is listed through what changed below it, never by itself; one made to
     # hold something a kept step explains is explained with it.

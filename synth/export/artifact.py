@@ -24,6 +24,7 @@ from synth import __version__, source_digest
 from synth.config import Settings
 from synth.distill.leave_out import Part, leave_out
 from synth.distill.load import LoadedRun, load_run
+from synth.distill.managed_python import link_candidates
 from synth.distill.plan import (
     BuildPlan,
     PythonEnvPlan,
@@ -47,7 +48,7 @@ from synth.export.build_lock import (
     lock_manifest,
 )
 from synth.export.conda_lock import lock_rattler
-from synth.export.live_facts import LiveImage, download_hashes
+from synth.export.live_facts import LiveImage, download_hashes, link_targets
 from synth.export.lock import Lock, LockedPin, LockTarget, lock_env, target_for
 from synth.export.managed_python import resolve_pythons
 from synth.export.metadata import Citation, CitationOptions, Publication, make_citation
@@ -383,7 +384,8 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
     wanted = download_candidates(run, classified)
     plan, report = distill(
         run, include=opts.include, classified=classified,
-        download_hashes=download_hashes(live, wanted) if opts.ask_live else None)
+        download_hashes=download_hashes(live, wanted) if opts.ask_live else None,
+        link_targets=link_targets(live, link_candidates(run)) if opts.ask_live else None)
     report = replace(report, incomplete=tuple(problems))
     # Before locking: the live image's final state can add pins (legacy egg-info installs).
     plan, report, staged = final_state.prepare(

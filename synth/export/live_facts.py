@@ -132,6 +132,25 @@ def download_hashes(live: LiveImage, wanted: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def link_targets(live: LiveImage, paths: Sequence[str]) -> dict[str, str]:
+    """The target of each of ``paths`` that is a symbolic link in the live image, as
+    written; empty where it cannot be read (the links are then unexplained). ``paths``
+    are plain (no blank): ``find`` prints one per line."""
+    if not paths or live.ref is None:
+        return {}
+    try:
+        res = live.container().exec(["find", *paths, "-maxdepth", "0", "-type", "l",
+                                     "-printf", "%p\t%l\n"])
+    except SynthError:
+        return {}
+    out: dict[str, str] = {}
+    for line in res.stdout.splitlines():
+        path, tab, target = line.partition("\t")
+        if tab and path in paths:
+            out[path] = target
+    return out
+
+
 def _pip_check(c: EngineContainer, python: str) -> tuple[tuple[str, ...], bool]:
     env = {"PIP_DISABLE_PIP_VERSION_CHECK": "1", **_NO_BYTECODE}
     res = c.exec([python, "-m", "pip", "check"], env=env, timeout=300)

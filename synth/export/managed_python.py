@@ -168,19 +168,21 @@ def _check_archive(p: ManagedPython, url: str, archive: Path, live: LiveImage | 
 
 
 def render_managed_python_lock(plan: BuildPlan) -> str:
-    """``managed-python.lock``: ``sha256 URL PREFIX [LINK…]`` per interpreter."""
+    """``managed-python.lock``: ``sha256 URL PREFIX [LINK…]`` per interpreter, a LINK
+    either a path made a link to PREFIX or ``PATH=TARGET``, a link to a file in it."""
     lines = [
         f"# {MANAGED_PYTHON_LOCK} (task {plan.task}): the python-build-standalone builds "
         "uv downloaded in the run, or substituted for pyenv's builds,",
         f"# each unpacked at PREFIX from its archive, checked against its sha256, by "
-        f"{INSTALL_MANAGED_PYTHON}; LINKs are made to PREFIX.",
+        f"{INSTALL_MANAGED_PYTHON}; each LINK is made a link to PREFIX, each PATH=TARGET a "
+        "link to TARGET, a file in it.",
         f"# Regenerate: {plan.regenerate_command}",
-        "# sha256 URL PREFIX [LINK...]",
+        "# sha256 URL PREFIX [LINK | PATH=TARGET ...]",
     ]
     for p in plan.pythons:
         if not p.url or not p.sha256:
             raise ExportError(f"The archive of the interpreter {p.key} was not resolved.")
-        words = (p.sha256, p.url, p.prefix, *p.links)
+        words = (p.sha256, p.url, p.prefix, *p.links, *(f"{a}={b}" for a, b in p.executables))
         if any(not w or any(ch.isspace() for ch in w) for w in words):
             raise ExportError(f"The interpreter {p.key}'s URL or paths hold a blank, which "
                               f"{MANAGED_PYTHON_LOCK} cannot write: {words!r}.")

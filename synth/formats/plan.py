@@ -146,8 +146,11 @@ class ManagedPython(PlanPart, frozen=True):
     prefix: str
     version: str
     #: Other paths that name it, made as links to ``prefix`` (uv's minor-version link
-    #: ``cpython-3.11-linux-x86_64-gnu``, when a venv was made through it).
+    #: ``cpython-3.11-linux-x86_64-gnu``).
     links: tuple[str, ...] = ()
+    #: Links uv made to a file in it, ``(path, target as written)``: its bin folder's
+    #: ``~/.local/bin/python3.11``.
+    executables: tuple[Pair, ...] = ()
     #: Where the run's uv was told to look: its downloads list and its mirror, if any.
     downloads_json_url: str | None = None
     mirror: str | None = None

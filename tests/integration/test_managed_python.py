@@ -37,6 +37,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 TASK = Path(__file__).resolve().parent.parent / "data" / "managed-python"
 UV_DIR = "/root/.local/share/uv/python"
 LINK = f"{UV_DIR}/cpython-3.11-linux-x86_64-gnu"
+#: The link ``uv python install`` makes in its bin folder, and its target.
+BIN_LINK, EXECUTABLE = "/root/.local/bin/python3.11", f"{UV_DIR}/{KEY}/bin/python3.11"
 
 TRANSCRIPT = """\
 python3 -m pip install --break-system-packages --target /tmp/uvtool uv=={uv}
@@ -77,6 +79,8 @@ def test_a_venv_on_a_uv_managed_python_is_rebuilt_on_the_same_python(
             art = Path(doc["target"]["artifact_dir"])
             _check_artifact(art, url, sha256)
             assert _base_prefix(engine, doc["build"]["image"]) == LINK
+            # uv's bin folder's link, made again as uv wrote it.
+            assert _run(engine, doc["build"]["image"], "readlink", BIN_LINK) == EXECUTABLE
             again = export_run(ExportOptions(result.run_dir, out_dir=tmp_path / "again"),
                                settings, engine).artifact_dir
             for name in ("managed-python.lock", "Dockerfile", "requirements.lock", "plan.json"):
@@ -130,9 +134,12 @@ def test_a_venv_on_a_pyenv_python_is_rebuilt_on_a_substitute_of_the_same_version
 
 
 def _base_prefix(engine: Any, image: str) -> str:
-    out = engine.client.containers.run(
-        image, ["/opt/venv/bin/python", "-c", "import sys; print(sys.base_prefix)"],
-        remove=True, network_disabled=True)
+    return _run(engine, image, "/opt/venv/bin/python", "-c",
+                "import sys; print(sys.base_prefix)")
+
+
+def _run(engine: Any, image: str, *argv: str) -> str:
+    out = engine.client.containers.run(image, list(argv), remove=True, network_disabled=True)
     return str(out.decode().strip())
 
 
@@ -147,7 +154,8 @@ def _check_verify(doc: dict[str, Any], exit_code: int) -> None:
 def _check_artifact(art: Path, url: str, sha256: str) -> None:
     lock = [line for line in (art / "managed-python.lock").read_text().splitlines()
             if not line.startswith("#")]
-    assert lock == [f"{sha256} {url}/{ARCHIVE.replace('+', '%2B')} {UV_DIR}/{KEY} {LINK}"]
+    assert lock == [f"{sha256} {url}/{ARCHIVE.replace('+', '%2B')} {UV_DIR}/{KEY} {LINK} "
+                    f"{BIN_LINK}={EXECUTABLE}"]
     plan = json.loads((art / "plan.json").read_text())["plan"]
     assert [p["key"] for p in plan["pythons"]] == [KEY]
     report = (art / "export-report.md").read_text()
@@ -157,7 +165,10 @@ def _check_artifact(art: Path, url: str, sha256: str) -> None:
     assert docker.index("install-managed-python.py") < venv
     # The interpreter is not an environment of its own: its archive brings all it has.
     assert sorted(p.name for p in art.glob("requirements*.lock")) == ["requirements.lock"]
-    outcomes = json.loads((art / "export-report.json").read_text())["commands"]
+    report_json = json.loads((art / "export-report.json").read_text())
+    # uv's bin folder and bookkeeping (.lock, .temp, .gitignore) are explained.
+    assert report_json["unexplained"] == [], report_json["unexplained"]
+    outcomes = report_json["commands"]
     install = next(o for o in outcomes if "uv python install" in o["command"])
     assert install["decision"] == "folded", install
 

@@ -35,7 +35,8 @@ LINK = f"{UV_DIR}/cpython-3.11-linux-x86_64-gnu"
 JSON_URL = "http://10.0.0.1:8000/downloads.json"
 
 
-def _managed_run(tmp_path: Path, json_url: str = JSON_URL) -> Path:
+def _managed_run(tmp_path: Path, json_url: str = JSON_URL,
+                 diff: tuple[tuple[str, str], ...] = ()) -> Path:
     uv_python = {"path": f"{UV_DIR}/{KEY}/bin/python3", "kind": "uv", "version": "3.11.2",
                  "prefix": f"{UV_DIR}/{KEY}", "base_prefix": f"{UV_DIR}/{KEY}",
                  "created_by_agent": True, "distributions": []}
@@ -45,7 +46,7 @@ def _managed_run(tmp_path: Path, json_url: str = JSON_URL) -> Path:
     audit = [cmd(f"UV_PYTHON_DOWNLOADS_JSON_URL={json_url} uv python install 3.11.2"),
              cmd("uv venv -p 3.11 /opt/venv"),
              cmd("uv pip install --python /opt/venv six==1.17.0")]
-    return make_run_dir(tmp_path, audit, python=[system_python(), uv_python, venv])
+    return make_run_dir(tmp_path, audit, python=[system_python(), uv_python, venv], diff=diff)
 
 
 def test_a_venv_on_a_uv_python_is_made_from_that_python_unpacked_first(tmp_path: Path) -> None:
@@ -62,6 +63,46 @@ def test_a_venv_on_a_uv_python_is_made_from_that_python_unpacked_first(tmp_path:
     # Reproduced now: no "an interpreter the base image does not have".
     assert not [n for n in report.not_reproducible if "/opt/venv" in n or "uv" in n], \
         report.not_reproducible
+
+
+#: What ``uv python install`` adds beside the build: its bin folder's link, its bookkeeping.
+UV_ADDED = tuple(("A", p) for p in (
+    "/root/.local", "/root/.local/bin", "/root/.local/bin/python3.11", "/root/.local/bin/python3",
+    "/root/.local/share", "/root/.local/share/uv", UV_DIR, f"{UV_DIR}/.gitignore",
+    f"{UV_DIR}/.lock", f"{UV_DIR}/.temp", LINK, f"{UV_DIR}/{KEY}", f"{UV_DIR}/{KEY}/bin",
+    f"{UV_DIR}/{KEY}/bin/python3.11", "/opt/venv", "/opt/venv/bin/python3.11",
+    "/usr/local/bin/python3.11"))
+
+
+def test_uv_s_links_to_its_interpreter_are_made_again_and_its_bookkeeping_explained(
+        tmp_path: Path) -> None:
+    from synth.distill.managed_python import link_candidates
+
+    run = load_run(_managed_run(tmp_path, diff=UV_ADDED))
+    # Asked of the live image: uv's folder's entries and interpreter-named paths outside
+    # every interpreter's prefix (not the venv's, not the build's own bin folder).
+    assert link_candidates(run) == tuple(sorted((
+        "/root/.local/bin/python3", "/root/.local/bin/python3.11", f"{UV_DIR}/.gitignore",
+        f"{UV_DIR}/.lock", f"{UV_DIR}/.temp", LINK, f"{UV_DIR}/{KEY}",
+        "/usr/local/bin/python3.11")))
+    plan, report = distill(run, link_targets={
+        "/root/.local/bin/python3.11": f"{LINK}/bin/python3.11",
+        # uv's minor link, relative; an agent's link elsewhere; a blank: not the build's.
+        LINK: KEY, "/usr/local/bin/python3.11": "/usr/bin/python3.11",
+        "/root/.local/bin/python3": "/x y"})
+    python = plan.pythons[0]
+    assert python.links == (LINK,)
+    assert python.executables == (("/root/.local/bin/python3.11", f"{LINK}/bin/python3.11"),)
+    assert report.unexplained == ("A /root/.local/bin/python3", "A /usr/local/bin/python3.11")
+    lock = render_artifact(replace(plan, pythons=_resolved(plan.pythons)), report, [
+        Lock(env=plan.envs[0], pins=(LockedPin("six", "1.17.0", ("cd" * 32,)),),
+             locker="uv")])[MANAGED_PYTHON_LOCK]
+    assert lock.splitlines()[-1].endswith(
+        f" {LINK} /root/.local/bin/python3.11={LINK}/bin/python3.11")
+    # No live image read: the links are unexplained, as before.
+    _, unread = distill(run)
+    assert "A /root/.local/bin" in unread.unexplained
+    assert f"A {UV_DIR}/.lock" not in unread.unexplained  # uv's own, either way
 
 
 def test_only_a_plain_folder_under_uv_s_python_directory_is_a_downloaded_python() -> None:
@@ -220,6 +261,14 @@ def test_the_installer_unpacks_at_the_prefix_and_makes_the_links(tmp_path: Path)
     assert (prefix / "bin" / "python3.11").read_bytes().endswith(b"echo managed\n")
     assert (prefix / "bin" / "python3").readlink() == Path("python3.11")
     assert link.readlink() == prefix
+    # PATH=TARGET: a link to a file in it (uv's bin folder's), through the minor link.
+    exe, bin_link = tmp_path / "bin" / "python3.11", tmp_path / "exe" / "python3.11"
+    done = _install(tmp_path, f"{digest} {archive.as_uri()} {tmp_path / 'third'} "
+                    f"{tmp_path / 'minor'} {bin_link}={tmp_path / 'minor'}/bin/python3.11")
+    assert done.returncode == 0, done.stderr
+    assert bin_link.readlink() == tmp_path / "minor" / "bin" / "python3.11"
+    assert bin_link.read_bytes().endswith(b"echo managed\n")
+    assert not exe.exists()
     # From a folder of archives (the bundle) by file name, with no URL reachable.
     again = tmp_path / "again" / KEY
     done = _install(tmp_path, f"{digest} https://unreachable.invalid/{archive.name} {again}",
@@ -241,6 +290,14 @@ def test_the_installer_refuses_other_bytes_and_links_out(tmp_path: Path) -> None
     done = _install(tmp_path, f"{digest} {bad.as_uri()} {prefix}")
     assert done.returncode == 1 and "link out of the interpreter" in done.stderr
     assert not prefix.exists()
+    # A lock's link out of the interpreter stops it before anything is unpacked.
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    for bad_link in (f"{tmp_path}/bin/python3={prefix}/../../../etc/passwd",
+                     f"{tmp_path}/bin/python3={prefix}", "relative/python3"):
+        done = _install(tmp_path, f"{digest} {archive.as_uri()} {prefix} {bad_link}")
+        assert done.returncode == 1 and ("link out of the interpreter" in done.stderr
+                                         or "not an absolute path" in done.stderr), done.stderr
+        assert not prefix.exists() and not (tmp_path / "bin").exists()
 
 
 def _fake_locker(env: PythonEnvPlan, _target: LockTarget) -> Lock:
