@@ -142,6 +142,8 @@ class _Probing:
         self.import_modules: list[str] = []
         #: Top-level modules only an optional extra of the repo provides.
         self.extra_tops: frozenset[str] = frozenset()
+        #: C0i's modules -> the stems of the ``.py`` files beside each.
+        self.beside: dict[str, frozenset[str]] = {}
         #: C5: module -> its import, for each compiled extension the claims name.
         self.native_imports: dict[str, Any] = {}
 
@@ -239,14 +241,27 @@ def _c0(p: _Probing) -> LevelResult:
     return LevelResult("C0", "pass", None, metrics, details)
 
 
-def classify_import(result: Mapping[str, Any], extra_tops: frozenset[str]) -> dict[str, Any]:
-    """A module that fails only because an optional extra's module is missing is marked
-    ``optional: "extra"`` (reported, never failing C0i)."""
+def classify_import(result: Mapping[str, Any], extra_tops: frozenset[str],
+                    beside: Mapping[str, frozenset[str]] | None = None) -> dict[str, Any]:
+    """A module that fails only because a module is missing that no environment is to
+    provide is reported, never failing C0i: ``optional: "extra"`` for an optional extra's
+    module (the ModuleNotFoundError itself, or one the ImportError it raised was handling:
+    ``except ImportError: raise ImportError("pip install pkg[extra]")``); ``"script"`` for a
+    bare name that is a module file beside it (``beside``: module -> the stems of the
+    ``.py`` files in its folder), which only a script that puts that folder on ``sys.path``
+    imports (a ``setup.py`` helper)."""
     out = dict(result)
-    missing = str(result.get("missing_name") or "")
-    if (result.get("ok") is False and result.get("error_class") == "ModuleNotFoundError"
-            and missing and missing.split(".", 1)[0] in extra_tops):
+    if result.get("ok") is not False or result.get("error_class") not in (
+            "ModuleNotFoundError", "ImportError"):
+        return out
+    missing = str(result.get("missing_module") or "")
+    if not missing and result.get("error_class") == "ModuleNotFoundError":
+        missing = str(result.get("missing_name") or "")  # a result from before the field
+    if missing and missing.split(".", 1)[0] in extra_tops:
         out["optional"] = "extra"
+    elif missing and "." not in missing and missing in (beside or {}).get(
+            str(result.get("module")), frozenset()):
+        out["optional"] = "script"
     return out
 
 
@@ -263,7 +278,7 @@ def _c0i(p: _Probing) -> LevelResult:
     if data is None:
         return LevelResult("C0i", "fail", "the import check did not run",
                            details={"exec": _exec_summary(res)})
-    results = [classify_import(r, p.extra_tops) for r in data.get("results") or []]
+    results = [classify_import(r, p.extra_tops, p.beside) for r in data.get("results") or []]
     failed = [r for r in results if r.get("ok") is False and not r.get("optional")]
     optional = [r for r in results if r.get("ok") is False and r.get("optional")]
     untried = [r for r in results if r.get("ok") is None]
@@ -593,6 +608,7 @@ def _scan_root(spec: PyramidSpec, root: Path, p: _Probing) -> c0_scan.ScanResult
     scan = c0_scan.scan_repo(root, spec.scanner, scope)
     p.declared = c0_scope.declared_distributions(root)
     p.import_modules = c0_scope.import_check_modules(root, scan.scope_files)
+    p.beside = c0_scope.modules_beside(root, p.import_modules)
     p.extra_tops = c0_scan.extra_modules({i.top for i in scan.imports}, p.declared)
     return scan
 

@@ -162,9 +162,12 @@ def _c0i_lines(key: str, c0i: LevelResult | None) -> list[str]:
     m = c0i.metrics if c0i is not None else {}
     if c0i is None or not m:
         return []
-    opt = m.get("optional_failed", 0)
+    apart = [r.get("optional") for r in c0i.details.get("optional_failed", [])]
+    why = {"extra": "for lack of an optional extra",
+           "script": "on a bare import of a file beside them (a script's, not an install's)"}
     lines = [f"{key} C0i: {m.get('ok', 0)}/{m.get('modules', 0)} modules import"
-             + (f"; {opt} fail only for lack of an optional extra" if opt else "")]
+             + "".join(f"; {apart.count(k)} fail only {w}" for k, w in why.items()
+                       if k in apart)]
     for r in c0i.details.get("failed", [])[:10]:
         where = f" at {r['where']}" if r.get("where") else ""
         lines.append(f"  {r['module']}: {r.get('error_class')}: "

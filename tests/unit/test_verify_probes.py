@@ -191,6 +191,52 @@ def test_an_import_failing_on_an_optional_extra_does_not_fail_c0i() -> None:
     assert "optional" not in classify_import(raising, frozenset({"h5py"}))
 
 
+def test_what_no_environment_provides_does_not_fail_c0i(tmp_path: Path) -> None:
+    """The real probe and classification on the two patterns of real libraries: an
+    ImportError of its own raised while handling a missing extra's module (POT's ot.dr),
+    and a setup.py helper importing the file beside it by a bare name (POT's
+    ot.helpers.openmp_helpers). A missing module of the package itself (a native extension
+    that was not built) still fails, bare or dotted, as does a message without a cause."""
+    from synth.pyramid.c0_scope import import_check_modules, modules_beside
+    from synth.pyramid.runner import classify_import
+
+    pkg = tmp_path / "pkg"
+    (pkg / "helpers").mkdir(parents=True)
+    for rel, text in {
+        "__init__.py": "",
+        "dr.py": "try:\n    import autograd.numpy\nexcept ImportError:\n"
+                 "    raise ImportError('Missing dependency: pip install pkg[dr]')\n",
+        "plain.py": "try:\n    import autograd\nexcept ImportError:\n"
+                    "    raise ImportError('no autograd') from None\n",
+        "fast.py": "from pkg import _ext\n",
+        "bare.py": "import _ext\n",
+        "vague.py": "raise ImportError('this platform is not supported')\n",
+        "helpers/__init__.py": "",
+        "helpers/openmp.py": "from pre_build import compile_test\n",
+        "helpers/pre_build.py": "compile_test = None\n",
+    }.items():
+        (pkg / rel).write_text(text)
+    files = sorted(p.relative_to(tmp_path).as_posix() for p in pkg.rglob("*.py"))
+    modules = import_check_modules(tmp_path, files)
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({"modules": modules, "timeout": 20, "total_timeout": 120,
+                               "pip_check": False}))
+    out = subprocess.run([sys.executable, str(PROBES_DIR / "import_check.py"), str(req)],
+                         capture_output=True, text=True, check=True, cwd=tmp_path, timeout=120)
+    data = parse_probe_output(out.stdout)
+    assert data is not None
+    beside = modules_beside(tmp_path, files)
+    assert beside["pkg.helpers.openmp"] == {"pre_build"}
+    res = {r["module"]: classify_import(r, frozenset({"autograd"}), beside)
+           for r in data["results"]}
+    assert res["pkg.dr"]["missing_module"] == "autograd"  # the cause, not the message
+    assert res["pkg.dr"]["optional"] == res["pkg.plain"]["optional"] == "extra"
+    assert res["pkg.helpers.openmp"]["optional"] == "script"
+    for failing in ("pkg.fast", "pkg.bare", "pkg.vague"):
+        assert res[failing]["ok"] is False and "optional" not in res[failing], res[failing]
+    assert res["pkg"]["ok"] is True and res["pkg.helpers.pre_build"]["ok"] is True
+
+
 def test_session_interpreter_probe_loads_from_the_probes_folder() -> None:
     from synth.record.snapshot import probe_source
 

@@ -8,7 +8,9 @@ Modules are imported by up to ``workers`` interpreters at a time (each its own p
 
 For each module: ok (with the file it was loaded from and whether that is a compiled
 extension, one of the interpreter's extension suffixes), or the exception's class and
-message and the innermost frame of the traceback (file:line), or a timeout. Then
+message, the innermost frame of the traceback (file:line) and the module a
+ModuleNotFoundError names (the exception itself, or one an ImportError was raised while
+handling), or a timeout. Then
 ``python -m pip check`` (its exit code and output; ``"pip_check": false`` leaves it out), a
 finding and not a verdict. Prints one JSON line. Stdlib only, Python >= 3.8.
 """
@@ -37,9 +39,17 @@ except BaseException as exc:
         where = "%s:%s" % (frames[-1].filename, frames[-1].lineno)
     elif isinstance(exc, SyntaxError) and exc.filename:
         where = "%s:%s" % (exc.filename, exc.lineno)
+    # The module a ModuleNotFoundError names, this one or one an ImportError was raised
+    # while handling (``except ImportError: raise ImportError("pip install pkg[extra]")``).
+    missing, link, depth = None, exc, 0
+    while isinstance(link, ImportError) and depth < 8:
+        if isinstance(link, ModuleNotFoundError) and link.name:
+            missing = link.name
+            break
+        link, depth = link.__cause__ or link.__context__, depth + 1
     out = {"ok": False, "error_class": type(exc).__name__, "message": str(exc)[:2000],
            "where": where, "missing_name": getattr(exc, "name", None)
-           if isinstance(exc, ImportError) else None}
+           if isinstance(exc, ImportError) else None, "missing_module": missing}
 sys.stdout.write("\n" + json.dumps(out) + "\n")
 sys.stdout.flush()
 """
