@@ -340,7 +340,9 @@ def _tree_entries(root: Path, base_links: dict[str, str]) -> tuple[
         list[tuple[str, Path]], list[tuple[str, bytes]], dict[str, str]]:
     """What the tree of ``root`` holds, read without following links: regular files
     (mode, path), symlinks (mode 120000, their target's bytes) and gitlinks; the top
-    ``.git``, bytecode and caches left out."""
+    ``.git``, bytecode and caches left out. A submodule of the commit that was never
+    checked out (its folder empty, as ``git clone`` without ``--recursive`` leaves it) is
+    the commit's gitlink, unchanged, as git itself sees it."""
     files: list[tuple[str, Path]] = []
     links: list[tuple[str, bytes]] = []
     gitlinks: dict[str, str] = {}
@@ -348,6 +350,9 @@ def _tree_entries(root: Path, base_links: dict[str, str]) -> tuple[
         base = Path(dirpath)
         rel_dir = base.relative_to(root).as_posix()
         rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        if rel_dir and not dirs and not names and rel_dir[:-1] in base_links:
+            gitlinks[rel_dir[:-1]] = base_links[rel_dir[:-1]]
+            continue
         if rel_dir and (".git" in dirs or ".git" in names):
             commit = _gitlink(root, rel_dir[:-1], base_links)
             if commit is not None:

@@ -139,6 +139,24 @@ def test_git_checkout_patch_names_the_commit_and_applies(tmp_path: Path) -> None
     assert not (fresh / "old.txt").exists()
 
 
+def test_a_submodule_never_checked_out_is_no_change(tmp_path: Path) -> None:
+    """A commit's submodule left as an empty folder (a clone without --recursive, POT's
+    deps/eigen) is what git sees as unchanged: not "deleted by the agent"."""
+    repo = _repo(tmp_path / "repo")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "update-index", "--add", "--cacheinfo",
+         f"160000,{'d7' * 20},deps/eigen")
+    _git(repo, "commit", "-q", "-m", "c")
+    (repo / "deps" / "eigen").mkdir(parents=True)
+    assert git_patch(repo, repo).files == ()
+    (repo / "deps" / "eigen" / "Core").write_text("copied in by hand\n")
+    assert git_patch(repo, repo).files == ("A\tdeps/eigen/Core", "D\tdeps/eigen")
+    (repo / "deps" / "eigen" / "Core").unlink()
+    (repo / "deps" / "eigen").rmdir()
+    assert git_patch(repo, repo).files == ("D\tdeps/eigen",)
+
+
 def test_a_repository_without_git_is_diffed_against_its_original(tmp_path: Path) -> None:
     original = _repo(tmp_path / "original")
     source = _repo(tmp_path / "source")
