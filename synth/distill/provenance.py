@@ -189,22 +189,22 @@ def risks(run: LoadedRun) -> tuple[str, ...]:
 def code_loading_risks(found: Mapping[str, Any] | None,
                        carried: Iterable[tuple[str, str]] = ()) -> tuple[str, ...]:
     """Risks the live image's code-loading probe (``pyramid/probes/code_loading.py``)
-    names: every ``.pth`` file with lines Python runs at start (who installed it, and
-    whether it is as installed), sitecustomize/usercustomize, ``/etc/ld.so.preload``; and
-    each distribution file changed after install that the artifact carries (``carried``:
-    ``(path, distribution)``)."""
+    names: each ``.pth`` file with lines Python runs at start that no installed
+    distribution lists or that changed after install (one as its distribution installed
+    it, setuptools' ``distutils-precedence.pth``, an editable install's finder, comes
+    with the locked distribution and is not a change), sitecustomize/usercustomize,
+    ``/etc/ld.so.preload``; and each distribution file changed after install that the
+    artifact carries (``carried``: ``(path, distribution)``)."""
     out: list[str] = []
     for p in (found or {}).get("pth") or ():
         n, path, first = p.get("executable_lines") or 0, p.get("path"), p.get("first")
-        if not n:
+        if not n or (p.get("owner") and p.get("matches_record")):
             continue
         runs = f"{n} line(s) Python runs at every start (`{first}`)"
         if not p.get("owner"):
             out.append(f"{path}: a .pth file no installed distribution lists: {runs}")
-        elif not p.get("matches_record"):
-            out.append(f"{path}: a .pth file of {p['owner']} changed after install: {runs}")
         else:
-            out.append(f"{path}: a .pth file of {p['owner']} (as installed): {runs}")
+            out.append(f"{path}: a .pth file of {p['owner']} changed after install: {runs}")
     for path in (found or {}).get("startup") or ():
         base = posixpath.basename(str(path))
         out.append(f"{path}: {_STARTUP_FILES.get(base, 'runs at every Python start')}")

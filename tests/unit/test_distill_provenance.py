@@ -85,6 +85,8 @@ def test_code_loading_changes_are_risks(tmp_path: Path) -> None:
 
 
 def test_code_loading_risks_name_every_pth_preload_and_changed_module() -> None:
+    """A .pth as its distribution installed it (``_ok.pth``) comes with the lock: not a
+    risk, or every venv with setuptools or an editable install would have one."""
     from synth.distill.provenance import code_loading_risks, merged_risks
 
     found = {"pth": [
@@ -100,8 +102,6 @@ def test_code_loading_risks_name_every_pth_preload_and_changed_module() -> None:
     risks = code_loading_risks(found, [("/v/site/six.py", "six"), ("/v/site/d.txt", "d")])
     assert risks == (
         "/etc/ld.so.preload: loads /lib/libhook.so into every process",
-        "/v/site/_ok.pth: a .pth file of ok (as installed): 1 line(s) Python runs at every "
-        "start (`import _ok`)",
         "/v/site/distutils-precedence.pth: a .pth file of setuptools changed after install: "
         "1 line(s) Python runs at every start (`import os; x`)",
         "/v/site/evil.pth: a .pth file no installed distribution lists: 1 line(s) Python "
