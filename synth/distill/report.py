@@ -96,7 +96,12 @@ def add_notes(run: LoadedRun, envs_in: Sequence[Interpreter],
             f"sha256 ({why}): {', '.join(n for n, _ in apt.unhashed[:8])}"
             f"{' …' if len(apt.unhashed) > 8 else ''}")
     if run.info.base_digest is None:
-        notes.warnings.append(
-            f"base image {run.info.base_ref} has no registry digest; the local image ID "
+        notes.warnings.append(no_digest_warning(run))
+
+
+def no_digest_warning(run: LoadedRun) -> str:
+    """The warning for a base with no registry digest (the exporter drops it for synth's
+    own base, which the artifact names by the digest synth publishes it under)."""
+    return (f"base image {run.info.base_ref} has no registry digest; the local image ID "
             f"{run.info.base_id or '(unknown)'} is recorded in manifest.json — rebuild on a "
             "machine that has that same image")

@@ -386,7 +386,8 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
         run, include=opts.include, classified=classified,
         download_hashes=download_hashes(live, wanted) if opts.ask_live else None,
         link_targets=link_targets(live, link_candidates(run)) if opts.ask_live else None)
-    report = replace(report, incomplete=tuple(problems))
+    report = replace(publish.without_stale_base_warning(plan, run, report),
+                     incomplete=tuple(problems))
     # Before locking: the live image's final state can add pins (legacy egg-info installs).
     plan, report, staged = final_state.prepare(
         run, plan, report, dest.parent, _original(run), live if opts.ask_live else None,

@@ -30,9 +30,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from synth import __version__
 from synth.distill.load import LoadedRun
-from synth.distill.plan import BuildPlan
+from synth.distill.plan import BuildPlan, DistillReport
+from synth.distill.report import no_digest_warning
 from synth.engine.base_images import parse_recipe, publish_image, recipe_for
 from synth.errors import ExportError, SynthError
 from synth.export.lock import Lock
@@ -574,6 +577,20 @@ def prepare(tmp: Path, run: LoadedRun, plan: BuildPlan, citation: Citation, dest
     kept, more = keep_verification(dest, tmp)
     notes = [*notes, *more, *citation.warnings()] if archive else [*notes, *more]
     return Publication(citation, base, archive=archive, verification=kept), notes
+
+
+def without_stale_base_warning(plan: BuildPlan, run: LoadedRun,
+                               report: DistillReport) -> DistillReport:
+    """``report`` without distill's "no registry digest" warning where the base is synth's
+    own, which the artifact names by the digest synth publishes it under and which
+    ``synth verify --rebuild`` makes again or the artifact carries (README, section 1)."""
+    import platform
+
+    if base_facts(plan, run, platform.machine(), carried=False).published is None:
+        return report
+    stale = no_digest_warning(run)
+    return msgspec.structs.replace(
+        report, warnings=tuple(w for w in report.warnings if w != stale))
 
 
 def base_published(publication: Publication | None) -> dict[str, Any]:

@@ -103,6 +103,32 @@ def test_a_synth_base_is_published_under_localhost() -> None:
     assert recipe_for("localhost/synth/python:bookworm") == recipe_for("synth/python:bookworm")
 
 
+def test_only_a_base_the_artifact_cannot_name_warns_of_its_missing_digest(
+        tmp_path: Path) -> None:
+    """synth's own base is named by the digest synth publishes it under (README, section
+    1): the "rebuild on a machine that has that same image" warning would be stale there;
+    another local base without a registry digest still gets it, in every report."""
+    from distill_runs import make_run_dir
+
+    from synth.distill.load import load_run
+    from synth.distill.plan import distill
+    from synth.distill.report import no_digest_warning
+    from synth.export.publish import without_stale_base_warning
+
+    for name, base in (("ours", "synth/python:bookworm"), ("theirs", "lab/python:3.11")):
+        run_dir = make_run_dir(tmp_path / name)
+        record = json.loads((run_dir / "run.json").read_text())
+        record["base_image"]["ref"] = base
+        (run_dir / "run.json").write_text(json.dumps(record))
+        run = load_run(run_dir)
+        plan, report = distill(run)
+        assert no_digest_warning(run) in report.warnings  # distill does not know
+        kept = without_stale_base_warning(plan, run, report).warnings
+        assert (no_digest_warning(run) in kept) == (name == "theirs"), kept
+        assert [w for w in report.warnings if w not in kept] == (
+            [no_digest_warning(run)] if name == "ours" else [])
+
+
 class LoadingEngine:
     """Images by name; ``docker save`` writes the named one, ``docker load`` reads an
     archive's ``manifest.json`` and tags its image as Docker does (ID: the config's
