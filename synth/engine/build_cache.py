@@ -119,6 +119,29 @@ class Pruned:
     size: int
 
 
+#: Passes of :func:`_prune_ids` at most: one per level of records that parent others.
+_PRUNE_PASSES = 16
+
+
+def _prune_ids(cli: str, ids: list[str]) -> dict[str, CacheRecord] | None:
+    """Remove the records ``ids``; the records left after (None: the list failed). The
+    engine keeps a record while a record made from it is there, so a record comes out in
+    the pass after the ones made from it: passes run until one removes nothing."""
+    pending, left = ids, list_records(cli)
+    for _ in range(_PRUNE_PASSES):
+        for rid in pending:  # the engine takes one value per filter key
+            subprocess.run([cli, "builder", "prune", "--all", "--force", "--filter",
+                            f"id={rid}"], capture_output=True, timeout=600, check=False)
+        left = list_records(cli)
+        if left is None:
+            return None
+        still = [i for i in pending if i in left]
+        if not still or len(still) == len(pending):
+            break
+        pending = still
+    return left
+
+
 def prune(cli: str, artifacts_dirs: Iterable[Path], *, dry_run: bool = False) -> Pruned:
     """Remove the unused records the ledgers of ``artifacts_dirs`` name."""
     records = list_records(cli)
@@ -131,10 +154,7 @@ def prune(cli: str, artifacts_dirs: Iterable[Path], *, dry_run: bool = False) ->
         owned = ledger.ids()
         targets = [i for i in owned if i in records and not records[i].in_use]
         if not dry_run:
-            for rid in targets:  # the engine takes one value per filter key
-                subprocess.run([cli, "builder", "prune", "--all", "--force", "--filter",
-                                f"id={rid}"], capture_output=True, timeout=600, check=False)
-            left = list_records(cli)
+            left = _prune_ids(cli, targets)
             if left is not None:
                 ledger.keep_only(i for i in owned if i in left)
                 targets = [i for i in targets if i not in left]
