@@ -608,7 +608,7 @@ def _scan_root(spec: PyramidSpec, root: Path, p: _Probing) -> c0_scan.ScanResult
     scan = c0_scan.scan_repo(root, spec.scanner, scope)
     p.declared = c0_scope.declared_distributions(root)
     p.import_modules = c0_scope.import_check_modules(root, scan.scope_files)
-    p.beside = c0_scope.modules_beside(root, p.import_modules)
+    p.beside = c0_scope.modules_beside(root, scan.scope_files)
     p.extra_tops = c0_scan.extra_modules({i.top for i in scan.imports}, p.declared)
     return scan
 

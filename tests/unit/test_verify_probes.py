@@ -192,14 +192,17 @@ def test_an_import_failing_on_an_optional_extra_does_not_fail_c0i() -> None:
 
 
 def test_what_no_environment_provides_does_not_fail_c0i(tmp_path: Path) -> None:
-    """The real probe and classification on the two patterns of real libraries: an
-    ImportError of its own raised while handling a missing extra's module (POT's ot.dr),
-    and a setup.py helper importing the file beside it by a bare name (POT's
-    ot.helpers.openmp_helpers). A missing module of the package itself (a native extension
-    that was not built) still fails, bare or dotted, as does a message without a cause."""
-    from synth.pyramid.c0_scope import import_check_modules, modules_beside
-    from synth.pyramid.runner import classify_import
+    """C0i on the host runtime, on the two patterns of real libraries: an ImportError of its
+    own raised while handling a missing extra's module (POT's ot.dr), and a setup.py helper
+    importing the file beside it by a bare name (POT's ot.helpers.openmp_helpers). A
+    missing module of the package itself (a native extension that was not built) still
+    fails, bare or dotted, as does an ImportError with no missing module behind it."""
+    from synth.engine.host import HostRuntime
+    from synth.pyramid.runner import PyramidSpec, run_pyramid
 
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "pkg"\nversion = "1"\n'
+        '[project.optional-dependencies]\ndr = ["autograd"]\n')
     pkg = tmp_path / "pkg"
     (pkg / "helpers").mkdir(parents=True)
     for rel, text in {
@@ -216,25 +219,23 @@ def test_what_no_environment_provides_does_not_fail_c0i(tmp_path: Path) -> None:
         "helpers/pre_build.py": "compile_test = None\n",
     }.items():
         (pkg / rel).write_text(text)
-    files = sorted(p.relative_to(tmp_path).as_posix() for p in pkg.rglob("*.py"))
-    modules = import_check_modules(tmp_path, files)
-    req = tmp_path / "req.json"
-    req.write_text(json.dumps({"modules": modules, "timeout": 20, "total_timeout": 120,
-                               "pip_check": False}))
-    out = subprocess.run([sys.executable, str(PROBES_DIR / "import_check.py"), str(req)],
-                         capture_output=True, text=True, check=True, cwd=tmp_path, timeout=120)
-    data = parse_probe_output(out.stdout)
-    assert data is not None
-    beside = modules_beside(tmp_path, files)
-    assert beside["pkg.helpers.openmp"] == {"pre_build"}
-    res = {r["module"]: classify_import(r, frozenset({"autograd"}), beside)
-           for r in data["results"]}
+    spec = PyramidSpec(python=sys.executable, repo_dir=tmp_path, workdir=str(tmp_path),
+                       gpu_access="none", levels=frozenset({"C0i"}))
+    c0i = run_pyramid(HostRuntime(Path(sys.executable)), spec).get("C0i")
+    assert c0i is not None
+    res = {r["module"]: r for r in c0i.details["results"]}
     assert res["pkg.dr"]["missing_module"] == "autograd"  # the cause, not the message
     assert res["pkg.dr"]["optional"] == res["pkg.plain"]["optional"] == "extra"
     assert res["pkg.helpers.openmp"]["optional"] == "script"
-    for failing in ("pkg.fast", "pkg.bare", "pkg.vague"):
-        assert res[failing]["ok"] is False and "optional" not in res[failing], res[failing]
+    assert sorted(r["module"] for r in c0i.details["failed"]) == ["pkg.bare", "pkg.fast",
+                                                                  "pkg.vague"]
     assert res["pkg"]["ok"] is True and res["pkg.helpers.pre_build"]["ok"] is True
+    assert c0i.status == "fail"
+    # Without the three the package's own fault, the level passes.
+    for name in ("fast", "bare", "vague"):
+        (pkg / f"{name}.py").unlink()
+    c0i = run_pyramid(HostRuntime(Path(sys.executable)), spec).get("C0i")
+    assert c0i is not None and c0i.status == "pass", c0i
 
 
 def test_session_interpreter_probe_loads_from_the_probes_folder() -> None:
