@@ -170,17 +170,15 @@ def _with_links(python: ManagedPython, targets: Mapping[str, str]) -> ManagedPyt
     anywhere else is not the interpreter's."""
     if python.tool != "uv":
         return python
-    names = (python.prefix, *python.links)
-    links, executables = set(python.links), []
-    for path, target in sorted(targets.items()):
-        if not target or "=" in target or any(ch.isspace() for ch in target):
-            continue
-        to = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
-        if to == python.prefix and posixpath.dirname(path) == posixpath.dirname(to):
-            links.add(path)
-        elif any(to.startswith(f"{n}/") for n in names):
-            executables.append((path, target))
-    return replace(python, links=tuple(sorted(links)), executables=tuple(executables))
+    leads = {path: posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+             for path, target in targets.items()
+             if target and "=" not in target and not any(ch.isspace() for ch in target)}
+    links = sorted({*python.links, *(path for path, to in leads.items() if to == python.prefix
+                                     and posixpath.dirname(path) == posixpath.dirname(to))})
+    names = (python.prefix, *links)  # an executable may lead through the minor link
+    executables = tuple((path, targets[path]) for path, to in sorted(leads.items())
+                        if any(to.startswith(f"{n}/") for n in names))
+    return replace(python, links=tuple(links), executables=executables)
 
 
 def _made_in_run(run: LoadedRun, *folders: str) -> bool:

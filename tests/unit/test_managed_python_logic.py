@@ -76,7 +76,7 @@ UV_ADDED = tuple(("A", p) for p in (
 
 def test_uv_s_links_to_its_interpreter_are_made_again_and_its_bookkeeping_explained(
         tmp_path: Path) -> None:
-    from synth.distill.managed_python import link_candidates
+    from synth.distill.managed_python import _with_links, link_candidates
 
     run = load_run(_managed_run(tmp_path, diff=UV_ADDED))
     # Asked of the live image: uv's folder's entries and interpreter-named paths outside
@@ -99,6 +99,12 @@ def test_uv_s_links_to_its_interpreter_are_made_again_and_its_bookkeeping_explai
              locker="uv")])[MANAGED_PYTHON_LOCK]
     assert lock.splitlines()[-1].endswith(
         f" {LINK} /root/.local/bin/python3.11={LINK}/bin/python3.11")
+    # A venv made through the full folder: uv's minor link is found among the targets,
+    # and the executable that leads through it is the build's too.
+    python = plan.pythons[0]
+    again = _with_links(replace(python, links=()), {
+        "/root/.local/bin/python3.11": f"{LINK}/bin/python3.11", LINK: KEY})
+    assert (again.links, again.executables) == (python.links, python.executables)
     # No live image read: the links are unexplained, as before.
     _, unread = distill(run)
     assert "A /root/.local/bin" in unread.unexplained
