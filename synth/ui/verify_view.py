@@ -85,15 +85,17 @@ def _c5_lines(key: str, c5: LevelResult | None) -> list[str]:
 
 def _live_fails(doc: VerifyDocument) -> list[str]:
     """Levels the live image fails as well as the rebuilt one: the setup itself never got
-    there, whatever the artifact does."""
+    there, whatever the artifact does (the agent's setup, or the repository's own code:
+    the level's failures say which)."""
     live, rebuilt = _levels(doc, "live"), _levels(doc, "rebuilt")
     both = [lv for lv, r in live.items()
             if r.status == "fail" and getattr(rebuilt.get(lv), "status", None) == "fail"]
     if not both:
         return []
-    return [f"the live environment itself fails {', '.join(both)}: the agent's setup never "
-            "passed there, so the rebuild cannot either (see the run's failed statements: "
-            "`synth runs show`)"]
+    return [f"the live environment itself fails {', '.join(both)}, so the rebuild cannot "
+            "pass it either: the run's setup never got there (the agent's setup or the "
+            "repository's own code: see the failures above, and the run's failed statements "
+            "with `synth runs show`)"]
 
 
 def _fidelity_lines(doc: VerifyDocument) -> list[str]:
