@@ -127,7 +127,7 @@ def _prune_ids(cli: str, ids: list[str]) -> dict[str, CacheRecord] | None:
     """Remove the records ``ids``; the records left after (None: the list failed). The
     engine keeps a record while a record made from it is there, so a record comes out in
     the pass after the ones made from it: passes run until one removes nothing."""
-    pending, left = ids, list_records(cli)
+    pending, left = ids, None  # the loop runs at least once
     for _ in range(_PRUNE_PASSES):
         for rid in pending:  # the engine takes one value per filter key
             subprocess.run([cli, "builder", "prune", "--all", "--force", "--filter",

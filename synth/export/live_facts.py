@@ -115,17 +115,22 @@ class LiveImage:
 _NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
+def _lines(live: LiveImage, argv: Sequence[str]) -> list[str]:
+    """What ``argv`` prints in the live image, a line each; none where there is no live
+    image or it cannot be asked."""
+    if live.ref is None:
+        return []
+    try:
+        return live.container().exec(list(argv)).stdout.splitlines()
+    except SynthError:
+        return []
+
+
 def download_hashes(live: LiveImage, wanted: Sequence[str]) -> dict[str, str]:
     """sha256 of the files downloads left in the final state, from the live image; empty
     where it cannot be read (the downloads are then reported, not replayed)."""
-    if not wanted or live.ref is None:
-        return {}
-    try:
-        res = live.container().exec(["sha256sum", "--", *wanted])
-    except SynthError:
-        return {}
     out: dict[str, str] = {}
-    for line in res.stdout.splitlines():
+    for line in _lines(live, ["sha256sum", "--", *wanted]) if wanted else ():
         digest, _, path = line.partition("  ")
         if len(digest) == 64 and path in wanted:
             out[path] = digest
@@ -136,15 +141,9 @@ def link_targets(live: LiveImage, paths: Sequence[str]) -> dict[str, str]:
     """The target of each of ``paths`` that is a symbolic link in the live image, as
     written; empty where it cannot be read (the links are then unexplained). ``paths``
     are plain (no blank): ``find`` prints one per line."""
-    if not paths or live.ref is None:
-        return {}
-    try:
-        res = live.container().exec(["find", *paths, "-maxdepth", "0", "-type", "l",
-                                     "-printf", "%p\t%l\n"])
-    except SynthError:
-        return {}
     out: dict[str, str] = {}
-    for line in res.stdout.splitlines():
+    argv = ["find", *paths, "-maxdepth", "0", "-type", "l", "-printf", "%p\t%l\n"]
+    for line in _lines(live, argv) if paths else ():
         path, tab, target = line.partition("\t")
         if tab and path in paths:
             out[path] = target

@@ -359,25 +359,10 @@ def _guarded_script(path: Path) -> bool:
 def import_check_modules(root: Path, files: Iterable[str]) -> list[str]:
     """What C0i imports: every in-scope module of the repo's packages, and each root-level
     entrypoint script that guards its work with ``if __name__ == "__main__":``."""
-    return sorted(_check_module_files(root, files))
+    return sorted(import_check_files(root, files))
 
 
-def modules_beside(root: Path, files: Iterable[str]) -> dict[str, frozenset[str]]:
-    """Each of C0i's modules (:func:`import_check_modules`) -> the stems of the other
-    ``.py`` files in its folder: names only a script run from there imports bare."""
-    out: dict[str, frozenset[str]] = {}
-    folders: dict[str, frozenset[str]] = {}
-    for name, rel in _check_module_files(root, files).items():
-        folder = posixpath.dirname(rel)
-        if folder not in folders:
-            folders[folder] = frozenset(
-                f.stem for f in (root / folder).glob("*.py")
-                if f.stem != "__init__" and f.is_file() and not f.is_symlink())
-        out[name] = folders[folder] - {name.rsplit(".", 1)[-1]}
-    return out
-
-
-def _check_module_files(root: Path, files: Iterable[str]) -> dict[str, str]:
+def import_check_files(root: Path, files: Iterable[str]) -> dict[str, str]:
     """:func:`import_check_modules`' modules -> their files (repo-relative)."""
     out: dict[str, str] = {}
     roots = package_roots(root)
@@ -388,4 +373,19 @@ def _check_module_files(root: Path, files: Iterable[str]) -> dict[str, str]:
             name = Path(rel).stem
         if name and all(p.isidentifier() for p in name.split(".")):
             out.setdefault(name, rel)
+    return out
+
+
+def modules_beside(root: Path, modules: Mapping[str, str]) -> dict[str, frozenset[str]]:
+    """Each of ``modules`` (:func:`import_check_files`) -> the stems of the other ``.py``
+    files in its folder: names only a script run from there imports bare."""
+    out: dict[str, frozenset[str]] = {}
+    folders: dict[str, frozenset[str]] = {}
+    for name, rel in modules.items():
+        folder = posixpath.dirname(rel)
+        if folder not in folders:
+            folders[folder] = frozenset(
+                f.stem for f in (root / folder).glob("*.py")
+                if f.stem != "__init__" and f.is_file() and not f.is_symlink())
+        out[name] = folders[folder] - {name.rsplit(".", 1)[-1]}
     return out

@@ -607,8 +607,9 @@ def _scan_root(spec: PyramidSpec, root: Path, p: _Probing) -> c0_scan.ScanResult
                                    c0.exclude if c0 else None, task.commands if task else [])
     scan = c0_scan.scan_repo(root, spec.scanner, scope)
     p.declared = c0_scope.declared_distributions(root)
-    p.import_modules = c0_scope.import_check_modules(root, scan.scope_files)
-    p.beside = c0_scope.modules_beside(root, scan.scope_files)
+    modules = c0_scope.import_check_files(root, scan.scope_files)
+    p.import_modules = sorted(modules)
+    p.beside = c0_scope.modules_beside(root, modules)
     p.extra_tops = c0_scan.extra_modules({i.top for i in scan.imports}, p.declared)
     return scan
 
