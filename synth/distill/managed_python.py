@@ -14,8 +14,8 @@ archive's URL and sha256 (synth.export.managed_python), since that needs the net
 uv also links the interpreter's executable into its bin folder (``~/.local/bin/python3.11``)
 and keeps a lock, a scratch folder and a ``.gitignore`` beside its interpreters. The links
 are made again from the targets the exporter reads in the live image
-(:func:`link_candidates`); the bookkeeping files are uv's own, made again by uv when it
-next runs, and explained as such.
+(:func:`link_candidates`); the bookkeeping entries are uv's own, made again by uv when it
+next runs, and explained as such (themselves, not what another program put inside them).
 """
 
 from __future__ import annotations
@@ -121,11 +121,18 @@ def link_candidates(run: LoadedRun) -> tuple[str, ...]:
 
 
 def explained_paths(python: ManagedPython) -> tuple[str, ...]:
-    """What the artifact's unpacking of ``python`` accounts for: its folder, its links and
-    executables, and uv's bookkeeping beside it."""
-    uv = (posixpath.join(posixpath.dirname(python.prefix), n) for n in UV_BOOKKEEPING)
-    return (python.prefix, *python.links, *(path for path, _ in python.executables),
-            *(uv if python.tool == "uv" else ()))
+    """What the artifact's unpacking of ``python`` accounts for, with all that is below:
+    its folder, its links and executables."""
+    return (python.prefix, *python.links, *(path for path, _ in python.executables))
+
+
+def bookkeeping_paths(python: ManagedPython) -> tuple[str, ...]:
+    """uv's bookkeeping entries beside ``python``'s folder, themselves only: uv makes them
+    again when it next runs, and leaves its scratch folder empty; a file the run left
+    inside one is not uv's doing that the artifact accounts for."""
+    if python.tool != "uv":
+        return ()
+    return tuple(posixpath.join(posixpath.dirname(python.prefix), n) for n in UV_BOOKKEEPING)
 
 
 def managed_pythons(run: LoadedRun, envs: Sequence[Interpreter],

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from synth.distill.common import Notes
 from synth.distill.envs import lockable
 from synth.distill.load import Interpreter, LoadedRun
-from synth.distill.managed_python import explained_paths
+from synth.distill.managed_python import bookkeeping_paths, explained_paths
 from synth.formats.plan import AptPlan, ManagedPython, NativeStep, PythonEnvPlan
 from synth.formats.state import DEBIAN_SITE
 
@@ -57,7 +57,8 @@ def unexplained(run: LoadedRun, envs: Sequence[PythonEnvPlan], native: Sequence[
     interpreters the artifact unpacks, with their links)."""
     roots = _explained_roots(run, envs, native, apt, include)
     roots += [path for p in pythons for path in explained_paths(p)]
-    changed = [c for c in run.changes if not _covered(c.path, roots)]
+    exact = {path for p in pythons for path in bookkeeping_paths(p)}
+    changed = [c for c in run.changes if not _covered(c.path, roots) and c.path not in exact]
     # A directory is listed through what changed below it, never by itself; one made to
     # hold something a kept step explains is explained with it.
     below = [c.path for c in (*run.changes, *run.noise)]

@@ -109,6 +109,13 @@ def test_uv_s_links_to_its_interpreter_are_made_again_and_its_bookkeeping_explai
     _, unread = distill(run)
     assert "A /root/.local/bin" in unread.unexplained
     assert f"A {UV_DIR}/.lock" not in unread.unexplained  # uv's own, either way
+    # uv leaves its scratch folder empty: a file inside it is no bookkeeping of uv's.
+    hidden = load_run(_managed_run(tmp_path / "hidden", diff=(
+        *UV_ADDED, ("A", f"{UV_DIR}/.temp/payload.so"), ("A", f"{UV_DIR}/.cache/x/y"))))
+    _, report = distill(hidden, link_targets={LINK: KEY})
+    assert {f"A {UV_DIR}/.temp/payload.so", f"A {UV_DIR}/.cache/x/y"} <= set(
+        report.unexplained), report.unexplained
+    assert f"A {UV_DIR}/.temp" not in report.unexplained
 
 
 def test_only_a_plain_folder_under_uv_s_python_directory_is_a_downloaded_python() -> None:
