@@ -152,7 +152,10 @@ def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
         notes.not_reproducible.append(
             f"{interp.kind} interpreter {interp.path}: only venvs and the system python3 "
             "are reproduced")
-    pip = (interp.path, "-m", "pip") if has_pip or (made and made[1].tool != "uv") else (
+    # Its own pip where the rebuilt environment has one (the lock installs it, or `venv`
+    # seeds it), else the base's, run for it (pip's --python).
+    seeded = made is not None and made[1].tool != "uv" and "--without-pip" not in made[1].options
+    pip = (interp.path, "-m", "pip") if has_pip or seeded else (
         "python3", "-m", "pip", "--python", interp.path)
     if create and interp.kind == "venv" and not managed:
         _check_base_interpreter(interp, base_python, notes)

@@ -216,17 +216,17 @@ def _pip_invocation_of(cmd: SimpleCommand) -> _PipInvocation | None:
     name = _base(prog)
     if _PIP.match(name):
         if "/" in prog:
-            python: str | None = posixpath.join(posixpath.dirname(_abs(cmd, prog)), "python")
+            own = posixpath.join(posixpath.dirname(_abs(cmd, prog)), "python")
         elif cmd.activated:
-            python = posixpath.join(cmd.activated, "python")
+            own = posixpath.join(cmd.activated, "python")
         else:
-            python = "python3"
-        return "pip", python, args
+            own = "python3"
+        return _pip_general(cmd, own, args)
     if _is_python(prog) and args[:2] == ("-m", "pip"):
-        return "pip", _python_of(cmd, prog), args[2:]
+        return _pip_general(cmd, _python_of(cmd, prog), args[2:])
     if name == "uv" and args[:1] == ("pip",):
         rest = args[1:]
-        python = None
+        python: str | None = None
         for i, a in enumerate(rest):
             if a in ("--python", "-p") and i + 1 < len(rest):
                 python = _python_of(cmd, rest[i + 1])
@@ -244,6 +244,35 @@ def _pip_invocation_of(cmd: SimpleCommand) -> _PipInvocation | None:
                 python = posixpath.join(cmd.cwd, ".venv", "bin", "python")
         return "uv", python, rest
     return None
+
+
+def _pip_general(cmd: SimpleCommand, python: str,
+                 args: tuple[str, ...]) -> _PipInvocation:
+    """pip's general options before its command, read as pip reads them: ``--python X``
+    (pip 22.3+) runs the command for interpreter X, or for the environment in folder X;
+    the other options that take a value go with it (``pip --log f install …``), so that
+    the command is the first word left."""
+    out: list[str] = []
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        a = args[i]
+        if a.startswith("--python="):
+            python = _pip_python(cmd, a.split("=", 1)[1])
+        elif a in _PIP_VALUE_OPTS and i + 1 < len(args):
+            if a == "--python":
+                python = _pip_python(cmd, args[i + 1])
+            i += 1
+        else:
+            out.append(a)  # a flag: -q, --isolated, --no-cache-dir, --version
+        i += 1
+    return "pip", python, (*out, *args[i:]) if i else args
+
+
+def _pip_python(cmd: SimpleCommand, value: str) -> str:
+    """The interpreter pip's ``--python`` names: the file, or an environment's folder's."""
+    if _is_python(value):
+        return _python_of(cmd, value)
+    return posixpath.join(_abs(cmd, value), "bin", "python")
 
 
 def _split_opts(args: tuple[str, ...]) -> tuple[list[tuple[str, str | None]], list[str]]:

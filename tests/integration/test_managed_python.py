@@ -5,10 +5,12 @@ shape (tests/python_build.py) and serves it with a downloads list on the Docker 
 gateway, where the session's container, the host's export and the rebuild's build
 containers reach it. The agent does what agents told to prefer uv do on a base without the
 Python they want: ``uv python install``, ``uv venv -p 3.11`` (uv names its minor-version
-link), ``uv pip install``. synth must name the build, resolve its archive with its own uv,
+link), ``uv pip install``, and a C extension of the repository's (tinyext) built with gcc
+against that interpreter. synth must name the build, resolve its archive with its own uv,
 check the archive's interpreter against the live one, pin it in managed-python.lock, unpack
 it at the same path in the rebuild before making the venv from it, and verify must find the
-rebuilt venv equal to the live one, on the same base. Exporting twice gives the same files,
+rebuilt venv equal to the live one, on the same base, the extension compiled again against
+the unpacked interpreter byte for byte. Exporting twice gives the same files,
 and with ``--bundle`` the archive travels in ``vendor/python`` and rebuilds with no network.
 A venv on a Python at pyenv's path is rebuilt on python-build-standalone's build of the same
 version at that path, found with the exporting user's uv settings, and the report says so.
@@ -40,11 +42,17 @@ LINK = f"{UV_DIR}/cpython-3.11-linux-x86_64-gnu"
 #: The link ``uv python install`` makes in its bin folder, and its target.
 BIN_LINK, EXECUTABLE = "/root/.local/bin/python3.11", f"{UV_DIR}/{KEY}/bin/python3.11"
 
-TRANSCRIPT = """\
+#: A C compiler and Python's headers for tinyext, the C extension built in the run.
+COMPILER = """\
+apt-get update
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev python3-dev
+"""
+TRANSCRIPT = COMPILER + """\
 python3 -m pip install --break-system-packages --target /tmp/uvtool uv=={uv}
 export UV_PYTHON_DOWNLOADS_JSON_URL={url}/downloads.json && /tmp/uvtool/bin/uv python install 3.11.2
 /tmp/uvtool/bin/uv venv --managed-python -p 3.11 /opt/venv
-/tmp/uvtool/bin/uv pip install --python /opt/venv/bin/python six==1.17.0
+/tmp/uvtool/bin/uv pip install --python /opt/venv/bin/python six==1.17.0 setuptools
+/tmp/uvtool/bin/uv pip install --python /opt/venv/bin/python --no-build-isolation /workspace/tinyext
 rm -rf /tmp/uvtool
 cd / && /opt/venv/bin/python /workspace/fit.py
 """
@@ -97,12 +105,14 @@ def test_a_venv_on_a_uv_managed_python_is_rebuilt_on_the_same_python(
 PYENV = "/root/.pyenv/versions/3.11.2"
 #: pyenv compiles CPython from python.org's sources, which this machine does not reach: the
 #: agent unpacks a build at pyenv's path instead, which is what the final state shows.
-PYENV_TRANSCRIPT = (
+PYENV_TRANSCRIPT = COMPILER + (
     "mkdir -p /root/.pyenv/versions && cd /root/.pyenv/versions && python3 -c \"import sys, "
     "urllib.request as u; sys.stdout.buffer.write(u.urlopen(sys.argv[1]).read())\" "
     "{url}/{archive} | tar -xz && mv python 3.11.2\n"
     "{pyenv}/bin/python3 -m venv --without-pip /opt/venv\n"
-    "python3 -m pip --python /opt/venv/bin/python install six==1.17.0\n"
+    "python3 -m pip --python /opt/venv/bin/python install six==1.17.0 setuptools wheel\n"
+    "python3 -m pip --python /opt/venv/bin/python install --no-build-isolation "
+    "/workspace/tinyext\n"
     "cd / && /opt/venv/bin/python /workspace/fit.py\n")
 
 
@@ -148,6 +158,9 @@ def _check_verify(doc: dict[str, Any], exit_code: int) -> None:
     assert rebuilt["C1"]["status"] == "pass", rebuilt["C1"]
     assert doc["fidelity"]["reaches_live_level"] is True, json.dumps(doc["fidelity"])[:3000]
     assert doc["fingerprint"]["packages_equal"] is True, doc["fingerprint"]["summary"]
+    # tinyext, compiled in the run against the downloaded interpreter, and in the rebuild
+    # against the one the artifact unpacked (fit.py, C1's command, imports it).
+    assert doc["fingerprint"]["native_equal"] is True, doc["fingerprint"]["summary"]
     assert exit_code == 0
 
 

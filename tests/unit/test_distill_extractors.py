@@ -100,6 +100,19 @@ def test_uv_pip_and_env_vars() -> None:
     assert s.extra_index_urls == ("https://e/simple",)
 
 
+def test_pip_s_general_options_before_its_command() -> None:
+    # pip 22.3+ runs for the interpreter --python names, or the environment in that folder.
+    s = step("python3 -m pip --python /opt/venv/bin/python install --no-build-isolation ./ext")
+    assert isinstance(s, PipInstall)
+    assert (s.python, s.local, s.no_build_isolation) == (
+        "/opt/venv/bin/python", ("/workspace/ext",), True)
+    s = step("pip -q --python=.venv --log /tmp/pip.log install six==1.17.0")
+    assert isinstance(s, PipInstall)
+    assert (s.python, s.requirements) == ("/workspace/.venv/bin/python", ("six==1.17.0",))
+    assert isinstance(step("pip --python /opt/venv list"), ReadOnly)
+    assert isinstance(step("pip -v --version"), ReadOnly)
+
+
 def test_pip_uninstall_and_read_only_subcommands() -> None:
     assert step("pip uninstall -y a b") == PipUninstall(tool="pip", python="python3",
                                                         names=("a", "b"))

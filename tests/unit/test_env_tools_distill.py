@@ -77,6 +77,23 @@ def test_a_venv_without_pip_is_made_without_pip(tmp_path: Path) -> None:
         "--python", "/workspace/.venv/bin/python")
 
 
+def test_a_venv_made_without_pip_is_served_by_the_base_s_pip(tmp_path: Path) -> None:
+    """``python3 -m venv --without-pip`` and ``pip --python`` from outside: the rebuilt venv
+    has no pip either, so its builds run the base's pip for it; a venv venv seeded keeps
+    its own."""
+    py = [system_python(), venv("/opt/venv", [dist("six", "1.17.0")])]
+    plan, _report = plan_of(tmp_path / "without", [
+        cmd("python3 -m venv --without-pip /opt/venv"),
+        cmd("python3 -m pip --python /opt/venv/bin/python install six==1.17.0")], python=py)
+    [env] = plan.envs
+    assert env.create == ("python3", "-m", "venv", "--without-pip", "/opt/venv")
+    assert env.pip == ("python3", "-m", "pip", "--python", "/opt/venv/bin/python")
+    assert env.pins == (("six", "1.17.0"),)
+    py = [system_python(), venv("/opt/venv", [dist("pip", "23.0.1"), dist("six", "1.17.0")])]
+    plan, _report = plan_of(tmp_path / "seeded", [cmd("python3 -m venv /opt/venv")], python=py)
+    assert plan.envs[0].pip == ("/opt/venv/bin/python", "-m", "pip")
+
+
 def test_a_venv_with_pip_gets_its_own_pip_from_the_lock(tmp_path: Path) -> None:
     """virtualenv (poetry's venvs) seeds pip but not setuptools: `venv` would add Debian's
     ensurepip pip and setuptools; the lock installs the pip it had."""
