@@ -175,12 +175,18 @@ def _python_install(c: SimpleCommand) -> str | None:
     return None
 
 
+#: The lock file each project tool writes.
+_TOOL_LOCKS = {"poetry": "poetry.lock", "pdm": "pdm.lock", "pipenv": "Pipfile.lock"}
+
+
 def _project_tool(s: ProjectTool) -> str:
     if s.verb == "lock":
         return "writes the project's lock file, which travels in source/ (the final /workspace)"
-    made = ("the environment it made or synced is reproduced from the final state: locked, "
-            "and a uv project's .venv installed with `uv sync --frozen` from its uv.lock "
-            "(docs/export.md)")
+    made = ("the environment it made or synced is reproduced from the final state: locked "
+            "and installed at the same path" + (
+                " (with `uv sync --frozen` from the project's uv.lock where that gives the "
+                "final state; the warnings say where not)" if s.tool == "uv" else
+                f"; the project's {_TOOL_LOCKS.get(s.tool, 'lock file')} travels in source/"))
     return made + ("; the program it runs is a check, not a setup step" if s.verb == "run"
                    else "")
 

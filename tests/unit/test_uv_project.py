@@ -28,6 +28,10 @@ requires-python = ">=3.11"
 name = "envtools"
 version = "0.1.0"
 source = { editable = "." }
+dependencies = [
+    { name = "attrs" },
+    { name = "six" },
+]
 
 [[package]]
 name = "Six"
@@ -85,6 +89,132 @@ def test_a_uv_project_environment_is_synced_with_the_last_syncing_commands_optio
     sync, note = choose(_env(), "/workspace", UV_LOCK, commands, sdists=(), bundle=False)
     assert sync == UvSync(project="/workspace", options=("--extra", "toml"))
     assert note is None
+
+
+#: A project whose extra and default group add packages (uv sync's reading of its lock).
+EXTRAS_LOCK = """\
+version = 1
+requires-python = ">=3.10"
+
+[[package]]
+name = "proj"
+version = "0.1.0"
+source = { editable = "." }
+dependencies = [
+    { name = "six" },
+    { name = "colorama", marker = "sys_platform == 'win32'" },
+    { name = "numpy", version = "2.4.2", marker = "python_full_version >= '3.11'" },
+    { name = "numpy", version = "2.2.6", marker = "python_full_version < '3.11'" },
+]
+
+[package.optional-dependencies]
+plot = [{ name = "attrs", extra = ["tests"] }]
+
+[package.dev-dependencies]
+dev = [{ name = "proj", extra = ["plot"] }, { name = "iniconfig" }]
+docs = [{ name = "pygments" }]
+
+[[package]]
+name = "six"
+version = "1.17.0"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "colorama"
+version = "0.4.6"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "numpy"
+version = "2.4.2"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "numpy"
+version = "2.2.6"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "attrs"
+version = "25.4.0"
+source = { registry = "https://pypi.org/simple" }
+
+[package.optional-dependencies]
+tests = [{ name = "hypothesis" }]
+
+[[package]]
+name = "hypothesis"
+version = "6.0.0"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "iniconfig"
+version = "2.1.0"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "pygments"
+version = "2.19.2"
+source = { registry = "https://pypi.org/simple" }
+"""
+BASE = {"six", "numpy"}
+PLOT = {"attrs", "hypothesis"}
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ((), BASE | PLOT | {"iniconfig"}),  # dev, a default group, names the project's plot extra
+    (("--no-dev",), BASE),
+    (("--extra", "plot", "--no-default-groups"), BASE | PLOT),
+    (("--all-groups", "--no-dev"), BASE | PLOT | {"iniconfig", "pygments"}),
+    (("--no-dev", "--group", "docs"), BASE | {"pygments"}),
+    (("--only-group", "docs"), None),  # not modelled: the build's own check decides
+])
+def test_what_uv_sync_installs_from_the_lock(options: tuple[str, ...],
+                                              expected: set[str] | None) -> None:
+    from synth.distill.uv_project import installed_by
+
+    got = installed_by(EXTRAS_LOCK, options, "3.11.2")
+    assert got == (frozenset(expected) if expected is not None else None)
+    # Another Python takes the other numpy; a package at two versions with no marker
+    # choosing one cannot be told.
+    assert installed_by(EXTRAS_LOCK.replace(', version = "2.4.2"', ""), (), "3.11.2") is None
+
+
+@pytest.mark.parametrize(("synced", "expected"), [
+    ([("--extra", "plot", "--no-dev")], ("--extra", "plot", "--no-dev")),
+    ([("--extra", "plot", "--no-dev"), ()], ("--extra", "plot")),
+    ([("--no-dev",), ("--extra", "b", "--no-default-groups"), ("--extra", "a", "--no-dev")],
+     ("--extra", "a", "--extra", "b", "--no-dev")),
+    ([("--all-extras",), ("--group", "docs")], ("--all-extras", "--group", "docs")),
+    ([("--no-dev",), ("--only-group", "docs")], None),
+])
+def test_inexact_syncs_add_to_the_selection(synced: list[tuple[str, ...]],
+                                            expected: tuple[str, ...] | None) -> None:
+    from synth.distill.uv_project import merged
+
+    assert merged(synced) == expected
+
+
+def test_uv_run_after_a_sync_with_an_extra_keeps_the_extra() -> None:
+    """``uv sync --extra plot --no-dev``, then ``uv run`` (inexact, default groups): the
+    environment holds plot's packages and the dev group's; the artifact syncs both."""
+    pins = tuple((n, "1") for n in sorted(BASE | PLOT | {"iniconfig"}))
+    lock = EXTRAS_LOCK
+    for name, version in (("six", "1.17.0"), ("numpy", "2.4.2"), ("attrs", "25.4.0"),
+                          ("hypothesis", "6.0.0"), ("iniconfig", "2.1.0")):
+        pins = tuple((n, version if n == name else v) for n, v in pins)
+    commands = [("/workspace", ("uv", "sync", "--extra", "plot", "--no-dev")),
+                ("/workspace", ("uv", "run", "python", "x.py"))]
+    sync, note = choose(_env(pins=pins), "/workspace", lock, commands, sdists=(), bundle=False)
+    assert (sync, note) == (UvSync(project="/workspace", options=("--extra", "plot")), None)
+    # An exact sync after them starts over.
+    again = [*commands, ("/workspace", ("uv", "sync", "--extra", "plot"))]
+    sync, _ = choose(_env(pins=pins), "/workspace", lock, again, sdists=(), bundle=False)
+    assert sync == UvSync(project="/workspace", options=("--extra", "plot"))
+    # A final state no selection of the run's gives: synth's lock, and the note says so.
+    sync, note = choose(_env(pins=tuple(p for p in pins if p[0] != "iniconfig")),
+                        "/workspace", lock, commands, sdists=(), bundle=False)
+    assert sync is None and note is not None and "+iniconfig" in note, note
 
 
 @pytest.mark.parametrize(("env", "lock", "commands"), [
@@ -217,7 +347,11 @@ def test_project_tools_are_classified_and_folded(line: str, extractor: str,
 
 
 def test_a_lock_forked_by_python_version_is_still_synced() -> None:
-    forked = UV_LOCK + "".join(
+    forked = UV_LOCK.replace('    { name = "six" },\n', """\
+    { name = "six" },
+    { name = "numpy", version = "2.2.6", marker = "python_full_version < '3.11'" },
+    { name = "numpy", version = "2.4.2", marker = "python_full_version >= '3.11'" },
+""") + "".join(
         f'\n[[package]]\nname = "numpy"\nversion = "{v}"\nresolution-markers = ["{m}"]\n'
         'source = { registry = "https://pypi.org/simple" }\n'
         for v, m in (("2.2.6", "python_full_version < '3.11'"),
