@@ -26,6 +26,7 @@ from synth.formats.state import (
     PROVENANCE_STATE_FORMAT,
     PYTHON_STATE_FORMAT,
 )
+from synth.record.agents import WORKDIR
 from synth.util.noise import ENV_FILES, noise_reason
 
 # ------------------------------------------------------------------ docker diff
@@ -339,6 +340,17 @@ def tool_environment(prefix: str) -> bool:
     return any(part in prefix.rstrip("/") + "/" for part in _TOOL_ENV_PARTS)
 
 
+def holds_project(interp: Mapping[str, Any]) -> bool:
+    """Whether the repository (at the session's working folder) is installed into
+    ``interp``: a distribution whose ``direct_url.json`` names a folder there."""
+    for d in interp.get("distributions") or []:
+        url = (d.get("direct_url") or {}).get("url") if isinstance(d, Mapping) else None
+        if isinstance(url, str) and (url == f"file://{WORKDIR}"
+                                     or url.startswith(f"file://{WORKDIR}/")):
+            return True
+    return False
+
+
 def choose_primary(
     interpreters: Sequence[Mapping[str, Any]], claimed_python: str | None
 ) -> str | None:
@@ -351,11 +363,14 @@ def choose_primary(
                     or claimed.removesuffix("/bin/python3") in names:
                 return str(i["path"])
     created = [i for i in interpreters if i.get("created_by_agent") and i.get("kind") != "system"]
-    # A tool's own environment (uvx's cache, uv tool, pipx) is not the research code's.
-    created = [i for i in created if not tool_environment(str(i.get("prefix") or i["path"]))] \
-        or created
+    # A tool's own environment (uvx's cache, uv tool, pipx, poetry's own venv) is not the
+    # research code's; one the repository itself is installed into is (poetry's venvs are
+    # in its cache folder).
+    created = [i for i in created if holds_project(i)
+               or not tool_environment(str(i.get("prefix") or i["path"]))] or created
     if created:
-        best = max(created, key=lambda i: (len(i.get("distributions") or []), str(i["path"])))
+        best = max(created, key=lambda i: (holds_project(i), len(i.get("distributions") or []),
+                                           str(i["path"])))
         return str(best["path"])
     for want in ("/usr/bin/python3", "/usr/local/bin/python3"):
         for i in interpreters:

@@ -167,6 +167,22 @@ def test_primary_interpreter_choice() -> None:
     assert choose_primary([], None) is None
 
 
+def test_the_environment_the_repository_is_installed_into_is_the_primary_one() -> None:
+    """poetry's own venv (its installer's /opt/poetry: 53 packages) beside the project's
+    (25, the repository installed editable): the project's, even in poetry's cache."""
+    project = {"name": "lamatrix", "direct_url": {"url": "file:///workspace",
+                                                  "dir_info": {"editable": True}}}
+    poetry = {"path": "/opt/poetry/bin/python", "kind": "venv", "prefix": "/opt/poetry",
+              "created_by_agent": True, "distributions": [{"name": "x"}] * 53}
+    for prefix in ("/workspace/.venv", "/root/.cache/pypoetry/virtualenvs/lamatrix-x-py3.11"):
+        venv = {"path": f"{prefix}/bin/python", "kind": "venv", "prefix": prefix,
+                "created_by_agent": True, "distributions": [{"name": "x"}] * 24 + [project]}
+        assert choose_primary([SYSTEM, poetry, venv], None) == venv["path"]
+    elsewhere = {**project, "direct_url": {"url": "file:///workspacex", "dir_info": {}}}
+    venv = {**VENV_SMALL, "distributions": [elsewhere]}
+    assert choose_primary([SYSTEM, poetry, venv], None) == poetry["path"]
+
+
 def test_interpreter_kind() -> None:
     sysinfo = {"prefix": "/usr", "base_prefix": "/usr"}
     venv = {"prefix": "/opt/v", "base_prefix": "/usr"}
