@@ -35,9 +35,22 @@ class AuditedEnvs:
     #: The in-project ``.venv`` folders a project tool (``uv sync``, ``poetry install``…)
     #: made or synced.
     synced: frozenset[str] = frozenset()
+    #: The project tools that made or synced an environment (``poetry``, ``pipenv``…).
+    tools: frozenset[str] = frozenset()
 
     def of(self, interp: Interpreter) -> Installs:
         return list(self.installs.get(interp.path, []))
+
+    def made_by_tool(self, prefix: str) -> bool:
+        """Whether an audited project tool made ``prefix``: the project's ``.venv``, or a
+        venv in the folder the tool keeps its environments in (poetry's cache, pipenv's)."""
+        return prefix in self.synced or any(
+            part in prefix for tool, part in _TOOL_VENVS.items() if tool in self.tools)
+
+
+#: Where project tools make their environments by default, outside the project.
+_TOOL_VENVS = {"poetry": "/pypoetry/virtualenvs/", "pipenv": "/.local/share/virtualenvs/",
+               "pdm": "/pdm/venvs/"}
 
 
 def interp_for(hint: str | None, run: LoadedRun) -> Interpreter | None:
@@ -111,9 +124,10 @@ def audited_envs(ok: StepIndex, run: LoadedRun) -> AuditedEnvs:
             installs.setdefault(interp.path, []).append((c, s))
     for c, _x, v in ok.of(VenvCreate):
         creates[v.path] = (c, v)
-    synced = frozenset(f"{p.project.rstrip('/')}/.venv" for _c, _x, p in ok.of(ProjectTool)
-                       if p.verb != "lock")
-    return AuditedEnvs(installs=installs, creates=creates, synced=synced)
+    syncing = [p for _c, _x, p in ok.of(ProjectTool) if p.verb != "lock"]
+    return AuditedEnvs(installs=installs, creates=creates,
+                       synced=frozenset(f"{p.project.rstrip('/')}/.venv" for p in syncing),
+                       tools=frozenset(p.tool for p in syncing))
 
 
 def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
@@ -142,7 +156,7 @@ def _creation(interp: Interpreter, audited: AuditedEnvs, notes: Notes,
         # at those versions or at all; the lock installs whatever seeded ones it had.
         create = (python3, "-m", "venv", "--without-pip", interp.prefix)
         has_pip = False  # until the lock installs it: the base's pip serves the venv
-        if interp.prefix not in audited.synced:
+        if not audited.made_by_tool(interp.prefix):
             notes.warnings.append(f"no audited command created {interp.prefix}; it is made "
                                   f"with `{' '.join(create)}`")
     elif recreated:

@@ -65,6 +65,18 @@ def test_a_project_outside_the_source_is_not_installed_from_nowhere(tmp_path: Pa
     assert not [s for s in plan.native if s.distribution == "tiny==0.1.0"]
 
 
+def test_poetry_s_venv_in_its_cache_is_one_it_made(tmp_path: Path) -> None:
+    """``poetry install`` without in-project venvs: the venv in poetry's cache folder is
+    its own, not one "no audited command created"; one elsewhere still is."""
+    cache = "/root/.cache/pypoetry/virtualenvs/proj-AbC123-py3.11"
+    for prefix, warned in ((cache, False), ("/opt/other", True)):
+        py = [system_python(), venv(prefix, [dist("six", "1.17.0", installer="Poetry 2.1")])]
+        _plan, report = plan_of(tmp_path / prefix.replace("/", "_"), [
+            cmd("cd /workspace && poetry install")], python=py, primary=f"{prefix}/bin/python")
+        said = [w for w in report.warnings if "no audited command created" in w]
+        assert bool(said) == warned, report.warnings
+
+
 def test_a_venv_without_pip_is_made_without_pip(tmp_path: Path) -> None:
     """A venv no audited command made (uv sync, poetry, pdm) and without pip is rebuilt
     without pip: ``python3 -m venv`` added pip and setuptools the live env never had."""
