@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import posixpath
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from packaging.utils import canonicalize_name
@@ -187,18 +187,22 @@ def risks(run: LoadedRun) -> tuple[str, ...]:
 
 
 def code_loading_risks(found: Mapping[str, Any] | None,
-                       carried: Iterable[tuple[str, str]] = ()) -> tuple[str, ...]:
+                       carried: Iterable[tuple[str, str]] = (),
+                       changed: Container[str] | None = None) -> tuple[str, ...]:
     """Risks the live image's code-loading probe (``pyramid/probes/code_loading.py``)
     names: each ``.pth`` file with lines Python runs at start that no installed
     distribution lists or that changed after install (one as its distribution installed
     it, setuptools' ``distutils-precedence.pth``, an editable install's finder, comes
     with the locked distribution and is not a change), sitecustomize/usercustomize,
     ``/etc/ld.so.preload``; and each distribution file changed after install that the
-    artifact carries (``carried``: ``(path, distribution)``)."""
+    artifact carries (``carried``: ``(path, distribution)``). ``changed``: the paths the
+    run added or changed; a ``.pth`` or start-up file outside it came with the base image
+    (Debian's own ``distutils-precedence.pth``) and is not the run's doing."""
     out: list[str] = []
     for p in (found or {}).get("pth") or ():
         n, path, first = p.get("executable_lines") or 0, p.get("path"), p.get("first")
-        if not n or (p.get("owner") and p.get("matches_record")):
+        if not n or (p.get("owner") and p.get("matches_record")) or (
+                changed is not None and path not in changed):
             continue
         runs = f"{n} line(s) Python runs at every start (`{first}`)"
         if not p.get("owner"):
@@ -206,6 +210,8 @@ def code_loading_risks(found: Mapping[str, Any] | None,
         else:
             out.append(f"{path}: a .pth file of {p['owner']} changed after install: {runs}")
     for path in (found or {}).get("startup") or ():
+        if changed is not None and path not in changed:
+            continue
         base = posixpath.basename(str(path))
         out.append(f"{path}: {_STARTUP_FILES.get(base, 'runs at every Python start')}")
     preload = (found or {}).get("ld_so_preload")

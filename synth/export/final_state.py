@@ -117,7 +117,8 @@ def complete_plan(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts:
                  "--include PATH carries a file from the live image.")
     unexplained = carried_mod.dpkg_explained(report.unexplained, facts.dpkg_paths)
     risks = merged_risks(report.risks, code_loading_risks(
-        facts.code_loading, [(c.path, c.distribution) for c in carried]),
+        facts.code_loading, [(c.path, c.distribution) for c in carried],
+        {c.path for c in run.changes if c.kind in ("A", "C")}),
         probe_ran=facts.code_loading is not None)
     return (replace(plan, carried=carried, missing=tuple(missing)),
             replace(report, unexplained=unexplained, risks=risks,

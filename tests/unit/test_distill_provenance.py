@@ -109,6 +109,11 @@ def test_code_loading_risks_name_every_pth_preload_and_changed_module() -> None:
         "/v/site/sitecustomize.py: runs at every Python start",
         "/v/site/six.py: code of six changed after install (its RECORD says otherwise); the "
         "artifact carries the changed file")
+    # What the base image came with and the run never touched (Debian's own .pth in
+    # dist-packages) is not the run's doing; what it added or changed still is.
+    changed = {"/v/site/evil.pth", "/v/site/six.py"}
+    assert code_loading_risks(found, [("/v/site/six.py", "six")], changed) == (
+        "/etc/ld.so.preload: loads /lib/libhook.so into every process", risks[2], risks[4])
     diff_based = ("/v/site/evil.pth: a .pth file no installed distribution accounts for "
                   "(its import lines run at every Python start)", "ENV LD_PRELOAD=x")
     assert merged_risks(diff_based, risks, probe_ran=True) == tuple(sorted(
