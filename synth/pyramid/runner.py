@@ -342,10 +342,12 @@ def _c1(p: _Probing) -> LevelResult:
     details["entrypoint"] = info
     if ok:
         return LevelResult("C1", "pass", None, {"exit_code": 0}, details)
-    why = (f"timed out after {task.cpu.timeout}s" if info["timed_out"]
-           else f"exit {info['exit_code']}")
-    return LevelResult("C1", "fail", f"CPU entrypoint failed ({why})",
-                       {"exit_code": info["exit_code"]}, details)
+    ended = (f"timed out after {task.cpu.timeout}s" if info["timed_out"]
+             else f"exit {info['exit_code']}")
+    said = why(info, p.spec.redact)
+    return LevelResult("C1", "fail", f"CPU entrypoint failed ({ended})"
+                       + (f": {said}" if said else ""), {"exit_code": info["exit_code"]},
+                       details)
 
 
 def _arch_supported(capability: str, arch_list: list[str]) -> bool:

@@ -66,14 +66,15 @@ def test_cli_host_runtime_verifies_this_interpreter(tmp_path: Path) -> None:
 
 
 def test_failing_entrypoint_exits_1(tmp_path: Path) -> None:
-    task_dir = make_task(tmp_path, cpu_command="python -c 'raise SystemExit(3)'")
+    task_dir = make_task(tmp_path, cpu_command="echo bad config: lr >&2; exit 3")
     outcome = verify(
         VerifyOptions(target=str(task_dir), runtime="host", python=Path(sys.executable),
                       out_dir=tmp_path / "o", levels=parse_levels("C0,C1")),
         Settings.load(artifacts_dir=tmp_path / "art"), None, say=lambda _m: None)
     assert outcome.exit_code == 1
     c1 = outcome.reports["host"].get("C1")
-    assert c1 is not None and c1.summary == "fail: CPU entrypoint failed (exit 3)"
+    # What the entrypoint said about its failure is in the reason, as for C3 and C4.
+    assert c1 is not None and c1.summary == "fail: CPU entrypoint failed (exit 3): bad config: lr"
     c2 = outcome.reports["host"].get("C2")
     assert c2 is not None and c2.summary == "skipped: not selected (--levels)"
     # --require C0 only looks at C0.
