@@ -5,10 +5,11 @@ can be forged: one that says ``pip install six`` ran while the install really ca
 unaudited subprocess would make the install look audited. synth therefore also watches the
 container from the host: a :class:`ProcessSampler` reads the container's cgroup (which
 lists every process in it, ``docker exec``'d ones included) and each new process's command
-line from the host's ``/proc`` every :data:`INTERVAL` seconds, into ``logs/processes.jsonl``
-(host-only). An installer's hook record (pip, uv, apt, conda…) is then *confirmed* only if
-a process running that installer was seen alive during it, started by the very shell that
-wrote the record (its parent is that shell, in the container's pid namespace, or reached
+line (a shell's or wrapper's again on each look, since it may exec another program after
+it was first seen) from the host's ``/proc`` every :data:`INTERVAL` seconds, into
+``logs/processes.jsonl`` (host-only). An installer's hook record (pip, uv, apt, conda…)
+is then *confirmed* only if a process running that installer was seen alive during it,
+started by the very shell that wrote the record (its parent is that shell, in the container's pid namespace, or reached
 from it only through wrappers such as ``timeout``, ``sudo`` or ``env``); an unconfirmed one
 explains no change (:func:`unconfirmed_installers`; provenance ignores it). So a record
 forged for an install an unaudited subprocess made (``python -c "subprocess.run(['pip',
@@ -142,12 +143,24 @@ class ProcessSampler:
                 self.done.append(self.seen.pop(pid))
         for pid in pids:
             if pid in self.seen:
-                self.seen[pid].last = now
+                self._again(self.seen[pid], now)
             elif len(self.seen) + len(self.done) < MAX_PROCESSES:
                 argv = _argv(pid)
                 if argv is not None:
                     ppid, nspid = _ids(pid)
                     self.seen[pid] = Seen(pid, ppid, argv, now, now, nspid)
+
+    def _again(self, s: Seen, now: float) -> None:
+        """``s`` seen again. A process first seen as a shell or wrapper may have been
+        caught between its fork and its exec (bash's child, still ``bash``, about to run
+        pip): its command line is read again, and a new one starts a new entry."""
+        s.last = now
+        if not _programs(s.argv[:1]) & WRAPPERS or len(self.done) >= MAX_PROCESSES:
+            return
+        argv = _argv(s.pid)
+        if argv and argv != s.argv:
+            self.done.append(s)
+            self.seen[s.pid] = Seen(s.pid, s.ppid, argv, now, now, s.nspid)
 
     def start(self) -> None:
         if self.procs_file is None:

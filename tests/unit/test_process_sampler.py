@@ -82,6 +82,29 @@ def test_the_sampler_sees_this_hosts_processes(tmp_path: Path) -> None:
         child.wait()
 
 
+def test_a_shell_seen_before_its_exec_is_seen_again_after_it(tmp_path: Path) -> None:
+    """bash's child caught between fork and exec is still ``bash``; once it runs the
+    program its command line is read again, so the installer it became is seen."""
+    sampler = ProcessSampler.for_pid(os.getpid())
+    if not sampler.works:  # pragma: no cover - another cgroup layout
+        import pytest
+
+        pytest.skip("this host's cgroup files cannot be read")
+    child = subprocess.Popen(["bash", "-c", "sleep 0.5; exec sleep 3"])
+    try:
+        time.sleep(0.2)
+        sampler.sample()
+        assert sampler.seen[child.pid].argv[0] == "bash"
+        time.sleep(0.8)
+        sampler.sample()
+        assert sampler.seen[child.pid].argv == ("sleep", "3")
+        entries = [s.argv[0] for s in sampler.stop() if s.pid == child.pid]
+        assert entries == ["bash", "sleep"]
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_the_process_log_masks_secrets_on_command_lines(tmp_path: Path) -> None:
     from synth.record.audit import Masker
     from synth.record.processes import write_processes
