@@ -30,6 +30,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 DEFAULT_EXCLUDE: tuple[str, ...] = tuple(
     pat for d in ("tests", "test", "docs", "examples", "demo*") for pat in (f"{d}/*", f"*/{d}/*")
@@ -133,6 +134,42 @@ def _pyproject(path: Path) -> tuple[list[str], dict[str, list[str]]]:
     req = [str(x) for x in project.get("dependencies") or []]
     extras = {str(k): [str(x) for x in v] for k, v in
               (project.get("optional-dependencies") or {}).items() if isinstance(v, list)}
+    # PEP 735 dependency groups (uv's dev group): not needed to run, as an extra is not.
+    for group, items in (data.get("dependency-groups") or {}).items():
+        if isinstance(items, list):
+            extras.setdefault(str(group), []).extend(x for x in items if isinstance(x, str))
+    poetry_req, poetry_extras = _poetry(data.get("tool", {}).get("poetry") or {})
+    req += poetry_req
+    for name, names in poetry_extras.items():
+        extras.setdefault(name, []).extend(names)
+    return req, extras
+
+
+def _poetry(poetry: dict[str, Any]) -> tuple[list[str], dict[str, list[str]]]:
+    """poetry's own tables: ``[tool.poetry.dependencies]`` (``python`` is the interpreter;
+    one marked ``optional = true`` is an extra's), ``[tool.poetry.extras]`` and the groups
+    (``[tool.poetry.group.<name>.dependencies]``, the older ``dev-dependencies``), which are
+    not needed to run, as an extra is not."""
+    if not isinstance(poetry, dict):
+        return [], {}
+    deps = poetry.get("dependencies") or {}
+    deps = deps if isinstance(deps, dict) else {}
+    optional = {str(n) for n, spec in deps.items()
+                if isinstance(spec, dict) and spec.get("optional") is True}
+    req = [str(n) for n in deps if str(n).lower() != "python" and str(n) not in optional]
+    extras: dict[str, list[str]] = {}
+    for name, names in (poetry.get("extras") or {}).items():
+        if isinstance(names, list):
+            extras[str(name)] = [str(x) for x in names]
+    groups = {str(g): (t or {}).get("dependencies") for g, t in
+              (poetry.get("group") or {}).items() if isinstance(t, dict)}
+    groups.setdefault("dev", poetry.get("dev-dependencies"))
+    for group, table in groups.items():
+        if isinstance(table, dict):
+            extras.setdefault(group, []).extend(str(n) for n in table)
+    leftover = optional - {n for names in extras.values() for n in names}
+    if leftover:  # optional, in no extra: still not needed to run
+        extras.setdefault("optional", []).extend(sorted(leftover))
     return req, extras
 
 

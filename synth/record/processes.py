@@ -1,21 +1,21 @@
 """What ran in the session container, seen from the host: evidence the agent cannot forge.
 
-The hook's records are written by processes the agent controls, so a well-formed record
-can be forged: one that says ``pip install six`` ran while the install really came from an
+The hook's records are written by processes the agent controls, so a well-formed record can
+be forged: one that says ``pip install six`` ran while the install really came from an
 unaudited subprocess would make the install look audited. synth therefore also watches the
-container from the host: a :class:`ProcessSampler` reads the container's cgroup (which
-lists every process in it, ``docker exec``'d ones included) and each new process's command
-line (a shell's or wrapper's again on each look, since it may exec another program after
-it was first seen) from the host's ``/proc`` every :data:`INTERVAL` seconds, into
-``logs/processes.jsonl`` (host-only). An installer's hook record (pip, uv, apt, conda…)
-is then *confirmed* only if a process running that installer was seen alive during it,
-started by the very shell that wrote the record (its parent is that shell, in the container's pid namespace, or reached
-from it only through wrappers such as ``timeout``, ``sudo`` or ``env``); an unconfirmed one
-explains no change (:func:`unconfirmed_installers`; provenance ignores it). So a record
-forged for an install an unaudited subprocess made (``python -c "subprocess.run(['pip',
-…])"``) is named. Installs take far longer than the interval, so a real one is not missed;
-a process can rewrite its own command line, but one that runs a real installer under a
-shell's own hand has run an audited install.
+container from the host: a :class:`ProcessSampler` reads the container's cgroup (which lists
+every process in it, ``docker exec``'d ones included) and each new process's command line (a
+shell's or wrapper's again on each look, since it may exec another program after it was
+first seen) from the host's ``/proc`` every :data:`INTERVAL` seconds, into
+``logs/processes.jsonl`` (host-only). An installer's hook record (pip, uv, apt, conda…) is
+then *confirmed* only if a process running that installer was seen alive during it, started
+by the very shell that wrote the record (its parent is that shell, in the container's pid
+namespace, or reached from it only through wrappers such as ``timeout``, ``sudo`` or
+``env``); an unconfirmed one explains no change (:func:`unconfirmed_installers`; provenance
+ignores it). So a record forged for an install an unaudited subprocess made (``python -c
+"subprocess.run(['pip', …])"``) is named. Installs take far longer than the interval, so a
+real one is not missed; a process can rewrite its own command line, but one that runs a real
+installer under a shell's own hand has run an audited install.
 """
 
 from __future__ import annotations

@@ -95,6 +95,24 @@ def test_declared_distributions(repo: Path) -> None:
     assert requirement_name("--index-url https://x") is None
 
 
+def test_poetry_and_dependency_groups_are_declarations(tmp_path: Path) -> None:
+    """poetry's tables and PEP 735 groups: an extra's or a group's import is optional."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.poetry]\nname = "lamatrix"\n'
+        '[tool.poetry.dependencies]\npython = "^3.9"\nnumpy = "^1.26"\n'
+        'astropy = { version = "^6", optional = true }\n'
+        'emcee = { version = "^3", optional = true }\n'
+        '[tool.poetry.extras]\nffi = ["astropy"]\n'
+        '[tool.poetry.group.docs.dependencies]\nsphinx = "^7"\n'
+        '[tool.poetry.dev-dependencies]\npytest = "^8"\n'
+        '[dependency-groups]\nlint = ["ruff>=0.6", { include-group = "docs" }]\n')
+    d = declared_distributions(tmp_path)
+    assert set(d.required) == {"numpy"}
+    assert {c: e for c, (_n, e, _w) in d.extras.items()} == {
+        "astropy": "ffi", "sphinx": "docs", "pytest": "dev", "ruff": "lint",
+        "emcee": "optional"}
+
+
 def test_classes_metrics_and_hints(repo: Path) -> None:
     declared = declared_distributions(repo)
     scope = resolve_scope(repo, None, None, ["python run.py"])
