@@ -105,12 +105,21 @@ def leave_out(plan: BuildPlan, report: DistillReport,
     prefixes = {p.name for p in wanted if p.kind == "prefix"}
     before = plan
 
+    # The system interpreter's prefix (/usr) holds every program of the image: what goes
+    # with its environment is its interpreter and its site folders (Debian's pip installs
+    # under /usr/local), not its bin folder.
+    system = {e.prefix: e.python for e in plan.envs if e.kind == "system" and e.prefix in prefixes}
+
     def gone(path: str) -> bool:
-        return any(path == pre or path.startswith(pre + "/") for pre in prefixes)
+        return any(path == system[pre] or path.startswith(
+            (f"{pre.rstrip('/')}/lib/python", f"{pre.rstrip('/')}/local/lib/python"))
+            if pre in system else path == pre or path.startswith(pre + "/")
+            for pre in prefixes)
 
     plan = replace(
         plan,
-        env=tuple(_without_bins(pair, prefixes) for pair in plan.env if pair[0] not in env),
+        env=tuple(_without_bins(pair, prefixes - set(system)) for pair in plan.env
+                  if pair[0] not in env),
         apt=replace(plan.apt, pins=tuple(p for p in plan.apt.pins if p[0] not in apt),
                     debs=tuple(d for d in plan.apt.debs if d.name not in apt)),
         envs=tuple(replace(e, pins=tuple(p for p in e.pins if canonical(p[0]) not in python))

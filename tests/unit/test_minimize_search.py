@@ -81,6 +81,32 @@ def test_leaving_out_a_tools_own_environment_takes_all_of_it_and_never_the_prima
         leave_out(plan, report, [Part.parse("prefix:/opt/none")])
 
 
+def test_leaving_out_the_system_environment_keeps_the_image_s_programs() -> None:
+    """``prefix:/usr`` (the system Python, a second environment here): its pins, its
+    interpreter's steps and site files go; /usr/bin stays on PATH and a step or file of
+    another program under /usr stays."""
+    from synth.formats.plan import CarriedFile
+
+    plan, report = golden_plan()
+    system = structs.replace(plan.envs[0], python="/usr/bin/python3", prefix="/usr",
+                             kind="system", lock_file="requirements-usr.lock",
+                             pins=(("poetry", "2.5.1"),))
+    own = structs.replace(plan.native[0], ref="audit 8", distribution="plugin==1.0",
+                          argv=("/usr/bin/python3", "-m", "pip", "install", "/workspace/p"))
+    make = structs.replace(plan.native[0], ref="audit 9", distribution=None,
+                           argv=("/usr/bin/make", "-C", "/workspace/ext"))
+    site = "/usr/local/lib/python3.11/dist-packages/x.py"
+    plan = structs.replace(
+        plan, envs=(*plan.envs, system), native=(*plan.native, own, make),
+        carried=(CarriedFile(site, "a" * 64, "x"),
+                 CarriedFile("/usr/local/share/data.bin", "b" * 64, "d")))
+    out, _rep = leave_out(plan, report, [Part.parse("prefix:/usr")])
+    assert [e.prefix for e in out.envs] == ["/opt/venv"]
+    assert "/usr/bin" in dict(out.env)["PATH"].split(":")
+    assert [s.ref for s in out.native] == [plan.native[0].ref, "audit 9"]
+    assert [c.path for c in out.carried] == ["/usr/local/share/data.bin"]
+
+
 @pytest.mark.parametrize("text", ["numpy", "conda:numpy", "python:", "apt: "])
 def test_a_part_is_kind_and_name(text: str) -> None:
     with pytest.raises(UsageError, match="expected python:NAME"):
