@@ -11,7 +11,8 @@ left out, so an artifact made this way never passes for the whole environment.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -105,17 +106,8 @@ def leave_out(plan: BuildPlan, report: DistillReport,
     prefixes = {p.name for p in wanted if p.kind == "prefix"}
     before = plan
 
-    # The system interpreter's prefix (/usr) holds every program of the image: what goes
-    # with its environment is its interpreter and its site folders (Debian's pip installs
-    # under /usr/local), not its bin folder.
     system = {e.prefix: e.python for e in plan.envs if e.kind == "system" and e.prefix in prefixes}
-
-    def gone(path: str) -> bool:
-        return any(path == system[pre] or path.startswith(
-            (f"{pre.rstrip('/')}/lib/python", f"{pre.rstrip('/')}/local/lib/python"))
-            if pre in system else path == pre or path.startswith(pre + "/")
-            for pre in prefixes)
-
+    gone = functools.partial(_in_environments, prefixes, system)
     plan = replace(
         plan,
         env=tuple(_without_bins(pair, prefixes - set(system)) for pair in plan.env
@@ -146,6 +138,16 @@ def leave_out(plan: BuildPlan, report: DistillReport,
 
 def _second_interpreters(plan: BuildPlan) -> list[str]:
     return warn.second_interpreters([(e.python, len(e.pins)) for e in plan.envs])
+
+
+def _in_environments(prefixes: Iterable[str], system: Mapping[str, str], path: str) -> bool:
+    """Whether ``path`` belongs to one of the environments at ``prefixes``: under it, or for
+    the system interpreter's (``system``: its prefix, /usr, holds every program of the
+    image), the interpreter itself and its site folders (Debian's pip installs under
+    /usr/local), not its bin folder."""
+    return any(path == system[pre] or path.startswith(
+        (f"{pre.rstrip('/')}/lib/python", f"{pre.rstrip('/')}/local/lib/python"))
+        if pre in system else path == pre or path.startswith(pre + "/") for pre in prefixes)
 
 
 def _without_bins(pair: tuple[str, str], prefixes: set[str]) -> tuple[str, str]:

@@ -319,10 +319,19 @@ def _fast_parse(source: str) -> tuple[FastCommand, ...] | None:
     return fast_parse(source)
 
 
+#: A here-document's quoted delimiter (``<<'JSON'``, ``<<-"EOF"``), which bashlex takes with
+#: its quotes and then never finds.
+_QUOTED_HEREDOC = re.compile(r"<<(-?)(['\"])([A-Za-z_][A-Za-z0-9_]*)\2")
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse(source: str) -> tuple[Any, ...]:
-    """bashlex trees of a line; cached, since agents repeat lines (the walker only reads)."""
-    return tuple(bashlex.parse(source))
+    """bashlex trees of a line; cached, since agents repeat lines (the walker only reads).
+    A quoted here-document delimiter is read unquoted, in the same number of characters
+    (``<<'JSON'`` as ``<<  JSON``), so that every position still points into ``source``;
+    the quotes only stop expansions in the document, which is no command of the line."""
+    return tuple(bashlex.parse(_QUOTED_HEREDOC.sub(
+        lambda m: f"<<{m[1]}  {m[3]}", source)))
 
 
 def parse_line(record: AuditRecord, *, fast: bool = True) -> list[SimpleCommand]:

@@ -51,11 +51,23 @@ def test_variable_expansion_uses_exports() -> None:
 
 
 def test_unparsable_line_is_kept_verbatim_and_flagged() -> None:
-    text = "cat > /x <<'EOF'\nhello\nEOF"
+    text = "cat > /x <<EOF\nhello"  # the document never ends
     cmds = parse_line(rec(text))
-    if not cmds[0].parsed:
-        assert cmds[0].text == text
-        assert "unparsed" in cmds[0].flags
+    assert len(cmds) == 1 and not cmds[0].parsed
+    assert cmds[0].text == text and "unparsed" in cmds[0].flags
+
+
+def test_a_here_document_with_a_quoted_delimiter_is_parsed() -> None:
+    """``cat > /synth/claims.json <<'JSON'`` (every claims file): bashlex looks for the
+    delimiter with its quotes; read unquoted, each command's text is still the line's."""
+    text = "cat > /synth/claims.json <<'JSON' && echo ok\n{\"a\": \"$(x)\"}\nJSON"
+    cat, echo = parse_line(rec(text))
+    assert (cat.parsed, cat.argv, cat.text) == (True, ("cat",),
+                                                "cat > /synth/claims.json <<'JSON'")
+    assert ("<<", "JSON") in cat.redirects and (">", "/synth/claims.json") in cat.redirects
+    assert (echo.argv, echo.text) == (("echo", "ok"), "echo ok")
+    [cat] = parse_line(rec('cat <<-"EOF" > x.txt\n\thi\n\tEOF'))
+    assert cat.parsed and cat.text == 'cat <<-"EOF" > x.txt'
 
 
 def test_broken_syntax_is_unparsed() -> None:
