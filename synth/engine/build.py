@@ -215,6 +215,8 @@ def build_image(
             raise _build_disk_full(cli, request.tag, where, tail)
         raise BuildError(
             f"Building {request.tag} failed (exit {code}).{where}\n" + "\n".join(tail[-25:]),
+            hint="The failing step and its output are at the end of the build log; `docker "
+            "build` of the artifact folder (its README says how) repeats it without synth.",
             image=request.tag, log=log_path)
 
 
