@@ -1,14 +1,16 @@
 """A uv project's environment installed as uv made it (pure): ``uv sync --frozen
 --no-install-project`` from the project's own ``pyproject.toml`` and ``uv.lock``, with the
-extras and groups of the audited command that synced it.
+extras and groups of the audited commands that synced it (those since the last exact sync,
+together: ``uv run``, ``add`` and ``remove`` only add).
 
 Chosen for an environment only where that gives the final state: the environment is the
 project's ``.venv``, an audited ``uv sync``/``run``/``add``/``remove`` in the project made it,
-the project's ``uv.lock`` agrees with the final state, every package it names comes from an
-index (or is the project itself), nothing is built from source and the artifact is not an
-offline bundle. Otherwise the artifact installs synth's own lock, and :func:`choose` says
-why. The project itself is installed afterwards by its native step, with its build backend
-pinned (synth.distill.native), as before.
+the project's ``uv.lock`` agrees with the final state and, read as uv sync reads it, installs
+the final set of packages with that selection (:func:`installed_by`), every package it names
+comes from an index (or is the project itself), nothing is built from source and the
+artifact is not an offline bundle. Otherwise the artifact installs synth's own lock, and
+:func:`choose` says why. The project itself is installed afterwards by its native step, with
+its build backend pinned (synth.distill.native), as before.
 """
 
 from __future__ import annotations
@@ -315,9 +317,11 @@ def _checked(env: PythonEnvPlan, lock_text: str, synced: Sequence[tuple[str, ...
     options = candidates[0]
     got = installed_by(lock_text, options, env.version) or frozenset()
     said = " ".join(options) or "no options"
+    whose = ("the run's syncing commands together" if union is not None and len(synced) > 1
+             else "the run's last syncing command")
     differs = [f"+{n}" for n in sorted(got - have)] + [f"-{n}" for n in sorted(have - got)]
-    return options, (f"`uv sync --frozen` with {said} (the run's syncing commands together) "
-                     f"would install another set than the final state's ({', '.join(differs)})")
+    return options, (f"`uv sync --frozen` with {said} ({whose}) would install another set "
+                     f"than the final state's ({', '.join(differs)})")
 
 
 def _why_not(foreign: Sequence[str], sdists: Sequence[str], bundle: bool) -> str | None:
