@@ -15,6 +15,7 @@ from synth.distill import conda
 from synth.distill.common import Notes, pkg_name, req_name, req_pin, satisfies
 from synth.distill.envs import Installs, interp_for
 from synth.distill.load import Distribution, LoadedRun
+from synth.distill.project_locks import TOOL_LOCKS
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import (
     AptInstall,
@@ -175,10 +176,6 @@ def _python_install(c: SimpleCommand) -> str | None:
     return None
 
 
-#: The lock file each project tool writes.
-_TOOL_LOCKS = {"poetry": "poetry.lock", "pdm": "pdm.lock", "pipenv": "Pipfile.lock"}
-
-
 def _project_tool(s: ProjectTool) -> str:
     if s.verb == "lock":
         return "writes the project's lock file, which travels in source/ (the final /workspace)"
@@ -186,7 +183,7 @@ def _project_tool(s: ProjectTool) -> str:
             "and installed at the same path" + (
                 " (with `uv sync --frozen` from the project's uv.lock where that gives the "
                 "final state; the warnings say where not)" if s.tool == "uv" else
-                f"; the project's {_TOOL_LOCKS.get(s.tool, 'lock file')} travels in source/"))
+                f"; the project's {TOOL_LOCKS.get(s.tool, 'lock file')} travels in source/"))
     return made + ("; the program it runs is a check, not a setup step" if s.verb == "run"
                    else "")
 

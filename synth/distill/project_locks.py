@@ -18,8 +18,11 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+#: Each project tool's lock file.
+TOOL_LOCKS = {"uv": "uv.lock", "poetry": "poetry.lock", "pdm": "pdm.lock",
+              "pipenv": "Pipfile.lock"}
 #: The lock files read, in this order, at the top of the working folder.
-LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock")
+LOCK_FILES = tuple(TOOL_LOCKS.values())
 #: Names every environment holds that no project lock pins.
 _TOOLING = frozenset({"pip", "setuptools", "wheel"})
 

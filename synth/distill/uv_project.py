@@ -201,10 +201,19 @@ def installed_by(lock_text: str, options: Sequence[str], python_version: str
     group), and theirs, markers evaluated. None where this reading cannot tell: a marker
     it cannot evaluate, a package named at two versions with nothing to choose, an option
     it does not model."""
+    try:
+        packages = [p for p in project_locks.toml_packages(lock_text) if isinstance(p, dict)]
+    except ValueError:
+        return None
+    return _installed(packages, options, python_version)
+
+
+def _installed(packages: Sequence[dict[str, Any]], options: Sequence[str],
+               python_version: str) -> frozenset[str] | None:
+    """:func:`installed_by` over the lock's packages, read once by the caller."""
     if not _modelled(options):
         return None
     try:
-        packages = [p for p in project_locks.toml_packages(lock_text) if isinstance(p, dict)]
         return _walk(packages, options, _marker_env(python_version))
     except (ValueError, KeyError, TypeError, AttributeError, InvalidMarker,
             UndefinedComparison, UndefinedEnvironmentName):
@@ -309,13 +318,15 @@ def _checked(env: PythonEnvPlan, lock_text: str, synced: Sequence[tuple[str, ...
     alone), or where none does, the merged one and why it does not."""
     have = frozenset(str(canonicalize_name(n)) for n, _v in env.pins)
     union = merged(synced)
-    candidates = [c for c in (union, synced[-1]) if c is not None]
+    candidates = list(dict.fromkeys(c for c in (union, synced[-1]) if c is not None))
+    packages = [p for p in project_locks.toml_packages(lock_text) if isinstance(p, dict)]
+    found = {}
     for options in candidates:
-        got = installed_by(lock_text, options, env.version)
-        if got is None or got == have:
+        found[options] = _installed(packages, options, env.version)
+        if found[options] is None or found[options] == have:
             return options, None  # what it cannot tell, the build's own check does
     options = candidates[0]
-    got = installed_by(lock_text, options, env.version) or frozenset()
+    got = found[options] or frozenset()
     said = " ".join(options) or "no options"
     whose = ("the run's syncing commands together" if union is not None and len(synced) > 1
              else "the run's last syncing command")
