@@ -3,8 +3,9 @@
     .venv/bin/python bench/conda_rebuild.py               # 5 rounds
     .venv/bin/python bench/conda_rebuild.py --rounds 9
 
-On the test channel of tests/conda_channel.py (Debian's python3.11 as a conda Python, pip,
-a small library; served on 127.0.0.1), each round times, alternated:
+On the bundled conda-env task's channel (tasks/conda-env/channel/make_channel.py:
+Debian's python3.11 as a conda Python, pip, a small library; served on 127.0.0.1), each
+round times, alternated:
 
 - **limit**: download every archive of the locked set and extract it into the prefix
   folder, a thread per core, with py-rattler's own extractor (Rust; Python's ``tarfile``
@@ -36,7 +37,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conda_channel import SUBDIR, build_channel, serve  # noqa: E402
+from conda_channel import SUBDIR, build_channel  # noqa: E402
+
+from synth.engine.file_server import serve_folder  # noqa: E402
 
 RATTLER = "py-rattler==0.28.0"
 SPECS = ("python=3.11", "tinylib", "pip")
@@ -108,7 +111,7 @@ def main() -> None:
         channel = build_channel(tmp / "channel")
         size = sum(p.stat().st_size for p in (channel / SUBDIR).glob("*.tar.bz2"))
         times: dict[str, list[float]] = {"limit": [], "artifact": [], "solve": []}
-        with serve(channel, "127.0.0.1") as url:
+        with serve_folder(channel, "127.0.0.1") as url:
             lock = explicit_lock(channel, url)
             for _ in range(args.rounds):
                 for name, spent in times.items():

@@ -35,8 +35,9 @@ from uv import find_uv_bin
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conda_channel import serve  # noqa: E402
 from python_build import ARCHIVE, KEY, build_python, write_downloads  # noqa: E402
+
+from synth.engine.file_server import serve_folder  # noqa: E402
 
 SCRIPT = ROOT / "templates" / "install-managed-python.py"
 
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_s)
         sha256 = build_python(tmp / "mirror")
         size = (tmp / "mirror" / ARCHIVE).stat().st_size
-        with serve(tmp / "mirror", "127.0.0.1") as base:
+        with serve_folder(tmp / "mirror", "127.0.0.1") as base:
             url = f"{base}/{ARCHIVE.replace('+', '%2B')}"
             listing = write_downloads(tmp / "mirror", url, sha256)
             work = tmp / "work"

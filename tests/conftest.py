@@ -161,24 +161,32 @@ def task_run(
     """``task_run(task_name, transcript) -> run dir``: ``tasks/<task>/agents/<transcript>``
     replayed once per test session (memoised), with the CA bundle and the wheelhouse;
     ``transcript`` ``"auto"`` runs synth's own setup agent (``--agent auto``) instead.
-    The live images these runs commit are removed at the end of the session."""
+    A task with a ``[conda_channel]`` has it made and served for each transcript until the
+    session ends (the rebuilds fetch from it too). The live images these runs commit are
+    removed at the end of the session."""
+    from contextlib import ExitStack
+
     from synth.config import Settings
     from synth.formats.task import load_task
     from synth.record.agents import ReplayAgent
     from synth.record.auto.agent import AutoAgent
     from synth.record.runner import RunOptions, run_session
+    from synth.record.task_channel import served_transcript
 
     settings = Settings.load(artifacts_dir=tmp_path_factory.mktemp("task-runs"),
                              ca_bundle=ca_bundle, wheelhouse=wheelhouse)
     done: dict[tuple[str, str], Path] = {}
     images: list[str] = []
+    served = ExitStack()
 
     def run(task_name: str, transcript: str) -> Path:
         key = (task_name, transcript)
         if key not in done:
             task = load_task(TASKS_DIR / task_name)
-            agent = AutoAgent() if transcript == "auto" else ReplayAgent(
-                task.agents_dir / transcript)
+            agent = AutoAgent() if transcript == "auto" else ReplayAgent(served.enter_context(
+                served_transcript(task, task.agents_dir / transcript,
+                                  engine,  # type: ignore[arg-type]
+                                  tmp_path_factory.mktemp(f"{task_name}-{transcript}"))))
             result = run_session(
                 RunOptions(task=task, agent=agent, timeout=1800),
                 settings, engine, say=lambda _msg: None,  # type: ignore[arg-type]
@@ -194,7 +202,8 @@ def task_run(
             done[key] = result.run_dir
         return done[key]
 
-    yield run
+    with served:
+        yield run
     for ref in images:
         engine.remove_image(ref)  # type: ignore[attr-defined]
 

@@ -2,7 +2,7 @@
 
 :func:`build_python` writes a python-build-standalone-shaped archive (``python/`` holding
 Debian's own python3.11 and its standard library, laid out as a relocatable prefix, the same
-files tests/conda_channel.py packages for conda) and :func:`write_downloads` the downloads
+files the conda-env task's channel packages for conda) and :func:`write_downloads` the downloads
 list uv reads with ``--python-downloads-json-url`` / ``UV_PYTHON_DOWNLOADS_JSON_URL``, so
 that a real ``uv python install`` fetches, checks and unpacks it as it would a real build.
 """

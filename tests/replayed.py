@@ -1,9 +1,8 @@
 """Real-engine steps the end-to-end tests share: a transcript replayed and verified, an
-artifact rebuilt offline, the host's address on Docker's bridge."""
+artifact rebuilt offline."""
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +12,6 @@ from synth.record.agents import ReplayAgent
 from synth.record.runner import RunOptions, RunResult, run_session
 from synth.verify.command import VerifyOptions, verify
 from synth.verify.outcome import VerifyOutcome
-
-
-def bridge_gateway(engine: Any) -> str:
-    """The host's address on Docker's default bridge: containers reach the host there."""
-    config = engine.client.networks.get("bridge").attrs["IPAM"]["Config"][0]
-    # The engine names the gateway, or leaves it as the subnet's first address.
-    return str(config.get("Gateway") or ipaddress.ip_network(config["Subnet"])[1])
 
 
 def replay_and_verify(task: Task, script: Path, settings: Settings, engine: Any,

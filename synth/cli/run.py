@@ -108,8 +108,12 @@ def run(
 
 def _run(opts: RunOptions, settings: Settings) -> RunResult:
     """The session, then each task's images beyond its latest few pruned (SYNTH_KEEP_RUNS)."""
+    from synth.record.agents import ReplayAgent
     from synth.record.runner import run_session
+    from synth.record.task_channel import refuse_unserved
 
+    if isinstance(opts.agent, ReplayAgent):
+        refuse_unserved(opts.task, opts.agent.script)
     engine = open_engine()
     result = run_session(opts, settings, engine, say=console.say)
     if result.live_image:

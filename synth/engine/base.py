@@ -175,6 +175,11 @@ class Engine(Protocol):
 
     def has_gpu_runtime(self) -> bool: ...
 
+    def host_address(self) -> str:
+        """The host's address as the engine's containers and builds see it (the default
+        network's gateway): what a folder served to them binds to."""
+        ...
+
     def create(self, spec: ContainerSpec) -> EngineContainer: ...
 
     def disk_limits_supported(self) -> bool:
@@ -239,7 +244,7 @@ class NoEngine:
     def _fail(self, *_args: object, **_kwargs: object) -> NoReturn:
         raise self.error
 
-    ping = version = has_gpu_runtime = create = container = _fail
+    ping = version = has_gpu_runtime = host_address = create = container = _fail
     image_exists = image_inspect = image_labels = remove_image = import_image = _fail
     disk_limits_supported = save_image = load_image = tag_image = push_image = _fail
     build = gc = prune_runs = _fail

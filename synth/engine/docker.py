@@ -7,6 +7,7 @@ docker-py talks to the daemon; image builds go through a BuildKit-capable CLI in
 from __future__ import annotations
 
 import io
+import ipaddress
 import json
 import os
 import socket
@@ -98,6 +99,11 @@ class DockerEngine:
     def has_gpu_runtime(self) -> bool:
         runtimes = self.info().get("Runtimes") or {}
         return "nvidia" in runtimes
+
+    def host_address(self) -> str:
+        config = self.client.networks.get("bridge").attrs["IPAM"]["Config"][0]
+        # The engine names the gateway, or leaves it as the subnet's first address.
+        return str(config.get("Gateway") or ipaddress.ip_network(config["Subnet"])[1])
 
     # ------------------------------------------------------------ containers
     def create(self, spec: ContainerSpec) -> Container:

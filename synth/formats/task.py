@@ -117,12 +117,13 @@ class RepoSpec(BaseModel):
         return self
 
 
-def _inside_task_folder(path: str) -> None:
-    """``repo.path`` names a folder inside the task folder: relative, never climbing out."""
+def _inside_task_folder(path: str, field: str = "path", what: str = "folder") -> None:
+    """``repo.path`` (or another ``field``) names a ``what`` inside the task folder:
+    relative, never climbing out."""
     if "\x00" in path or not path.strip():
-        raise ValueError("`path` must be a folder name, not empty and without NUL bytes")
+        raise ValueError(f"`{field}` must be a {what} name, not empty and without NUL bytes")
     if path.startswith(("/", "~")) or posixpath.normpath(path).split("/")[0] == "..":
-        raise ValueError(f"`path` {path[:200]!r} leaves the task folder; give a folder "
+        raise ValueError(f"`{field}` {path[:200]!r} leaves the task folder; give a {what} "
                          "relative to it")
 
 
@@ -227,6 +228,22 @@ class CitationSpec(BaseModel):
     repository: str | None = None
 
 
+class CondaChannelSpec(BaseModel):
+    """``[conda_channel]``: a channel the task makes for itself, where none is reachable."""
+
+    model_config = _Strict
+    #: A script in the task folder (standard library only) that writes a conda channel into
+    #: the folder its one argument names; it runs in the task's base image, and the channel
+    #: is served to the session and the rebuild (:mod:`synth.record.task_channel`).
+    script: str
+
+    @field_validator("script")
+    @classmethod
+    def _script_inside(cls, script: str) -> str:
+        _inside_task_folder(script, "script", "file")
+        return script
+
+
 class Task(BaseModel):
     model_config = _Strict
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=100)]
@@ -244,6 +261,9 @@ class Task(BaseModel):
     limits: LimitsSpec = LimitsSpec()
     #: Who made it and its licence, for the published artifact (``[citation]``).
     citation: CitationSpec = CitationSpec()
+    #: The conda channel its transcripts install from, made and served by synth
+    #: (``[conda_channel]``); they name its address ``@CONDA_CHANNEL@``.
+    conda_channel: CondaChannelSpec | None = None
 
     # Set by load_task, not part of the file.
     task_dir: Path = Field(default=Path(), exclude=True)

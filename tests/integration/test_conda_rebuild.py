@@ -1,107 +1,95 @@
 """A conda environment end to end on a real engine, with a real conda-compatible installer.
 
-No conda channel is reachable here, so the test makes one (tests/conda_channel.py: a
-Python, pip and a small library, indexed) and serves it on the Docker bridge's gateway,
-where the session's container and the rebuild's build containers reach it. The agent does
-what research agents do: ``conda create`` of a named environment with python and a library
-(py-rattler solving against the channel and linking, conda-meta written as conda writes
-it), then ``pip install`` inside it, and says so in its claims. synth must capture the
-prefix from conda-meta, lock it as ``@EXPLICIT`` ``url#sha256`` lines, recreate it in the
-rebuild from those URLs with no solve, install its pip layer after it, and verify must
-find the rebuilt environment equal to the live one (same packages, builds, files),
-exporting the same run twice must give the same files, and ``synth diff`` must find the
-run and its artifact equal in conda packages. Exported with ``--bundle``, the artifact
-rebuilds with no network (the conda archives and py-rattler in ``vendor/``), and a bundled
-archive whose bytes changed stops the build.
+The bundled task ``conda-env`` (tasks/conda-env): no conda channel is reachable here, so the
+task makes its own (its ``channel/make_channel.py``: a Python, pip and a small library,
+indexed), which synth makes in the base image and serves on the engine's host address, where
+the session's container and the rebuild's build containers reach it (the shared
+``task_run`` fixture). The agent does what research agents do: ``conda create`` of a named
+environment with python and a library (py-rattler solving against the channel and
+linking, conda-meta written as conda writes it), then ``pip install`` inside it, and says
+so in its claims. synth must capture the prefix from conda-meta, lock it as ``@EXPLICIT``
+``url#sha256`` lines, recreate it in the rebuild from those URLs with no solve, install its
+pip layer after it, and verify must find the rebuilt environment equal to the live one
+(same packages, builds, files), exporting the same run twice must give the same files, and
+``synth diff`` must find the run and its artifact equal in conda packages. Exported with
+``--bundle``, the artifact rebuilds with no network (the conda archives and py-rattler in
+``vendor/``), and a bundled archive whose bytes changed stops the build.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conda_channel import build_channel, serve
-from replayed import bridge_gateway, rebuilt_offline, replay_and_verify
+from replayed import rebuilt_offline
 
 from synth.config import Settings
 from synth.engine.fingerprint import ImageProbe
 from synth.errors import BuildError
 from synth.export.artifact import ExportOptions, export_run
-from synth.formats.task import load_task
 from synth.verify.build import build_artifact
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-TASK = Path(__file__).resolve().parent.parent / "data" / "conda-env"
 PREFIX = "/opt/conda/envs/research"
 LOCK = "conda-opt-conda-envs-research.lock"
 
-#: Each statement runs as its own ``bash -c``; ``{url}`` is the channel's address.
-TRANSCRIPT = """\
-# conda create -n research python=3.11 tinylib pip, with py-rattler as the installer
-python3 -m pip install --break-system-packages --target /tmp/rattler py-rattler==0.28.0
-PYTHONPATH=/tmp/rattler python3 /workspace/make_env.py {url} {prefix} python=3.11 tinylib pip
-rm -rf /tmp/rattler /tmp/rattler-cache
-{prefix}/bin/pip install six==1.17.0
-cd / && {prefix}/bin/python /workspace/fit.py
-cat > /synth/claims.json <<'JSON'
-{{"python_path": "{prefix}/bin/python", "python_version": "3.11", "torch_version": null,
- "cuda_available": false, "gpu_count": 0, "ddp_expected_ok": false, "env_tool": "conda",
- "env_name": "research", "notes": "conda env research from the channel, six by pip"}}
-JSON
-"""
-
 
 def test_a_conda_environment_is_recreated_from_its_lock_with_no_solve(
-        engine: Any, ca_bundle: Path | None, wheelhouse: Path | None, tmp_path: Path) -> None:
-    settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
-    channel = build_channel(tmp_path / "channel")
+        engine: Any, task_run: Callable[[str, str], Path], verified: Callable[..., Any],
+        marked_ca: tuple[Path | None, bytes], wheelhouse: Path | None,
+        tmp_path: Path) -> None:
+    run_dir = task_run("conda-env", "good.sh")
+    settings = Settings.load(artifacts_dir=run_dir.parents[2], ca_bundle=marked_ca[0],
+                             wheelhouse=wheelhouse)
+    url = _check_capture(run_dir, engine.host_address())
+    outcome = verified("conda-env", "good.sh")
+    doc = outcome.document
+    art = Path(doc["target"]["artifact_dir"])
+    # Activated as `conda activate` would: what tinylib's activate.d script sets.
+    image_env = engine.client.images.get(doc["build"]["image"]).attrs["Config"]["Env"]
+    assert f"TINYLIB_DATA={PREFIX}/share/tinylib" in image_env, image_env
+    _check_verify(doc, outcome.exit_code)
+    _check_artifact(art, url)
+    again = export_run(ExportOptions(run_dir, out_dir=tmp_path / "again"),
+                       settings, engine).artifact_dir
+    for name in (LOCK, "Dockerfile", "conda-installer.lock", "conda-install.py",
+                 "requirements.lock", "plan.json"):
+        assert (art / name).read_bytes() == (again / name).read_bytes(), name
+    _check_diff(run_dir, art, settings, engine)
+    bundled = export_run(ExportOptions(run_dir, out_dir=tmp_path / "bundled", bundle=True),
+                         settings, engine).artifact_dir
+    # Built with no network: the bundle alone rebuilds the prefix.
     made: list[str] = []
     try:
-        with serve(channel, bridge_gateway(engine)) as url:
-            script = tmp_path / "conda.sh"
-            script.write_text(TRANSCRIPT.format(url=url, prefix=PREFIX))
-            result, outcome = replay_and_verify(load_task(TASK), script, settings, engine,
-                                                tmp_path / "verify", made)
-            _check_capture(result.run_dir, url)
-            doc = outcome.document
-            art = Path(doc["target"]["artifact_dir"])
-            # Activated as `conda activate` would: what tinylib's activate.d script sets.
-            image_env = engine.client.images.get(doc["build"]["image"]).attrs["Config"]["Env"]
-            assert f"TINYLIB_DATA={PREFIX}/share/tinylib" in image_env, image_env
-            _check_verify(doc, outcome.exit_code)
-            _check_artifact(art, url)
-            again = export_run(ExportOptions(result.run_dir, out_dir=tmp_path / "again"),
-                               settings, engine).artifact_dir
-            for name in (LOCK, "Dockerfile", "conda-installer.lock", "conda-install.py",
-                         "requirements.lock", "plan.json"):
-                assert (art / name).read_bytes() == (again / name).read_bytes(), name
-            _check_diff(result.run_dir, art, settings, engine)
-            bundled = export_run(ExportOptions(result.run_dir, out_dir=tmp_path / "bundled",
-                                               bundle=True), settings, engine).artifact_dir
-        # The channel is gone: the bundle alone rebuilds the prefix, with no network.
         _check_offline(bundled, settings, engine, tmp_path, made)
     finally:
         for ref in made:
             engine.remove_image(ref)
 
 
-def _check_capture(run_dir: Path, url: str) -> None:
-    """The live prefix as synth captured it: every package with its archive URL and hash."""
+def _check_capture(run_dir: Path, host: str) -> str:
+    """The live prefix as synth captured it: every package with its archive URL and hash;
+    the channel's address."""
     python = json.loads((run_dir / "state" / "python.json").read_text())
     assert python["primary"] == f"{PREFIX}/bin/python"
     env = next(i for i in python["interpreters"] if i["path"] == f"{PREFIX}/bin/python")
     assert env["kind"] == "conda" and env["created_by_agent"] is True
     packages = {p["name"]: p for p in env["conda"]["packages"]}
     assert sorted(packages) == ["pip", "python", "tinylib"]
-    assert packages["python"]["url"] == f"{url}/linux-64/python-3.11.2-0_debian12.tar.bz2"
+    found = re.fullmatch(rf"(http://{re.escape(host)}:\d+)/linux-64/python-3.11.2-0_debian12"
+                         r"\.tar\.bz2", packages["python"]["url"])
+    assert found, packages["python"]["url"]
     assert all(len(p["sha256"]) == 64 for p in packages.values())
     dists = {d["name"]: d for d in env["distributions"]}
     assert dists["six"]["version"] == "1.17.0" and dists["tinylib"]["installer"] == "conda"
     assert env["conda"]["activation"] == [["TINYLIB_DATA", f"{PREFIX}/share/tinylib"]]
+    return found.group(1)
 
 
 def _check_verify(doc: dict[str, Any], exit_code: int) -> None:

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conda_channel import serve
 from python_build import ARCHIVE, KEY, build_python, write_downloads
-from replayed import bridge_gateway, rebuilt_offline, replay_and_verify
+from replayed import rebuilt_offline, replay_and_verify
 
 from synth.config import Settings
+from synth.engine.file_server import serve_folder
 from synth.export.artifact import ExportOptions, export_run
 from synth.export.build_lock import uv_version
 from synth.formats.task import load_task
@@ -64,7 +64,7 @@ def _served_build(engine: Any, tmp_path: Path) -> Iterator[tuple[str, str, str]]
     (base URL, the archive's name in a URL, its sha256)."""
     mirror = tmp_path / "mirror"
     sha256 = build_python(mirror)
-    with serve(mirror, bridge_gateway(engine)) as url:
+    with serve_folder(mirror, engine.host_address()) as url:
         archive = ARCHIVE.replace("+", "%2B")
         write_downloads(mirror, f"{url}/{archive}", sha256)
         yield url, archive, sha256

@@ -29,6 +29,7 @@ EXPECTED_OUTPUT = {
     "extras-only": "cfgreport OK",
     "uv-project": "uvreport OK",
     "poetry-project": "seedstats OK",
+    "conda-env": "fit ok: 1.1",
 }
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -142,3 +142,38 @@ def test_the_code_loading_probe_reads_a_real_environment(tmp_path: Path) -> None
                      "first": "import os; os.environ['X'] = '1'", "owner": None,
                      "matches_record": False}]
     assert any(p.endswith("sitecustomize.py") for p in found["startup"])
+
+
+def test_the_code_loading_probe_takes_a_conda_packages_pth_as_owned(tmp_path: Path) -> None:
+    """A .pth a conda package installed is listed in its ``conda-meta`` record with its
+    sha256 (conda's Python has one): owned while unchanged, "changed after install" once
+    edited, never "no installed distribution lists it"."""
+    import hashlib
+    import json
+    import subprocess
+    import sys
+
+    probe = (Path(__file__).resolve().parents[2] / "synth" / "pyramid" / "probes"
+             / "code_loading.py")
+    site_dir = tmp_path / "lib" / "python3.11" / "site-packages"
+    site_dir.mkdir(parents=True)
+    pth = site_dir / "conda-site.pth"
+    pth.write_text("import os\n")
+    (tmp_path / "conda-meta").mkdir()
+    (tmp_path / "conda-meta" / "python-3.11.2-0.json").write_text(json.dumps(
+        {"name": "python", "paths_data": {"paths": [
+            {"_path": "lib/python3.11/site-packages/conda-site.pth", "path_type": "hardlink",
+             "sha256": hashlib.sha256(b"import os\n").hexdigest()}]}}))
+
+    def probed() -> dict[str, object]:
+        code = (f"import sys, site; sys.prefix = sys.base_prefix = {str(tmp_path)!r}; "
+                f"site.getsitepackages = lambda: [{str(site_dir)!r}]; "
+                f"exec(compile(open({str(probe)!r}).read(), 'probe', 'exec'))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout
+        (entry,) = [p for p in json.loads(out)["pth"] if p["path"] == str(pth)]
+        return entry
+
+    assert probed()["owner"] == "python (conda)" and probed()["matches_record"] is True
+    pth.write_text("import os; import evil\n")
+    assert probed()["owner"] == "python (conda)" and probed()["matches_record"] is False

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conda_channel import serve
 from distill_runs import NO_ENGINE, cmd, dist, fake_base, make_run_dir, system_python
 from msgspec.structs import replace
 
 from synth.config import Settings
 from synth.distill.load import load_run
 from synth.distill.plan import PythonEnvPlan, distill
+from synth.engine.file_server import serve_folder
 from synth.errors import ExportError
 from synth.export.artifact import ExportOptions, export_run
 from synth.export.lock import Lock, LockedPin, LockTarget
@@ -205,7 +205,7 @@ def mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[st
     root.mkdir()
     archive = _archive(root)
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-    with serve(root, "127.0.0.1") as base:
+    with serve_folder(root, "127.0.0.1") as base:
         url = f"{base}/{archive.name.replace('+', '%2B')}"
         _downloads_json(root, url, digest)
         yield f"{base}/downloads.json", url, digest

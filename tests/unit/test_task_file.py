@@ -235,3 +235,12 @@ def test_a_fifo_task_file_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(TaskError, match="not a regular file"):
         _read_task_text(fifo)
+
+
+def test_a_conda_channel_script_stays_in_the_task_folder(tmp_path: Path) -> None:
+    task = load_task(write_task(tmp_path, GOOD + '\n[conda_channel]\nscript = "ch/make.py"\n'))
+    assert task.conda_channel is not None and task.conda_channel.script == "ch/make.py"
+    for bad in ("../make.py", "/usr/bin/make.py", ""):
+        text = GOOD + f'\n[conda_channel]\nscript = "{bad}"\n'
+        with pytest.raises(TaskError, match=r"task.toml:24: field `conda_channel.script`"):
+            load_task(write_task(tmp_path, text))

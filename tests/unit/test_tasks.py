@@ -89,9 +89,9 @@ def test_claims_files_match_what_the_transcript_writes(task_dir: Path, name: str
         return
     assert set(claims) >= CLAIM_FIELDS
     # The tasks' convention (tasks/README.md); a uv or poetry project's environment is its
-    # own .venv.
-    env = ("/workspace/.venv" if task_dir.name in ("uv-project", "poetry-project")
-           else "/opt/venv")
+    # own .venv, a conda task's its prefix.
+    env = {"uv-project": "/workspace/.venv", "poetry-project": "/workspace/.venv",
+           "conda-env": "/opt/conda/envs/research"}.get(task_dir.name, "/opt/venv")
     assert claims["python_path"] == f"{env}/bin/python" or name == "liar.sh"
     stored = task_dir / "agents" / name.replace(".sh", ".claims.json")
     if name == "liar.sh" or stored.exists():
@@ -114,5 +114,6 @@ def test_probe_scripts_exist_in_the_repo(task_dir: Path) -> None:
         if probe is None:
             continue
         for word in probe.command.split():
-            if word.endswith(".py"):
-                assert (task.repo_path / word).is_file(), f"{probe.command}: no {word}"
+            if word.endswith(".py"):  # relative to the workdir, or /workspace's own
+                rel = word.removeprefix("/workspace/")
+                assert (task.repo_path / rel).is_file(), f"{probe.command}: no {word}"

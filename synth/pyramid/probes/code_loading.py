@@ -3,8 +3,9 @@
 Runs under the *target's* Python (>= 3.8): standard library only. Passed as ``python -c``
 so nothing is written into the container. For every ``.pth`` file in the interpreter's site
 directories: its lines that Python *executes* (those starting with ``import``), its sha256,
-and the installed distribution whose RECORD lists it with the hash RECORD gives (so a
-``.pth`` no distribution owns, or one changed after install, shows); the
+and the installed distribution whose RECORD lists it with the hash RECORD gives, or the
+conda package whose ``conda-meta`` record does (so a ``.pth`` nothing owns, or one changed
+after install, shows); the
 ``sitecustomize``/``usercustomize`` modules Python would import; and ``/etc/ld.so.preload``
 (libraries the dynamic linker loads into every process).
 """
@@ -56,6 +57,33 @@ def record_hashes() -> Dict[str, Any]:  # noqa: UP006
     return out
 
 
+def conda_hashes() -> Dict[str, Any]:  # noqa: UP006
+    """Absolute path -> (conda package, its sha256 as RECORD writes it) for the .pth files
+    the interpreter's conda prefix installed (``conda-meta/*.json``, ``paths_data``)."""
+    out: Dict[str, Any] = {}  # noqa: UP006
+    for prefix in sorted({sys.prefix, sys.base_prefix}):
+        meta = os.path.join(prefix, "conda-meta")
+        try:
+            names = sorted(n for n in os.listdir(meta) if n.endswith(".json"))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(meta, name), encoding="utf-8") as fh:
+                    record = json.load(fh)
+                paths = record["paths_data"]["paths"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            for entry in paths if isinstance(paths, list) else ():
+                rel = entry.get("_path") if isinstance(entry, dict) else None
+                if isinstance(rel, str) and rel.endswith(".pth"):
+                    digest = entry.get("sha256")
+                    out[os.path.realpath(os.path.join(prefix, rel))] = (
+                        f"{record.get('name') or '?'} (conda)",
+                        record_digest(digest) if isinstance(digest, str) else None)
+    return out
+
+
 def record_digest(value: str) -> str:
     """RECORD's digest as urlsafe base64 with no padding; a backend that wrote the hex
     digest (64 hex digits: uv_build 0.9) is read as the same hash."""
@@ -78,7 +106,7 @@ def read(path: str) -> Optional[bytes]:  # noqa: UP045
 
 
 def main() -> None:
-    owners = record_hashes()
+    owners = {**conda_hashes(), **record_hashes()}
     pth = []
     startup = []
     for d in site_dirs():
