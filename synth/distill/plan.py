@@ -42,7 +42,8 @@ from synth.distill.provenance import risks, unaudited_changes
 from synth.distill.report import add_notes, unexplained
 from synth.distill.shell import simple_commands
 from synth.distill.source import source_plan
-from synth.distill.steps import Download, PipInstall
+from synth.distill.steps import Download, PipInstall, ProjectTool
+from synth.distill.tool_selection import with_project_installs
 from synth.distill.warnings import framework_replaced
 from synth.formats.plan import (
     PLAN_FORMAT,
@@ -161,6 +162,9 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     apt = apt_plan(run)
     add_notes(run, envs_in, native.explained, apt, notes)
     source = source_plan(run, notes)
+    env_plans = with_project_installs(
+        env_plans, source.dest if source.kind != "none" else None,
+        ((p.tool, c.cwd, c.argv) for c, _x, p in ok.of(ProjectTool)))
     notes.warnings += framework_replaced(
         ((c.ref, s) for c, _x, s in ok.of(PipInstall)), _primary_final(run))
     plan = BuildPlan(

@@ -79,6 +79,21 @@ class UvSync(PlanPart, frozen=True):
     options: tuple[str, ...]
 
 
+class ProjectInstall(PlanPart, frozen=True):
+    """How a user of the project's own tool installs the environment the run installed
+    with it, from ``source/`` and the project's lock file: not what the artifact runs (it
+    installs the environment's lock), the reader's way without synth
+    (synth.distill.tool_selection)."""
+
+    #: ``poetry``, ``pdm`` or ``pipenv``.
+    tool: str
+    #: The project's folder in the image (the source's destination).
+    project: str
+    #: The command, run in the project's folder, with the extras and groups the run chose
+    #: (``poetry install --extras ffi``).
+    command: tuple[str, ...]
+
+
 class PythonEnvPlan(PlanPart, frozen=True):
     """One Python environment to reproduce, and the pinned distributions it gets."""
 
@@ -100,6 +115,9 @@ class PythonEnvPlan(PlanPart, frozen=True):
     #: Installed with ``uv sync --frozen`` from the project's uv.lock instead of
     #: ``lock_file`` (which the build then checks it against); None: from ``lock_file``.
     uv_sync: UvSync | None = None
+    #: What a poetry, pdm or pipenv user runs in ``source/`` to install this environment
+    #: with that tool; None where no such tool installed it.
+    project_install: ProjectInstall | None = None
 
 
 class CondaPin(PlanPart, frozen=True):

@@ -152,7 +152,8 @@ def test_a_tools_own_environment_is_left_out_whole_and_the_rest_rebuilds(
 ) -> None:
     """``--without prefix:/opt/poetry`` on poetry-project's run (shared with the tasks'
     tests): the venv good.sh pip-installed poetry into goes, with its lock and the warning
-    about a second interpreter; the project's .venv alone rebuilds and passes."""
+    about a second interpreter; the project's .venv alone rebuilds and passes. The plan and
+    README say how a poetry user makes the .venv, with the groups good.sh chose."""
     from synth.distill.leave_out import Part
     from synth.verify.command import VerifyOptions, verify
 
@@ -162,6 +163,11 @@ def test_a_tools_own_environment_is_left_out_whole_and_the_rest_rebuilds(
                                    without=(Part.parse("prefix:/opt/poetry"),)),
                      settings, engine).artifact_dir
     assert "/opt/poetry" not in (art / "Dockerfile").read_text()
+    # How a poetry user makes the .venv: the groups good.sh chose (docs/export.md).
+    envs = json.loads((art / "plan.json").read_text())["plan"]["envs"]
+    [project] = [e["project_install"] for e in envs if e["prefix"] == "/workspace/.venv"]
+    assert project["command"] == ["poetry", "install", "--with", "report", "--without", "dev"]
+    assert "`poetry install --with report --without dev`" in (art / "README.md").read_text()
     assert not (art / "requirements-opt-poetry.lock").exists()
     warnings = json.loads((art / "export-report.json").read_text())["warnings"]
     assert not [w for w in warnings if "second interpreter" in w], warnings

@@ -1,0 +1,130 @@
+"""The extras and groups a poetry, pdm or pipenv install chose are recorded in the plan and
+told to a reader without synth (synth.distill.tool_selection; docs/export.md, *Environment
+tools*)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from distill_runs import cmd, dist, make_run_dir, system_python, venv
+
+from synth.distill.load import load_run
+from synth.distill.plan import BuildPlan, DistillReport, distill
+from synth.distill.tool_selection import reader_command, selection
+from synth.export.lock import Lock, LockedPin
+from synth.export.render import render_artifact
+from synth.formats.plan import ProjectInstall
+
+PROJECT = {"url": "file:///workspace", "dir_info": {"editable": True}}
+
+
+@pytest.mark.parametrize(("tool", "args", "expected"), [
+    ("poetry", ("install",), ()),
+    ("poetry", ("install", "--no-interaction", "--extras", "ffi"), ("--extras", "ffi")),
+    ("poetry", ("install", "-E", "a b,c", "-Ed", "--extras=a"),
+     ("--extras", "a", "--extras", "b", "--extras", "c", "--extras", "d")),
+    ("poetry", ("install", "--all-extras", "--with", "docs,test", "--without=dev"),
+     ("--all-extras", "--with", "docs", "--with", "test", "--without", "dev")),
+    ("poetry", ("install", "--only", "main", "--no-root", "-C", "x", "--sync"),
+     ("--only", "main", "--no-root")),
+    ("poetry", ("sync", "--only-root"), ("--only-root",)),
+    ("poetry", ("install", "--dry-run", "-E", "ffi"), None),
+    ("poetry", ("add", "emcee"), None),
+    ("poetry", ("run", "python", "x.py", "-E", "y"), None),
+    ("pdm", ("install", "-G", "plot", "--group=docs,lint", "--prod"),
+     ("--group", "plot", "--group", "docs", "--group", "lint", "--prod")),
+    ("pdm", ("sync", "-d", "--no-default", "-Gtest", "--no-self"),
+     ("--dev", "--no-default", "--group", "test", "--no-self")),
+    ("pdm", ("install", "-p", "--dev"), ()),  # -p takes a value: the word after it
+    ("pipenv", ("install", "--dev"), ("--dev",)),
+    ("pipenv", ("sync", "--categories", "docs tests", "--categories=docs"),
+     ("--categories", "docs tests")),
+    ("pipenv", ("install", "requests", "--dev"), ()),  # adds a package: chooses nothing
+    ("pipenv", ("lock",), None),
+    ("uv", ("sync", "--extra", "x"), None),  # uv's: synth.distill.uv_project
+])
+def test_the_options_that_choose_what_an_install_installs(
+        tool: str, args: tuple[str, ...], expected: tuple[str, ...] | None) -> None:
+    assert selection(tool, args) == expected
+
+
+def test_the_last_install_chooses_and_add_or_run_keep_it() -> None:
+    """poetry removes the extras a later install does not name; add/run choose nothing."""
+    assert reader_command("poetry", [
+        ("poetry", "install", "--extras", "ffi"), ("poetry", "add", "emcee"),
+        ("/opt/poetry/bin/poetry", "run", "python", "-c", "1")]) == (
+            "poetry", "install", "--extras", "ffi")
+    assert reader_command("poetry", [("poetry", "install", "-E", "ffi"),
+                                     ("poetry", "install")]) == ("poetry", "install")
+    assert reader_command("poetry", [("poetry", "add", "emcee")]) == ("poetry", "install")
+    assert reader_command("pdm", [("env", "X=1", "pdm", "install", "-G", "plot")]) == (
+        "pdm", "sync", "--group", "plot")
+    assert reader_command("pipenv", [("pipenv", "install", "--dev")]) == (
+        "pipenv", "sync", "--dev")
+
+
+def _task(tmp: Path) -> Path:
+    """A task whose repository the artifact carries in source/."""
+    (tmp / "task" / "repo").mkdir(parents=True)
+    (tmp / "task" / "repo" / "pyproject.toml").write_text('[project]\nname = "lamatrix"\n')
+    (tmp / "task" / "task.toml").write_text(
+        'name = "demo"\nbase_image = "synth/python:bookworm"\n[repo]\npath = "repo"\n'
+        '[probes.cpu]\ncommand = "python -c \'import lamatrix\'"\n'
+        '[not_applicable]\nC3 = "cpu"\nC4 = "cpu"\n')
+    return tmp / "task" / "task.toml"
+
+
+def _plan(tmp_path: Path, lines: list[str], prefix: str = "/workspace/.venv",
+          cwd: str = "/workspace", exits: tuple[int, ...] = ()
+          ) -> tuple[BuildPlan, DistillReport]:
+    py = [system_python(), venv(prefix, [
+        dist("astropy", "7.1.0", installer="Poetry 2.2.1"),
+        dist("lamatrix", "0.1.0", installer="Poetry 2.2.1", direct_url=PROJECT)])]
+    return distill(load_run(make_run_dir(
+        tmp_path, [cmd(line, cwd=cwd, exit=exits[k] if exits else 0)
+                   for k, line in enumerate(lines)], python=py,
+        primary=f"{prefix}/bin/python", task_file=_task(tmp_path))))
+
+
+def _distill(tmp_path: Path, lines: list[str], prefix: str = "/workspace/.venv",
+             cwd: str = "/workspace", exits: tuple[int, ...] = ()
+             ) -> tuple[ProjectInstall | None, ...]:
+    plan, _report = _plan(tmp_path, lines, prefix, cwd, exits)
+    return tuple(e.project_install for e in plan.envs)
+
+
+def test_a_poetry_install_s_extras_are_in_the_plan(tmp_path: Path) -> None:
+    found = _distill(tmp_path, ["poetry config virtualenvs.in-project true",
+                                "poetry install --no-interaction --extras ffi",
+                                "poetry add emcee"])
+    assert found == (ProjectInstall(tool="poetry", project="/workspace",
+                                    command=("poetry", "install", "--extras", "ffi")),)
+
+
+def test_poetry_s_cache_venv_gets_it_and_another_folder_s_install_does_not(
+        tmp_path: Path) -> None:
+    cache = "/root/.cache/pypoetry/virtualenvs/lamatrix-xS3fZVNL-py3.11"
+    [found] = _distill(tmp_path / "a", ["poetry install -E ffi --with docs"], prefix=cache)
+    assert found is not None and found.command == (
+        "poetry", "install", "--extras", "ffi", "--with", "docs")
+    # A poetry project elsewhere is not the source/ a reader has.
+    assert _distill(tmp_path / "b", ["poetry install -E ffi"], cwd="/opt/other") == (None,)
+    # A failed install chose nothing.
+    assert _distill(tmp_path / "c", ["poetry install", "poetry install -E nope"],
+                    exits=(0, 1))[0] == ProjectInstall(
+        tool="poetry", project="/workspace", command=("poetry", "install"))
+
+
+def test_the_readme_tells_a_reader_the_tool_s_command(tmp_path: Path) -> None:
+    plan, report = _plan(tmp_path, ["poetry install --extras 'ffi plot'"])
+    uv = LockedPin(name="uv", version="0.13.9", hashes=(hashlib.sha256(b"uv").hexdigest(),))
+    locks = [Lock(env=e, pins=tuple(LockedPin(name=n, version=v, hashes=("ab" * 32,))
+                                    for n, v in e.pins), locker="uv", installer=uv)
+             for e in plan.envs]
+    readme = " ".join(render_artifact(plan, report, locks)["README.md"].split())
+    assert ("A poetry user makes it the same way in `source/`, from the project's own "
+            "`poetry.lock`, with the extras and groups the run chose: `poetry install "
+            "--extras ffi --extras plot`") in readme, readme
+    assert "The artifact installs `requirements.lock` instead, which needs no poetry" in readme
