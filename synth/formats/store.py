@@ -62,7 +62,12 @@ from synth.formats.state import (
     PythonState,
 )
 from synth.formats.verification import VERIFICATION_FORMAT, VerificationRecord
-from synth.formats.verify import VERIFY_FORMAT, VerifyDocument
+from synth.formats.verify import (
+    VERIFY_FAILED_FORMAT,
+    VERIFY_FORMAT,
+    VerifyDocument,
+    VerifyFailure,
+)
 
 MiB = 1 << 20
 T = TypeVar("T")
@@ -99,6 +104,8 @@ MANIFEST = FileKind("manifest.json", Manifest, "manifest", MANIFEST_FORMAT, 16 *
 EXPORT_REPORT = FileKind("export-report.json", ExportReport, "export-report",
                          EXPORT_REPORT_FORMAT, 64 * MiB)
 VERIFY_DOCUMENT = FileKind("verify.json", VerifyDocument, "verify", VERIFY_FORMAT, 64 * MiB)
+VERIFY_FAILURE = FileKind("verify-failed.json", VerifyFailure, "verify-failed",
+                          VERIFY_FAILED_FORMAT, 1 * MiB)
 PLAN = FileKind(PLAN_FILE, PlanDocument, "plan", PLAN_FORMAT, 64 * MiB,
                 versioned=("", "plan", "report"))
 #: Written by verify into the artifact folder; it travels with the artifact.
@@ -108,7 +115,7 @@ VERIFICATION = FileKind("verification.json", VerificationRecord, "verification",
 #: Every kind of file the store reads, each with its one type.
 FILE_KINDS: tuple[FileKind[Any], ...] = (
     RUN_RECORD, AUDIT_LOG, APT_STATE, PYTHON_STATE, DIFF_STATE, ENV_STATE, PROVENANCE, CLAIMS,
-    MANIFEST, EXPORT_REPORT, VERIFY_DOCUMENT, PLAN, VERIFICATION)
+    MANIFEST, EXPORT_REPORT, VERIFY_DOCUMENT, VERIFY_FAILURE, PLAN, VERIFICATION)
 #: The run files an export is distilled from; their sha256 goes into the manifest.
 INPUT_FILES = (RUN_RECORD, AUDIT_LOG, APT_STATE, DIFF_STATE, ENV_STATE, PYTHON_STATE,
                PROVENANCE)
@@ -413,6 +420,13 @@ def sha256_file(path: Path) -> str:
 def read_verify(path: Path) -> VerifyDocument:
     """A ``verify.json``, checked."""
     return load(path, VERIFY_DOCUMENT)
+
+
+def read_verify_failure(path: Path) -> VerifyFailure | None:
+    """A ``verify-failed.json``, checked; None when there is none."""
+    if not os.path.lexists(path):
+        return None
+    return load(path, VERIFY_FAILURE)
 
 
 def parse_text(text: str, kind: FileKind[T], where: str) -> T:

@@ -21,6 +21,8 @@ from synth.pyramid.result import Level, LevelResult, Report, Status
 
 #: verify.json: :class:`VerifyDocument` writes it, the store refuses a newer one.
 VERIFY_FORMAT: Final = 1
+#: verify-failed.json: :class:`VerifyFailure` writes it, the store refuses a newer one.
+VERIFY_FAILED_FORMAT: Final = 1
 #: How many differing files of one difference verify.json and the summary lines name.
 FILES_NAMED = 20
 
@@ -293,3 +295,32 @@ class VerifyDocument(Part, frozen=True, kw_only=True, omit_defaults=True, dict=T
     def deciding(self) -> Report:
         """The report that decided the verdict."""
         return self.reports[self.decides]
+
+
+class FailureError(Part, frozen=True):
+    """The error that stopped verify, as the ``--json`` error envelope gives it."""
+
+    #: The exit code (15: BuildError).
+    code: int
+    #: The error's kind (``BuildError``, ``ExportError``, ``DiskFullError`` …).
+    kind: str
+    message: str
+    hint: str | None
+
+
+class VerifyFailure(Part, frozen=True, kw_only=True, omit_defaults=True):
+    """``verify-failed.json``: a ``synth verify --rebuild`` that stopped before any level ran
+    because the artifact could not be rebuilt (docs/verify.md). Written beside where
+    ``verify.json`` goes; a later verify that reaches a verdict removes it, so where it is
+    present it is the latest outcome of that folder (an older ``verify.json`` is kept)."""
+
+    format: Literal[1]
+    synth_version: str
+    target: VerifyTarget
+    #: ``build-failed``: the artifact's build failed; ``error``: the rebuild stopped
+    #: before building (the export of the run, the artifact's check, the base image, the
+    #: disk space).
+    status: Literal["build-failed", "error"]
+    error: FailureError
+    #: The build's log in the same folder (``build.log``), where the build started.
+    log: str | None = None

@@ -16,8 +16,8 @@ from typing import Any
 from synth.config import Settings
 from synth.engine.base import Engine
 from synth.errors import InputFileError, SynthError
-from synth.formats.store import VERIFY_DOCUMENT, read_verify
-from synth.formats.verify import VerifyDocument
+from synth.formats.store import VERIFY_DOCUMENT, VERIFY_FAILURE, read_verify, read_verify_failure
+from synth.formats.verify import VerifyDocument, VerifyFailure
 from synth.record.rundir import describe_run, effective_status, find_run, list_runs, read_run
 
 #: A size lookup: image ref -> bytes, or None where the engine does not know it.
@@ -49,6 +49,24 @@ def latest_verify(run_dir: Path) -> VerifyDocument | None:
         return read_verify(path)
     except InputFileError:
         return None
+
+
+def latest_failure(run_dir: Path) -> VerifyFailure | None:
+    """The run's verify-failed.json: present where its latest ``synth verify --rebuild``
+    stopped before a verdict (the artifact did not build); None where there is none or it
+    is refused."""
+    try:
+        return read_verify_failure(run_dir / "verify" / VERIFY_FAILURE.rel)
+    except InputFileError:
+        return None
+
+
+def failure_row(failure: VerifyFailure | None) -> dict[str, Any] | None:
+    """What ``runs list --json`` says of a failed rebuild (``verify_failed``)."""
+    if failure is None:
+        return None
+    return {"status": failure.status, "kind": failure.error.kind,
+            "message": failure.error.message, "hint": failure.error.hint, "log": failure.log}
 
 
 def verify_levels(doc: VerifyDocument) -> tuple[str, dict[str, str]]:
@@ -91,6 +109,7 @@ def view(run_dir: Path, size_of: SizeOf | None = None) -> dict[str, Any]:
                               if isinstance(h, dict)}),
         "claims": claims_status(run, doc),
         "verify": None,
+        "verify_failed": failure_row(latest_failure(run_dir)),
         "images": {},
     }
     if doc is not None:
@@ -183,7 +202,10 @@ def human_size(n: int) -> str:
 def verdict_text(row: Mapping[str, Any]) -> str:
     """The latest verdict, then its levels: ``PASSED C0=pass …`` or ``FAILED C0=pass …``
     (failed where every level passed means fidelity failed: the rebuilt image differs from
-    the live one)."""
+    the live one); ``BUILD-FAILED`` (``ERROR``) where the latest rebuild stopped before one."""
+    failed = row.get("verify_failed")
+    if failed:
+        return str(failed["status"]).upper()
     v = row.get("verify")
     if not v:
         return "-"
@@ -193,6 +215,8 @@ def verdict_text(row: Mapping[str, Any]) -> str:
 
 def verify_text(row: Mapping[str, Any]) -> str:
     v = row.get("verify")
+    if row.get("verify_failed"):
+        return f"verify={verdict_text(row)}"
     return f"verify[{v['report']}] {verdict_text(row)}" if v else "verify=-"
 
 
@@ -209,9 +233,16 @@ def list_line(row: Mapping[str, Any]) -> str:
 
 def show_lines(row: Mapping[str, Any]) -> list[str]:
     """What `runs show` adds to rundir.format_run: label, checked claims, verdicts, sizes."""
+    failed = row.get("verify_failed")
     lines = [f"agent-as   {row['agent']}", f"claims-now {row['claims']}",
              f"verify     {verdict_text(row)}"
-             + (f"  ({row['verify']['report']})" if row.get("verify") else "")]
+             + (f"  ({row['verify']['report']})" if row.get("verify") and not failed else "")]
+    if failed:
+        first = str(failed["message"]).strip().splitlines()[:1] or [""]
+        lines.append(f"           {failed['kind']}: {first[0]}"
+                     + (f" (log: {failed['log']})" if failed.get("log") else ""))
+        if failed.get("hint"):
+            lines.append(f"           hint: {failed['hint']}")
     lines += [f"image      {name} {i['ref']} {human_size(i['size'])}"
               for name, i in sorted(row["images"].items())]
     return lines

@@ -22,9 +22,10 @@ side.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +42,7 @@ from synth.engine.base_images import prepare_base
 from synth.engine.fingerprint import ImageProbe
 from synth.engine.host import HostRuntime
 from synth.errors import (
+    BuildError,
     GpuRuntimeUnavailableError,
     InputFileError,
     NotFoundError,
@@ -59,6 +61,7 @@ from synth.formats.store import (
     PYTHON_STATE,
     RUN_RECORD,
     VERIFY_DOCUMENT,
+    VERIFY_FAILURE,
     ArtifactDir,
     RunDir,
     is_file,
@@ -92,6 +95,7 @@ from synth.verify.outcome import (
     TargetInfo,
     VerifyOptions,
     VerifyOutcome,
+    failure_document,
 )
 from synth.verify.rebuild import (
     artifact_for_run,
@@ -521,29 +525,48 @@ def _rebuild_and_verify(opts: VerifyOptions, settings: Settings, target: Target,
                         say: Say) -> Rebuilt:
     """Export the run (or reuse its identical export) or take the artifact; check it against
     its manifest, rebuild it from scratch, and run the pyramid on the new image."""
-    check_rebuild_space(settings, engine, target)
-    export = (artifact_for_run(target.path, settings, engine, say, bundle=opts.offline)
-              if target.kind == "run" else None)
-    artifact_dir = export.artifact_dir if export else target.path
-    manifest = ArtifactDir(artifact_dir).manifest()
-    if export is None:  # a published folder: its manifest must be its archive's
-        check_folder_against_archive(artifact_dir, manifest.raw,
-                                     ArtifactDir(artifact_dir).manifest_bytes(), say)
-    if opts.offline:
-        check_offline(artifact_dir, manifest.raw)
-    python = _manifest_python(manifest, artifact_dir)
-    check = checked_artifact(artifact_dir, opts.allow_modified, say)
-    if isinstance(manifest.raw.get("base"), Mapping):
-        say("Base image: " + prepare_base(engine, manifest.raw["base"], artifact_dir,
-                                          allow_mismatch=opts.allow_base_mismatch, say=say))
-    tag = rebuilt_tag(target.name, check.files, ArtifactDir(artifact_dir).manifest_bytes())
-    build = rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress, opts.offline,
-                    cache=opts.build_cache)
+    with failure_recorded(out_dir, target.info):
+        check_rebuild_space(settings, engine, target)
+        export = (artifact_for_run(target.path, settings, engine, say, bundle=opts.offline)
+                  if target.kind == "run" else None)
+        artifact_dir = export.artifact_dir if export else target.path
+        manifest = ArtifactDir(artifact_dir).manifest()
+        if export is None:  # a published folder: its manifest must be its archive's
+            check_folder_against_archive(artifact_dir, manifest.raw,
+                                         ArtifactDir(artifact_dir).manifest_bytes(), say)
+        if opts.offline:
+            check_offline(artifact_dir, manifest.raw)
+        python = _manifest_python(manifest, artifact_dir)
+        check = checked_artifact(artifact_dir, opts.allow_modified, say)
+        if isinstance(manifest.raw.get("base"), Mapping):
+            say("Base image: " + prepare_base(engine, manifest.raw["base"], artifact_dir,
+                                              allow_mismatch=opts.allow_base_mismatch, say=say))
+        tag = rebuilt_tag(target.name, check.files, ArtifactDir(artifact_dir).manifest_bytes())
+        build = rebuild(artifact_dir, tag, settings, out_dir, say, opts.progress, opts.offline,
+                        cache=opts.build_cache)
     say(f"Verifying the rebuilt image {tag}")
     report = _verify_image(engine, tag, replace(base, python=python,
                                                 target={"kind": "rebuilt", "image": tag}), say,
                            probe_context(opts, target))
     return Rebuilt(export, check, build, manifest, python, report)
+
+
+@contextlib.contextmanager
+def failure_recorded(out_dir: Path, target: TargetInfo) -> Iterator[None]:
+    """Leave ``verify-failed.json`` in ``out_dir`` (atomically) when the rebuild stops with
+    a SynthError before any level runs (not a usage error: the command line's, not the
+    artifact's), then let the error go on: ``synth runs list`` then says the latest verify
+    failed to build, not that none ran."""
+    try:
+        yield
+    except UsageError:
+        raise
+    except SynthError as exc:
+        log = "build.log" if (out_dir / "build.log").is_file() and isinstance(
+            exc, BuildError) else None
+        atomic.write_json(out_dir / VERIFY_FAILURE.rel,
+                          failure_document(target, exc, log).to_json())
+        raise
 
 
 def check_rebuild_space(settings: Settings, engine: Engine, target: Target) -> None:
@@ -692,6 +715,8 @@ def _published(opts: VerifyOptions, say: Say) -> VerifyOptions:
 def _write(outcome: VerifyOutcome, say: Say) -> None:
     doc = outcome.verify_document
     atomic.write_json(outcome.out_dir / VERIFY_DOCUMENT.rel, doc.to_json())
+    # A verdict is the folder's latest outcome now: an earlier failed rebuild's record goes.
+    (outcome.out_dir / VERIFY_FAILURE.rel).unlink(missing_ok=True)
     atomic.write_text(outcome.out_dir / "verify.md", render_markdown(doc))
     if outcome.build is not None:  # compared with the artifact's record, then replacing it
         write_record(doc, outcome.build.artifact_dir, say)

@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from synth import __version__
+from synth.errors import BuildError, SynthError
 from synth.formats.verify import (
+    VERIFY_FAILED_FORMAT,
     VERIFY_FORMAT,
+    FailureError,
     VerifyArtifactCheck,
     VerifyBuild,
     VerifyDocument,
     VerifyExport,
+    VerifyFailure,
     VerifyFidelity,
     VerifyFingerprint,
     VerifyReport,
@@ -216,6 +220,18 @@ class VerifyOutcome:
     def document(self) -> dict[str, Any]:
         """``verify.json``'s JSON, as written."""
         return self.verify_document.to_json()
+
+
+def failure_document(target: TargetInfo, exc: SynthError, log: str | None) -> VerifyFailure:
+    """``verify-failed.json`` for a rebuild of ``target`` that ``exc`` stopped (``log``: the
+    build log's name in the same folder, where the build started)."""
+    return VerifyFailure(
+        format=VERIFY_FAILED_FORMAT, synth_version=__version__,
+        target=VerifyTarget(target.kind, str(target.path), target.name),
+        status="build-failed" if isinstance(exc, BuildError) else "error",
+        error=FailureError(code=exc.exit_code, kind=type(exc).__name__, message=exc.message,
+                           hint=exc.hint),
+        log=log)
 
 
 def to_document(outcome: VerifyOutcome) -> VerifyDocument:

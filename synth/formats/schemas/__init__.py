@@ -9,7 +9,7 @@ reads its files through the types (:mod:`synth.formats.store`).
 list of errors (empty when the document is valid), each prefixed with its JSON path, as
 jsonschema words them. Names: ``run``, ``audit-record`` (one line of ``audit.jsonl``),
 ``apt-state``, ``python-state``, ``diff-state``, ``env-state``, ``provenance-state``,
-``claims``, ``verify``, ``manifest``, ``export-report``, ``plan`` (an artifact's
+``claims``, ``verify``, ``verify-failed``, ``manifest``, ``export-report``, ``plan`` (an artifact's
 ``plan.json``), ``verification`` (an artifact's ``verification.json``).
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 SCHEMA_NAMES = (
     "run", "audit-record", "apt-state", "python-state", "diff-state", "env-state",
-    "provenance-state", "claims", "verify", "manifest", "export-report", "plan",
+    "provenance-state", "claims", "verify", "verify-failed", "manifest", "export-report", "plan",
     "verification",
 )
 

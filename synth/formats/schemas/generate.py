@@ -49,7 +49,13 @@ from synth.formats.state import (
     PythonState,
 )
 from synth.formats.verification import VERIFICATION_FORMAT, VerificationRecord
-from synth.formats.verify import KNOWN_SCORES, VERIFY_FORMAT, VerifyDocument
+from synth.formats.verify import (
+    KNOWN_SCORES,
+    VERIFY_FAILED_FORMAT,
+    VERIFY_FORMAT,
+    VerifyDocument,
+    VerifyFailure,
+)
 from synth.util.atomic import dumps_json
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -100,6 +106,10 @@ SPECS: Mapping[str, Spec] = {
     "verify": Spec(VerifyDocument, f"synth verify.json (format {VERIFY_FORMAT})",
                    "The report of synth verify (docs/verify.md).",
                    {cls.__name__: cls for cls in KNOWN_SCORES.values()}),
+    "verify-failed": Spec(VerifyFailure, f"synth verify-failed.json (format "
+                          f"{VERIFY_FAILED_FORMAT})",
+                          "A synth verify --rebuild that stopped before a verdict: the "
+                          "artifact did not build (docs/verify.md)."),
     "manifest": Spec(Manifest, f"synth export manifest.json (format {MANIFEST_FORMAT})",
                      "Identity, hashes and build needs of an exported artifact "
                      "(docs/export.md)."),
