@@ -81,6 +81,21 @@ class Violation(Part, frozen=True):
     detail: str | None = None
 
 
+class ToolChange(Part, frozen=True):
+    """A source change a project tool's audited command made to its own manifest or lock
+    file (``uv add``: pyproject.toml, uv.lock): explained, not a violation
+    (synth.record.tool_edits)."""
+
+    kind: Literal["tool_changed"]
+    path: str
+    change: str
+    #: The tool's command as audited (``uv add tabulate``).
+    command: str
+    #: Its record in audit.jsonl.
+    seq: int
+    detail: str
+
+
 class ClaimsCheckRecord(Part, frozen=True):
     """The agent's claims as the session checked them."""
 
@@ -209,3 +224,5 @@ class RunRecord(Document, frozen=True, kw_only=True):
     leftover_processes: tuple[LeftoverProcess, ...] | None = None
     #: The final state is the truth for export, but a statement that failed is said.
     failed_statements: tuple[FailedStatement, ...] | None = None
+    #: Source changes a project tool made to its own files: not violations.
+    tool_changes: tuple[ToolChange, ...] | None = None

@@ -263,6 +263,8 @@ def format_run(info: dict[str, Any]) -> str:
         lines += [f"  exit {f.get('exit')}  {f.get('command')}" for f in failed[:20]]
     for v in run.get("violations") or []:
         lines.append(f"VIOLATION  {v.get('detail')}")
+    for v in run.get("tool_changes") or []:
+        lines.append(f"tool-edit  {v.get('detail')}")
     for e in run.get("capture_errors") or []:
         lines.append(f"capture    {e}")
     audit = run.get("audit") or {}

@@ -36,7 +36,7 @@ from synth.formats.limits import Limits
 from synth.formats.store import RunDir
 from synth.formats.task import Task
 from synth.record import claims as claims_mod
-from synth.record import secrets, snapshot, trace, tree
+from synth.record import secrets, snapshot, tool_edits, trace, tree
 from synth.record.agents import (
     CONTAINER_AUDIT_DIR,
     CONTAINER_AUDIT_FILE,
@@ -172,6 +172,10 @@ class _Session:
         self.base_dpkg: snapshot.DpkgSnapshot | None = None
         self.base_env: dict[str, str] | None = None
         self.base_setuid: list[str] | None = None
+        #: The final mtimes of the changed files (state/provenance.json), and the records
+        #: of audit.jsonl: what tells a project tool's own edits from the agent's.
+        self.file_times: dict[str, float] = {}
+        self.audit_records: list[dict[str, Any]] = []
         self.record: dict[str, Any] = self._initial_record()
 
     def _initial_record(self) -> dict[str, Any]:
@@ -404,6 +408,7 @@ class _Session:
         if provenance is not None:
             write_json(self.run_dir / "state" / "provenance.json",
                        self.masker.mask_json(provenance))
+            self.file_times = dict(provenance.get("file_times") or {})
         env_final = self.guarded("environment files", lambda: snapshot.read_env_files(c))
         if env_final is not None and self.base_env is not None:
             write_json(self.run_dir / "state" / "env.json",
@@ -440,7 +445,9 @@ class _Session:
         return check
 
     def capture_tree(self, c: Container, before: Any) -> None:
-        """Compare /workspace with the repository as copied in: changes are violations."""
+        """Compare /workspace with the repository as copied in: changes are violations
+        (said once the audit is written: a project tool's own edits are not,
+        :meth:`settle_violations`)."""
         after = self.guarded("source tree", lambda: self.workspace_entries(c))
         if before is None or after is None:
             return
@@ -450,8 +457,6 @@ class _Session:
             "changed": [ch.to_json() for ch in changed],
         }
         self.record["violations"] = tree.violations(changed)
-        for v in self.record["violations"]:
-            self.say(f"violation: {v['detail']}")
 
     def capture_apt(self, c: Container) -> dict[str, Any] | None:
         final = self.guarded("dpkg packages", lambda: snapshot.dpkg_snapshot(c))
@@ -590,6 +595,24 @@ class _Session:
         for f in findings + [t for _, t in unconfirmed]:
             self.say(f"audit: {self.masker.mask(f)}")
         write_audit(self.run_dir / "audit.jsonl", records)
+        self.audit_records = records
+
+    def settle_violations(self) -> None:
+        """Move the changes a project tool's audited command made to its own files (``uv
+        add``: pyproject.toml, uv.lock) from ``violations`` to ``tool_changes``
+        (synth.record.tool_edits; none where the audit is unverified), then say both."""
+        audit = self.record.get("audit") or {}
+        if self.record["violations"] and audit.get("verified"):
+            stay, explained = tool_edits.explained_by_tool(
+                self.record["violations"], self.audit_records, self.file_times,
+                audit.get("unconfirmed") or ())
+            self.record["violations"] = stay
+            if explained:
+                self.record["tool_changes"] = explained
+        for v in self.record.get("tool_changes") or []:
+            self.say(f"changed by a project tool: {v['detail']}")
+        for v in self.record["violations"]:
+            self.say(f"violation: {v['detail']}")
 
 
     # ------------------------------------------------------------ whole session
@@ -640,6 +663,7 @@ class _Session:
         if self.strace_dir is not None:
             shutil.rmtree(self.strace_dir, ignore_errors=True)
         self.guarded("audit log", self.finish_audit)
+        self.guarded("tool changes", self.settle_violations)
         # The final state is the truth for export, but a statement that failed is said.
         self.record["failed_statements"] = [
             {"command": self.masker.mask(first_line(c.command)), "exit": c.exit}

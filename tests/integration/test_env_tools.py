@@ -41,8 +41,13 @@ def test_a_tool_made_environment_rebuilds_the_same(
         tmp_path: Path, images: list[str]) -> None:
     settings = Settings.load(artifacts_dir=tmp_path, ca_bundle=ca_bundle, wheelhouse=wheelhouse)
     task = load_task(TASK)
-    _result, outcome = replay_and_verify(task, task.agents_dir / script, settings, engine,
-                                         tmp_path / "verify", images)
+    result, outcome = replay_and_verify(task, task.agents_dir / script, settings, engine,
+                                        tmp_path / "verify", images)
+    if script == "uv-add.sh":  # uv add edits pyproject.toml: its own doing, no violation
+        run = json.loads((result.run_dir / "run.json").read_text())
+        assert run["violations"] == [], run["violations"]
+        assert [(c["path"], c["command"]) for c in run["tool_changes"]] == [
+            ("pyproject.toml", "uv add packaging==25.0")], run.get("tool_changes")
     doc = outcome.document
     rebuilt = {r["level"]: r for r in doc["reports"]["rebuilt"]["levels"]}
     live = {r["level"]: r for r in doc["reports"]["live"]["levels"]}
