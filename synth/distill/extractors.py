@@ -15,10 +15,12 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from synth.distill import conda
 from synth.distill.shell import SimpleCommand, expand
 from synth.distill.steps import (
+    PYTHON_CHECK,
     AptInstall,
     AptMaintenance,
     AptRemove,
@@ -624,26 +626,37 @@ _READ_ONLY = {
     "wait", "read", "strings", "nm", "objdump", "python-config", "pkg-config",
 }
 _PY_SAFE_CALLS = re.compile(r"\b(open|system|popen|subprocess|remove|unlink|rmtree|"
-                            r"write|mkdir|rename|install|pip|setup|exec|eval)\b")
+                            r"write|mkdir|rename|install|pip|setup|exec|eval|__import__|"
+                            r"import_module)\b")
+#: Modules a ``python -c`` may import and stay read-only: the interpreter's own facts.
+#: Importing anything else runs that package's code, which may write (matplotlib its
+#: config folder, a cache of compiled kernels): a check that runs code, not read-only.
+_PY_INSPECT_MODULES = frozenset({"sys", "os", "os.path", "platform", "sysconfig", "site",
+                                 "struct", "importlib.metadata", "json"})
 
 
 @functools.lru_cache(maxsize=1024)
-def _python_is_read_only(args: tuple[str, ...]) -> bool:
+def _python_check(args: tuple[str, ...]) -> Literal["read-only", "runs-code"] | None:
+    """What a ``python`` command line with ``args`` is, where it is a check: ``read-only``
+    (the version, ``-m site``, ``-c`` code that imports only :data:`_PY_INSPECT_MODULES`
+    and writes nothing), ``runs-code`` (``-c`` code of the same shape that imports
+    something else: ``import torch; print(torch.__version__)``); None for anything else."""
     if args[:1] in (("--version",), ("-V",), ("-VV",)):
-        return True
+        return "read-only"
     if args[:2] == ("-m", "site") or args[:2] == ("-m", "sysconfig"):
-        return True
-    if len(args) >= 2 and args[0] == "-c":
-        code = args[1]
-        if _PY_SAFE_CALLS.search(code):
-            return False
-        try:
-            tree = ast.parse(code)
-        except SyntaxError:
-            return False
-        return all(isinstance(n, ast.Import | ast.ImportFrom | ast.Expr | ast.Assign |
-                              ast.If | ast.Try | ast.Assert) for n in tree.body)
-    return False
+        return "read-only"
+    if len(args) < 2 or args[0] != "-c" or _PY_SAFE_CALLS.search(args[1]):
+        return None
+    try:
+        tree = ast.parse(args[1])
+    except SyntaxError:
+        return None
+    if not all(isinstance(n, ast.Import | ast.ImportFrom | ast.Expr | ast.Assign | ast.If |
+                          ast.Try | ast.Assert) for n in tree.body):
+        return None
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    return "read-only" if imported <= _PY_INSPECT_MODULES else "runs-code"
 
 
 def extract_read_only(cmd: SimpleCommand) -> Step | None:
@@ -661,7 +674,7 @@ def extract_read_only(cmd: SimpleCommand) -> Step | None:
         if name == "xargs":
             return None
         return ReadOnly(program=name)
-    if _is_python(prog) and _python_is_read_only(args):
+    if _is_python(prog) and _python_check(args) == "read-only":
         return ReadOnly(program="python (inspection)")
     inv = _pip_invocation(cmd)
     if inv is not None:
@@ -677,6 +690,8 @@ def extract_read_only(cmd: SimpleCommand) -> Step | None:
 
 def extract_program_run(cmd: SimpleCommand) -> Step | None:
     prog, args = _program(cmd)
+    if _is_python(prog) and _python_check(args) == "runs-code":
+        return ProgramRun(program=PYTHON_CHECK)
     if _is_python(prog) and args and args[0].endswith(".py"):
         return ProgramRun(program=f"python {posixpath.basename(args[0])}")
     if _is_python(prog) and args[:1] == ("-m",) and len(args) > 1:

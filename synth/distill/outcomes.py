@@ -18,6 +18,7 @@ from synth.distill.load import Distribution, LoadedRun
 from synth.distill.project_locks import TOOL_LOCKS
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import (
+    PYTHON_CHECK,
     AptInstall,
     AptMaintenance,
     AptRemove,
@@ -149,8 +150,7 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
                             "or no sha256 of it could be taken); what it wrote shows up as "
                             "unexplained paths")
         case ProgramRun():
-            return "dropped", ("runs a program (a check, not a setup step); what it wrote "
-                               "shows up as unexplained paths")
+            return "dropped", _program_run(s)
         case ProjectTool():
             return "folded", _project_tool(s)
         case Unclassified() if ctx.pythons and (why := _python_install(c)):
@@ -161,6 +161,15 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
                                "unexplained paths")
         case _:
             assert_never(s)
+
+
+def _program_run(s: ProgramRun) -> str:
+    if s.program == PYTHON_CHECK:
+        return ("a check that runs code (its imports run the packages' own code): not "
+                "replayed; what it wrote (a config folder, a cache) shows up as unexplained "
+                "paths")
+    return ("runs a program (a check, not a setup step); what it wrote shows up as "
+            "unexplained paths")
 
 
 def _python_install(c: SimpleCommand) -> str | None:

@@ -181,10 +181,16 @@ class ReadOnly(StepBase):
     program: str
 
 
+#: The program of a :class:`ProgramRun` that is a ``python -c`` importing packages
+#: (``python -c "import cartopy"``): a check that runs their code, not a read-only one.
+PYTHON_CHECK = "python -c (imports packages)"
+
+
 @cheap_init
 @dataclass(frozen=True)
 class ProgramRun(StepBase):
-    """A Python script or launcher run (``python train.py``): a check, not a setup step."""
+    """A Python script or launcher run (``python train.py``), or a ``python -c`` that
+    imports packages: a check, not a setup step."""
 
     kind: ClassVar[str] = "program-run"
     program: str

@@ -8,6 +8,7 @@ from synth.distill.extractors import EXTRACTORS, classify
 from synth.distill.load import AuditRecord
 from synth.distill.shell import SimpleCommand, parse_line
 from synth.distill.steps import (
+    PYTHON_CHECK,
     AptInstall,
     AptMaintenance,
     AptRemove,
@@ -190,11 +191,22 @@ def test_downloads() -> None:
 
 @pytest.mark.parametrize("text", [
     "ls -la", "cat README.md", "nvidia-smi", "which python3", "echo hello",
-    "python3 -c 'import torch; print(torch.__version__)'", "python3 --version",
+    "python3 -c 'import sys; print(sys.version)'", "python3 --version",
+    "python -c 'from importlib.metadata import version; print(version(\"numpy\"))'",
     "git status", "pip list | grep torch",
 ])
 def test_read_only(text: str) -> None:
     assert isinstance(step(text), ReadOnly)
+
+
+@pytest.mark.parametrize("text", [
+    "python3 -c 'import torch; print(torch.__version__)'",
+    ".venv/bin/python -c 'import cartopy, matplotlib'",
+    "python -c 'from matplotlib import pyplot'",
+])
+def test_an_import_check_runs_code_and_is_not_read_only(text: str) -> None:
+    """Importing a package runs its code: matplotlib writes ~/.config/matplotlib."""
+    assert step(text) == ProgramRun(program=PYTHON_CHECK)
 
 
 @pytest.mark.parametrize("text", [
