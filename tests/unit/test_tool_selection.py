@@ -124,7 +124,7 @@ def test_the_readme_tells_a_reader_the_tool_s_command(tmp_path: Path) -> None:
                                     for n, v in e.pins), locker="uv", installer=uv)
              for e in plan.envs]
     readme = " ".join(render_artifact(plan, report, locks)["README.md"].split())
-    assert ("A poetry user makes it the same way in `source/`, from the project's own "
-            "`poetry.lock`, with the extras and groups the run chose: `poetry install "
-            "--extras ffi --extras plot`") in readme, readme
+    assert ("A poetry user makes it the same way in `source/` (from the project's own "
+            "`poetry.lock` where it has one), with the extras and groups the run chose: "
+            "`poetry install --extras ffi --extras plot`") in readme, readme
     assert "The artifact installs `requirements.lock` instead, which needs no poetry" in readme
