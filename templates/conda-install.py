@@ -71,9 +71,15 @@ def fetch(url, dest, digest):
         cafile = os.environ.get("SSL_CERT_FILE")
         context = ssl.create_default_context(cafile=cafile) if cafile else None
         source = mirrored(url)
-        with urllib.request.urlopen(source, context=context, timeout=300) as r, \
-                Path(dest).open("wb") as f:
-            shutil.copyfileobj(r, f, 1 << 20)
+        try:
+            with urllib.request.urlopen(source, context=context, timeout=300) as r, \
+                    Path(dest).open("wb") as f:
+                shutil.copyfileobj(r, f, 1 << 20)
+        except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts are OSErrors
+            die(f"cannot fetch {source}: {getattr(exc, 'reason', None) or exc}. The build "
+                "reaches each package's channel: pass a reachable mirror with --build-arg "
+                "SYNTH_CONDA_MIRRORS=\"<channel URL>=<mirror URL>\", or rebuild the artifact "
+                "exported with --bundle (the archives in vendor/conda)")
     h = hashlib.new(algo)
     with Path(dest).open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

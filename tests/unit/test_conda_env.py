@@ -232,3 +232,26 @@ def test_diff_compares_the_conda_packages_of_a_run_and_its_artifact(tmp_path: Pa
     got = compare_conda(Side("run", "a", conda=run_conda(run)), Side("run", "b", conda=changed))
     assert [(i.kind, i.key, i.a, i.b) for i in got.items] == [
         ("changed", f"{PREFIX} tinylib", f"1.1 py_0 ({CHANNEL})", f"1.1 py_1 ({CHANNEL})")]
+
+
+def test_an_unreachable_channel_stops_the_build_saying_what_to_do(tmp_path: Path) -> None:
+    """The artifact's conda installer, on a channel nothing serves any more: one line that
+    names the URL and the two ways out (a mirror, a bundle), not a traceback."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = Path(__file__).resolve().parents[2] / "templates" / "conda-install.py"
+    code = (f"import runpy; m = runpy.run_path({str(script)!r}, run_name='t'); "
+            f"m['fetch']('http://127.0.0.1:{port}/linux-64/tinylib-1.1-py_0.tar.bz2', "
+            f"{str(tmp_path / 'x')!r}, {'0' * 64!r})")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"conda-install: cannot fetch http://127.0.0.1:{port}/"), \
+        proc.stderr
+    assert "SYNTH_CONDA_MIRRORS" in proc.stderr and "--bundle" in proc.stderr
+    assert "Traceback" not in proc.stderr
