@@ -6,9 +6,11 @@ A change of ``/workspace`` is explained by a project tool only where all of thes
 
 * the path is a manifest or lock file the tool owns, in the folder the command ran in
   (``pyproject.toml`` and ``uv.lock`` for ``uv add``/``remove``, ``uv.lock`` for ``uv
-  lock``; poetry's and pdm's likewise; ``Pipfile`` and ``Pipfile.lock`` for ``pipenv
-  install PKG``/``uninstall``, ``Pipfile.lock`` for ``pipenv lock``), and it was modified
-  (not deleted);
+  lock`` and for ``uv sync``/``run``, which lock again where the lock is stale; poetry's
+  and pdm's likewise; ``Pipfile`` and ``Pipfile.lock`` for ``pipenv install
+  PKG``/``uninstall``, ``Pipfile.lock`` for ``pipenv lock`` and a plain ``pipenv
+  install``), and it was modified (not deleted); never under ``--frozen``, ``--locked``,
+  ``--frozen-lockfile``, ``--deploy`` or ``--ignore-pipfile``;
 * the command is an audited simple command (a hook record, or an execve of
   ``--trace-exec``) that exited 0, and the audit was verified and confirmed it;
 * the file's final modification time falls within that command (a second's slack either
@@ -31,15 +33,23 @@ from typing import Any
 WORKSPACE = "/workspace"
 #: Each tool's verbs that write its files, and the files each writes.
 _WRITES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    # uv sync and uv run lock again first where uv.lock is stale (not with --frozen/--locked)
     "uv": {"add": ("pyproject.toml", "uv.lock"), "remove": ("pyproject.toml", "uv.lock"),
-           "lock": ("uv.lock",)},
+           "lock": ("uv.lock",), "sync": ("uv.lock",), "run": ("uv.lock",)},
     "poetry": {"add": ("pyproject.toml", "poetry.lock"),
-               "remove": ("pyproject.toml", "poetry.lock"), "lock": ("poetry.lock",)},
+               "remove": ("pyproject.toml", "poetry.lock"), "lock": ("poetry.lock",),
+               "update": ("poetry.lock",)},
+    # pdm install locks again where pdm.lock is stale (not with --frozen-lockfile)
     "pdm": {"add": ("pyproject.toml", "pdm.lock"), "remove": ("pyproject.toml", "pdm.lock"),
-            "lock": ("pdm.lock",)},
+            "lock": ("pdm.lock",), "install": ("pdm.lock",), "update": ("pdm.lock",)},
+    # a plain pipenv install locks again where Pipfile.lock is stale (not with --deploy or
+    # --ignore-pipfile); with packages it edits the Pipfile too
     "pipenv": {"install": ("Pipfile", "Pipfile.lock"), "uninstall": ("Pipfile", "Pipfile.lock"),
-               "lock": ("Pipfile.lock",)},
+               "lock": ("Pipfile.lock",), "update": ("Pipfile.lock",)},
 }
+#: Options under which a verb leaves the lock as it is.
+_KEEPS_LOCK = frozenset({"--frozen", "--locked", "--frozen-lockfile", "--deploy",
+                         "--ignore-pipfile"})
 #: Programs that name a file only to read it.
 _READERS = frozenset({"cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg",
                       "diff", "wc", "ls", "stat", "file", "md5sum", "sha256sum", "test", "["})
@@ -72,8 +82,10 @@ def _assignment(word: str) -> bool:
 
 
 def written_files(argv: Sequence[str]) -> tuple[str, str, tuple[str, ...]] | None:
-    """``(tool, verb, files)`` where ``argv`` is a project tool's command that writes its
-    own files (``pipenv install`` only with packages: a plain one installs the lock)."""
+    """``(tool, verb, files)`` where ``argv`` is a project tool's command that may write its
+    own files (a plain ``pipenv install``, ``uv sync``/``run`` and ``pdm install`` only the
+    lock, which they write again where it is stale; none with ``--frozen``, ``--locked``
+    and the like)."""
     if not argv:
         return None
     tool = posixpath.basename(argv[0])
@@ -81,8 +93,10 @@ def written_files(argv: Sequence[str]) -> tuple[str, str, tuple[str, ...]] | Non
     words = [w for w in argv[1:] if not w.startswith("-")]
     if verbs is None or not words or words[0] not in verbs:
         return None
-    if tool == "pipenv" and words[0] == "install" and len(words) < 2:
+    if _KEEPS_LOCK.intersection(argv[1:]):
         return None
+    if tool == "pipenv" and words[0] == "install" and len(words) < 2:
+        return tool, "install", ("Pipfile.lock",)  # the lock, written again where stale
     return tool, words[0], verbs[words[0]]
 
 

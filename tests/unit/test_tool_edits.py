@@ -41,8 +41,16 @@ def changed(*paths: str, change: str = "modified") -> list[dict[str, str]]:
     (["uv", "--directory", "sub", "add", "x"], None),  # another folder's: not trusted
     (["pdm", "remove", "x"], ("pdm", "remove", ("pyproject.toml", "pdm.lock"))),
     (["pipenv", "install", "requests"], ("pipenv", "install", ("Pipfile", "Pipfile.lock"))),
-    (["pipenv", "install"], None),  # installs the lock: writes neither
-    (["uv", "sync"], None),
+    # These lock again first where the lock is stale; never with --frozen and the like.
+    (["pipenv", "install"], ("pipenv", "install", ("Pipfile.lock",))),
+    (["pipenv", "install", "--deploy"], None),
+    (["uv", "sync"], ("uv", "sync", ("uv.lock",))),
+    (["uv", "run", "python", "x.py"], ("uv", "run", ("uv.lock",))),
+    (["uv", "sync", "--frozen"], None),
+    (["uv", "run", "--locked", "python"], None),
+    (["pdm", "install", "-G", "plot"], ("pdm", "install", ("pdm.lock",))),
+    (["pdm", "install", "--frozen-lockfile"], None),
+    (["poetry", "install"], None),  # poetry stops on a stale lock: it never writes one
     (["uv", "pip", "install", "x"], None),
     (["sed", "-i", "s/a/b/", "pyproject.toml"], None),
 ])
