@@ -5,7 +5,8 @@
   image's platform after checking its sha256: no pip in the build).
 - ``build-constraints.lock`` (one per environment): every build requirement of what the
   rebuild builds from source — the lock's sdists (pins with no wheel for the image's
-  platform) and the isolated builds of local projects (``pip install /workspace``). A local
+  platform) and the isolated builds of local projects (``pip install /workspace``, with what
+  hatchling asks for beyond ``[build-system]``: :func:`backend_build_requires`). A local
   project's build backend is pinned at the version that built it live, which its installed
   distribution's ``WHEEL`` file names (``Generator: setuptools (84.2.1)``: the plan's
   ``build_backend``); otherwise the lock's own versions win where a build requirement is
@@ -263,10 +264,50 @@ def local_build_requires(plan: BuildPlan, env: PythonEnvPlan,
         if source_dir is None or not (path == dest or path.startswith(dest + "/")):
             reqs += DEFAULT_BUILD_REQUIRES
             continue
-        pyproject = source_dir / path[len(dest):].lstrip("/") / "pyproject.toml"
-        reqs += _with_backend(project_build_requires(_repo_text(pyproject)),
+        text = _repo_text(source_dir / path[len(dest):].lstrip("/") / "pyproject.toml")
+        editable = "-e" in step.argv or "--editable" in step.argv
+        reqs += _with_backend([*project_build_requires(text),
+                               *backend_build_requires(text, editable=editable)],
                               step.build_backend)
     return reqs
+
+
+#: What hatchling asks for to build an editable wheel (its
+#: ``get_requires_for_build_editable``), beside its build targets' and hooks' own.
+HATCHLING_EDITABLE = "editables~=0.3"
+
+
+def backend_build_requires(pyproject: str | None, *, editable: bool) -> list[str]:
+    """What the build backend asks for at build time beyond ``[build-system].requires``
+    (PEP 517's ``get_requires_for_build_wheel``/``_editable``), read from the project's
+    configuration where the backend takes it from there: hatchling's ``editables`` for an
+    editable build, and the ``dependencies`` of its ``[tool.hatch.build]`` tables, its
+    wheel target and their build hooks. The hooks themselves are never called here: they
+    may run the project's own code (``hatch_build.py``, ``setup.py``). setuptools' ``wheel``
+    is :func:`project_build_requires`'s."""
+    try:
+        data = tomllib.loads(pyproject) if pyproject else {}
+    except tomllib.TOMLDecodeError:
+        return []
+    system = data.get("build-system")
+    if not isinstance(system, dict) or system.get("build-backend") != "hatchling.build":
+        return []
+    build = _table(_table(data.get("tool")).get("hatch")).get("build")
+    wheel = _table(_table(_table(build).get("targets")).get("wheel"))
+    found: list[str] = [HATCHLING_EDITABLE] if editable else []
+    for section in (_table(build), wheel):
+        found += _strings(section.get("dependencies"))
+        for hook in _table(section.get("hooks")).values():
+            found += _strings(_table(hook).get("dependencies"))
+    return found
+
+
+def _table(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+def _strings(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _req_name(req: str) -> str:

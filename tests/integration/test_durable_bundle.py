@@ -88,3 +88,33 @@ def test_a_bundle_rebuilds_offline_and_a_changed_file_fails_naming_it(
                        log_path=tmp_path / "bad.log")
     assert f"{victim.name}: FAILED" in err.value.message, err.value.message
     assert "differ from the sha256 apt.lock records" in err.value.message
+
+
+@pytest.mark.parametrize("task", ["uv-project", "poetry-project", "conda-env"])
+def test_a_tool_made_environment_rebuilds_offline_from_its_bundle(
+    task: str, task_run: Callable[[str, str], Path], verified: Callable[..., Any],
+    marked_ca: tuple[Path | None, bytes], wheelhouse: Path | None, engine: Any,
+    tmp_path: Path,
+) -> None:
+    """A uv project's and a poetry project's .venv and a conda prefix, from the bundle alone:
+    built with no network, the same levels as the online rebuild, the same packages as the
+    live image."""
+    run_dir = task_run(task, "good.sh")
+    settings = Settings.load(artifacts_dir=run_dir.parents[2], ca_bundle=marked_ca[0],
+                             wheelhouse=wheelhouse)
+    art = export_run(ExportOptions(run_dir, out_dir=tmp_path / "art", bundle=True),
+                     settings, engine).artifact_dir
+    bundle = json.loads((art / "manifest.json").read_text())["bundle"]
+    assert bundle["offline"] is True and bundle["needs_network"] == [], bundle
+    offline = verify(VerifyOptions(target=str(art), rebuild=True, offline=True, live=True,
+                                   out_dir=tmp_path / "v"), settings, engine,
+                     say=lambda _m: None)
+    try:
+        doc = offline.document
+        assert doc["build"]["offline"] is True
+        got = _levels(doc)
+        assert got["C1"] == "pass", got
+        assert got == _levels(verified(task, "good.sh").document)
+        assert doc["fingerprint"]["packages_equal"] is True, doc["fingerprint"]["summary"]
+    finally:
+        engine.remove_image(offline.document["build"]["image"])

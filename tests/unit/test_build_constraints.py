@@ -53,6 +53,25 @@ def test_build_requires_of_pyproject_and_fallback() -> None:
         assert project_build_requires(text) == list(DEFAULT_BUILD_REQUIRES)
 
 
+def test_hatchling_asks_for_editables_and_its_hooks_dependencies() -> None:
+    """What hatchling's get_requires_for_build_editable/_wheel return, read from the
+    project's configuration (the hooks are never called: they may run its code)."""
+    from synth.export.build_lock import HATCHLING_EDITABLE, backend_build_requires
+
+    hatch = ('[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
+             '[tool.hatch.build.targets.wheel]\ndependencies = ["cython>=3"]\n'
+             '[tool.hatch.build.targets.wheel.hooks.custom]\ndependencies = ["numpy"]\n'
+             '[tool.hatch.build.hooks.vcs]\ndependencies = ["hatch-vcs"]\n')
+    assert backend_build_requires(hatch, editable=True) == [
+        HATCHLING_EDITABLE, "hatch-vcs", "cython>=3", "numpy"]
+    assert backend_build_requires(hatch, editable=False) == ["hatch-vcs", "cython>=3", "numpy"]
+    # Other backends, and what is not a project's configuration, ask for nothing here.
+    for text in (PYPROJECT, '[build-system]\nbuild-backend = "setuptools.build_meta"\n',
+                 None, "not toml [", '[build-system]\nbuild-backend = "hatchling.build"\n'
+                 '[tool.hatch.build]\ndependencies = "x"\n'):
+        assert backend_build_requires(text, editable=False) == [], text
+
+
 def test_sdist_build_requires_reads_the_top_pyproject() -> None:
     tar = _tar({"pkg-1.0/pyproject.toml": PYPROJECT, "pkg-1.0/sub/pyproject.toml": "x",
                 "pkg-1.0/setup.py": ""})
@@ -128,6 +147,11 @@ def test_isolated_local_build_takes_the_constraints(tmp_path: Path) -> None:
     assert local_build_requires(plan, locks[0].env, src) == [
         "hatchling>=1.20", "hatch-vcs"] * 2  # the pip step and the uv step of this env
     assert local_build_requires(plan, locks[0].env, None) == list(DEFAULT_BUILD_REQUIRES) * 2
+    # An editable install by hatchling needs editables too, which [build-system] omits.
+    (src / "pyproject.toml").write_text(PYPROJECT + 'build-backend = "hatchling.build"\n')
+    editable = structs.replace(step, argv=(*pip, "install", "--no-deps", "-e", "/workspace"))
+    assert local_build_requires(structs.replace(plan, native=(editable,)), locks[0].env,
+                                src) == ["hatchling>=1.20", "hatch-vcs", "editables~=0.3"]
 
 
 def test_sdist_pins_sets_aside_each_pin_without_a_wheel(tmp_path: Path,
