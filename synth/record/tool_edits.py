@@ -154,9 +154,12 @@ def _explaining(v: Mapping[str, Any], simple: Sequence[Mapping[str, Any]],
             tool_records.append((rec, argv))
         elif _names(rec, name):
             return None  # something else wrote, moved or edited it, or may have
-    for rec, argv in reversed(tool_records):
-        start, end = rec.get("start"), rec.get("end")
-        if (rec.get("exit") == 0 and rec.get("seq") not in skip and start is not None
-                and end is not None and start - SLACK <= when <= end + SLACK):
-            return rec, argv
+    # The command the time falls within, else within a second of: of two tool commands a
+    # moment apart (uv add, then uv run), the one that wrote the file, not the next.
+    for slack in (0.0, SLACK):
+        for rec, argv in reversed(tool_records):
+            start, end = rec.get("start"), rec.get("end")
+            if (rec.get("exit") == 0 and rec.get("seq") not in skip and start is not None
+                    and end is not None and start - slack <= when <= end + slack):
+                return rec, argv
     return None

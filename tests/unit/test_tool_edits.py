@@ -138,3 +138,11 @@ def test_run_json_keeps_them_apart_and_runs_show_lists_them(tmp_path: Path) -> N
     shown = format_run(describe_run(run_dir))
     assert "tool-edit  /workspace/uv.lock was modified by `uv add t` (audit record 3)" in shown
     assert "VIOLATION" not in shown
+
+
+def test_of_two_tool_commands_a_moment_apart_the_one_that_wrote_it_is_named() -> None:
+    """uv add writes uv.lock; uv run starts half a second after it ends: uv add did it."""
+    records = [hook(3, "uv add tabulate", T0), hook(4, "uv run python x.py", T0 + 2.5)]
+    stay, explained = explained_by_tool(changed("uv.lock"), records, {"/workspace/uv.lock":
+                                                                      T0 + 1.9})
+    assert stay == [] and [e["command"] for e in explained] == ["uv add tabulate"]
