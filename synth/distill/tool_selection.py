@@ -48,12 +48,14 @@ _OTHER_VALUED = {
     "pipenv": frozenset({"--python", "-i", "--index", "--extra-index-url", "-r",
                          "--requirements"}),
 }
+
+
 def selection(tool: str, args: Sequence[str]) -> tuple[str, ...] | None:
     """The options of ``args`` (the words after the tool's program) that choose what an
     ``install``/``sync`` of ``tool`` installs, as a reader's command writes them (long
     names, one value each, in order, without repeats; pipenv's categories in one option);
-    None where ``args`` is no such command. ``pipenv install PKG`` adds a package and
-    chooses nothing: ``()``."""
+    None where ``args`` is no such command, or one that chooses nothing: ``pipenv install
+    PKG`` adds a package, and an earlier install's selection stands."""
     valued, flags = _VALUED.get(tool), _FLAGS.get(tool)
     if (valued is None or flags is None or not args or args[0] not in _INSTALLING
             or "--dry-run" in args):
@@ -80,7 +82,7 @@ def selection(tool: str, args: Sequence[str]) -> tuple[str, ...] | None:
         i += 1
     if tool == "pipenv":
         if positional:
-            return ()
+            return None
         categories = [v for _o, v in (t for t in items if len(t) == 2)]
         items = [t for t in items if len(t) == 1] + (
             [("--categories", " ".join(dict.fromkeys(categories)))] if categories else [])

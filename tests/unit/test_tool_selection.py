@@ -41,7 +41,7 @@ PROJECT = {"url": "file:///workspace", "dir_info": {"editable": True}}
     ("pipenv", ("install", "--dev"), ("--dev",)),
     ("pipenv", ("sync", "--categories", "docs tests", "--categories=docs"),
      ("--categories", "docs tests")),
-    ("pipenv", ("install", "requests", "--dev"), ()),  # adds a package: chooses nothing
+    ("pipenv", ("install", "requests", "--dev"), None),  # adds a package: chooses nothing
     ("pipenv", ("lock",), None),
     ("uv", ("sync", "--extra", "x"), None),  # uv's: synth.distill.uv_project
 ])
@@ -62,6 +62,10 @@ def test_the_last_install_chooses_and_add_or_run_keep_it() -> None:
     assert reader_command("pdm", [("env", "X=1", "pdm", "install", "-G", "plot")]) == (
         "pdm", "sync", "--group", "plot")
     assert reader_command("pipenv", [("pipenv", "install", "--dev")]) == (
+        "pipenv", "sync", "--dev")
+    # Adding a package afterwards keeps the selection the install made.
+    assert reader_command("pipenv", [("pipenv", "install", "--dev"),
+                                     ("pipenv", "install", "requests")]) == (
         "pipenv", "sync", "--dev")
 
 
