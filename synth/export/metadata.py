@@ -70,15 +70,23 @@ def parse_author(text: str) -> Author:
     return Author(text, email=email)
 
 
-def spdx_id(text: str) -> str:
-    """The SPDX licence id ``text`` names (case as SPDX writes it), or a usage error."""
+def spdx_id(text: str, source: str = "--license") -> str:
+    """The SPDX licence id ``text`` (given by ``source``: the flag, or the task file's
+    ``citation.license``) names, case as SPDX writes it, or a usage error: CITATION.cff and
+    .zenodo.json take a listed id only."""
     from cyclonedx.spdx import fixup_id
 
     fixed = fixup_id(text.strip())
     if fixed is None:
-        raise UsageError(f"--license {text!r} is not an SPDX licence id.",
-                         hint="e.g. MIT, Apache-2.0, BSD-3-Clause, GPL-3.0-or-later, "
-                         "CC-BY-4.0 (https://spdx.org/licenses/).")
+        custom = text.strip().startswith("LicenseRef-")
+        raise UsageError(
+            f"{source} {text!r} is not an SPDX licence id"
+            + (" of the SPDX list (a LicenseRef-… is not, and CITATION.cff and .zenodo.json "
+               "take a listed id only)." if custom else "."),
+            hint=("leave the licence out (the research code's own LICENSE file travels in "
+                  "source/) or give a listed id" if custom else "e.g.")
+            + " MIT, Apache-2.0, BSD-3-Clause, GPL-3.0-or-later, CC-BY-4.0 "
+            "(https://spdx.org/licenses/).")
     return str(fixed)
 
 
@@ -173,6 +181,7 @@ def citation_for(plan: BuildPlan, task: TaskCitation, options: CitationOptions,
     else:
         authors, source = (), "none"
     licence = options.license or task.license
+    licence_from = "--license" if options.license else "task.toml citation.license"
     when = datetime.fromtimestamp(epoch, UTC)
     return Citation(
         title=f"{plan.task}: rebuildable research environment",
@@ -180,7 +189,7 @@ def citation_for(plan: BuildPlan, task: TaskCitation, options: CitationOptions,
                                       f"distilled by synth from run {plan.run_id}."),
         authors=authors, authors_from=source, version=options.release or plan.run_id,
         date=when.strftime("%Y-%m-%d"), created=when.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        license=spdx_id(licence) if licence else None,
+        license=spdx_id(licence, licence_from) if licence else None,
         repository=options.repository or task.repository or plan.source.url,
         commit=plan.source.commit,
         keywords=("reproducibility", "docker", "research software", plan.task))

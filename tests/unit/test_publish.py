@@ -350,3 +350,16 @@ def test_a_registry_to_push_to_is_a_host_not_a_url() -> None:
     for bad in ("https://registry.example.org", "", "a b", "host:1:2"):
         with pytest.raises(UsageError):
             registry_name(bad)
+
+
+def test_a_licence_that_is_not_a_listed_spdx_id_says_where_it_came_from() -> None:
+    from synth.errors import UsageError
+    from synth.export.metadata import spdx_id
+
+    assert spdx_id("mit") == "MIT"
+    with pytest.raises(UsageError, match=r"^--license 'Beerware-9' is not an SPDX licence id\.$"):
+        spdx_id("Beerware-9")
+    with pytest.raises(UsageError) as err:
+        spdx_id("LicenseRef-Allen-Institute", "task.toml citation.license")
+    assert err.value.message.startswith("task.toml citation.license 'LicenseRef-Allen-Institute'")
+    assert "CITATION.cff" in err.value.message and "leave the licence out" in str(err.value.hint)
