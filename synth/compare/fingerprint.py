@@ -449,6 +449,10 @@ def explain(section: str, change: Change,
     if section in ("workspace", "native") and rel and change.kind != "removed" and any(
             fnmatch.fnmatchcase(rel, p) for p in _REGENERATED_WORKSPACE):
         return "a build byproduct the rebuild regenerates"
+    if section == "workspace" and rel.startswith(".pdm-build/"):
+        return ("pdm-backend's build folder: the metadata of its editable build, which the "
+                "export leaves out of source/ (build output) and a build makes again where "
+                "it needs it; the code is the working tree")
     if section == "workspace" and rel.endswith(_OBJECT_SUFFIXES):
         return ("an intermediate object file of a compile, never loaded: each build's "
                 "compiler writes its own, under names of its own")

@@ -219,6 +219,10 @@ def test_explained_differences() -> None:
     assert explain("workspace", Change("removed", ".git/index", "1", None)) is None
     assert explain("workspace", Change("changed", ".git/HEAD", "1", "2")) is None
     assert explain("workspace", Change("added", "x.so", None, "2")) is None
+    # pdm-backend's editable metadata (seen on aics-cytoparam): source/ leaves it out.
+    meta = ".pdm-build/aicscytoparam-0.2.1.dist-info/METADATA"
+    assert explain("workspace", Change("removed", meta, "1", None))
+    assert explain("workspace", Change("changed", "src/.pdm-build/x.py", "1", "2")) is None
     # A native file under build/ of the working directory: the same byproduct rule (seen on
     # cocoapi: the agent removed build/ after build_ext --inplace; the replay keeps it).
     so = "/workspace/PythonAPI/build/lib.linux-x86_64-cpython-311/pycocotools/_mask.so"
