@@ -211,10 +211,15 @@ def installer_of(command: str) -> str | None:
     words = command.split()
     while words and "=" in words[0] and not words[0].startswith("="):
         words = words[1:]  # VAR=value prefixes
-    found = _programs(words) & INSTALLERS
-    if not found or not _INSTALL_VERBS & set(words):
+    if not _INSTALL_VERBS & set(words):
         return None
-    return min(found)
+    # The first installer among the first words (or -m's module): `pip install pdm` runs
+    # pip, with pdm only its argument.
+    for word in words[:4]:
+        name = posixpath.basename(word)
+        if name in INSTALLERS and name in _programs(words):
+            return name
+    return None
 
 
 def _under_shell(s: Seen, shell_pid: int, by_pid: Mapping[int, Seen]) -> bool:

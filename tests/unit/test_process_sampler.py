@@ -57,7 +57,12 @@ def test_a_forged_record_is_not_confirmed() -> None:
 def test_installer_of() -> None:
     assert installer_of("PIP_NO_CACHE_DIR=1 pip install -r r.txt") == "pip"
     assert installer_of("/opt/venv/bin/python -m pip install .") == "pip"
-    assert installer_of("uv pip install six") == "pip"
+    assert installer_of("uv pip install six") == "uv"  # uv's own pip: one uv process
+    # The installer is the program, not a package it installs (seen on aics-cytoparam:
+    # `pip install pdm` was told to match a pdm process and called forged).
+    assert installer_of("/opt/pdm/bin/pip install pdm") == "pip"
+    assert installer_of("python3 -m pip install conda poetry") == "pip"
+    assert installer_of("timeout 600 apt-get install -y pipenv") == "apt-get"
     assert installer_of("uv sync --frozen") == "uv"
     assert installer_of("dpkg -i x.deb") == "dpkg"
     assert installer_of("pip freeze") is None and installer_of("echo install") is None
