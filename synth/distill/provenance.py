@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import posixpath
+import re
 import time
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
@@ -159,6 +160,19 @@ def _pth_explained(name: str, dists: set[str]) -> bool:
     return str(canonicalize_name(stem.lstrip("_"))) in dists
 
 
+_STDLIB_DIR = re.compile(r"python\d+\.\d+$")
+
+
+def _read_at_start(path: str, on_path: Container[str]) -> bool:
+    """A file where Python's start reads a ``.pth`` or imports ``sitecustomize``: right in
+    a site folder, the standard library's folder or a ``PYTHONPATH`` folder; one deeper in
+    a package (pdm's own ``pdm/pep582/sitecustomize.py``) is that package's data."""
+    folder = posixpath.dirname(path)
+    name = posixpath.basename(folder)
+    return (name in ("site-packages", "dist-packages") or bool(_STDLIB_DIR.match(name))
+            or folder in on_path)
+
+
 def risks(run: LoadedRun) -> tuple[str, ...]:
     out: list[str] = []
     for name, value in sorted(run.persisted_env.items()):
@@ -172,8 +186,9 @@ def risks(run: LoadedRun) -> tuple[str, ...]:
                            f"({reason}): the rebuilt image runs without it")
     dists = {str(canonicalize_name(d.name)) for i in run.interpreters
              for d in i.distributions}
+    on_path = {p.rstrip("/") for p in run.persisted_env.get("PYTHONPATH", "").split(":") if p}
     for change in (*run.changes, *run.noise):
-        if change.kind == "D":
+        if change.kind == "D" or not _read_at_start(change.path, on_path):
             continue
         base = posixpath.basename(change.path)
         if base in _STARTUP_FILES:

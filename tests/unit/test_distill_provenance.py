@@ -70,7 +70,10 @@ def test_code_loading_changes_are_risks(tmp_path: Path) -> None:
               ("A", "/opt/venv/lib/python3.11/site-packages/six.pth"),
               # hatchling's editable install of an installed distribution, and of none
               ("A", "/opt/venv/lib/python3.11/site-packages/_editable_impl_six.pth"),
-              ("A", "/opt/venv/lib/python3.11/site-packages/_editable_impl_ghost.pth")],
+              ("A", "/opt/venv/lib/python3.11/site-packages/_editable_impl_ghost.pth"),
+              # a package's own data, never read at start (pdm's PEP 582 helper)
+              ("A", "/opt/pdm/lib/python3.11/site-packages/pdm/pep582/sitecustomize.py"),
+              ("A", "/opt/venv/lib/python3.11/site-packages/pkg/data/datahook.pth")],
     )
     found = risks(load_run(run_dir))
     text = "\n".join(found)
@@ -82,6 +85,7 @@ def test_code_loading_changes_are_risks(tmp_path: Path) -> None:
     assert "_editable_impl_ghost.pth: a .pth file no installed distribution" in text
     assert "/usr/local/bin/rootme: setuid/setgid file added by the agent" in text
     assert "OMP_NUM_THREADS" not in text
+    assert "pep582" not in text and "datahook.pth" not in text, text
 
 
 def test_code_loading_risks_name_every_pth_preload_and_changed_module() -> None:
