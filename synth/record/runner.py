@@ -360,9 +360,15 @@ class _Session:
                                    run_dir=self.run_dir)
             yield Path(tmp)
 
-    def workspace_entries(self, c: Container) -> dict[str, tree.TreeEntry]:
+    @staticmethod
+    def workspace_entries(c: Container) -> dict[str, tree.TreeEntry]:
+        """The working tree's entries; none where the agent removed it. A container that is
+        gone (removed from outside) raises: its files are unknown, not deleted."""
         data = c.get_archive(WORKDIR)
-        return {} if data is None else tree.entries_from_tar(data)
+        if data is None:
+            c.labels()  # an EngineError where the container itself is gone
+            return {}
+        return tree.entries_from_tar(data)
 
     # ---------------------------------------------------------------- capture
     def guarded(self, what: str, fn: Callable[[], Any]) -> Any:

@@ -348,3 +348,28 @@ def test_the_watchdog_stops_the_container_only_without_a_release(
         os.close(w)
         assert watchdog.main(["synth-run-x", str(r)]) == 0
     assert stopped == ["synth-run-x"]
+
+
+def test_a_container_removed_from_outside_leaves_the_tree_unknown_not_deleted() -> None:
+    """get_archive answers None both where the agent removed /workspace and where the
+    container itself is gone (removed by someone else): only the first is an empty tree;
+    the second raises, so the run records a capture error instead of every file of the
+    repository as deleted by the agent (seen on aics-cytoparam)."""
+    from synth.errors import EngineError
+    from synth.record.runner import _Session
+
+    class Box:
+        def __init__(self, alive: bool) -> None:
+            self.alive = alive
+
+        def get_archive(self, src: str) -> bytes | None:
+            return None
+
+        def labels(self) -> dict[str, str]:
+            if not self.alive:
+                raise EngineError("Cannot inspect the session container: 404 No such container")
+            return {}
+
+    assert _Session.workspace_entries(Box(alive=True)) == {}  # type: ignore[arg-type]
+    with pytest.raises(EngineError):
+        _Session.workspace_entries(Box(alive=False))  # type: ignore[arg-type]
