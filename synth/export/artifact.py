@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from msgspec.structs import replace
+from packaging.utils import canonicalize_name
 
 from synth import __version__, source_digest
 from synth.config import Settings
 from synth.distill.leave_out import Part, leave_out
 from synth.distill.load import LoadedRun, load_run
 from synth.distill.managed_python import link_candidates
+from synth.distill.native import build_backend_pin
 from synth.distill.plan import (
     BuildPlan,
     PythonEnvPlan,
@@ -397,7 +399,7 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
         plan = resolve_pythons(plan, settings, live if opts.ask_live else None,
                                allow_missing=opts.allow_missing)
         locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle,
-                          opts.locker, _source_dir(run, plan))
+                          opts.locker, _source_dir(run, plan), built_by(run))
         plan, report, locks = with_uv_sync(plan, report, locks,
                                            staged.project_locks.texts.get("uv.lock"),
                                            classified, bundle=opts.bundle)
@@ -423,10 +425,24 @@ def check_trust(run_dir: Path, *, allow_incomplete: bool) -> list[str]:
     return problems
 
 
+def built_by(run: LoadedRun) -> dict[str, dict[str, str]]:
+    """Interpreter -> canonical name -> the backend that built each of its distributions
+    live (``setuptools==84.2.1``, from its WHEEL generator), where the WHEEL names one."""
+    out: dict[str, dict[str, str]] = {}
+    for interp in run.interpreters:
+        for d in interp.distributions:
+            pin = build_backend_pin(d.wheel_generator)
+            if pin is not None:
+                out.setdefault(interp.path, {})[str(canonicalize_name(d.name))] = pin
+    return out
+
+
 def lock_plan(plan: BuildPlan, wheelhouse: Path | None, ca_bundle: Path | None,
-              locker: str | Locker, source_dir: Path | None = None) -> list[Lock]:
+              locker: str | Locker, source_dir: Path | None = None,
+              backends: Mapping[str, Mapping[str, str]] | None = None) -> list[Lock]:
     """One lock per Python environment of the plan, each with the uv that installs it and
-    the build requirements of what it builds from source (synth.export.build_lock).
+    the build requirements of what it builds from source (synth.export.build_lock); an
+    sdist is built with the backend that built it live (``backends``: :func:`built_by`).
 
     The installer's pin is the same uv for every environment with the same indexes and
     target: it is locked once for them. The environments are locked one after the other
@@ -448,7 +464,7 @@ def lock_plan(plan: BuildPlan, wheelhouse: Path | None, ca_bundle: Path | None,
 
         local = local_build_requires(plan, env, source_dir)
         lock = complete_lock(lock_env(env, target, locker=locker), target, local,
-                             installer=installer)
+                             installer=installer, backends=(backends or {}).get(env.python))
         if env.prefix in conda:
             lock = dataclasses.replace(lock, conda_installer=lock_rattler(env, target))
         locks.append(lock)

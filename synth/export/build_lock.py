@@ -31,7 +31,7 @@ import tomllib
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -310,6 +310,18 @@ def _strings(value: object) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
+def agreeing(requires: Sequence[str]) -> list[str]:
+    """``requires`` without the exact pins (``name==version``) of a package that two of them
+    pin at different versions: one build environment holds one version, so such builds
+    take the lock's (or the newest) instead of failing the lock."""
+    exact: dict[str, set[str]] = {}
+    for r in requires:
+        if "==" in r:
+            exact.setdefault(_req_name(r), set()).add(r.replace(" ", ""))
+    split = {name for name, pins in exact.items() if len(pins) > 1}
+    return [r for r in requires if "==" not in r or _req_name(r) not in split]
+
+
 def _req_name(req: str) -> str:
     return _name(re.split(r"[<>=!~;\[ @]", req, maxsplit=1)[0])
 
@@ -333,9 +345,12 @@ def _repo_text(path: Path) -> str | None:
 
 
 def complete_lock(lock: Lock, target: LockTarget, local: Sequence[str] = (), *,
-                  installer: Callable[[], LockedPin] | None = None) -> Lock:
+                  installer: Callable[[], LockedPin] | None = None,
+                  backends: Mapping[str, str] | None = None) -> Lock:
     """``lock`` with its installer's pin (``installer``: where it comes from, when not
-    :func:`lock_installer` itself) and its build constraints."""
+    :func:`lock_installer` itself) and its build constraints. ``backends``: canonical name
+    -> ``name==version`` of the backend that built each installed distribution live (its
+    WHEEL generator): an sdist is built with it again, as a local project is."""
     if not lock.pins and not local:
         return lock
     sdists = tuple(sdist_pins(lock, target)) if lock.pins else ()
@@ -343,8 +358,9 @@ def complete_lock(lock: Lock, target: LockTarget, local: Sequence[str] = (), *,
     reqs = list(local)
     for pin in lock.pins:
         if _name(pin.name) in names:
-            reqs += sdist_build_requires(_sdist_bytes(pin, lock.env, target))
-    build = lock_build(lock, target, reqs)
+            reqs += _with_backend(sdist_build_requires(_sdist_bytes(pin, lock.env, target)),
+                                  (backends or {}).get(_name(pin.name)))
+    build = lock_build(lock, target, agreeing(reqs))
     uv = installer() if installer is not None else lock_installer(lock.env, target)
     return dataclasses.replace(lock, installer=uv, build=build, sdists=sdists)
 

@@ -182,6 +182,36 @@ def test_sdist_pins_sets_aside_each_pin_without_a_wheel(tmp_path: Path,
     assert len(asked) == 3 and "docopt==0.6.2" not in asked[-1]
 
 
+def test_an_sdist_is_built_again_with_the_backend_that_built_it_live(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pdm built asciitree's sdist in isolation with the newest setuptools (its WHEEL says
+    84.2.1) while the environment's own is 78.1.0: the rebuild takes 84.2.1 for it, or its
+    metadata differs (seen on aics-cytoparam). Two sdists built with two versions: neither
+    is pinned (one build environment holds one), and the lock does not fail."""
+    from synth.export import build_lock
+    from synth.export.lock import LockTarget
+
+    _plan, _report, locks = _locks_with_build(tmp_path)
+    lock = replace(locks[0], pins=(LockedPin("asciitree", "0.3.3", ("c" * 64,)),
+                                   LockedPin("setuptools", "78.1.0", ("d" * 64,))))
+    asked: list[list[str]] = []
+    monkeypatch.setattr(build_lock, "sdist_pins", lambda *_a: ["asciitree"])
+    monkeypatch.setattr(build_lock, "_sdist_bytes", lambda *_a: _tar(
+        {"asciitree-0.3.3/PKG-INFO": "x"}))  # no pyproject: PEP 517's fallback
+    monkeypatch.setattr(build_lock, "lock_build",
+                        lambda _l, _t, reqs: asked.append(list(reqs)) or ())
+    target = LockTarget("3.11", "x86_64-manylinux_2_36", None, None)
+    uv = LockedPin("uv", "0.13.9", ("e" * 64,))
+    build_lock.complete_lock(lock, target, installer=lambda: uv,
+                             backends={"asciitree": "setuptools==84.2.1"})
+    assert asked[-1] == ["setuptools>=40.8.0", "wheel", "setuptools==84.2.1"]
+    build_lock.complete_lock(lock, target, installer=lambda: uv)
+    assert asked[-1] == ["setuptools>=40.8.0", "wheel"]
+    assert build_lock.agreeing(["setuptools>=40.8.0", "setuptools==84.2.1", "wheel",
+                                "setuptools==80.0.0", "hatchling==1.27.0"]) == [
+        "setuptools>=40.8.0", "wheel", "hatchling==1.27.0"]
+
+
 def test_a_bundled_isolated_local_build_takes_its_build_requirements_from_the_vendor(
         tmp_path: Path) -> None:
     from synth.export import bundle
@@ -249,7 +279,8 @@ def test_the_installer_is_locked_once_per_index_and_target(
         asked.append(env.index_url)  # type: ignore[attr-defined]
         return LockedPin("uv", "0.1", ("a" * 64,))
 
-    def complete(lock: Lock, _t: LockTarget, _local: object, *, installer: object) -> Lock:
+    def complete(lock: Lock, _t: LockTarget, _local: object, *, installer: object,
+                 backends: object = None) -> Lock:
         if not lock.pins:
             return lock
         return replace(lock, installer=installer())  # type: ignore[operator]
