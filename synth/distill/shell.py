@@ -392,7 +392,7 @@ def _with_exits(
         want = _normalise(c.text)
         found = None
         for j in range(pos, len(hooks)):
-            if j not in used and _normalise(hooks[j].command) == want:
+            if j not in used and _hook_matches(hooks[j].command, want):
                 found = j
                 break
         if found is None:
@@ -404,6 +404,14 @@ def _with_exits(
         out.append(c._replace(exit=hooks[found].exit))
     leftovers = [h for j, h in enumerate(hooks) if j not in used]
     return out, leftovers
+
+
+def _hook_matches(command: str, want: str) -> bool:
+    """The hook's text of a command is the parsed command ``want`` (normalised): the hook
+    prints a command with a here-document with its body, which the parsed one has not."""
+    if _normalise(command) == want:
+        return True
+    return "<<" in command and _normalise(command.split("\n", 1)[0]) == want
 
 
 def _skipped(records: Sequence[AuditRecord]) -> set[int]:

@@ -127,6 +127,18 @@ def test_hook_text_reprinted_by_bash_still_matches() -> None:
     assert not any("nested" in c.flags for c in cmds)
 
 
+def test_a_here_document_s_hook_record_matches_its_command() -> None:
+    """The hook prints a here-document's command with its body; the claims step of every
+    transcript was reported as "never ran" plus an unclassified leftover (aics-cytoparam)."""
+    line = "cat > /synth/claims.json <<'JSON'\n{\"gpu_count\": 0}\nJSON"
+    records = [rec(line, seq=1, exit=0),
+               rec(line, seq=2, exit=0, source="bash-hook", parent=1)]
+    cmds = list(simple_commands(records))
+    assert [(c.text, c.exit, c.ran) for c in cmds] == [
+        ("cat > /synth/claims.json <<'JSON'", 0, True)]
+    assert not any("not-run" in c.flags for c in cmds)
+
+
 def test_succeeded_is_parsed_ran_and_not_failed() -> None:
     """The shortcut for the common case (exit 0, no flag) answers as the three properties
     do, on every combination of what they read."""
