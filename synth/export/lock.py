@@ -230,6 +230,22 @@ def _compile_argv(locker: str, env: PythonEnvPlan, target: LockTarget,
     raise LockError(f"unknown locker {locker!r}; choose one of {', '.join(LOCKERS)}")
 
 
+#: uv's answer for a pin no index page it read lists.
+_NO_VERSION = re.compile(r"there is no version of ([A-Za-z0-9][A-Za-z0-9._-]*)==")
+
+
+def refreshed(argv: Sequence[str],
+              proc: subprocess.CompletedProcess[str]) -> list[str] | None:
+    """``argv`` again with ``--refresh-package NAME`` where uv failed because no version of
+    a pin the run installed was listed: an index page of uv's cache older than the release
+    (or one read while another uv rewrote it), which uv then fetches again; None otherwise
+    (one retry, uv only)."""
+    m = _NO_VERSION.search(proc.stderr) if proc.returncode != 0 else None
+    if m is None or Path(argv[0]).name != "uv" or "--refresh-package" in argv:
+        return None
+    return [*argv[:-1], "--refresh-package", m.group(1), argv[-1]]
+
+
 def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> Lock:
     """Hashes for every pin of ``env``; raises :class:`LockError` naming what failed."""
     wheels = wheelhouse_files(target.wheelhouse)
@@ -244,6 +260,10 @@ def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> L
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=600,
                                   env=clean_env(target.ca_bundle), cwd=tmp, check=False)
+            again = refreshed(argv, proc)
+            if again is not None:
+                proc = subprocess.run(again, capture_output=True, text=True, timeout=600,
+                                      env=clean_env(target.ca_bundle), cwd=tmp, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise LockError(f"{argv[0]} could not run: {exc}", lock_file=env.lock_file) from exc
     if proc.returncode != 0:

@@ -301,3 +301,23 @@ def test_the_installer_is_locked_once_per_index_and_target(
     assert asked == ["https://pypi.org/simple", "https://mirror.example/simple"]
     assert [lk.env.prefix for lk in locks] == [e.prefix for e in envs]
     assert [lk.installer is not None for lk in locks] == [True, True, True, False]
+
+
+def test_a_pin_no_cached_index_page_lists_is_asked_again_with_a_refresh() -> None:
+    """uv said "there is no version of grpcio==1.85.4" for a pin the run had just
+    installed from the index (a stale or half-written page of uv's cache, seen in the
+    suite): one retry with --refresh-package; any other failure, or another locker, none."""
+    import subprocess
+
+    from synth.export.lock import refreshed
+
+    argv = ["/x/bin/uv", "pip", "compile", "--no-build", "/tmp/pins.in"]
+    failed = subprocess.CompletedProcess(argv, 1, "", "  cause: Because there is no version "
+                                         "of grpcio==1.85.4 and you require grpcio==1.85.4")
+    assert refreshed(argv, failed) == ["/x/bin/uv", "pip", "compile", "--no-build",
+                                       "--refresh-package", "grpcio", "/tmp/pins.in"]
+    assert refreshed(refreshed(argv, failed) or [], failed) is None  # once
+    assert refreshed(["pip-compile", "/tmp/pins.in"], failed) is None
+    other = subprocess.CompletedProcess(argv, 1, "", "error: Failed to fetch: connection")
+    assert refreshed(argv, other) is None
+    assert refreshed(argv, subprocess.CompletedProcess(argv, 0, "", "")) is None
