@@ -9,6 +9,7 @@ renders the same way.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -153,7 +154,20 @@ def _c0_lines(key: str, c0: LevelResult | None) -> list[str]:
     return lines
 
 
+_NO_MODULE = re.compile(r"No module named '([^']+)'")
+
+
 def _hint(miss: Mapping[str, Any]) -> str:
+    """What to do about a module C0 did not resolve: a package whose import raised (a
+    missing shared library, a missing dependency of its ``__init__``) is there already;
+    installing it again is not the answer."""
+    error = str(miss.get("error") or "")[:200]
+    if miss.get("status") == "errored":
+        return f"present, but importing its package raised {error}"
+    other = _NO_MODULE.search(error)
+    module = str(miss.get("module", ""))
+    if other and not (module == other[1] or module.startswith(other[1] + ".")):
+        return f"its package is present, but importing it needs {other[1]} ({error})"
     source = miss.get("distribution_source") or "guess"
     if source == "guess":
         return f"no known distribution (perhaps `{miss['distribution']}`, a guess)"

@@ -115,7 +115,17 @@ def test_markdown_side_by_side_with_gap() -> None:
                                "(pyyaml)", "metrics": {}, "details": {"missing": [
                                    {"module": "yaml", "distribution": "pyyaml",
                                     "distribution_source": "mapping",
-                                    "locations": ["a.py:1"]}]}},
+                                    "locations": ["a.py:1"]},
+                                   {"module": "cv2", "distribution": "opencv-python",
+                                    "distribution_source": "mapping", "status": "errored",
+                                    "error": "ImportError: libGL.so.1: cannot open shared "
+                                    "object file", "locations": ["a.py:2"]},
+                                   {"module": "lib.io", "distribution": "lib",
+                                    "status": "missing", "error": "ModuleNotFoundError: No "
+                                    "module named 'h5py'", "locations": ["a.py:3"]},
+                                   {"module": "pkg.sub", "distribution": "pkg",
+                                    "status": "missing", "error": "ModuleNotFoundError: No "
+                                    "module named 'pkg'", "locations": ["a.py:4"]}]}},
                               {"status": "pass", "reason": None}),
             "live": report({"status": "pass", "reason": None},
                            {"status": "pass", "reason": None}),
@@ -128,6 +138,11 @@ def test_markdown_side_by_side_with_gap() -> None:
     assert "| C0 | static imports | FAIL: 1/3 imports unresolved: yaml (pyyaml) | pass |" in md
     assert "| C1 | runs on CPU | pass | pass |" in md  # levels are independent
     assert "missing yaml -> install pyyaml (mapping) (at a.py:1)" in md
+    assert "missing cv2 -> present, but importing its package raised ImportError: " \
+        "libGL.so.1: cannot open shared object file" in md
+    assert "missing lib.io -> its package is present, but importing it needs h5py " \
+        "(ModuleNotFoundError: No module named 'h5py')" in md
+    assert "missing pkg.sub -> no known distribution (perhaps `pkg`, a guess)" in md
     assert "fidelity: the rebuilt image does NOT match the live image" in md
     assert md.count("FAILED") == 1
     assert "FAILED: the rebuilt target fails C0 (required up to C1)" in md
