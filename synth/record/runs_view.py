@@ -114,7 +114,8 @@ def view(run_dir: Path, size_of: SizeOf | None = None) -> dict[str, Any]:
     }
     if doc is not None:
         key, levels = verify_levels(doc)
-        row["verify"] = {"report": key, "passed": doc.passed, "levels": levels}
+        row["verify"] = {"report": key, "passed": doc.passed, "levels": levels,
+                         "fidelity_failed": doc.fidelity_failed}
     refs = {"live": (run.get("live_image") or {}).get("ref"),
             "rebuilt": doc.build.image if doc is not None and doc.build else None}
     if size_of is not None:
@@ -200,9 +201,10 @@ def human_size(n: int) -> str:
 
 
 def verdict_text(row: Mapping[str, Any]) -> str:
-    """The latest verdict, then its levels: ``PASSED C0=pass …`` or ``FAILED C0=pass …``
-    (failed where every level passed means fidelity failed: the rebuilt image differs from
-    the live one); ``BUILD-FAILED`` (``ERROR``) where the latest rebuild stopped before one."""
+    """The latest verdict, then its levels: ``PASSED C0=pass …`` or ``FAILED C0=pass …``,
+    with ``fidelity=DIFFERS`` where the rebuilt image differs from the live one (a verdict
+    that fails with every level passing); ``BUILD-FAILED`` (``ERROR``) where the latest
+    rebuild stopped before one."""
     failed = row.get("verify_failed")
     if failed:
         return str(failed["status"]).upper()
@@ -210,7 +212,8 @@ def verdict_text(row: Mapping[str, Any]) -> str:
     if not v:
         return "-"
     levels = " ".join(f"{lv}={_SHORT.get(st, st)}" for lv, st in sorted(v["levels"].items()))
-    return f"{'PASSED' if v.get('passed') else 'FAILED'} {levels}"
+    fidelity = " fidelity=DIFFERS" if v.get("fidelity_failed") else ""
+    return f"{'PASSED' if v.get('passed') else 'FAILED'} {levels}{fidelity}"
 
 
 def verify_text(row: Mapping[str, Any]) -> str:

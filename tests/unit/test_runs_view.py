@@ -87,7 +87,13 @@ def test_a_failed_verdict_shows_though_every_level_passed(tmp_path: Path) -> Non
     (run_dir / "verify" / "verify.json").write_text(json.dumps(doc))
     row = runs_view.view(run_dir)
     assert "verify[rebuilt] FAILED C0=pass C1=pass" in runs_view.list_line(row)
+    assert "fidelity" not in runs_view.list_line(row)
     assert "verify     FAILED C0=pass" in "\n".join(runs_view.show_lines(row))
+    doc["fidelity_failed"] = "1 unexplained difference"
+    (run_dir / "verify" / "verify.json").write_text(json.dumps(doc))
+    row = runs_view.view(run_dir)
+    assert runs_view.list_line(row).endswith("C5=pass fidelity=DIFFERS")
+    assert row["verify"]["fidelity_failed"] == "1 unexplained difference"
     empty = runs_view.view(make_run_dir(tmp_path, run_id="20261129-101900-ffffff"))
     assert "verify     -" in runs_view.show_lines(empty)
 
