@@ -101,4 +101,4 @@ def lock_note(name: str, text: str, prefix: str,
 
 def _tool(name: str) -> str:
     return {"uv.lock": "uv sync --frozen", "poetry.lock": "poetry install",
-            "pdm.lock": "pdm install", "Pipfile.lock": "pipenv sync"}[name]
+            "pdm.lock": "pdm sync", "Pipfile.lock": "pipenv sync"}[name]

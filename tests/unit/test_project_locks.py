@@ -85,6 +85,9 @@ def test_only_what_the_environment_holds_can_disagree() -> None:
     assert note is not None and "uv sync --frozen" in note and "/workspace/.venv" in note
     assert lock_note("uv.lock", UV_LOCK, "/w/.venv", [("six", "1.17.0")]) is None
     assert "could not be read" in str(lock_note("poetry.lock", "{", "/w", []))
+    # pdm's command that installs its lock as it is (``pdm install`` may lock again).
+    assert "`pdm sync` from source/" in str(lock_note("pdm.lock", POETRY_LOCK, "/w/.venv",
+                                                      [("six", "1.17.0")]))
 
 
 def _env(prefix: str, pins: tuple[tuple[str, str], ...]) -> PythonEnvPlan:
