@@ -42,6 +42,7 @@ from synth.distill.steps import (
     VenvCreate,
 )
 from synth.util.noise import is_env_file
+from synth.util.wrappers import unwrapped
 
 _PY = re.compile(r"^python(\d(\.\d+)?)?$")
 _PIP = re.compile(r"^pip(\d(\.\d+)?)?$")
@@ -80,12 +81,7 @@ def _program(cmd: SimpleCommand) -> tuple[str, tuple[str, ...]]:
 @functools.lru_cache(maxsize=1024)
 def _program_of(argv: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     # Cached: every extractor asks it of the same command in turn.
-    while argv and _base(argv[0]) in ("sudo", "env", "time", "nohup", "nice", "command",
-                                      "exec", "stdbuf"):
-        argv = argv[1:]
-        while argv and (argv[0].startswith("-") or ("=" in argv[0] and not
-                                                     argv[0].startswith("/"))):
-            argv = argv[1:]
+    argv = tuple(unwrapped(argv))
     if not argv:
         return "", ()
     return argv[0], argv[1:]

@@ -30,6 +30,8 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from synth.util.wrappers import unwrapped
+
 WORKSPACE = "/workspace"
 #: Each tool's verbs that write its files, and the files each writes.
 _WRITES: Mapping[str, Mapping[str, tuple[str, ...]]] = {
@@ -53,7 +55,6 @@ _KEEPS_LOCK = frozenset({"--frozen", "--locked", "--frozen-lockfile", "--deploy"
 #: Programs that name a file only to read it.
 _READERS = frozenset({"cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg",
                       "diff", "wc", "ls", "stat", "file", "md5sum", "sha256sum", "test", "["})
-_WRAPPERS = frozenset({"sudo", "env", "time", "nohup", "nice", "command", "exec"})
 #: Seconds of slack between a command's recorded start/end and a file's mtime.
 SLACK = 1.0
 _SIMPLE = frozenset({"bash-hook", "exec-trace"})
@@ -70,11 +71,7 @@ def _argv(record: Mapping[str, Any]) -> list[str]:
     words = [str(w) for w in argv]
     while words and _assignment(words[0]):
         words = words[1:]
-    while words and posixpath.basename(words[0]) in _WRAPPERS:
-        words = words[1:]
-        while words and (words[0].startswith("-") or _assignment(words[0])):
-            words = words[1:]
-    return words
+    return list(unwrapped(words))
 
 
 def _assignment(word: str) -> bool:

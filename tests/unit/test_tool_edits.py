@@ -96,6 +96,13 @@ def test_what_stays_a_violation(records: list[dict[str, Any]], times: float, why
     assert (len(stay), explained) == (1, []), why
 
 
+def test_a_wrapped_tool_command_is_the_tool_s() -> None:
+    records = [hook(3, "sudo -E env UV_NO_CACHE=1 stdbuf -oL uv add tabulate", T0)]
+    stay, explained = explained_by_tool(changed("uv.lock"), records,
+                                        {"/workspace/uv.lock": T0 + 1})
+    assert stay == [] and [e["seq"] for e in explained] == [3]
+
+
 def test_reading_the_file_does_not_keep_it_a_violation_but_a_deletion_does() -> None:
     records = [hook(2, "cat pyproject.toml", T0 - 5), hook(3, "grep -n deps pyproject.toml",
                                                             T0 - 4),
