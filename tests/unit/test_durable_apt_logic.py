@@ -3,6 +3,9 @@ and the Dockerfile's apt layer for hashed, unhashed and mixed pins."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from synth.compare.load import parse_apt_lock
 from synth.distill.load import load_run
 from synth.distill.plan import distill, snapshot_timestamp
 from synth.engine.base import ExecResult
+from synth.engine.file_server import serve_folder
 from synth.errors import UsageError
 from synth.export.apt_source import DEFAULT_APT_SNAPSHOT, apt_sources
 from synth.export.render import render_artifact
@@ -75,12 +79,13 @@ def test_snapshot_only_needs_a_time_for_timestamp_templates() -> None:
 
 
 def _render(tmp_path: Path, debs: dict[str, dict[str, object]] | None,
-            only: bool = False) -> dict[str, str]:
+            only: bool = False, snapshot: str | None = None) -> dict[str, str]:
     added = {"gcc": "4:12.2.0-3", "hello": "2.10-3"}
     run = load_run(make_run_dir(tmp_path, apt_added=added, apt_manual=["hello"],
                                 apt_debs=debs))
     plan, report = distill(run)
-    return render_artifact(plan, report, [], apt=apt_sources(None, plan.apt.timestamp, only))
+    return render_artifact(plan, report, [],
+                           apt=apt_sources(snapshot, plan.apt.timestamp, only))
 
 
 def test_all_hashed_fetches_by_url_and_never_updates(tmp_path: Path) -> None:
@@ -159,3 +164,43 @@ def test_deb_records_without_lists_name_every_package_missing() -> None:
     got = deb_records(c, {"gcc": "12", "hello": "2.10-3"})  # type: ignore[arg-type]
     assert got == {"debs": {}, "debs_missing": ["gcc", "hello"]}
     assert c.calls == 2  # no apt-get call at all
+
+
+@pytest.mark.skipif(not Path("/usr/lib/apt/apt-helper").exists(), reason="no apt-helper here")
+def test_apt_fetch_takes_each_deb_from_the_first_source_that_has_it(tmp_path: Path) -> None:
+    """One apt-helper call per source: the mirror's files from the mirror, the one it lacks
+    from the snapshot, a file no source has named; then every file's sha256 checked."""
+    debs = {n: f"{n} {v} bytes".encode() for n, v in
+            (("gcc", "12.2.0-3"), ("hello", "2.10-3"), ("zlib", "1.2.13"))}
+    mirror, snap = tmp_path / "mirror", tmp_path / "snap" / "debian"
+    for name, data in debs.items():
+        for root in (mirror, snap):
+            if (root, name) != (mirror, "hello"):  # the mirror no longer has hello
+                (root / "pool" / name).mkdir(parents=True, exist_ok=True)
+                (root / "pool" / name / f"{name}_1_amd64.deb").write_bytes(data)
+    with serve_folder(mirror, "127.0.0.1") as m, serve_folder(tmp_path / "snap", "127.0.0.1") as s:
+        script = tmp_path / "apt-fetch.sh"
+        script.write_text(_render(tmp_path / "run", {"gcc": deb("gcc", "4:12.2.0-3")},
+                                  snapshot=f"{s}/{{archive}}/")["apt-fetch.sh"])
+        lock = tmp_path / "apt.lock"
+
+        def fetch(names: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+            lock.write_text("# a lock\n" + "".join(
+                f"{n}=1 amd64 {hashlib.sha256(debs.get(n, b'')).hexdigest()} 9 {m} "
+                f"pool/{n}/{n}_1_amd64.deb\n" for n in names))
+            return subprocess.run(["sh", str(script), str(lock), str(tmp_path / "debs")],
+                                  capture_output=True, text=True, timeout=120, check=False,
+                                  env={k: v for k, v in os.environ.items()
+                                       if "proxy" not in k.lower()})
+
+        ok = fetch(("gcc", "hello", "zlib"))
+        assert ok.returncode == 0, ok.stderr
+        got = {p.name: p.read_bytes() for p in (tmp_path / "debs").glob("*.deb")}
+        assert got == {f"{n}_1_amd64.deb": d for n, d in debs.items()}
+        assert ok.stderr.count("not fetched from") == 1
+        assert f"hello=1 (amd64, 9 bytes): not fetched from {m}/pool/hello/" in ok.stderr
+        missing = fetch(("gcc", "nowhere"))
+        assert missing.returncode != 0
+        assert "synth: nowhere=1: no source has pool/nowhere/nowhere_1_amd64.deb" in (
+            missing.stderr)
+        assert f"not fetched from {s}/debian/pool/nowhere/" in missing.stderr

@@ -15,26 +15,47 @@ mkdir -p "$dir"
 chown _apt "$dir" 2>/dev/null || true
 cd "$dir"
 : > SHA256SUMS
+: > want
 grep -v '^#' "$lock" | while read -r pin arch sha size mirror file; do
   [ -n "$file" ] && [ "$file" != "-" ] || continue
-  deb=${file##*/}
-  printf '%s  %s\n' "$sha" "$deb" >> SHA256SUMS
-  case ${mirror##*/} in debian-security|debian-ports|debian-debug) archive=${mirror##*/} ;; *) archive=debian ;; esac
-  got=
-  for src in $sources; do
-    case $src in
-      mirror) url=$mirror/$file ;;
-      *) url=$(printf '%s' "$snapshot" | sed "s|{archive}|$archive|")$file ;;
-    esac
-    # shellcheck disable=SC2086
-    if /usr/lib/apt/apt-helper $opts download-file "$url" "$deb" >/dev/null 2>&1; then
-      got=1
-      break
-    fi
-    echo "synth: $pin ($arch, $size bytes): not fetched from $url" >&2
-  done
-  [ -n "$got" ] || { echo "synth: $pin: no source has $file" >&2; exit 1; }
+  rm -f "${file##*/}"  # what an earlier fetch into this folder left is not this one's
+  printf '%s  %s\n' "$sha" "${file##*/}" >> SHA256SUMS
+  printf '%s %s %s %s %s\n' "$pin" "$arch" "$size" "$mirror" "$file" >> want
 done
+# Where the .deb of one lock line comes from in source $1 (empty for the bundle's copy).
+url_of() {
+  case $1 in
+    mirror) printf '%s/%s' "$2" "$3" ;;
+    snapshot)
+      case ${2##*/} in debian-security|debian-ports|debian-debug) archive=${2##*/} ;; *) archive=debian ;; esac
+      printf '%s%s' "$(printf '%s' "$snapshot" | sed "s|{archive}|$archive|")" "$3" ;;
+  esac
+}
+# Each source in turn fetches every file the ones before it did not, in one apt-helper
+# call (apt fetches them side by side); what it does not have goes on to the next.
+for src in $sources; do
+  [ -s want ] || break
+  set --
+  while read -r pin arch size mirror file; do
+    set -- "$@" "$(url_of "$src" "$mirror" "$file")" "${file##*/}"
+  done < want
+  # shellcheck disable=SC2086
+  [ $# -eq 0 ] || /usr/lib/apt/apt-helper $opts download-file "$@" >/dev/null 2>&1 || true
+  : > next
+  while read -r pin arch size mirror file; do
+    [ -f "${file##*/}" ] && continue
+    echo "synth: $pin ($arch, $size bytes): not fetched from $(url_of "$src" "$mirror" "$file")" >&2
+    printf '%s %s %s %s %s\n' "$pin" "$arch" "$size" "$mirror" "$file" >> next
+  done < want
+  mv next want
+done
+if [ -s want ]; then
+  while read -r pin arch size mirror file; do
+    echo "synth: $pin: no source has $file" >&2
+  done < want
+  exit 1
+fi
+rm -f want
 sha256sum -c --quiet SHA256SUMS || {
   echo "synth: the .deb files marked FAILED above differ from the sha256 apt.lock records" >&2
   exit 1
