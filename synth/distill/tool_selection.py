@@ -9,9 +9,13 @@ and printed in the artifact's README, for a reader who rebuilds it with the tool
 project's own lock file (docs/export.md, *Environment tools*). A uv project's selection is
 synth.distill.uv_project's.
 
-The selection is that of the last ``install``/``sync`` of the tool in the project: poetry
-removes the extras a later install does not name, and none of these tools' ``add``,
-``remove``, ``update`` or ``run`` chooses another (where none ran, the tool's defaults).
+Several installs combine as the tools do: what an earlier install put in the environment
+stays there (poetry keeps every locked package unless ``--sync``; pdm unless
+``--clean-unselected``; pipenv never removes), so the groups are the union of theirs, a
+group left out only where every install left it out; poetry's extras are the last
+install's (it removes the extras an install does not name). None of these tools' ``add``,
+``remove``, ``update`` or ``run`` chooses another selection (where no install ran, the
+tool's defaults).
 """
 
 from __future__ import annotations
@@ -102,19 +106,107 @@ def _tool_args(tool: str, argv: Sequence[str]) -> list[str]:
     return []
 
 
+#: Options after which an install removes what it did not select: the installs before it
+#: no longer count.
+_RESETS = {"poetry": frozenset({"--sync"}),
+           "pdm": frozenset({"--clean-unselected", "--only-keep"}), "pipenv": frozenset()}
+
+
 def reader_command(tool: str, commands: Iterable[Sequence[str]]) -> tuple[str, ...] | None:
     """The command that installs what ``commands`` (the argv of the run's ``tool``
-    commands in the project, in order) installed: the reader's command with the last
-    install's selection; None for a tool this module does not know."""
+    commands in the project, in order) installed: the reader's command with the
+    selections of the installs combined (the module's docstring); None for a tool this
+    module does not know."""
     reader = _READER.get(tool)
     if reader is None:
         return None
-    chosen: tuple[str, ...] = ()
+    chosen: list[tuple[str, ...]] = []
     for argv in commands:
-        found = selection(tool, _tool_args(tool, argv))
-        if found is not None:
-            chosen = found
-    return (*reader, *chosen)
+        args = _tool_args(tool, argv)
+        found = selection(tool, args)
+        if found is None:
+            continue
+        if _RESETS[tool].intersection(args) or (tool == "poetry" and args[0] == "sync"):
+            chosen = []
+        chosen.append(found)
+    return (*reader, *combined(tool, chosen))
+
+
+def combined(tool: str, selections: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
+    """One selection that installs what ``selections`` (each :func:`selection`'s, in the
+    order the installs ran) left in the environment together."""
+    if len(selections) < 2:
+        return selections[0] if selections else ()
+    runs = [_items(tool, s) for s in selections]
+    items = {"poetry": _poetry, "pdm": _pdm, "pipenv": _pipenv}[tool](runs)
+    return tuple(w for item in dict.fromkeys(items) for w in item)
+
+
+_Items = list[tuple[str, ...]]
+
+
+def _items(tool: str, chosen: tuple[str, ...]) -> _Items:
+    """``("--with", "a", "--no-root")`` as ``[("--with", "a"), ("--no-root",)]``."""
+    valued = set(_VALUED[tool].values())
+    out, i = [], 0
+    while i < len(chosen):
+        width = 2 if chosen[i] in valued else 1
+        out.append(chosen[i:i + width])
+        i += width
+    return out
+
+
+def _values(items: _Items, option: str) -> list[str]:
+    return [t[1] for t in items if t[0] == option and len(t) == 2]
+
+
+def _union(lists: Iterable[Iterable[str]]) -> list[str]:
+    return list(dict.fromkeys(v for values in lists for v in values))
+
+
+def _in_every(runs: Sequence[_Items], option: str) -> list[str]:
+    """The values of ``option`` that every run names (in the first run's order)."""
+    return [v for v in _values(runs[0], option) if all(v in _values(r, option) for r in runs)]
+
+
+def _poetry(runs: Sequence[_Items]) -> _Items:
+    """Groups: the union (an ``--only`` run's groups are groups it added), left out only
+    where every run left them out; extras: the last run's; ``--no-root``/``--only-root``
+    only where every run had it (the project, once installed, stays)."""
+    out: _Items
+    if all(_values(r, "--only") for r in runs):
+        out = [("--only", g) for g in _union(_values(r, "--only") for r in runs)]
+    else:
+        withs = _union(_values(r, "--with") + _values(r, "--only") for r in runs)
+        others = [r for r in runs if not _values(r, "--only")]
+        out = [("--with", g) for g in withs]
+        out += [("--without", g) for g in _in_every(others, "--without") if g not in withs]
+    out += [t for t in runs[-1] if t[0] in ("--extras", "--all-extras")]
+    out += [(f,) for f in ("--no-root", "--only-root") if all((f,) in r for r in runs)]
+    return out + [("--all-groups",)] * any(("--all-groups",) in r for r in runs)
+
+
+def _pdm(runs: Sequence[_Items]) -> _Items:
+    """A run that selects nothing selected every locked group, so the union is all; else
+    the union of ``--group``, dev unless every run had ``--prod``, ``--no-default`` and
+    ``--no-self`` only where every run had them, ``--without`` where every run had it."""
+    every = [(f,) for f in ("--prod", "--no-default", "--no-self")
+             if all((f,) in r for r in runs)]
+    if any(not {t[0] for t in r} & {"--group", "--dev", "--prod", "--no-default"}
+           for r in runs):
+        return [t for t in every if t == ("--no-self",)]
+    dev: _Items = [("--dev",)] * (("--prod",) not in every
+                                  and any(("--dev",) in r for r in runs))
+    groups: _Items = [("--group", g) for g in _union(_values(r, "--group") for r in runs)]
+    return groups + dev + every + [("--without", g) for g in _in_every(runs, "--without")]
+
+
+def _pipenv(runs: Sequence[_Items]) -> _Items:
+    """pipenv never removes what an install installed: the union of both."""
+    categories = _union(v.split() for r in runs for v in _values(r, "--categories"))
+    dev: _Items = [("--dev",)] * any(("--dev",) in r for r in runs)
+    return (dev
+            + ([("--categories", " ".join(categories))] if categories else []))
 
 
 def _inside(cwd: str, project: str) -> bool:

@@ -69,6 +69,38 @@ def test_the_last_install_chooses_and_add_or_run_keep_it() -> None:
         "pipenv", "sync", "--dev")
 
 
+@pytest.mark.parametrize(("tool", "installs", "expected"), [
+    # poetry keeps what an earlier install put there: groups add up, extras are the last's.
+    ("poetry", [("install", "--with", "docs", "-E", "ffi"), ("install", "--with", "test")],
+     ("--with", "docs", "--with", "test")),
+    ("poetry", [("install", "--without", "dev,docs"), ("install", "--without", "docs")],
+     ("--without", "docs")),
+    ("poetry", [("install",), ("install", "--only", "docs")], ("--with", "docs")),
+    ("poetry", [("install", "--only", "main"), ("install", "--only", "docs")],
+     ("--only", "main", "--only", "docs")),
+    ("poetry", [("install", "--no-root"), ("install", "--extras", "ffi")],
+     ("--extras", "ffi")),
+    ("poetry", [("install", "--with", "docs"), ("install", "--sync", "--with", "test")],
+     ("--with", "test")),  # --sync removed docs
+    ("poetry", [("install", "--with", "docs"), ("sync",)], ()),
+    # pdm: a plain install selected every locked group; --prod holds only where all had it.
+    ("pdm", [("install", "-G", "plot"), ("install",)], ()),
+    ("pdm", [("install", "-G", "plot", "--prod"), ("install", "-G", "docs")],
+     ("--group", "plot", "--group", "docs")),
+    ("pdm", [("install", "-G", "plot", "--prod"), ("sync", "-G", "docs", "--prod")],
+     ("--group", "plot", "--group", "docs", "--prod")),
+    ("pdm", [("install", "-G", "plot"), ("sync", "-G", "docs", "--clean-unselected")],
+     ("--group", "docs")),
+    ("pipenv", [("install", "--categories", "docs"), ("install", "--dev")],
+     ("--dev", "--categories", "docs")),
+])
+def test_several_installs_combine_as_the_tool_keeps_them(
+        tool: str, installs: list[tuple[str, ...]], expected: tuple[str, ...]) -> None:
+    reader = {"poetry": ("poetry", "install"), "pdm": ("pdm", "sync"),
+              "pipenv": ("pipenv", "sync")}[tool]
+    assert reader_command(tool, [(tool, *args) for args in installs]) == (*reader, *expected)
+
+
 def _task(tmp: Path) -> Path:
     """A task whose repository the artifact carries in source/."""
     (tmp / "task" / "repo").mkdir(parents=True)
