@@ -22,8 +22,9 @@ from pathlib import Path
 
 from synth.engine.base import Mount
 from synth.errors import UsageError
+from synth.formats.claims import CONTAINER_CLAIMS
 from synth.formats.task import Task
-from synth.record.agents import CONTAINER_CLAIMS, WORKDIR, ExecAgent
+from synth.record.agents import WORKDIR, ExecAgent
 from synth.record.claims import report_fields
 
 AGENT_DIR = "/synth/agent"

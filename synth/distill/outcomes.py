@@ -39,6 +39,7 @@ from synth.distill.steps import (
     Unclassified,
     VenvCreate,
 )
+from synth.formats.claims import CONTAINER_CLAIMS
 from synth.formats.plan import CommandOutcome, DecisionKind, ManagedPython, PythonEnvPlan
 
 Decision = tuple[DecisionKind, str]
@@ -155,6 +156,9 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
             return "folded", _project_tool(s)
         case Unclassified() if ctx.pythons and (why := _python_install(c)):
             return "folded", why
+        case Unclassified() if any(t == CONTAINER_CLAIMS for _op, t in c.redirects):
+            return "dropped", ("the agent's claims: claims.json travels beside the artifact "
+                               "and C5 checks it; not replayed")
         case Unclassified():
             return "dropped", ("unclassified, not replayed; what it changed comes from the "
                                "final state (source.patch, carried files) or shows up as "

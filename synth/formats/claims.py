@@ -10,6 +10,9 @@ from msgspec import Meta
 
 from synth.formats.base import Count, Document, Part
 
+#: Where the agent writes it in the session's container (carried out when the session ends).
+CONTAINER_CLAIMS = "/synth/claims.json"
+
 
 class Claims(Document, frozen=True, kw_only=True):
     """The agent's self-report. Every known field is optional and may be null (unknown);

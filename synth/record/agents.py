@@ -43,7 +43,6 @@ CONTAINER_RUN_GROUP = CONTAINER_HOOK_DIR + "/run_group.sh"
 #: Writable bind mount of the run's ``logs/hook`` folder: raw events stream there.
 CONTAINER_AUDIT_DIR = "/synth/audit"
 CONTAINER_AUDIT_FILE = CONTAINER_AUDIT_DIR + "/events.jsonl"
-CONTAINER_CLAIMS = "/synth/claims.json"
 #: Where a download cache shared between sessions is mounted (``RunOptions.download_cache``).
 CONTAINER_DOWNLOAD_CACHE = "/synth/cache"
 

@@ -32,6 +32,7 @@ from synth.engine import disk_budget
 from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.engine.base_images import ensure_base_image
 from synth.errors import DiskFullError, EngineError, RunError, SynthError
+from synth.formats.claims import CONTAINER_CLAIMS
 from synth.formats.limits import Limits
 from synth.formats.store import RunDir
 from synth.formats.task import Task
@@ -40,7 +41,6 @@ from synth.record import secrets, snapshot, tool_edits, trace, tree
 from synth.record.agents import (
     CONTAINER_AUDIT_DIR,
     CONTAINER_AUDIT_FILE,
-    CONTAINER_CLAIMS,
     CONTAINER_DOWNLOAD_CACHE,
     CONTAINER_HOOK,
     CONTAINER_HOOK_DIR,

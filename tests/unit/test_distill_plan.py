@@ -337,3 +337,13 @@ def test_both_legacy_routes_of_one_install_are_built_by_a_step(tmp_path: Path,
     assert "pycocotools" in built  # what export's unreproduced() takes as built by a step
     assert [s.distribution for s in plan.native if s.cwd.endswith(("PythonAPI", "workspace"))
             and s.distribution] == ["pycocotools==2.0"]
+
+
+def test_the_claims_step_is_named_as_the_claims(tmp_path: Path) -> None:
+    heredoc = "cat > /synth/claims.json <<'JSON'\n{\"python_version\": \"3.11\"}\nJSON"
+    _plan, report = plan_of(tmp_path, [cmd(heredoc), cmd("cat > /tmp/notes.txt <<'X'\nhi\nX")])
+    got = {o.command.split(" <<")[0]: (o.decision, o.reason) for o in report.outcomes}
+    assert got["cat > /synth/claims.json"] == (
+        "dropped", "the agent's claims: claims.json travels beside the artifact and C5 "
+        "checks it; not replayed")
+    assert got["cat > /tmp/notes.txt"][1].startswith("unclassified, not replayed")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from synth.engine.base import Mount
-from synth.record.agents import CONTAINER_CLAIMS
+from synth.formats.claims import CONTAINER_CLAIMS
 
 if TYPE_CHECKING:
     pass

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from synth.errors import UsageError
+from synth.formats.claims import CONTAINER_CLAIMS
 from synth.pyramid.c0_scope import MAX_REPO_FILE
-from synth.record.agents import CONTAINER_CLAIMS, WORKDIR, AgentContext, first_line
+from synth.record.agents import WORKDIR, AgentContext, first_line
 from synth.record.auto.plan import Plan, Step, plan_setup
 from synth.record.auto.repair import diagnose
 from synth.record.auto.survey import Survey, survey_repo
