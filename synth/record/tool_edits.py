@@ -87,7 +87,9 @@ def written_files(argv: Sequence[str]) -> tuple[str, str, tuple[str, ...]] | Non
         return None
     tool = posixpath.basename(argv[0])
     verbs = _WRITES.get(tool)
-    words = [w for w in argv[1:] if not w.startswith("-")]
+    folder_options = _FOLDER_OPTIONS.get(tool, frozenset())
+    words = [w for i, w in enumerate(argv[1:], 1)
+             if not w.startswith("-") and argv[i - 1] not in folder_options]
     if verbs is None or not words or words[0] not in verbs:
         return None
     if _KEEPS_LOCK.intersection(argv[1:]):
@@ -95,6 +97,23 @@ def written_files(argv: Sequence[str]) -> tuple[str, str, tuple[str, ...]] | Non
     if tool == "pipenv" and words[0] == "install" and len(words) < 2:
         return tool, "install", ("Pipfile.lock",)  # the lock, written again where stale
     return tool, words[0], verbs[words[0]]
+
+
+#: Each tool's options that name the project's folder (``uv --directory sub add x``).
+_FOLDER_OPTIONS = {"uv": frozenset({"--directory", "--project"}),
+                   "poetry": frozenset({"-C", "--directory", "-P", "--project"}),
+                   "pdm": frozenset({"-p", "--project"})}
+
+
+def project_folder(argv: Sequence[str], cwd: str) -> str:
+    """The folder whose files a tool command writes: ``cwd``, or the folder its option
+    names (relative to ``cwd``)."""
+    options = _FOLDER_OPTIONS.get(posixpath.basename(argv[0]) if argv else "", frozenset())
+    for i, word in enumerate(argv[1:], 1):
+        name, eq, value = word.partition("=")
+        if name in options and (eq or i + 1 < len(argv)):
+            return posixpath.normpath(posixpath.join(cwd, value if eq else argv[i + 1]))
+    return cwd
 
 
 def _names(record: Mapping[str, Any], name: str) -> bool:
@@ -147,7 +166,8 @@ def _explaining(v: Mapping[str, Any], simple: Sequence[Mapping[str, Any]],
     for rec in simple:
         argv = _argv(rec)
         wrote = written_files(argv)
-        if wrote is not None and name in wrote[2] and rec.get("cwd") == where:
+        if (wrote is not None and name in wrote[2]
+                and project_folder(argv, str(rec.get("cwd") or "/")) == where):
             tool_records.append((rec, argv))
         elif _names(rec, name):
             return None  # something else wrote, moved or edited it, or may have

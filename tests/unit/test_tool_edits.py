@@ -38,7 +38,8 @@ def changed(*paths: str, change: str = "modified") -> list[dict[str, str]]:
     (["poetry", "add", "emcee"], ("poetry", "add", ("pyproject.toml", "poetry.lock"))),
     (["poetry", "lock"], ("poetry", "lock", ("poetry.lock",))),
     (["pdm", "add", "-G", "plot", "x"], ("pdm", "add", ("pyproject.toml", "pdm.lock"))),
-    (["uv", "--directory", "sub", "add", "x"], None),  # another folder's: not trusted
+    (["uv", "--directory", "sub", "add", "x"], ("uv", "add", ("pyproject.toml", "uv.lock"))),
+    (["poetry", "-C", "add", "lock"], ("poetry", "lock", ("poetry.lock",))),  # a folder "add"
     (["pdm", "remove", "x"], ("pdm", "remove", ("pyproject.toml", "pdm.lock"))),
     (["pipenv", "install", "requests"], ("pipenv", "install", ("Pipfile", "Pipfile.lock"))),
     # These lock again first where the lock is stale; never with --frozen and the like.
@@ -101,6 +102,17 @@ def test_a_wrapped_tool_command_is_the_tool_s() -> None:
     stay, explained = explained_by_tool(changed("uv.lock"), records,
                                         {"/workspace/uv.lock": T0 + 1})
     assert stay == [] and [e["seq"] for e in explained] == [3]
+
+
+@pytest.mark.parametrize("command", ["uv --directory sub add t", "uv --project=sub add t",
+                                     "pdm -p ./sub add t"])
+def test_a_tool_told_another_folder_explains_that_folder_s_files(command: str) -> None:
+    records = [hook(3, command, T0)]
+    stay, explained = explained_by_tool(changed("sub/pyproject.toml", "pyproject.toml"),
+                                        records, {"/workspace/sub/pyproject.toml": T0 + 1,
+                                                  "/workspace/pyproject.toml": T0 + 1})
+    assert [v["path"] for v in stay] == ["pyproject.toml"]
+    assert [e["path"] for e in explained] == ["sub/pyproject.toml"]
 
 
 def test_reading_the_file_does_not_keep_it_a_violation_but_a_deletion_does() -> None:
