@@ -399,7 +399,7 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
         plan = resolve_pythons(plan, settings, live if opts.ask_live else None,
                                allow_missing=opts.allow_missing)
         locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle,
-                          opts.locker, _source_dir(run, plan), built_by(run))
+                          opts.locker, staged.source, built_by(run))
         plan, report, locks = with_uv_sync(plan, report, locks,
                                            staged.project_locks.texts.get("uv.lock"),
                                            classified, bundle=opts.bundle)
@@ -469,13 +469,6 @@ def lock_plan(plan: BuildPlan, wheelhouse: Path | None, ca_bundle: Path | None,
             lock = dataclasses.replace(lock, conda_installer=lock_rattler(env, target))
         locks.append(lock)
     return locks
-
-
-def _source_dir(run: LoadedRun, plan: BuildPlan) -> Path | None:
-    """The host folder the artifact's ``source/`` is copied from, where it is one."""
-    if plan.source.kind == "path" and run.repo and run.repo.path:
-        return Path(run.repo.path)
-    return None
 
 
 def assemble_artifact(

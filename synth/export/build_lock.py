@@ -270,7 +270,8 @@ def local_build_requires(plan: BuildPlan, env: PythonEnvPlan,
         if source_dir is None or not (path == dest or path.startswith(dest + "/")):
             reqs += DEFAULT_BUILD_REQUIRES
             continue
-        text = _repo_text(source_dir / path[len(dest):].lstrip("/") / "pyproject.toml")
+        text = _repo_text(source_dir, posixpath.join(path[len(dest):].lstrip("/"),
+                                                     "pyproject.toml"))
         editable = "-e" in step.argv or "--editable" in step.argv
         reqs += _with_backend([*project_build_requires(text),
                                *backend_build_requires(text, editable=editable)],
@@ -341,11 +342,13 @@ def _with_backend(requires: list[str], backend: str | None) -> list[str]:
     return requires
 
 
-def _repo_text(path: Path) -> str | None:
-    """A pyproject.toml of the repository (the agent's): a regular file, never through a
-    link, at most 1 MiB, UTF-8; None where there is none or it is not one."""
+def _repo_text(source_dir: Path, rel: str) -> str | None:
+    """A pyproject.toml of the artifact's source (the agent's): a regular file under
+    ``source_dir``, through no link that leads out of it, at most 1 MiB, UTF-8; None where
+    there is none or it is not one."""
     try:
-        return safe_io.decode_utf8(safe_io.read_regular(path, 1 << 20), path)
+        return safe_io.decode_utf8(safe_io.read_beneath(source_dir, rel, 1 << 20),
+                                   source_dir / rel)
     except SynthError:
         return None
 

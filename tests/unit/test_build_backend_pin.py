@@ -108,3 +108,53 @@ def test_the_build_lock_pins_the_live_backend_not_the_venvs(
     assert "setuptools==84.2.1" in requirements
     assert "setuptools==66.1.1" not in constraints and "pip==23.0.1" in constraints
     assert LockedPin("setuptools", "84.2.1", ("a" * 64,)) in pins
+
+
+def _git_repo(root: Path) -> str:
+    """A repository of one commit whose project asks for pybind11 to build; its commit."""
+    root.mkdir()
+    (root / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61", "pybind11>=2.10"]\n')
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.mark.parametrize("kind", ["url", "path"])
+def test_the_export_reads_build_requirements_from_the_artifact_s_source(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """A task's repository given by URL is cloned into source/: its pyproject.toml names
+    the build requirements as a folder's does (they were the defaults, unpinned, before)."""
+    from synth.config import Settings
+    from synth.engine.base import NoEngine
+    from synth.errors import EngineUnavailableError
+    from synth.export import artifact
+
+    commit = _git_repo(tmp_path / "repo")
+    where = (f'url = "file://{tmp_path}/repo"\ncommit = "{commit}"' if kind == "url"
+             else 'path = "repo"')
+    task = tmp_path / "task.toml"
+    task.write_text(f'name = "demo"\nbase_image = "synth/python:bookworm"\n[repo]\n{where}\n'
+                    '[probes.cpu]\ncommand = "true"\n[not_applicable]\nC2 = "no GPU"\n'
+                    'C3 = "no GPU"\nC4 = "no GPU"\n')
+    run_dir = _run(tmp_path)
+    run = json.loads((run_dir / "run.json").read_text())
+    run["task"]["task_file"] = str(task)
+    (run_dir / "run.json").write_text(json.dumps(run))
+    seen: list[list[str]] = []
+    real = artifact.lock_plan
+
+    def lock_plan(plan: object, wheelhouse: object, ca: object, _locker: object,
+                  source_dir: Path | None = None, backends: object = None) -> object:
+        seen.append(build_lock.local_build_requires(plan, plan.envs[0], source_dir))  # type: ignore[attr-defined, arg-type]
+        return real(plan, wheelhouse, ca, fake_locker, source_dir, backends)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(artifact, "lock_plan", lock_plan)
+    artifact.export_run(artifact.ExportOptions(run_dir, out_dir=tmp_path / "art",
+                                               ask_live=False),
+                        Settings.load(artifacts_dir=tmp_path),
+                        NoEngine(EngineUnavailableError("no engine in this test")))
+    assert seen == [["setuptools>=61", "pybind11>=2.10", "wheel", "setuptools==84.2.1"]]
