@@ -171,7 +171,7 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
         ("machine", a.machine, b.machine),
     ) if va != vb]
     packages, content, sources = _package_changes(a, b)
-    content = [_name_files(c, a, b) if c.kind == "content" else c for c in content]
+    content = [_name_files(c, a, b) if c.kind in _NAMED else c for c in content]
     unowned = _mapping_changes(
         {f"{u.site}/{u.path}": u.sha256 for u in a.unowned},
         {f"{u.site}/{u.path}": u.sha256 for u in b.unowned},
@@ -280,8 +280,14 @@ def _content_changes(name: str, x: DistributionPrint, y: DistributionPrint) -> l
     return out
 
 
+#: The content changes whose files are named: the code differs, or only its metadata
+#: folder does (``METADATA``, ``WHEEL``: another backend built it).
+_NAMED = frozenset({"content", "metadata"})
+
+
 def _name_files(change: Change, a: Fingerprint, b: Fingerprint) -> Change:
-    """A ``content`` change with the files that differ, where both sides listed them
+    """A ``content`` or ``metadata`` change with the files that differ, where both sides
+    listed them
     (:func:`name_content_files`); else with why they are not named, where that is known."""
     fa, fb = a.dist_files.get(change.key), b.dist_files.get(change.key)
     if fa is None or fb is None:
@@ -522,7 +528,7 @@ def name_content_files(probe: DistFiles, a: Fingerprint,
     differs between them (one more probe call per image), so that
     :func:`compare_fingerprints` names the files that differ. A side that is not an image,
     or whose probe fails, is returned with ``dist_files_error`` saying why."""
-    names = sorted(c.key for c in compare_fingerprints(a, b).content if c.kind == "content")
+    names = sorted(c.key for c in compare_fingerprints(a, b).content if c.kind in _NAMED)
     if not names:
         return a, b
     return probe.with_dist_files(a, names), probe.with_dist_files(b, names)

@@ -115,12 +115,13 @@ def _fidelity_lines(doc: VerifyDocument) -> list[str]:
     if fp is not None:
         if fp.status == "compared":
             unexplained, raw = fp.unexplained or (), fp.raw
+            native = ("equal" if raw["native_equal"] else "the same code (debug info "
+                      "differs)" if raw.get("native_code_equal") else "DIFFER")
             lines.append(
                 f"fingerprint (live vs rebuilt): {len(unexplained)} unexplained "
                 f"difference(s), {len(fp.explained or ())} explained; packages "
                 f"{'equal' if raw['packages_equal'] else 'DIFFER'}, native .so "
-                f"{'equal' if raw['native_equal'] else 'DIFFER'}, contents "
-                f"{'equal' if raw['content_equal'] else 'differ'}")
+                f"{native}, contents {'equal' if raw['content_equal'] else 'differ'}")
             lines.extend(f"  DIFFERS {line}" for line in unexplained[:40])
             if len(unexplained) > 40:
                 lines.append(f"  … and {len(unexplained) - 40} more in verify.json")

@@ -660,6 +660,29 @@ def test_files_probe_names_the_files_that_make_two_digests_differ(tmp_path: Path
     assert "changed docopt.py" in cmp.summary()[0]
 
 
+def test_a_metadata_difference_names_its_files(tmp_path: Path) -> None:
+    """The same module files, another metadata folder (another backend built it: METADATA
+    2.4 against 2.1): the comparison names the metadata files that differ."""
+    from dataclasses import replace
+
+    work = tmp_path / "workspace"
+    work.mkdir()
+    sides = []
+    for side, version in (("live", "2.4"), ("rebuilt", "2.1")):
+        site = tmp_path / side / "site-packages"
+        make_dist(site, "hnsw", "0.8.0", {"hnsw.py": b"x = 1\n"})
+        (site / "hnsw-0.8.0.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: {version}\nName: hnsw\nVersion: 0.8.0\n")
+        fp = Fingerprint.from_json(run_probe(site, work))
+        listed = run_files_probe(site, "hnsw")["hnsw"]["files"]
+        sides.append(replace(fp, dist_files={"hnsw": listed}))
+    (change,) = compare_fingerprints(*sides).content
+    assert change.kind == "metadata"
+    assert [(f.kind, f.key) for f in change.files] == [
+        ("changed", "hnsw-0.8.0.dist-info/METADATA")]
+    assert change.detail.endswith("; 1 file differs: changed hnsw-0.8.0.dist-info/METADATA")
+
+
 def test_file_names_are_capped_with_a_count() -> None:
     from synth.compare.fingerprint import content_file_changes, files_text
     from synth.formats.verify import FILES_NAMED

@@ -102,6 +102,24 @@ def test_usage_errors(tmp_path: Path) -> None:
         parse_levels("C0,C9")
 
 
+def test_the_fingerprint_line_tells_debug_info_from_other_native_differences() -> None:
+    def line(native_equal: bool, code_equal: bool) -> str:
+        doc = full_verify({"reports": {"rebuilt": {"target": {"image": "i", "python": "/p"},
+                                                   "levels": [{"level": "C0",
+                                                               "status": "pass"}]}},
+                           "fingerprint": {"status": "compared", "equal": native_equal,
+                                           "packages_equal": True, "content_equal": True,
+                                           "native_equal": native_equal,
+                                           "native_code_equal": code_equal,
+                                           "unexplained": [], "explained": []}})
+        md = render_markdown(VerifyDocument.from_json(doc))
+        return next(x for x in md.splitlines() if x.startswith("fingerprint"))
+
+    assert "native .so equal, contents equal" in line(True, True)
+    assert "native .so the same code (debug info differs)," in line(False, True)
+    assert "native .so DIFFER," in line(False, False)
+
+
 def test_markdown_side_by_side_with_gap() -> None:
     def report(c0: dict[str, object], c1: dict[str, object]) -> dict[str, object]:
         return {"target": {"image": "img", "python": "/p"}, "highest": None,
