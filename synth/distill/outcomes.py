@@ -43,7 +43,6 @@ from synth.formats.claims import CONTAINER_CLAIMS
 from synth.formats.plan import CommandOutcome, DecisionKind, ManagedPython, PythonEnvPlan
 
 Decision = tuple[DecisionKind, str]
-_LOCK_KEPT = "requirements.lock (versions from the final state)"
 
 
 @dataclass(frozen=True)
@@ -66,6 +65,8 @@ class DecideContext:
     pythons: tuple[ManagedPython, ...] = ()
     _final: dict[str | None, Mapping[str, Distribution]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
+    _kept: dict[str | None, str] = field(default_factory=dict, init=False, repr=False,
+                                         compare=False)
 
     def final_dists(self, python: str | None) -> Mapping[str, Distribution]:
         """The final distributions of the interpreter a pip command's ``python`` names (one
@@ -75,6 +76,18 @@ class DecideContext:
             interp = interp_for(python, self.run)
             final = self._final[python] = self.dists_of.get(interp.path, {}) if interp else {}
         return final
+
+
+    def lock_kept(self, python: str | None) -> str:
+        """Where a pip command's packages went: the lock of the environment its ``python``
+        names (``requirements-opt-pdm.lock`` for a second one)."""
+        kept = self._kept.get(python)
+        if kept is None:
+            interp = interp_for(python, self.run)
+            files = [e.lock_file for e in self.envs if interp and e.python == interp.path]
+            kept = self._kept[python] = (
+                f"{files[0] if files else 'requirements.lock'} (versions from the final state)")
+        return kept
 
 
 def reinstalled_later(installs: Mapping[str, Installs]) -> dict[str, frozenset[str]]:
@@ -226,7 +239,7 @@ def _pip_install(c: SimpleCommand, s: PipInstall, ctx: DecideContext) -> Decisio
     if not reqs and (s.local or s.urls):
         return "dropped", _unmatched_build(final)
     if not reqs:
-        return "kept", _LOCK_KEPT
+        return "kept", ctx.lock_kept(s.python)
     found = [(n, p) for n, p in reqs if n in final]
     if not found:
         return "dropped", "undone: none of its packages is installed at the end"
@@ -241,7 +254,7 @@ def _pip_install(c: SimpleCommand, s: PipInstall, ctx: DecideContext) -> Decisio
     notes = ([f"later undone: {', '.join(gone)}"] if gone else []) + (
         [f"later replaced: {', '.join(f'{n} (now {final[n].version})' for n in replaced)}"]
         if replaced else [])
-    return "kept", "; ".join([_LOCK_KEPT, *notes])
+    return "kept", "; ".join([ctx.lock_kept(s.python), *notes])
 
 
 def _unmatched_build(final: Mapping[str, Distribution]) -> str:

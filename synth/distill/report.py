@@ -3,6 +3,7 @@ what the artifact cannot reproduce exactly."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable, Sequence
 
 from synth.distill.common import Notes
@@ -66,10 +67,27 @@ def unexplained(run: LoadedRun, envs: Sequence[PythonEnvPlan], native: Sequence[
                 if not (any(_covered(r, [c.path]) for r in roots)
                         or (c.kind == "C" and any(b != c.path and _covered(b, [c.path])
                                                   for b in below)))]
+    # An added folder that holds only noise (~/.local made for ~/.local/state's logs) is
+    # noise with it; an empty one stays listed.
+    noisy, real = _folders_above(c.path for c in run.noise), _folders_above(
+        c.path for c in run.changes)
+    leftover = [c for c in leftover
+                if not (c.kind == "A" and c.path in noisy and c.path not in real)]
     added = {c.path for c in leftover if c.kind == "A"}
     out = [f"{c.kind} {c.path}" for c in leftover
            if not any(_covered(c.path, [a]) and a != c.path for a in added)]
     return tuple(sorted(set(out)))
+
+
+def _folders_above(paths: Iterable[str]) -> set[str]:
+    """Every folder above one of ``paths`` (``/a`` and ``/a/b`` for ``/a/b/c``)."""
+    out: set[str] = set()
+    for path in paths:
+        head = posixpath.dirname(path)
+        while head not in out and head not in ("/", ""):
+            out.add(head)
+            head = posixpath.dirname(head)
+    return out
 
 
 def add_notes(run: LoadedRun, envs_in: Sequence[Interpreter],

@@ -33,6 +33,7 @@ NOISE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("/synth", "synth's own mounts and claims file"),
     ("/opt/scimlopsbench", "REB's report path, a second name of the claims file"),
     ("/root/.cache", "cache"),
+    ("/root/.local/state", "tools' logs and state (XDG state home: pdm's, pipx's logs)"),
     ("/var/cache", "cache"),
     ("/var/lib/apt/lists", "apt lists"),
     ("/var/log", "log"),

@@ -347,3 +347,35 @@ def test_the_claims_step_is_named_as_the_claims(tmp_path: Path) -> None:
         "dropped", "the agent's claims: claims.json travels beside the artifact and C5 "
         "checks it; not replayed")
     assert got["cat > /tmp/notes.txt"][1].startswith("unclassified, not replayed")
+
+
+def test_an_install_into_a_second_environment_names_that_environment_s_lock(
+        tmp_path: Path) -> None:
+    audit = [cmd("python3 -m venv /opt/venv"), cmd("python3 -m venv /opt/pdm"),
+             cmd("/opt/pdm/bin/pip install pdm"), cmd("/opt/venv/bin/pip install six")]
+    py = [system_python(), venv(dists=[dist("six", "1.17.0")]),
+          venv("/opt/pdm", dists=[dist("pdm", "2.29.4")])]
+    plan, report = plan_of(tmp_path, audit, python=py)
+    files = {e.prefix: e.lock_file for e in plan.envs}
+    assert files["/opt/venv"] == "requirements.lock" and files["/opt/pdm"] != files["/opt/venv"]
+    got = decisions(report)
+    assert got["/opt/pdm/bin/pip install pdm"] == (
+        "kept", f"{files['/opt/pdm']} (versions from the final state)")
+    assert got["/opt/venv/bin/pip install six"] == (
+        "kept", "requirements.lock (versions from the final state)")
+
+
+def test_a_folder_added_only_to_hold_noise_is_not_unexplained(tmp_path: Path) -> None:
+    """pdm writes its log under ~/.local/state: the folders made for it are noise too; an
+    empty folder the agent made stays listed, as does one holding a real file."""
+    from synth.record.snapshot import classify_diff
+
+    run_dir = make_run_dir(tmp_path, [cmd("pdm install")])
+    diff = classify_diff([("A", p) for p in (
+        "/root/.local", "/root/.local/state", "/root/.local/state/pdm",
+        "/root/.local/state/pdm/log", "/data", "/srv", "/srv/state", "/srv/state/x.bin")])
+    (run_dir / "state" / "diff.json").write_text(json.dumps(diff))
+    assert [n["path"] for n in diff["noise"]] == [
+        "/root/.local/state", "/root/.local/state/pdm", "/root/.local/state/pdm/log"]
+    _plan, report = distill(load_run(run_dir))
+    assert report.unexplained == ("A /data", "A /srv")
