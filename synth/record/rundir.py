@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import secrets
@@ -41,21 +42,23 @@ def list_runs(settings: Settings, task: str | None = None) -> list[Path]:
     root = settings.runs_dir
     if not root.is_dir():
         return []
-    pattern = f"{task}/*/run.json" if task else "*/*/run.json"
+    pattern = f"{glob.escape(task)}/*/run.json" if task else "*/*/run.json"
     dirs = [p.parent for p in root.glob(pattern) if RUN_ID_RE.match(p.parent.name)]
     return sorted(dirs, key=lambda d: (d.name, d.parent.name))
 
 
 def find_run(settings: Settings, ref: str | Path | None = None) -> Path:
     """A run directory named by path, run id (or a unique prefix), ``<task>/<run-id>``,
-    or ``latest`` / None for the most recent run."""
-    if ref is None or str(ref) == "latest":
-        runs = list_runs(settings)
+    ``latest`` / None for the most recent run, or ``<task>/latest`` for the task's."""
+    task = (str(ref)[:-len("/latest")] if str(ref).endswith("/latest")
+            and not os.path.lexists(Path(str(ref)) / "run.json") else None)
+    if ref is None or str(ref) == "latest" or (task and "/" not in task):
+        runs = list_runs(settings, task)
         if not runs:
             raise NotFoundError(
-                f"No runs under {settings.runs_dir}.",
+                f"No runs{f' of task {task}' if task else ''} under {settings.runs_dir}.",
                 hint="Make one with `synth run TASK --agent …`, or point --artifacts at "
-                "the folder holding runs/.", ref="latest", what="run",
+                "the folder holding runs/.", ref=str(ref or "latest"), what="run",
             )
         return runs[-1]
     text = str(ref)

@@ -230,6 +230,12 @@ def test_run_ids_sort_by_time_and_find_run(tmp_path: Path) -> None:
     assert find_run(settings, "latest") == latest
     assert find_run(settings, "20260102-000000-bbbbbb").parent.name == "b"
     assert find_run(settings, "b/20260102-000000-bbbbbb").parent.name == "b"
+    assert find_run(settings, "b/latest").name == "20260102-000000-bbbbbb"
+    assert find_run(settings, "a/latest") == latest
+    with pytest.raises(NotFoundError, match="No runs of task c under"):
+        find_run(settings, "c/latest")
+    with pytest.raises(NotFoundError, match=r"No runs of task \* under"):
+        find_run(settings, "*/latest")  # a task name, never a pattern
     assert find_run(settings, "20260101").name == "20260101-000000-aaaaaa"
     assert find_run(settings, str(latest)) == latest
     with pytest.raises(NotFoundError, match="ambiguous"):
@@ -373,3 +379,16 @@ def test_a_container_removed_from_outside_leaves_the_tree_unknown_not_deleted() 
     assert _Session.workspace_entries(Box(alive=True)) == {}  # type: ignore[arg-type]
     with pytest.raises(EngineError):
         _Session.workspace_entries(Box(alive=False))  # type: ignore[arg-type]
+
+
+def test_export_s_miss_mentions_formats_only_for_a_format_s_name(tmp_path: Path) -> None:
+    from synth.export.artifact import find_export_run
+
+    settings = Settings.load(artifacts_dir=tmp_path)
+    (settings.runs_dir / "t").mkdir(parents=True)
+    with pytest.raises(NotFoundError) as err:
+        find_export_run(settings, "Dockerfile")
+    assert "--format" in (err.value.hint or "")
+    with pytest.raises(NotFoundError) as err:
+        find_export_run(settings, "t/2026")
+    assert "--format" not in (err.value.hint or "")
