@@ -288,7 +288,8 @@ def find_export_run(settings: Settings, run_ref: str | None) -> Path:
     try:
         return find_run(settings, run_ref)
     except NotFoundError as exc:
-        if str(run_ref).lower() not in ("dockerfile", "dockerfile.legacy"):
+        word = str(run_ref)
+        if "/" in word or word[:1].isdigit():  # a path, <task>/<run>, a run id: no format
             raise
         raise NotFoundError(exc.message, hint=f"{exc.hint} (An artifact format is named with "
                             "--format: Dockerfile.)", ref=exc.ref, what=exc.what) from exc

@@ -389,6 +389,7 @@ def test_export_s_miss_mentions_formats_only_for_a_format_s_name(tmp_path: Path)
     with pytest.raises(NotFoundError) as err:
         find_export_run(settings, "Dockerfile")
     assert "--format" in (err.value.hint or "")
-    with pytest.raises(NotFoundError) as err:
-        find_export_run(settings, "t/2026")
-    assert "--format" not in (err.value.hint or "")
+    for ref in ("t/2026", "t/latest", "2026"):
+        with pytest.raises(NotFoundError) as err:
+            find_export_run(settings, ref)
+        assert "--format" not in (err.value.hint or ""), ref
