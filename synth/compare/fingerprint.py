@@ -287,8 +287,8 @@ _NAMED = frozenset({"content", "metadata"})
 
 def _name_files(change: Change, a: Fingerprint, b: Fingerprint) -> Change:
     """A ``content`` or ``metadata`` change with the files that differ, where both sides
-    listed them
-    (:func:`name_content_files`); else with why they are not named, where that is known."""
+    listed them (:func:`name_content_files`); else with why they are not named, where that
+    is known."""
     fa, fb = a.dist_files.get(change.key), b.dist_files.get(change.key)
     if fa is None or fb is None:
         why = "; ".join(e for e in (a.dist_files_error, b.dist_files_error) if e)

@@ -77,7 +77,6 @@ class DecideContext:
             final = self._final[python] = self.dists_of.get(interp.path, {}) if interp else {}
         return final
 
-
     def lock_kept(self, python: str | None) -> str:
         """Where a pip command's packages went: the lock of the environment its ``python``
         names (``requirements-opt-pdm.lock`` for a second one)."""

@@ -205,8 +205,7 @@ def _pipenv(runs: Sequence[_Items]) -> _Items:
     """pipenv never removes what an install installed: the union of both."""
     categories = _union(v.split() for r in runs for v in _values(r, "--categories"))
     dev: _Items = [("--dev",)] * any(("--dev",) in r for r in runs)
-    return (dev
-            + ([("--categories", " ".join(categories))] if categories else []))
+    return dev + ([("--categories", " ".join(categories))] if categories else [])
 
 
 def _inside(cwd: str, project: str) -> bool:
