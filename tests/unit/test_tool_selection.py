@@ -163,4 +163,5 @@ def test_the_readme_tells_a_reader_the_tool_s_command(tmp_path: Path) -> None:
     assert ("A poetry user makes it the same way in `source/` (from the project's own "
             "`poetry.lock` where it has one), with the extras and groups the run chose: "
             "`poetry install --extras ffi --extras plot`") in readme, readme
-    assert "The artifact installs `requirements.lock` instead, which needs no poetry" in readme
+    assert ("The artifact installs `requirements.lock` instead: installing it needs no "
+            "poetry") in readme
