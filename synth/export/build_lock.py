@@ -46,9 +46,8 @@ from synth.export.lock import (
     _compile_argv,
     checked_pin,
     checked_requirement,
-    clean_env,
     parse_compiled,
-    refreshed,
+    run_locker,
     wheelhouse_files,
 )
 from synth.util import safe_io
@@ -80,13 +79,7 @@ def uv_version() -> str:
 def _run_compile(argv: Sequence[str], target: LockTarget,
                  cwd: str) -> subprocess.CompletedProcess[str]:
     try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=600,
-                              env=clean_env(target.ca_bundle), cwd=cwd, check=False)
-        again = refreshed(argv, proc)
-        if again is not None:
-            proc = subprocess.run(again, capture_output=True, text=True, timeout=600,
-                                  env=clean_env(target.ca_bundle), cwd=cwd, check=False)
-        return proc
+        return run_locker(argv, target, cwd)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise LockError(f"{argv[0]} could not run: {exc}") from exc
 

@@ -246,6 +246,20 @@ def refreshed(argv: Sequence[str],
     return [*argv[:-1], "--refresh-package", m.group(1), argv[-1]]
 
 
+def run_locker(argv: Sequence[str], target: LockTarget,
+               cwd: str | Path) -> subprocess.CompletedProcess[str]:
+    """Run a locker (its environment without the host's settings, the CA bundle given),
+    asked once more with a package refreshed where :func:`refreshed` says so. OSError or
+    TimeoutExpired are the caller's to name."""
+    def run(words: Sequence[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(words), capture_output=True, text=True, timeout=600,
+                              env=clean_env(target.ca_bundle), cwd=cwd, check=False)
+
+    proc = run(argv)
+    again = refreshed(argv, proc)
+    return run(again) if again is not None else proc
+
+
 def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> Lock:
     """Hashes for every pin of ``env``; raises :class:`LockError` naming what failed."""
     wheels = wheelhouse_files(target.wheelhouse)
@@ -258,12 +272,7 @@ def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> L
                                   for n, v in pins), encoding="utf-8")
         argv = _compile_argv(locker, env, target, infile)
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=600,
-                                  env=clean_env(target.ca_bundle), cwd=tmp, check=False)
-            again = refreshed(argv, proc)
-            if again is not None:
-                proc = subprocess.run(again, capture_output=True, text=True, timeout=600,
-                                      env=clean_env(target.ca_bundle), cwd=tmp, check=False)
+            proc = run_locker(argv, target, tmp)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise LockError(f"{argv[0]} could not run: {exc}", lock_file=env.lock_file) from exc
     if proc.returncode != 0:
