@@ -3,10 +3,15 @@ and the Dockerfile's apt layer for hashed, unhashed and mixed pins."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import http.server
 import os
 import subprocess
+import threading
+import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from distill_runs import deb, make_run_dir
@@ -204,3 +209,64 @@ def test_apt_fetch_takes_each_deb_from_the_first_source_that_has_it(tmp_path: Pa
         assert "synth: nowhere=1: no source has pool/nowhere/nowhere_1_amd64.deb" in (
             missing.stderr)
         assert f"not fetched from {s}/debian/pool/nowhere/" in missing.stderr
+
+
+class _SlowHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves a folder, each file after a pause, counting the requests in flight at once
+    and the connections they came on."""
+
+    lock = threading.Lock()
+    in_flight = 0
+    most = 0
+    clients: ClassVar[set[tuple[str, int]]] = set()
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        with cls.lock:
+            cls.in_flight += 1
+            cls.most = max(cls.most, cls.in_flight)
+            cls.clients.add(self.client_address[:2])
+        try:
+            time.sleep(0.3)
+            super().do_GET()
+        finally:
+            with cls.lock:
+                cls.in_flight -= 1
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.skipif(not Path("/usr/lib/apt/apt-helper").exists(), reason="no apt-helper here")
+def test_apt_fetch_fetches_a_sources_files_side_by_side(tmp_path: Path) -> None:
+    """apt fetches one host's files on one connection, one after the other: the script
+    deals them to several apt-helper calls at once, and every file still arrives whole."""
+    _SlowHandler.most, _SlowHandler.clients = 0, set()
+    debs = {f"pkg{i}": f"pkg{i} {'x' * (100 * i)}".encode() for i in range(6)}
+    for name, data in debs.items():
+        (tmp_path / "mirror" / "pool").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "mirror" / "pool" / f"{name}_1_amd64.deb").write_bytes(data)
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_SlowHandler, directory=str(tmp_path / "mirror")))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    m = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        script = tmp_path / "apt-fetch.sh"
+        script.write_text(_render(tmp_path / "run", {"gcc": deb("gcc", "4:12.2.0-3")})[
+            "apt-fetch.sh"])
+        lock = tmp_path / "apt.lock"
+        lock.write_text("# a lock\n" + "".join(
+            f"{n}=1 amd64 {hashlib.sha256(d).hexdigest()} {len(d)} {m} pool/{n}_1_amd64.deb\n"
+            for n, d in debs.items()))
+        done = subprocess.run(["sh", str(script), str(lock), str(tmp_path / "debs")],
+                              capture_output=True, text=True, timeout=120, check=False,
+                              env={k: v for k, v in os.environ.items()
+                                   if "proxy" not in k.lower()})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 0, done.stderr
+    got = {p.name: p.read_bytes() for p in (tmp_path / "debs").glob("*.deb")}
+    assert got == {f"{n}_1_amd64.deb": d for n, d in debs.items()}
+    assert _SlowHandler.most >= 2, "the files were fetched one after the other"
+    assert len(_SlowHandler.clients) >= 2

@@ -31,16 +31,31 @@ url_of() {
       printf '%s%s' "$(printf '%s' "$snapshot" | sed "s|{archive}|$archive|")" "$3" ;;
   esac
 }
-# Each source in turn fetches every file the ones before it did not, in one apt-helper
-# call (apt fetches them side by side); what it does not have goes on to the next.
+# Each source in turn fetches every file the ones before it did not, what it does not have
+# going on to the next. apt fetches one host's files one after the other on one connection:
+# the files are dealt, largest first, to a few apt-helper calls that run side by side (8 for
+# a mirror, 2 for snapshot.debian.org: one service that every reader shares).
 for src in $sources; do
   [ -s want ] || break
-  set --
+  case $src in snapshot) conns=2 ;; *) conns=8 ;; esac
+  rm -f part.*
+  n=0
+  sort -k3,3nr want > by-size
   while read -r pin arch size mirror file; do
-    set -- "$@" "$(url_of "$src" "$mirror" "$file")" "${file##*/}"
-  done < want
-  # shellcheck disable=SC2086
-  [ $# -eq 0 ] || /usr/lib/apt/apt-helper $opts download-file "$@" >/dev/null 2>&1 || true
+    printf '%s %s\n' "$(url_of "$src" "$mirror" "$file")" "${file##*/}" >> "part.$((n % conns))"
+    n=$((n + 1))
+  done < by-size
+  for part in part.*; do
+    [ -f "$part" ] || continue
+    (
+      set --
+      while read -r url name; do set -- "$@" "$url" "$name"; done < "$part"
+      # shellcheck disable=SC2086
+      /usr/lib/apt/apt-helper $opts download-file "$@" >/dev/null 2>&1 || true
+    ) &
+  done
+  wait
+  rm -f part.* by-size
   : > next
   while read -r pin arch size mirror file; do
     [ -f "${file##*/}" ] && continue
