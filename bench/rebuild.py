@@ -211,6 +211,11 @@ def bench(run_dir: Path, settings: Settings, only: Sequence[str] = ()) -> dict[s
                 "synth-pip": export_run(ExportOptions(
                     run_dir, out_dir=tmp / "pip", locker=_pip_locker),
                     settings, engine).artifact_dir}
+        # A fresh engine has the base under its own name only: publish it as the
+        # Dockerfile's FROM names it, as `synth verify --rebuild` does first.
+        from synth.engine.base_images import prepare_base
+        manifest = json.loads((arts["synth-uv"] / "manifest.json").read_text())
+        print("Base image: " + prepare_base(engine, manifest["base"], arts["synth-uv"]))
         lock_pins = sum(1 for line in (arts["synth-uv"] / "requirements.lock").read_text()
                         .splitlines() if "==" in line)
         builds: list[tuple[str, Any]] = []
