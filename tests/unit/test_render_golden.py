@@ -179,10 +179,20 @@ def test_dockerfile_shape(tmp_path: Path) -> None:
     assert "--mount=type=bind,source=wheelhouse,target=/synth/wheelhouse" in text
     assert "--require-hashes --no-deps" in text
     assert "MAX_JOBS=2 TORCH_CUDA_ARCH_LIST='8.0;9.0'" in text
-    order = [text.index(s) for s in ("FROM ", "apt-get install", "python3 -m venv",
-                                     "--require-hashes", "COPY source/", "-e /workspace",
-                                     "ENV ", "WORKDIR /workspace")]
+    # The venv and its lock in a stage of their own (synth.export.env_stage), then the
+    # image: apt, the venv copied from the stage, the source, the native build, ENV.
+    base = "FROM localhost/synth/python:bookworm"
+    order = [text.index(s) for s in (
+        f"{base} AS python-env", "python3 -m venv", "--require-hashes",
+        f"{base}\n", "apt-get install", "COPY --from=python-env",
+        "COPY source/", "-e /workspace", "ENV ", "WORKDIR /workspace")]
     assert order == sorted(order)
+    # Dockerfile.legacy: one stage, in the run's order.
+    legacy = (tmp_path / "out" / "Dockerfile.legacy").read_text()
+    order = [legacy.index(s) for s in ("FROM ", "apt-get install", "python3 -m venv",
+                                       "--require-hashes", "COPY source/", "-e /workspace",
+                                       "ENV ", "WORKDIR /workspace")]
+    assert order == sorted(order) and legacy.count("FROM ") == 1
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["wheelhouse_required"] is True
     assert manifest["wheel_files"] == ["torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"]
