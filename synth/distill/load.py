@@ -20,11 +20,13 @@ from synth.formats.state import (
     DebRecord,
     Distribution,
     Interpreter,
+    NoiseChange,
     PathChange,
     Provenance,
 )
 from synth.formats.store import CLAIMS, RunDir, is_file, sha256_file
 from synth.formats.task import load_task
+from synth.util.noise import noise_reason
 
 __all__ = [
     "AptState", "AuditRecord", "DebRecord", "Distribution", "Interpreter", "LoadedRun",
@@ -141,6 +143,18 @@ def _agent_records(run: RunDir) -> tuple[AuditRecord, ...]:
     return tuple(r for r in run.audit_commands() if r.phase != "synth")
 
 
+def renoise(changes: Sequence[PathChange], noise: Sequence[PathChange]
+            ) -> tuple[tuple[PathChange, ...], tuple[PathChange, ...]]:
+    """The run's changes and noise by today's rules (synth.util.noise): a run recorded
+    before a path became noise (``~/.local/state``) has it among its changes."""
+    moved = [NoiseChange(kind=c.kind, path=c.path, reason=reason) for c in changes
+             if (reason := noise_reason(c.path)) is not None]
+    if not moved:
+        return tuple(changes), tuple(noise)
+    kept = tuple(c for c in changes if noise_reason(c.path) is None)
+    return kept, tuple(sorted((*noise, *moved), key=lambda c: (c.path, c.kind)))
+
+
 def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:
     """Read ``run_dir``; raises :class:`InputFileError` naming the file that is wrong.
     ``with_task=False`` leaves the task file unread (``repo`` None): for readers such as
@@ -164,10 +178,11 @@ def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:
         ended=record.ended or record.started or None, base_rootfs=base.rootfs or (),
         base_repo_digests=repo_digests, base_labels=dict(base.labels),
     )
+    changes, noise = renoise(diff.changes, diff.noise)
     return LoadedRun(
         run_dir=run_dir, info=info, records=_agent_records(run), apt=run.apt_state(),
-        interpreters=python.interpreters, primary=python.primary, changes=diff.changes,
-        noise=diff.noise, persisted_env=env.persisted, env_sources=env.sources,
+        interpreters=python.interpreters, primary=python.primary, changes=changes,
+        noise=noise, persisted_env=env.persisted, env_sources=env.sources,
         claims_present=run.has(CLAIMS), claims_error=_claims_error(run),
         repo=_load_repo(info.task_file) if with_task else None,
         input_hashes=run.input_hashes(), provenance=run.provenance(),

@@ -166,10 +166,10 @@ def test_persisted_env_and_unexplained(tmp_path: Path) -> None:
     plan, report = plan_of(tmp_path, audit, env={"HF_HOME": "/data/hf"},
                    diff=[("C", "/opt"), ("A", "/opt/venv"), ("A", "/opt/venv/bin"),
                          ("A", "/data"), ("A", "/data/w.ckpt"), ("C", "/root"),
-                         ("C", "/root/.bashrc"), ("C", "/etc/hosts")])
+                         ("C", "/root/.bashrc"), ("C", "/etc/motd")])
     assert ("HF_HOME", "/data/hf") in plan.env
     assert decisions(report)["echo 'export HF_HOME=/data/hf' >> ~/.bashrc"][0] == "kept"
-    assert report.unexplained == ("A /data", "C /etc/hosts")
+    assert report.unexplained == ("A /data", "C /etc/motd")
 
 
 def test_ca_env_never_reaches_the_image(tmp_path: Path) -> None:
@@ -379,3 +379,22 @@ def test_a_folder_added_only_to_hold_noise_is_not_unexplained(tmp_path: Path) ->
         "/root/.local/state", "/root/.local/state/pdm", "/root/.local/state/pdm/log"]
     _plan, report = distill(load_run(run_dir))
     assert report.unexplained == ("A /data", "A /srv")
+
+
+def test_a_run_recorded_before_a_path_became_noise_is_read_by_todays_rules(
+        tmp_path: Path) -> None:
+    """The noise rules are applied again when the run is read: a run whose diff.json has
+    ~/.local/state among its changes (recorded before it was noise) exports as a new one."""
+    run_dir = make_run_dir(tmp_path, [cmd("pdm install")], diff=[
+        ("A", "/root/.local"), ("A", "/root/.local/state"),
+        ("A", "/root/.local/state/pdm/log"), ("A", "/data")])
+    recorded = json.loads((run_dir / "state" / "diff.json").read_text())
+    assert "/root/.local/state" in [c["path"] for c in recorded["changes"]]
+    run = load_run(run_dir)
+    assert sorted(c.path for c in run.changes) == ["/data", "/root/.local"]
+    assert [(c.path, c.reason) for c in run.noise if c.path.startswith("/root/.local")] == [
+        ("/root/.local/state", "tools' logs and state (XDG state home: pdm's, pipx's logs)"),
+        ("/root/.local/state/pdm/log",
+         "tools' logs and state (XDG state home: pdm's, pipx's logs)")]
+    _plan, report = distill(run)
+    assert report.unexplained == ("A /data",)

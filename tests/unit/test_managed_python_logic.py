@@ -113,8 +113,9 @@ def test_uv_s_links_to_its_interpreter_are_made_again_and_its_bookkeeping_explai
     hidden = load_run(_managed_run(tmp_path / "hidden", diff=(
         *UV_ADDED, ("A", f"{UV_DIR}/.temp/payload.so"), ("A", f"{UV_DIR}/.cache/x/y"))))
     _, report = distill(hidden, link_targets={LINK: KEY})
-    assert {f"A {UV_DIR}/.temp/payload.so", f"A {UV_DIR}/.cache/x/y"} <= set(
-        report.unexplained), report.unexplained
+    assert f"A {UV_DIR}/.temp/payload.so" in report.unexplained, report.unexplained
+    # A .cache folder is noise wherever it is, as the session classifies it.
+    assert f"{UV_DIR}/.cache/x/y" in {c.path for c in hidden.noise}
     assert f"A {UV_DIR}/.temp" not in report.unexplained
 
 
