@@ -48,11 +48,35 @@ def _made_from_base(env: PythonEnvPlan) -> bool:
             and _BASE_PYTHON.match(create[0]) is not None and env.uv_sync is None)
 
 
+def _names(items: Sequence[str], most: int = 3) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def one_stage_reason(plan: BuildPlan, locks: Sequence[Lock]) -> str | None:
+    """Why the environments follow the apt layer in one stage where there are both; None
+    where they get :data:`STAGE`, or where there is no apt layer or no environment."""
+    if not plan.apt.pins or not locks:
+        return None
+    if plan.apt.remove:
+        return f"apt removes {_names(plan.apt.remove)} from the base"
+    if touched := apt_touches_python(plan):
+        return f"apt installs {_names(touched)}, which a venv of the base's python3 can read"
+    if plan.pythons:
+        return "the environments run on a downloaded interpreter, unpacked first"
+    if plan.conda:
+        return "a conda prefix is recreated first"
+    for lk in locks:
+        if not _made_from_base(lk.env):
+            how = ("is installed by uv sync in the project" if lk.env.uv_sync is not None
+                   else "is not a venv the base's python3 -m venv makes")
+            return f"{lk.env.prefix} {how}"
+        if lk.build or lk.sdists:
+            what = _names(lk.sdists) if lk.sdists else "distributions"
+            return f"{lk.env.lock_file} builds {what} from source, with apt's compilers"
+    return None
+
+
 def separate_env_stage(plan: BuildPlan, locks: Sequence[Lock]) -> bool:
     """True where the environments are made in :data:`STAGE`, beside the apt layer."""
-    if not plan.apt.pins or plan.apt.remove or not locks or plan.pythons or plan.conda:
-        return False
-    if apt_touches_python(plan):
-        return False
-    return all(_made_from_base(lk.env) and not lk.build and not lk.sdists
-               and lk.conda_installer is None for lk in locks)
+    return bool(plan.apt.pins and locks) and one_stage_reason(plan, locks) is None

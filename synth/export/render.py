@@ -39,7 +39,7 @@ from synth.export.apt_source import AptSources, apt_sources
 from synth.export.build_lock import INSTALL_UV_SCRIPT, native_build_constraints
 from synth.export.bundle import BUILD_VENDOR, describe
 from synth.export.conda_lock import CONDA_INSTALL_SCRIPT, CONDA_INSTALLER_LOCK, conda_files
-from synth.export.env_stage import STAGE, separate_env_stage
+from synth.export.env_stage import STAGE, one_stage_reason, separate_env_stage
 from synth.export.lock import Lock, render_lock
 from synth.export.managed_python import INSTALL_MANAGED_PYTHON, managed_python_files
 from synth.export.metadata import Publication, default_publication, oci_labels
@@ -542,6 +542,7 @@ def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt:
         "conda_envs": {c.prefix: c for c in plan.conda},
         "env_stage": separate_env_stage(plan, locks),
         "env_stage_name": STAGE,
+        "one_stage_reason": one_stage_reason(plan, locks),
         "conda_installer": next((lk.conda_installer for lk in locks if lk.conda_installer),
                                 None),
         "ca_secret_mount": CA_MOUNT,

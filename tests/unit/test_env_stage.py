@@ -14,7 +14,12 @@ from msgspec.structs import replace
 
 from synth.distill.load import load_run
 from synth.distill.plan import distill
-from synth.export.env_stage import STAGE, apt_touches_python, separate_env_stage
+from synth.export.env_stage import (
+    STAGE,
+    apt_touches_python,
+    one_stage_reason,
+    separate_env_stage,
+)
 from synth.export.lock import Lock, LockedPin
 from synth.export.render import render_artifact
 from synth.formats.plan import AptPlan, BuildPlan, DistillReport
@@ -85,9 +90,14 @@ def test_apt_changing_the_interpreter_keeps_one_stage(tmp_path: Path, package: s
     locks = _locks(plan)
     assert apt_touches_python(plan) == [package]
     assert not separate_env_stage(plan, locks)
-    dockerfile, _ = _dockerfiles(plan, report, locks)
+    dockerfile, legacy = _dockerfiles(plan, report, locks)
     assert len(re.findall(r"^FROM ", dockerfile, re.M)) == 1
     assert "--from=" not in dockerfile
+    # The Dockerfile says why.
+    assert ("# The environments are made after the apt layer, not beside it in a stage of "
+            f"their own:\n# apt installs {package}, which a venv of the base's python3 can "
+            "read.\n\n# Python environment /opt/venv") in dockerfile
+    assert "not beside it" not in legacy
 
 
 @pytest.mark.parametrize("package", ["python3-dev", "python3.11-dev", "libpython3.11-dev",
@@ -101,15 +111,23 @@ def test_headers_and_the_shared_library_do_not_count(tmp_path: Path, package: st
 def test_what_keeps_one_stage(tmp_path: Path) -> None:
     plan, _ = _plan(tmp_path)
     locks = _locks(plan)
+    assert one_stage_reason(plan, locks) is None
     # A lock that builds from source wants apt's compilers.
     assert not separate_env_stage(plan, _locks(plan, sdists=("numpy",)))
+    assert one_stage_reason(plan, _locks(plan, sdists=("numpy",))) == (
+        "requirements.lock builds numpy from source, with apt's compilers")
     assert not separate_env_stage(plan, _locks(plan, build=(locks[0].pins[0],)))
-    # No apt layer to build beside; or apt removes a base package.
+    # No apt layer to build beside (nothing to say); or apt removes a base package.
     assert not separate_env_stage(replace(plan, apt=AptPlan()), locks)
-    assert not separate_env_stage(replace(plan, apt=replace(plan.apt, remove=("vim",))), locks)
+    assert one_stage_reason(replace(plan, apt=AptPlan()), locks) is None
+    removes = replace(plan, apt=replace(plan.apt, remove=("vim",)))
+    assert not separate_env_stage(removes, locks)
+    assert one_stage_reason(removes, locks) == "apt removes vim from the base"
     # An environment the Dockerfile does not make from the base's python3.
     other = replace(plan.envs[0], create=("/opt/other/bin/python", "-m", "venv", "/opt/venv"))
     assert not separate_env_stage(plan, [dataclasses.replace(locks[0], env=other)])
+    assert one_stage_reason(plan, [dataclasses.replace(locks[0], env=other)]) == (
+        "/opt/venv is not a venv the base's python3 -m venv makes")
     system = replace(plan.envs[0], create=())
     assert not separate_env_stage(plan, [dataclasses.replace(locks[0], env=system)])
 
