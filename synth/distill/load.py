@@ -147,12 +147,17 @@ def renoise(changes: Sequence[PathChange], noise: Sequence[PathChange]
             ) -> tuple[tuple[PathChange, ...], tuple[PathChange, ...]]:
     """The run's changes and noise by today's rules (synth.util.noise): a run recorded
     before a path became noise (``~/.local/state``) has it among its changes."""
-    moved = [NoiseChange(kind=c.kind, path=c.path, reason=reason) for c in changes
-             if (reason := noise_reason(c.path)) is not None]
+    kept: list[PathChange] = []
+    moved: list[PathChange] = []
+    for c in changes:
+        reason = noise_reason(c.path)
+        if reason is None:
+            kept.append(c)
+        else:
+            moved.append(NoiseChange(kind=c.kind, path=c.path, reason=reason))
     if not moved:
         return tuple(changes), tuple(noise)
-    kept = tuple(c for c in changes if noise_reason(c.path) is None)
-    return kept, tuple(sorted((*noise, *moved), key=lambda c: (c.path, c.kind)))
+    return tuple(kept), tuple(sorted((*noise, *moved), key=lambda c: (c.path, c.kind)))
 
 
 def load_run(run_dir: Path, *, with_task: bool = True) -> LoadedRun:
