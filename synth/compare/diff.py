@@ -341,6 +341,10 @@ def compare_fingerprint_sections(a: Side, b: Side) -> list[Section]:
     files += [Item(_item_kind(c.kind), c.key, c.a, c.b,
                    "; ".join(filter(None, ["not owned by any distribution", c.detail])))
               for c in cmp.unowned]
+    made = cmp.venv_made
+    venv_note = "the venv's own file" + (
+        f" (made by {made.a} vs {made.b})" if made and made.a != made.b else "")
+    files += [Item(_item_kind(c.kind), c.key, c.a, c.b, venv_note) for c in cmp.venv]
     files += [Item("changed", c.key, c.a, c.b, c.detail) for c in cmp.patched]
     files += [Item(_item_kind(c.kind), f"{a.fingerprint.workdir}/{c.key}", c.a, c.b,
                    "working directory file") for c in cmp.workspace]

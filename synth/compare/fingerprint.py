@@ -9,6 +9,8 @@ just those distributions' files, and the comparison names each file that differs
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ from synth.formats.fingerprint import (
     DistributionPrint,
     Fingerprint,
     NativeFile,
+    VenvFiles,
 )
 
 
@@ -74,6 +77,11 @@ class FingerprintComparison:
     native: tuple[Change, ...]
     unowned: tuple[Change, ...]
     dpkg: tuple[Change, ...]
+    #: The venv's own files outside its site directory (activation scripts, ``pyvenv.cfg``,
+    #: the interpreter's links), by absolute path; nothing where either side has no record.
+    venv: tuple[Change, ...] = ()
+    #: The venv's prefix and what made it on each side, where both are venvs.
+    venv_made: VenvMade | None = None
     #: Installed files that differ from their distribution's RECORD on one side and not on
     #: the other (kind "patched"), key "<distribution>: <path in site dir>".
     patched: tuple[Change, ...] = ()
@@ -112,14 +120,15 @@ class FingerprintComparison:
     def equal(self) -> bool:
         """Equal in everything the fingerprint sees except the informational sources."""
         return not (self.interpreter or self.packages or self.content or self.native
-                    or self.unowned or self.dpkg or self.patched or self.workspace
-                    or self.environment)
+                    or self.unowned or self.venv or self.dpkg or self.patched
+                    or self.workspace or self.environment)
 
     def sections(self) -> dict[str, tuple[Change, ...]]:
         return {
             "interpreter": self.interpreter, "packages": self.packages,
             "patched": self.patched, "content": self.content, "sources": self.sources,
-            "native": self.native, "unowned": self.unowned, "dpkg": self.dpkg,
+            "native": self.native, "unowned": self.unowned, "venv": self.venv,
+            "dpkg": self.dpkg,
             "workspace": self.workspace, "environment": self.environment,
         }
 
@@ -141,6 +150,16 @@ class FingerprintComparison:
             for name, changes in self.sections().items()
             for c in changes
         ]
+
+
+@dataclass(frozen=True)
+class VenvMade:
+    """A venv compared on two sides: its prefix, and what made it on each (``uv 0.13.9``,
+    ``virtualenv 20.29.1``, ``venv``)."""
+
+    prefix: str
+    a: str
+    b: str
 
 
 def _mapping_changes(a: Mapping[str, str], b: Mapping[str, str]) -> list[Change]:
@@ -179,15 +198,16 @@ def compare_fingerprints(a: Fingerprint, b: Fingerprint) -> FingerprintCompariso
     unowned = [Change(c.kind, c.key, _short(c.a), _short(c.b)) for c in unowned]
     dpkg = _mapping_changes(a.dpkg, b.dpkg) if a.dpkg is not None and b.dpkg is not None else []
     workspace, env = _workspace_and_environment(a, b)
+    venv, made = _venv_changes(a, b)
     by_path = {"packages": packages, "content": content, "patched": _patched(a, b),
-               "native": _native_changes(a, b), "unowned": unowned}
+               "native": _native_changes(a, b), "unowned": unowned, "venv": venv}
     owned = _dpkg_owned(a, b, by_path)
     sections = {name: tuple(_with_owner(name, c, owned) for c in changes)
                 for name, changes in by_path.items()}
     return FingerprintComparison(
         interpreter=tuple(interp), sources=tuple(sources), dpkg=tuple(dpkg),
         workspace=tuple(workspace), environment=tuple(env), dpkg_owned=owned,
-        workdir=b.workdir, **sections,
+        workdir=b.workdir, venv_made=made, **sections,
     )
 
 
@@ -358,6 +378,27 @@ def _workspace_and_environment(a: Fingerprint,
     return workspace, env
 
 
+def _venv_changes(a: Fingerprint, b: Fingerprint) -> tuple[list[Change], VenvMade | None]:
+    """The venv's own files that differ, by absolute path, and what made each side's venv;
+    nothing where either side is not a venv or did not record it."""
+    if a.venv is None or b.venv is None:
+        return [], None
+
+    def files(v: VenvFiles) -> dict[str, str]:
+        root = v.prefix.rstrip("/")
+        return {f"{root}/{rel}": digest for rel, digest in v.files.items()}
+
+    def cfg(v: VenvFiles) -> dict[str, str]:
+        return {f"{v.prefix.rstrip('/')}/pyvenv.cfg: {key}": value
+                for key, value in v.cfg.items()}
+
+    changes = _mapping_changes(cfg(a.venv), cfg(b.venv)) + [
+        Change(c.kind, c.key, _short(c.a), _short(c.b))
+        for c in _mapping_changes(files(a.venv), files(b.venv))]
+    return (sorted(changes, key=lambda c: c.key),
+            VenvMade(b.venv.prefix.rstrip("/"), a.venv.tool, b.venv.tool))
+
+
 def _native_in_workdir(rel: str, a: Fingerprint, b: Fingerprint) -> bool:
     """A working-directory file the ``native`` section compares already (by its code)."""
     return any(n.path == f"{fp.workdir.rstrip('/')}/{rel}" and n.where == "workdir"
@@ -421,16 +462,16 @@ _OBJECT_SUFFIXES = (".o", ".obj")
 
 def explain(section: str, change: Change,
             rebuilt_env: Mapping[str, str] | None = None,
-            owner: DpkgOwner | None = None, workdir: str = "/workspace") -> str | None:
+            owner: DpkgOwner | None = None, workdir: str = "/workspace",
+            venv_made: VenvMade | None = None) -> str | None:
     """Why a live (a) / rebuilt (b) difference is expected, or None when it is not (a failed
-    check). ``rebuilt_env``: the rebuilt image's environment, for the venv rule; ``owner``:
-    the Debian package that owns the path or distribution, for the dpkg rule; ``workdir``:
-    the working directory, for the build-byproduct rule of its native files.
+    check). ``rebuilt_env``: the rebuilt image's environment, for the activation rule;
+    ``owner``: the Debian package that owns the path or distribution, for the dpkg rule;
+    ``workdir``: the working directory, for the build-byproduct rule of its native files;
+    ``venv_made``: what made the venv on each side, for its own files.
 
     Every rule here is documented line by line in docs/verify.md ("Explained differences").
     """
-    import fnmatch
-
     if owner is not None and not owner.same_version:
         return (f"owned by the {owner.text}: apt's files, the package set is compared on "
                 "its own (dpkg section)")
@@ -438,6 +479,8 @@ def explain(section: str, change: Change,
         return _explain_metadata(change)
     if section == "environment":
         return _explain_env(change, rebuilt_env or {})
+    if section == "venv":
+        return _explain_venv(change, venv_made)
     if section == "sources":
         return "same files, recorded as installed by another installer or from another source"
     if section == "native" and change.kind == "debug-only":
@@ -479,6 +522,43 @@ def _explain_metadata(change: Change) -> str | None:
             "from a built wheel)")
 
 
+#: What a venv-making tool writes itself, relative to the venv (``python3.11`` and the like
+#: by :data:`_VENV_PYTHON`): its activation scripts, markers and the interpreter's links.
+_VENV_TOOL_FILES = ("bin/activate", "bin/activate.*", "bin/Activate.ps1", "bin/activate_this.py",
+                    "bin/deactivate.*", "bin/pydoc.bat", ".gitignore", "CACHEDIR.TAG", "lib64")
+_EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+_VENV_PYTHON = re.compile(r"bin/python(3(\.\d+)?)?w?")
+
+
+def _explain_venv(change: Change, made: VenvMade | None) -> str | None:
+    """A venv made by another tool on each side (the live run's ``uv venv`` or virtualenv,
+    the rebuild's ``python3 -m venv``) has that tool's activation scripts and
+    ``pyvenv.cfg``; ``pyvenv.cfg``'s ``command`` is the command line as typed, and the
+    interpreter's links name the python it was typed with."""
+    if made is None or not change.key.startswith(made.prefix + "/"):
+        return None
+    rel = change.key[len(made.prefix) + 1:]
+    if rel == ".lock" and change.kind in ("added", "removed") and (
+            change.a or change.b) == _EMPTY_SHA256[:12]:
+        return ("uv's lock of the environment while it installs (an empty `.lock` it leaves "
+                "in every venv it installs into): the rebuild installs the lock with uv")
+    if made.a != made.b and (rel.startswith("pyvenv.cfg: ") or _VENV_PYTHON.fullmatch(rel)
+                             or any(fnmatch.fnmatchcase(rel, p) for p in _VENV_TOOL_FILES)):
+        return (f"the venv was made by {made.a} in the run and by {made.b} in the rebuild: "
+                "its activation scripts, markers and pyvenv.cfg are the tool's own; the "
+                "interpreter and the packages are compared apart")
+    if rel == "pyvenv.cfg: command" and change.kind == "changed":
+        return ("the command line that made the venv, as it was typed (`python3` or "
+                "`python3.11`, a relative or absolute path); the interpreter, version and "
+                "settings it made are compared apart")
+    if _VENV_PYTHON.fullmatch(rel) and change.kind == "changed" and all(
+            (v or "").startswith("symlink:") for v in (change.a, change.b)):
+        return ("the interpreter's links name the python the venv was made with (`python3` "
+                "or `python3.11`, one link to the other): which interpreter it is "
+                "(pyvenv.cfg's home and executable, the interpreter section) is compared apart")
+    return None
+
+
 def _explain_env(change: Change, rebuilt_env: Mapping[str, str]) -> str | None:
     """The rebuilt image activates the primary environment, as verify does for the live
     image's probes: a venv (``ENV VIRTUAL_ENV``) or a conda prefix (``ENV CONDA_PREFIX``),
@@ -518,7 +598,7 @@ def differences(cmp: FingerprintComparison,
                 rebuilt_env: Mapping[str, str] | None = None) -> list[Difference]:
     """Every difference, each with its explanation or None (unexplained)."""
     return [Difference(name, c, explain(name, c, rebuilt_env, cmp.dpkg_owned.get((name, c.key)),
-                                        cmp.workdir))
+                                        cmp.workdir, cmp.venv_made))
             for name, changes in cmp.sections().items() for c in changes]
 
 

@@ -2,7 +2,8 @@
 
 The probe ``synth/pyramid/probes/fingerprint.py`` runs under the target's own Python (in a
 container or on a host) and prints the interpreter, glibc, every distribution with a digest
-of its files, unowned site files, native ``.so`` files and dpkg packages, with the Debian
+of its files, unowned site files, a venv's own files, native ``.so`` files and dpkg
+packages, with the Debian
 package owning each distribution and file (``dpkg -S``). :class:`Fingerprint` is that
 document, read; :mod:`synth.compare.fingerprint` compares two of them and
 :mod:`synth.engine.fingerprint` runs the probe.
@@ -111,6 +112,28 @@ class SiteFile:
 
 
 @dataclass(frozen=True)
+class VenvFiles:
+    """A venv's own files outside its site directory that no distribution owns
+    (``pyvenv.cfg``, activation scripts, the interpreter's links, anything put there)."""
+
+    prefix: str
+    #: What made it, from ``pyvenv.cfg``: ``uv 0.13.9``, ``virtualenv 20.29.1`` or ``venv``.
+    tool: str
+    #: Path relative to ``prefix`` -> sha256, or ``symlink:<target>`` (``pyvenv.cfg`` apart).
+    files: Mapping[str, str]
+    #: ``pyvenv.cfg``'s ``key = value`` lines.
+    cfg: Mapping[str, str] = field(default_factory=dict)
+    truncated: bool = False
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> VenvFiles:
+        return cls(prefix=str(d["prefix"]), tool=str(d["tool"]),
+                   files={str(k): str(v) for k, v in d["files"].items()},
+                   cfg={str(k): str(v) for k, v in (d.get("cfg") or {}).items()},
+                   truncated=bool(d.get("truncated")))
+
+
+@dataclass(frozen=True)
 class Fingerprint:
     format: int
     python_version: str
@@ -133,6 +156,8 @@ class Fingerprint:
     workspace_truncated: bool = False
     #: Environment variables the research code sees (volatile ones left out); None: unknown.
     environment: Mapping[str, str] | None = None
+    #: The interpreter's venv, where it is one; None too from a probe that did not look.
+    venv: VenvFiles | None = None
     #: Per-file digests of some distributions (canonical name -> path relative to its site
     #: dir -> digest), asked for after a comparison (:func:`name_content_files`); the
     #: comparison then names the files of a ``content`` change.
@@ -192,9 +217,11 @@ class Fingerprint:
                 workspace_truncated=bool((data.get("workspace") or {}).get("truncated")),
                 environment=(dict(data["environment"]) if isinstance(
                     data.get("environment"), Mapping) else None),
+                venv=(VenvFiles.from_json(data["venv"]) if isinstance(
+                    data.get("venv"), Mapping) else None),
                 raw=dict(data),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise VerifyError(f"Malformed fingerprint: {exc!r}.") from exc
 
     def to_json(self) -> dict[str, Any]:

@@ -126,6 +126,7 @@ class VerifyFingerprint(Part, frozen=True, omit_defaults=True):
     sources: FreeForm | None = None
     native: FreeForm | None = None
     unowned: FreeForm | None = None
+    venv: FreeForm | None = None
     dpkg: FreeForm | None = None
     workspace: FreeForm | None = None
     environment: FreeForm | None = None

@@ -304,7 +304,8 @@ def test_compare_packages_versions_sources() -> None:
     assert set(j) == {"equal", "packages_equal", "content_equal", "native_equal",
                       "native_code_equal", "interpreter", "patched", "workspace",
                       "environment",
-                      "packages", "content", "sources", "native", "unowned", "dpkg"}
+                      "packages", "content", "sources", "native", "unowned", "venv",
+                      "dpkg"}
     assert cmp.summary()[0] == "interpreter: changed python (3.11.2 -> 3.11.9)"
 
 

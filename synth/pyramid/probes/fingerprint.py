@@ -21,6 +21,11 @@ host. Image IDs never repeat between builds, so two environments are compared by
 - per distribution, every file whose content no longer matches the sha256 its RECORD lists
   (``modified``: patched after install, e.g. ``sed -i`` in site-packages) or that is gone
   (``missing_paths``);
+- a virtual environment's own files outside its site directory (``venv``): what made it
+  (``pyvenv.cfg``'s ``uv =`` / ``virtualenv =`` line, else Python's ``venv``), its
+  ``pyvenv.cfg`` by key, and the sha256 of each other file no distribution owns (activation
+  scripts, the interpreter's links, anything else put there); None for an interpreter that
+  is not a venv;
 - the working directory's tree (``workspace``): every file's sha256 (``.git`` included,
   ``__pycache__``/``*.pyc`` and Python environments inside it left out), and the
   environment variables the research code sees.
@@ -612,6 +617,62 @@ def scan_unowned(sites, owned, hashes, dpkg_owners):
     return out
 
 
+#: At most this many files of a venv's own are listed (``truncated`` says when cut).
+VENV_MAX_FILES = 5000
+
+
+def venv_config(prefix):
+    """``pyvenv.cfg``'s ``key = value`` lines, and what made the venv from its keys:
+    ``uv 0.13.9``, ``virtualenv 20.29.1`` (poetry, pipenv and hatch make theirs with
+    virtualenv) or ``venv`` (Python's own module)."""
+    keys = {}
+    for line in (read_text(os.path.join(prefix, "pyvenv.cfg")) or "").splitlines():
+        key, eq, value = line.partition("=")
+        if eq:
+            keys[key.strip()] = value.strip()
+    for tool in ("uv", "virtualenv"):
+        if tool in keys:
+            return keys, "%s %s" % (tool, keys[tool])
+    return keys, "venv"
+
+
+def scan_venv(sites, owners):
+    """The interpreter's venv (``sys.prefix`` with a ``pyvenv.cfg``): what made it, its
+    ``pyvenv.cfg`` by key, and every other file of it outside the site directories that no
+    distribution's RECORD lists, by path relative to the prefix; None when the interpreter
+    is not a venv's."""
+    prefix = sys.prefix
+    if prefix == getattr(sys, "base_prefix", prefix) or not os.path.isfile(
+            os.path.join(prefix, "pyvenv.cfg")):
+        return None
+    site_reals = set(os.path.realpath(s) for s in sites)
+    files = {}
+    truncated = False
+    for root, dirs, names in os.walk(prefix):
+        keep = []
+        for d in sorted(dirs):
+            path = os.path.join(root, d)
+            if os.path.islink(path):
+                names.append(d)  # a link to a folder (``lib64 -> lib``) is compared as one
+            elif d != "__pycache__" and os.path.realpath(path) not in site_reals:
+                keep.append(d)
+        dirs[:] = keep
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if path in owners or name.endswith((".pyc", ".pyo")) or (
+                    root == prefix and name == "pyvenv.cfg"):
+                continue
+            if len(files) >= VENV_MAX_FILES:
+                truncated = True
+                break
+            digest = file_digest(path)
+            if digest is not None:
+                files[os.path.relpath(path, prefix).replace(os.sep, "/")] = digest
+    cfg, tool = venv_config(prefix)
+    return {"prefix": prefix, "tool": tool, "cfg": cfg, "files": files,
+            "truncated": truncated}
+
+
 def scan_native(roots, where, seen, skip_dirs=()):
     out = []
     for base in roots:
@@ -759,6 +820,7 @@ def main(argv):
         native += scan_native([workdir], "workdir", seen, skip_dirs=(".git", "__pycache__"))
     dists.sort(key=lambda d: (d["name"], d["shadowed"], d["location"]))
     tree, cut = workspace_tree(workdir)
+    venv = scan_venv(sites, seen.owners)
     result = {
         "format": FORMAT,
         "python": {
@@ -776,6 +838,7 @@ def main(argv):
         "environment": code_environment(),
         "distributions": dists,
         "unowned": unowned,
+        "venv": venv,
         "native": sorted(native, key=lambda n: n["path"]),
         "dpkg": dpkg_packages(errors),
         "errors": errors,
