@@ -153,8 +153,15 @@ class ProcessSampler:
     def _again(self, s: Seen, now: float) -> None:
         """``s`` seen again. A process first seen as a shell or wrapper may have been
         caught between its fork and its exec (bash's child, still ``bash``, about to run
-        pip): its command line is read again, and a new one starts a new entry."""
+        pip): its command line is read again, and a new one starts a new entry. One first
+        read with no command line at all (caught inside its ``execve``, when the kernel
+        has none to show) is read again until it has one, which is then its own."""
         s.last = now
+        if not s.argv:
+            argv = _argv(s.pid)
+            if argv:
+                s.argv = argv
+            return
         if not _programs(s.argv[:1]) & WRAPPERS or len(self.done) >= MAX_PROCESSES:
             return
         argv = _argv(s.pid)

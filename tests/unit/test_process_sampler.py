@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from synth.record.processes import (
     ProcessSampler,
     Seen,
@@ -72,8 +74,6 @@ def test_the_sampler_sees_this_hosts_processes(tmp_path: Path) -> None:
     """A real sample: the cgroup of this test process lists a child started now."""
     sampler = ProcessSampler.for_pid(os.getpid())
     if not sampler.works:  # pragma: no cover - another cgroup layout
-        import pytest
-
         pytest.skip("this host's cgroup files cannot be read")
     child = subprocess.Popen(["sleep", "2"])
     try:
@@ -92,8 +92,6 @@ def test_a_shell_seen_before_its_exec_is_seen_again_after_it(tmp_path: Path) -> 
     program its command line is read again, so the installer it became is seen."""
     sampler = ProcessSampler.for_pid(os.getpid())
     if not sampler.works:  # pragma: no cover - another cgroup layout
-        import pytest
-
         pytest.skip("this host's cgroup files cannot be read")
     child = subprocess.Popen(["bash", "-c", "sleep 0.5; exec sleep 3"])
     try:
@@ -118,3 +116,25 @@ def test_the_process_log_masks_secrets_on_command_lines(tmp_path: Path) -> None:
     write_processes(tmp_path / "p.jsonl", seen, Masker(["sk-s3cret"]).mask)
     text = (tmp_path / "p.jsonl").read_text()
     assert "s3cret" not in text and '"--key=***"' in text
+
+
+def test_a_process_read_inside_its_exec_is_read_again_until_it_has_a_command_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """/proc/PID/cmdline is empty while the kernel runs a process's ``execve``: the sampler
+    saw a 22-second ``pip install`` as ``[]`` once and called its hook record forged. The
+    entry is read again, and the command line it then has is its own (one entry)."""
+    from synth.record import processes
+
+    procs = tmp_path / "cgroup.procs"
+    procs.write_text("42\n")
+    reads = iter([(), (), ("/opt/poetry/bin/python3", "/opt/poetry/bin/pip", "install", "x")])
+    monkeypatch.setattr(processes, "_argv", lambda _pid: next(reads))
+    monkeypatch.setattr(processes, "_ids", lambda _pid: (900, 8))
+    sampler = ProcessSampler(procs)
+    for now in (10.0, 10.5, 11.0):
+        sampler.sample(now)
+    (entry,) = sampler.stop()
+    assert entry.argv[1:3] == ("/opt/poetry/bin/pip", "install")
+    assert (entry.first, entry.last) == (10.0, 11.0)
+    assert unconfirmed_installers([_rec("/opt/poetry/bin/pip install x", 7, 10.2, 11.0)],
+                                  [SHELL, entry]) == []
