@@ -13,9 +13,12 @@ Several installs combine as the tools do: what an earlier install put in the env
 stays there (poetry keeps every locked package unless ``--sync``; pdm unless
 ``--clean-unselected``; pipenv never removes), so the groups are the union of theirs, a
 group left out only where every install left it out; poetry's extras are the last
-install's (it removes the extras an install does not name). None of these tools' ``add``,
-``remove``, ``update`` or ``run`` chooses another selection (where no install ran, the
-tool's defaults).
+install's (it removes the extras an install does not name). poetry's ``add``, ``remove``
+and ``update`` run its installer too, with every non-optional group (``update``: the groups
+its ``--with``/``--without``/``--only`` choose) and the project's extras and root left as
+they were: a group an earlier install left out is installed then. pdm's and pipenv's
+``add``/``remove``/``update`` and every tool's ``run`` choose nothing (where no install ran,
+the tool's defaults).
 """
 
 from __future__ import annotations
@@ -124,12 +127,36 @@ def reader_command(tool: str, commands: Iterable[Sequence[str]]) -> tuple[str, .
     for argv in commands:
         args = _tool_args(tool, argv)
         found = selection(tool, args)
+        if found is None and tool == "poetry":
+            found = _poetry_installer_run(args, chosen[-1] if chosen else ())
         if found is None:
             continue
         if _RESETS[tool].intersection(args) or (tool == "poetry" and args[0] == "sync"):
             chosen = []
         chosen.append(found)
     return (*reader, *combined(tool, chosen))
+
+
+#: poetry's verbs that run its installer after changing the lock (unless ``--lock``).
+_POETRY_INSTALLER_RUNS = frozenset({"add", "remove", "update"})
+#: Choices a poetry ``add``/``remove``/``update`` leaves as the last install made them.
+_KEPT = ("--extras", "--all-extras", "--no-root", "--only-root")
+
+
+def _poetry_installer_run(args: Sequence[str], last: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The selection of a poetry ``add``, ``remove`` or ``update`` that installs (no
+    ``--lock``, no ``--dry-run``): its groups (``add`` and ``remove``: every non-optional
+    one, whatever ``--group`` names, which says where the package goes; ``update``: as its
+    options choose) with the extras and root of the install before it (``last``)."""
+    if not args or args[0] not in _POETRY_INSTALLER_RUNS or {"--lock", "--dry-run"} & set(args):
+        return None
+    groups: tuple[str, ...] = ()
+    if args[0] == "update":
+        chosen = selection("poetry", ("install", *args[1:])) or ()
+        groups = tuple(w for item in _items("poetry", chosen)
+                       if item[0] in ("--with", "--without", "--only") for w in item)
+    return groups + tuple(w for item in _items("poetry", last) if item[0] in _KEPT
+                          for w in item)
 
 
 def combined(tool: str, selections: Sequence[tuple[str, ...]]) -> tuple[str, ...]:

@@ -51,7 +51,8 @@ def test_the_options_that_choose_what_an_install_installs(
 
 
 def test_the_last_install_chooses_and_add_or_run_keep_it() -> None:
-    """poetry removes the extras a later install does not name; add/run choose nothing."""
+    """poetry removes the extras a later install does not name; add keeps them, run
+    chooses nothing."""
     assert reader_command("poetry", [
         ("poetry", "install", "--extras", "ffi"), ("poetry", "add", "emcee"),
         ("/opt/poetry/bin/poetry", "run", "python", "-c", "1")]) == (
@@ -83,6 +84,18 @@ def test_the_last_install_chooses_and_add_or_run_keep_it() -> None:
     ("poetry", [("install", "--with", "docs"), ("install", "--sync", "--with", "test")],
      ("--with", "test")),  # --sync removed docs
     ("poetry", [("install", "--with", "docs"), ("sync",)], ()),
+    # add/remove/update run poetry's installer with every non-optional group (seen on
+    # nikdon/pyEntropy: `poetry add --group dev X` after `install --without dev` installed
+    # the dev group's 37 packages); the extras and root stay the last install's.
+    ("poetry", [("install", "--without", "dev"), ("add", "--group", "dev", "tabulate<0.10"),
+                ("remove", "--group", "dev", "tabulate")], ()),
+    ("poetry", [("install", "--without", "dev", "-E", "ffi", "--no-root"), ("add", "emcee")],
+     ("--extras", "ffi", "--no-root")),
+    ("poetry", [("install", "--without", "dev"), ("add", "--lock", "emcee"),
+                ("remove", "--dry-run", "x")], ("--without", "dev")),
+    ("poetry", [("install", "--without", "dev,docs", "-E", "x"),
+                ("update", "--without", "docs", "numpy")], ("--without", "docs", "--extras", "x")),
+    ("poetry", [("install", "--with", "docs"), ("update", "--sync")], ()),
     # pdm: a plain install selected every locked group; --prod holds only where all had it.
     ("pdm", [("install", "-G", "plot"), ("install",)], ()),
     ("pdm", [("install", "-G", "plot", "--prod"), ("install", "-G", "docs")],
