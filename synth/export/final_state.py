@@ -35,7 +35,7 @@ from synth.export.source_patch import (
 )
 from synth.formats import artifact_files
 from synth.formats.fingerprint import Fingerprint
-from synth.formats.plan import CarriedFile, DistillReport
+from synth.formats.plan import CarriedFile, DistillReport, PythonEnvPlan
 from synth.formats.store import RunDir
 from synth.record import tree
 from synth.util import safe_io
@@ -224,20 +224,37 @@ def read_project_locks(source: Path) -> ProjectLocks:
     return ProjectLocks(texts, unread)
 
 
+#: The tool whose environment each project lock file describes.
+_LOCK_TOOL = {"uv.lock": "uv", "poetry.lock": "poetry", "pdm.lock": "pdm",
+              "Pipfile.lock": "pipenv"}
+
+
 def project_lock_notes(found: ProjectLocks, plan: BuildPlan, workdir: str = "/workspace"
                        ) -> list[str]:
     """Where the project's own lock files disagree with the final state of the
-    environment they describe: one inside the working folder (a tool's ``.venv``), else
-    the primary one."""
+    environment they describe: the one its tool installed the project into (``uv sync``'s,
+    or the one poetry, pdm or pipenv installed, in the project's ``.venv`` or the tool's
+    own folder), else the working folder's ``.venv``, else one inside the working folder,
+    else the primary one. A venv the agent made with pip beside the tool's is not it."""
     if not plan.envs:
         return []
-    env = next((e for e in plan.envs if _under(e.prefix, workdir)), plan.envs[0])
     notes = [f"the project's {name} was not read: {why}" for name, why in found.unread.items()]
     for name, text in found.texts.items():
+        env = _described_env(plan, _LOCK_TOOL[name], workdir)
         note = project_locks.lock_note(name, text, env.prefix, env.pins)
         if note:
             notes.append(note)
     return notes
+
+
+def _described_env(plan: BuildPlan, tool: str, workdir: str) -> PythonEnvPlan:
+    envs = plan.envs
+    by_tool = [e for e in envs if (e.uv_sync is not None if tool == "uv" else
+                                   e.project_install is not None
+                                   and e.project_install.tool == tool)]
+    dot_venv = [e for e in envs if e.prefix == f"{workdir.rstrip('/')}/.venv"]
+    inside = [e for e in envs if _under(e.prefix, workdir)]
+    return (by_tool or dot_venv or inside or list(envs))[0]
 
 
 def project_lock_text(source: Path, name: str) -> str:

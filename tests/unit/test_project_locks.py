@@ -120,3 +120,28 @@ def test_export_compares_the_tools_environment_and_never_follows_a_link_out(
     (source / "uv.lock").symlink_to(secret)
     notes = project_lock_notes(read_project_locks(source), plan)  # type: ignore[arg-type]
     assert len(notes) == 1 and "was not read" in notes[0] and "leads out" in notes[0]
+
+
+def test_poetry_lock_is_compared_with_the_environment_poetry_installed(tmp_path: Path) -> None:
+    """A venv the agent made with pip inside the working folder is not poetry's (seen on
+    nikdon/pyEntropy: poetry.lock was compared with /workspace/venv, a pip false start,
+    and poetry's own environment in its cache folder was not compared)."""
+    from dataclasses import dataclass
+
+    from msgspec.structs import replace
+
+    from synth.formats.plan import ProjectInstall
+
+    @dataclass
+    class Plan:
+        envs: tuple[PythonEnvPlan, ...]
+
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "poetry.lock").write_text(POETRY_LOCK)
+    cache = "/root/.cache/pypoetry/virtualenvs/p-xS3fZVNL-py3.11"
+    poetrys = replace(_env(cache, (("six", "1.16.0"), ("tabulate", "0.9.0"))),
+                      project_install=ProjectInstall("poetry", "/workspace", ("poetry", "install")))
+    plan = Plan((poetrys, _env("/workspace/venv", (("six", "1.17.0"),))))
+    [note] = project_lock_notes(read_project_locks(source), plan)  # type: ignore[arg-type]
+    assert cache in note and "tabulate 0.9.0 is not in it" in note and "six" not in note
