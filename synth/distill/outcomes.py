@@ -7,14 +7,14 @@ union (a new step type that is not handled here is a type error).
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
-from synth.distill import conda
+from synth.distill import conda, uv_project
 from synth.distill.common import Notes, pkg_name, req_name, req_pin, satisfies
 from synth.distill.envs import Installs, interp_for
-from synth.distill.load import Distribution, LoadedRun
+from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.project_locks import TOOL_LOCKS
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import (
@@ -59,6 +59,8 @@ class DecideContext:
     #: pip command ref -> packages a later install in the same environment named again.
     reinstalled: Mapping[str, frozenset[str]]
     notes: Notes
+    #: pip command ref -> a later exact ``uv sync`` of its environment (:func:`resynced_later`).
+    resynced: Mapping[str, str] = field(default_factory=dict)
     #: prefix -> conda lock file of the conda prefixes the artifact recreates.
     conda_locks: Mapping[str, str] = field(default_factory=dict)
     #: The downloaded interpreters the artifact unpacks (synth.distill.managed_python).
@@ -87,6 +89,26 @@ class DecideContext:
             kept = self._kept[python] = (
                 f"{files[0] if files else 'requirements.lock'} (versions from the final state)")
         return kept
+
+
+def resynced_later(installs: Mapping[str, Installs],
+                   syncs: Iterable[tuple[SimpleCommand, ProjectTool]],
+                   interpreters: Iterable[Interpreter]) -> dict[str, str]:
+    """pip command ref -> a later exact ``uv sync`` (its text) of the uv project whose
+    environment the command installed into: that sync left the environment exactly as the
+    project's lock selects, so nothing the pip command installed stays as it made it."""
+    path_of = {i.prefix: i.path for i in interpreters}
+    out: dict[str, str] = {}
+    for c, p in syncs:
+        if p.tool != "uv" or not uv_project.syncs_exactly(c.argv):
+            continue
+        venv = dict(c.env).get("UV_PROJECT_ENVIRONMENT", ".venv")
+        venv = dict(c.assignments).get("UV_PROJECT_ENVIRONMENT", venv)
+        python = path_of.get(posixpath.normpath(posixpath.join(p.project, venv)))
+        for pc, _s in installs.get(python or "", []):
+            if (pc.seq, pc.index) < (c.seq, c.index):
+                out.setdefault(pc.ref, c.text)
+    return out
 
 
 def reinstalled_later(installs: Mapping[str, Installs]) -> dict[str, frozenset[str]]:
@@ -242,6 +264,11 @@ def _pip_install(c: SimpleCommand, s: PipInstall, ctx: DecideContext) -> Decisio
     found = [(n, p) for n, p in reqs if n in final]
     if not found:
         return "dropped", "undone: none of its packages is installed at the end"
+    sync = ctx.resynced.get(c.ref)
+    if sync is not None:
+        return "dropped", (f"replaced: a later `{sync}` made the environment exactly what the "
+                           "project's uv.lock selects ("
+                           + ", ".join(f"{n} {final[n].version}" for n, _p in found) + ")")
     later = ctx.reinstalled.get(c.ref, frozenset())
     replaced = [n for n, p in found
                 if (p is not None and not satisfies(final[n].version, p)) or n in later]

@@ -37,7 +37,7 @@ from synth.distill.final_env import DEFAULT_PATH, final_env
 from synth.distill.load import Interpreter, LoadedRun
 from synth.distill.managed_python import managed_base, managed_pythons
 from synth.distill.native import native_plan
-from synth.distill.outcomes import DecideContext, decide, reinstalled_later
+from synth.distill.outcomes import DecideContext, decide, reinstalled_later, resynced_later
 from synth.distill.provenance import risks, unaudited_changes
 from synth.distill.report import add_notes, unexplained
 from synth.distill.shell import simple_commands
@@ -157,6 +157,8 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
         run=run, kept_refs=frozenset(s.ref for s in native.steps), final_apt=final_apt,
         dists_of={i.path: {d.name: d for d in i.distributions} for i in run.interpreters},
         envs=env_plans, reinstalled=reinstalled_later(audited.installs), notes=notes,
+        resynced=resynced_later(audited.installs,
+                                ((c, p) for c, _x, p in ok.of(ProjectTool)), run.interpreters),
         conda_locks={p: c.lock_file for p, c in conda.items()}, pythons=pythons)
     outcomes = tuple(decide(c, x, s, ctx) for c, x, s in classified)
     apt = apt_plan(run)

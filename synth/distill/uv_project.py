@@ -130,7 +130,7 @@ def foreign_sources(text: str) -> list[str]:
     return sorted(out)
 
 
-def _exact(argv: Sequence[str]) -> bool:
+def syncs_exactly(argv: Sequence[str]) -> bool:
     """Whether a syncing ``uv`` command removes what its selection does not name: ``uv
     sync`` does (unless ``--inexact``); ``uv run``, ``add`` and ``remove`` only add (unless
     ``uv run --exact``)."""
@@ -148,7 +148,7 @@ def selections(project: str, commands: Iterable[tuple[str, Sequence[str]]]
         found = selection(argv)
         if found is None or not (cwd == project or cwd.startswith(project + "/")):
             continue
-        out = [found] if _exact(argv) else [*out, found]
+        out = [found] if syncs_exactly(argv) else [*out, found]
     return out
 
 

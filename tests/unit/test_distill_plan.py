@@ -398,3 +398,34 @@ def test_a_run_recorded_before_a_path_became_noise_is_read_by_todays_rules(
          "tools' logs and state (XDG state home: pdm's, pipx's logs)")]
     _plan, report = distill(run)
     assert report.unexplained == ("A /data",)
+
+
+@pytest.mark.parametrize(("sync", "replaced"), [
+    ("/opt/uv/bin/uv sync --frozen --extra scipy", True),
+    ("uv run --exact python fit.py", True),
+    ("uv sync --inexact", False),  # keeps what the pip command put there
+    ("cd /opt && uv sync", False),  # another project's environment
+])
+def test_a_pip_install_a_later_exact_uv_sync_undid_is_replaced(
+        tmp_path: Path, sync: str, replaced: bool) -> None:
+    """Seen on HIPS/autograd: ``uv pip install matplotlib`` (3.11.2), then ``uv sync
+    --frozen`` put back the lock's 3.11.0; the report called the install "kept"."""
+    site = "/workspace/.venv/lib/python3.11/site-packages"
+    audit = [cmd("uv pip install --python /workspace/.venv/bin/python matplotlib"), cmd(sync)]
+    py = [system_python(), venv("/workspace/.venv", [
+        dist("matplotlib", "3.11.0", installer="uv", location=site)])]
+    d = decisions(plan_of(tmp_path, audit, python=py)[1])
+    decision = d["uv pip install --python /workspace/.venv/bin/python matplotlib"]
+    if replaced:
+        assert decision == ("dropped", f"replaced: a later `{sync.split(' && ')[-1]}` made the "
+                            "environment exactly what the project's uv.lock selects "
+                            "(matplotlib 3.11.0)")
+    else:
+        assert decision[0] == "kept", decision
+    # The environment named relative to the project, as the agent typed it.
+    rel = [cmd("/opt/uv/bin/uv pip install --python .venv/bin/python matplotlib"), audit[1]]
+    d = decisions(plan_of(tmp_path / "relative", rel, python=py)[1])
+    assert d[rel[0]["command"]] == decision
+    # A sync before the install does not undo it.
+    d = decisions(plan_of(tmp_path / "before", [audit[1], audit[0]], python=py)[1])
+    assert d["uv pip install --python /workspace/.venv/bin/python matplotlib"][0] == "kept"
