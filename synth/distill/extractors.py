@@ -419,14 +419,44 @@ def _pip_install(cmd: SimpleCommand, tool: str, python: str | None, verb: str,
     )
 
 
+#: Options of ``uv venv`` that take a value (the word after them is not the folder).
+_UV_VENV_VALUED = frozenset({
+    "--prompt", "-p", "--python", "-i", "--index-url", "--extra-index-url", "-f",
+    "--find-links", "--index", "--default-index", "--index-strategy", "--keyring-provider",
+    "--link-mode", "--exclude-newer", "--cache-dir", "--allow-insecure-host", "--directory",
+    "--project", "--config-file", "--color"})
+#: ``uv venv`` options kept for the rebuild: what they do Python's ``venv`` does alike.
+_UV_VENV_KEPT = frozenset({"--seed", "--prompt", "--system-site-packages"})
+
+
+def _venv_words(args: Sequence[str], valued: frozenset[str]
+                ) -> tuple[list[tuple[str, ...]], list[str]]:
+    """A venv maker's options (each with its value, ``--prompt x``) and its positional
+    words."""
+    opts: list[tuple[str, ...]] = []
+    positional: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word in valued and i + 1 < len(args):
+            opts.append((word, args[i + 1]))
+            i += 1
+        elif word.startswith("-"):
+            opts.append((word,))
+        else:
+            positional.append(word)
+        i += 1
+    return opts, positional
+
+
 def extract_venv(cmd: SimpleCommand) -> Step | None:
     prog, args = _program(cmd)
     if _is_python(prog) and args[:2] == ("-m", "venv") and len(args) > 2:
-        _, positional = _split_opts(args[2:])
-        opts = tuple(a for a in args[2:] if a.startswith("-"))
+        words, positional = _venv_words(args[2:], frozenset({"--prompt"}))
         if positional:
             return VenvCreate(tool="venv", path=_abs(cmd, positional[-1]),
-                              python=_python_of(cmd, prog), options=opts)
+                              python=_python_of(cmd, prog),
+                              options=tuple(w for opt in words for w in opt))
     if _base(prog) == "virtualenv" or (_is_python(prog) and args[:2] == ("-m", "virtualenv")):
         rest = args[2:] if _is_python(prog) else args
         opts_l, positional = _split_opts(rest)
@@ -435,11 +465,11 @@ def extract_venv(cmd: SimpleCommand) -> Step | None:
             return VenvCreate(tool="virtualenv", path=_abs(cmd, positional[-1]),
                               python=python)
     if _base(prog) == "uv" and args[:1] == ("venv",):
-        opts_l, positional = _split_opts(args[1:])
-        python = next((v for k, v in opts_l if k in ("-p", "--python") and v), "python3")
+        words, positional = _venv_words(args[1:], _UV_VENV_VALUED)
+        python = next((o[1] for o in words if o[0] in ("-p", "--python")), "python3")
         path = _abs(cmd, positional[0]) if positional else _abs(cmd, ".venv")
-        return VenvCreate(tool="uv", path=path, python=python,
-                          options=tuple(a for a in args[1:] if a == "--seed"))
+        return VenvCreate(tool="uv", path=path, python=python, options=tuple(
+            w for opt in words if opt[0].partition("=")[0] in _UV_VENV_KEPT for w in opt))
     return None
 
 

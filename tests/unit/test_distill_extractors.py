@@ -128,6 +128,13 @@ def test_venvs() -> None:
                                                           python="python3")
     s = step("uv venv --python 3.11 .venv")
     assert isinstance(s, VenvCreate) and s.tool == "uv" and s.path == "/workspace/.venv"
+    # --prompt takes a value: the word after it is neither the folder nor dropped (the
+    # rebuild ran `python3 -m venv --prompt /opt/venv`, a venv with no folder).
+    assert step("python3 -m venv --prompt research --system-site-packages /opt/venv") == (
+        VenvCreate(tool="venv", path="/opt/venv", python="python3",
+                   options=("--prompt", "research", "--system-site-packages")))
+    assert step("uv venv --prompt mine -p 3.11 --seed --link-mode copy /opt/env") == VenvCreate(
+        tool="uv", path="/opt/env", python="3.11", options=("--prompt", "mine", "--seed"))
 
 
 def test_conda() -> None:
