@@ -11,8 +11,9 @@ from msgspec.structs import replace
 
 from synth.distill import uv_project
 from synth.distill.plan import BuildPlan, Classified
+from synth.distill.steps import VenvCreate
 from synth.export.lock import Lock
-from synth.formats.plan import DistillReport
+from synth.formats.plan import DistillReport, PythonEnvPlan
 
 
 def with_uv_sync(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock],
@@ -25,16 +26,35 @@ def with_uv_sync(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock],
     if uv_lock is None or plan.source.kind == "none":
         return plan, report, list(locks)
     commands = [(cmd.cwd, cmd.argv) for cmd, _x, _s in classified if cmd.succeeded]
+    creates = {s.path: s for cmd, _x, s in classified
+               if cmd.succeeded and isinstance(s, VenvCreate)}
     notes, out = [], []
     for lock in locks:
         sync, note = uv_project.choose(lock.env, plan.source.dest, uv_lock, commands,
                                        sdists=lock.sdists, bundle=bundle)
         if note:
             notes.append(note)
-        out.append(lock if sync is None else
-                   dataclasses.replace(lock, env=replace(lock.env, uv_sync=sync)))
+        if sync is None:
+            out.append(lock)
+            continue
+        env = lock.env
+        python = _made_by_uv(env, creates.get(env.prefix))
+        if python is not None:
+            sync, env = replace(sync, python=python), replace(env, create=())
+        out.append(dataclasses.replace(lock, env=replace(env, uv_sync=sync)))
     chosen = {lk.env.prefix: lk.env for lk in out}
     plan = replace(plan, envs=tuple(chosen.get(e.prefix, e) for e in plan.envs))
     if notes:
         report = replace(report, warnings=tuple(sorted({*report.warnings, *notes})))
     return plan, report, out
+
+
+def _made_by_uv(env: PythonEnvPlan, create: VenvCreate | None) -> str | None:
+    """The interpreter to give ``uv sync`` where uv made the environment in the run (a
+    sync or ``uv venv`` without options, no other tool's command) and the plan would make
+    it with ``venv --without-pip`` from that interpreter: uv makes it then, as it did."""
+    made = env.create
+    if (len(made) != 5 or made[1:] != ("-m", "venv", "--without-pip", env.prefix)
+            or (create is not None and (create.tool != "uv" or create.options))):
+        return None
+    return made[0]

@@ -77,6 +77,10 @@ class UvSync(PlanPart, frozen=True):
     #: What the audited command that synced it chose (``--extra``, ``--group``, ``--no-dev``
     #: …), in order.
     options: tuple[str, ...]
+    #: The interpreter ``uv sync`` makes the environment from (its ``--python``) where uv
+    #: made it in the run (no other tool's command created it): the sync creates it, with
+    #: uv's own activation scripts and ``pyvenv.cfg``; None where ``create`` makes it first.
+    python: str | None = None
 
 
 class ProjectInstall(PlanPart, frozen=True):

@@ -289,9 +289,13 @@ def test_the_dockerfile_syncs_the_project_from_its_lock_then_checks_it(tmp_path:
                                    ask_live=False), Settings.load(artifacts_dir=tmp_path),
                      NO_ENGINE).artifact_dir
     docker = (art / "Dockerfile").read_text()
+    # uv made the .venv in the run, so uv makes it here (its activation scripts, its
+    # pyvenv.cfg), from the base's python3: no venv step before, uv taken by python3.
     assert ("UV_PROJECT_ENVIRONMENT=/workspace/.venv /tmp/synth/uv/bin/uv sync --frozen "
             "--no-config --no-cache --no-python-downloads --no-install-project "
-            "--compile-bytecode --extra toml") in docker
+            "--compile-bytecode --python python3 --extra toml") in docker
+    assert "venv /workspace/.venv" not in docker
+    assert "python3 /tmp/synth/install-uv.py" in docker
     assert "--mount=type=bind,source=source/uv.lock,target=/tmp/synth/project/uv.lock" in docker
     assert "diff /tmp/synth/locked /tmp/synth/synced" in docker
     assert "-r /tmp/synth/requirements.lock" not in docker  # not installed a second way
@@ -301,7 +305,9 @@ def test_the_dockerfile_syncs_the_project_from_its_lock_then_checks_it(tmp_path:
     assert 'COPY ["source/uv.lock", "/tmp/synth/project/uv.lock"]' in legacy
     plan = json.loads((art / "plan.json").read_text())["plan"]
     env = next(e for e in plan["envs"] if e["prefix"] == "/workspace/.venv")
-    assert env["uv_sync"] == {"project": "/workspace", "options": ["--extra", "toml"]}
+    assert env["uv_sync"] == {"project": "/workspace", "options": ["--extra", "toml"],
+                              "python": "python3"}
+    assert env["create"] == []
     again = export_run(ExportOptions(run, out_dir=tmp_path / "again", locker=_uv_locker,
                                      ask_live=False), Settings.load(artifacts_dir=tmp_path),
                        NO_ENGINE).artifact_dir
@@ -309,6 +315,24 @@ def test_the_dockerfile_syncs_the_project_from_its_lock_then_checks_it(tmp_path:
     # The audited uv sync made the .venv: no warning that nothing did.
     warnings = json.loads((art / "export-report.json").read_text())["warnings"]
     assert not [w for w in warnings if "no audited command created" in w], warnings
+
+
+@pytest.mark.parametrize("made", ["python3 -m venv --without-pip /workspace/.venv",
+                                  "uv venv --prompt mine /workspace/.venv"])
+def test_a_venv_another_command_made_is_made_as_it_was_then_synced(
+        tmp_path: Path, made: str) -> None:
+    """uv sync fills a venv it finds: one that Python's venv, or uv venv with options
+    the sync does not have, made is made by that command again, then synced."""
+    run = _uv_project_run(tmp_path, f"{made} && uv sync --extra toml")
+    art = export_run(ExportOptions(run, out_dir=tmp_path / "out", locker=_uv_locker,
+                                   ask_live=False), Settings.load(artifacts_dir=tmp_path),
+                     NO_ENGINE).artifact_dir
+    docker = (art / "Dockerfile").read_text()
+    assert "RUN python3 -m venv --without-pip" in docker, docker
+    assert "--python python3" not in docker
+    assert "/workspace/.venv/bin/python /tmp/synth/install-uv.py" in docker
+    env = json.loads((art / "plan.json").read_text())["plan"]["envs"][0]
+    assert env["uv_sync"]["python"] is None and env["create"]
 
 
 def test_a_project_venv_uv_did_not_sync_is_installed_from_synths_lock(tmp_path: Path) -> None:
