@@ -171,7 +171,8 @@ def _hint(miss: Mapping[str, Any]) -> str:
         return f"its package is present, but importing it needs {other[1]} ({error})"
     source = miss.get("distribution_source") or "guess"
     if source == "guess":
-        return f"no known distribution (perhaps `{miss['distribution']}`, a guess)"
+        return (f"no distribution on record provides it (perhaps `{miss['distribution']}`: "
+                "the import's own name, a guess)")
     return f"install {miss['distribution']} ({source})"
 
 

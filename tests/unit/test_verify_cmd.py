@@ -160,7 +160,8 @@ def test_markdown_side_by_side_with_gap() -> None:
         "libGL.so.1: cannot open shared object file" in md
     assert "missing lib.io -> its package is present, but importing it needs h5py " \
         "(ModuleNotFoundError: No module named 'h5py')" in md
-    assert "missing pkg.sub -> no known distribution (perhaps `pkg`, a guess)" in md
+    assert ("missing pkg.sub -> no distribution on record provides it (perhaps `pkg`: the "
+            "import's own name, a guess)") in md
     assert "fidelity: the rebuilt image does NOT match the live image" in md
     assert md.count("FAILED") == 1
     assert "FAILED: the rebuilt target fails C0 (required up to C1)" in md
