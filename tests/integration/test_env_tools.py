@@ -59,8 +59,12 @@ def test_a_tool_made_environment_rebuilds_the_same(
     assert doc["fingerprint"]["packages_equal"] is True, doc["fingerprint"]["summary"]
     assert outcome.exit_code == 0
     dockerfile = (Path(doc["target"]["artifact_dir"]) / "Dockerfile").read_text()
-    if script == "uv-sync.sh":  # uv's .venv has no pip: venv must not add one
-        assert "--without-pip /workspace/.venv" in dockerfile
+    if script in ("uv-sync.sh", "uv-add.sh"):
+        # uv made the .venv (no pip): the sync makes it again, no venv step adds a pip, and
+        # the rebuilt venv is uv's (the fingerprint's venv section finds nothing to explain).
+        assert "venv /workspace/.venv" not in dockerfile and "--python python3" in dockerfile
+        venv_diffs = [d for d in doc["fingerprint"]["differences"] if d["section"] == "venv"]
+        assert all("made by uv" in (d["explained"] or "") for d in venv_diffs), venv_diffs
     # A uv project's .venv is installed as uv made it: from its own uv.lock, then checked
     # against synth's lock by the build itself.
     synced = "uv sync --frozen" in dockerfile
