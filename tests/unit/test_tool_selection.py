@@ -178,3 +178,14 @@ def test_the_readme_tells_a_reader_the_tool_s_command(tmp_path: Path) -> None:
             "`poetry install --extras ffi --extras plot`") in readme, readme
     assert ("The artifact installs `requirements.lock` instead: installing it needs no "
             "poetry") in readme
+    # The run's `poetry config virtualenvs.in-project true` is not in the artifact: the
+    # reader is told how poetry makes the project's .venv (seen on nikdon/pyEntropy).
+    assert ("poetry makes it in the project's `.venv`, where the code runs here, only when "
+            "told: set `POETRY_VIRTUALENVS_IN_PROJECT=true` for that command") in readme
+    cache = "/root/.cache/pypoetry/virtualenvs/lamatrix-xS3fZVNL-py3.11"
+    plan, report = _plan(tmp_path / "cache", ["poetry install"], prefix=cache)
+    locks = [Lock(env=e, pins=tuple(LockedPin(name=n, version=v, hashes=("ab" * 32,))
+                                    for n, v in e.pins), locker="uv", installer=uv)
+             for e in plan.envs]
+    readme = " ".join(render_artifact(plan, report, locks)["README.md"].split())
+    assert "`poetry install`" in readme and "POETRY_VIRTUALENVS_IN_PROJECT" not in readme
