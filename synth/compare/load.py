@@ -358,6 +358,9 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
     size, fp = _live_image_facts(live_image, loaded.primary, loader, warnings)
     exported = run_dir / "export" / "Dockerfile"
     dockerfile = (dockerfile_steps(_text(exported)) if os.path.lexists(exported) else None)
+    # The run's own export, where it has one: its locks, as its Dockerfile above.
+    locks = (lock_fields(run_dir / "export")
+             if os.path.lexists(run_dir / "export" / "manifest.json") else None)
     return Side(
         kind="run",
         label=f"{record.task.name}/{record.run_id}",
@@ -370,7 +373,7 @@ def load_run_side(run_dir: Path, loader: SideLoader) -> Side:
         interpreter=interpreter, distributions=dists, apt_added=apt_added,
         conda=run_conda(loaded),
         apt_all=dict(loaded.apt.final) or None, env=dict(loaded.persisted_env),
-        native_builds=native, dockerfile=dockerfile, pyramid=_load_pyramid(run_dir),
+        native_builds=native, dockerfile=dockerfile, locks=locks, pyramid=_load_pyramid(run_dir),
         image_size=size, fingerprint=fp, warnings=tuple(warnings),
         claims=claims_fields(RunDir(run_dir).claims()),
         provenance=None if report is None else provenance_fields(

@@ -203,6 +203,24 @@ def test_run_against_itself_is_equal(tmp_path: Path) -> None:
         assert statuses[name] == "unavailable", name
 
 
+def test_exported_runs_compare_the_locks_of_their_exports(tmp_path: Path) -> None:
+    """A run's locks are those of its export/, as its Dockerfile is (``synth diff RUN RUN``
+    said "no lock files" beside two exports holding them: seen on nikdon/pyEntropy)."""
+    a = make_run(tmp_path, "20261129-101500-aaaaaa")
+    b = make_run(tmp_path, "20261129-101600-bbbbbb")
+    for run, lock in ((a, LOCK), (b, LOCK.replace("2.1.0", "2.1.1"))):
+        (run / "export").mkdir()
+        (run / "export" / "manifest.json").write_text("{}")
+        (run / "export" / "requirements.lock").write_text(lock)
+    locks = diff(tmp_path, a, b).section("locks")
+    assert locks.status == "differ"
+    assert [(i.kind, i.key) for i in locks.items] == [
+        ("changed", "requirements.lock: numpy")]
+    for run in (a, b):  # not exports: nothing to compare
+        (run / "export" / "manifest.json").unlink()
+    assert diff(tmp_path, a, b).section("locks").status == "unavailable"
+
+
 def test_versions_added_removed_and_source(tmp_path: Path) -> None:
     a = make_run(tmp_path, "20261129-101500-aaaaaa", dists=[
         pydist("numpy", "1.26.4"), pydist("requests", "2.31.0"), pydist("fastops", "0.1.0")])
