@@ -4,13 +4,15 @@ how export reads them from source/ (never through a link out of it)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from synth.distill.project_locks import disagreements, lock_note, lock_pins
 from synth.export.final_state import project_lock_notes, read_project_locks
-from synth.formats.plan import PythonEnvPlan
+from synth.formats.plan import ProjectInstall, PythonEnvPlan
 
 UV_LOCK = """\
 version = 1
@@ -97,14 +99,15 @@ def _env(prefix: str, pins: tuple[tuple[str, str], ...]) -> PythonEnvPlan:
                          find_links=(), break_system_packages=False)
 
 
+@dataclass
+class Plan:
+    """The one part of a BuildPlan the lock check reads."""
+
+    envs: tuple[PythonEnvPlan, ...]
+
+
 def test_export_compares_the_tools_environment_and_never_follows_a_link_out(
         tmp_path: Path) -> None:
-    from dataclasses import dataclass
-
-    @dataclass
-    class Plan:
-        envs: tuple[PythonEnvPlan, ...]
-
     source = tmp_path / "source"
     source.mkdir()
     (source / "uv.lock").write_text(UV_LOCK)
@@ -126,16 +129,6 @@ def test_poetry_lock_is_compared_with_the_environment_poetry_installed(tmp_path:
     """A venv the agent made with pip inside the working folder is not poetry's (seen on
     nikdon/pyEntropy: poetry.lock was compared with /workspace/venv, a pip false start,
     and poetry's own environment in its cache folder was not compared)."""
-    from dataclasses import dataclass
-
-    from msgspec.structs import replace
-
-    from synth.formats.plan import ProjectInstall
-
-    @dataclass
-    class Plan:
-        envs: tuple[PythonEnvPlan, ...]
-
     source = tmp_path / "source"
     source.mkdir()
     (source / "poetry.lock").write_text(POETRY_LOCK)
