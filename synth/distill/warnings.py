@@ -6,6 +6,7 @@ install (the winner then depends on install order).
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -93,8 +94,18 @@ def second_interpreters(envs: Sequence[tuple[str, int]]) -> list[str]:
         return []
     primary = envs[0][0]
     return [f"packages went into a second interpreter: {python} ({pins} pinned) besides the "
-            f"primary {primary}; code run with {primary} does not see them"
+            f"primary {primary}; code run with {primary} does not see them" + _leave_out(python)
             for python, pins in envs[1:]]
+
+
+def _leave_out(python: str) -> str:
+    """How to leave out a second environment that is a tool's own (``/opt/uv``, poetry's):
+    the system interpreter's folder is no environment of the agent's to leave out."""
+    prefix = posixpath.dirname(posixpath.dirname(python))
+    if prefix in ("", "/", "/usr", "/usr/local"):
+        return ""
+    return (f" (the artifact makes it too; a tool's own environment the research code never "
+            f"runs with is left out with `synth export --without prefix:{prefix}`)")
 
 
 def pip_check(lines: Iterable[str]) -> list[str]:

@@ -267,6 +267,9 @@ def test_warnings_for_a_second_interpreter_pip_check_and_overlaps() -> None:
     assert warn.second_interpreters([("/opt/venv/bin/python", 3), ("/usr/bin/python3", 2)]) == [
         "packages went into a second interpreter: /usr/bin/python3 (2 pinned) besides the "
         "primary /opt/venv/bin/python; code run with /opt/venv/bin/python does not see them"]
+    # A tool's own venv beside the primary one: how to leave it out.
+    assert warn.second_interpreters([("/opt/venv/bin/python", 3), ("/opt/uv/bin/python", 3)])[
+        0].endswith("left out with `synth export --without prefix:/opt/uv`)")
     assert warn.pip_check(["a 1.0 has requirement b<2, but you have b 2.1."]) == [
         "pip check reports a conflict in the locked set: a 1.0 has requirement b<2, but you "
         "have b 2.1."]

@@ -62,7 +62,9 @@ def test_leaving_out_a_tools_own_environment_takes_all_of_it_and_never_the_prima
         env=tuple((n, "/opt/poetry/bin:" + v if n == "PATH" else v) for n, v in plan.env))
     second = ("packages went into a second interpreter: /opt/poetry/bin/python (1 pinned) "
               "besides the primary /opt/venv/bin/python; code run with /opt/venv/bin/python "
-              "does not see them")
+              "does not see them (the artifact makes it too; a tool's own environment the "
+              "research code never runs with is left out with `synth export --without "
+              "prefix:/opt/poetry`)")
     report = structs.replace(report, warnings=(*report.warnings, second))
     out, rep = leave_out(plan, report, [Part.parse("prefix:/opt/poetry/")])
     assert [e.prefix for e in out.envs] == ["/opt/venv"]
