@@ -10,13 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from synth.config import Settings
 from synth.engine.base import Engine
 from synth.errors import InputFileError, SynthError
-from synth.formats.store import VERIFY_DOCUMENT, VERIFY_FAILURE, read_verify, read_verify_failure
+from synth.formats.store import (
+    VERIFICATION,
+    VERIFY_DOCUMENT,
+    VERIFY_FAILURE,
+    ArtifactDir,
+    read_verify,
+    read_verify_failure,
+)
+from synth.formats.verification import VerificationRecord
 from synth.formats.verify import VerifyDocument, VerifyFailure
 from synth.record.rundir import describe_run, effective_status, find_run, list_runs, read_run
 
@@ -49,6 +58,28 @@ def latest_verify(run_dir: Path) -> VerifyDocument | None:
         return read_verify(path)
     except InputFileError:
         return None
+
+
+def later_verification(run_dir: Path) -> VerificationRecord | None:
+    """The run's export's ``verification.json`` where it is newer than the run's own verify
+    records (``<run>/verify/``): a ``synth verify RUN --rebuild -o DIR`` wrote its verify.json
+    elsewhere, and the run's export the record of that rebuild. None otherwise."""
+    try:
+        record = ArtifactDir(run_dir / "export").verification()
+    except (SynthError, OSError):
+        return None
+    if record is None:
+        return None
+    try:
+        when = datetime.strptime(record.date, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    own = [run_dir / "verify" / kind.rel for kind in (VERIFY_DOCUMENT, VERIFY_FAILURE)]
+    mtimes = [p.stat().st_mtime for p in own if p.is_file()]
+    # verify.json is written a moment after verification.json, by the same verify.
+    if mtimes and when.timestamp() <= max(mtimes) + 1:
+        return None
+    return record
 
 
 def latest_failure(run_dir: Path) -> VerifyFailure | None:
@@ -116,6 +147,13 @@ def view(run_dir: Path, size_of: SizeOf | None = None) -> dict[str, Any]:
         key, levels = verify_levels(doc)
         row["verify"] = {"report": key, "passed": doc.passed, "levels": levels,
                          "fidelity_failed": doc.fidelity_failed}
+    later = later_verification(run_dir)
+    if later is not None:  # a verify --rebuild -o elsewhere, after the run's own record
+        row["verify_failed"] = None
+        row["verify"] = {"report": "rebuilt", "passed": later.passed,
+                         "levels": dict(later.levels),
+                         "fidelity_failed": "differs" if later.fidelity is False else None,
+                         "from": f"export/{VERIFICATION.rel}"}
     refs = {"live": (run.get("live_image") or {}).get("ref"),
             "rebuilt": doc.build.image if doc is not None and doc.build else None}
     if size_of is not None:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from distill_runs import make_run_dir
@@ -96,6 +97,32 @@ def test_a_failed_verdict_shows_though_every_level_passed(tmp_path: Path) -> Non
     assert row["verify"]["fidelity_failed"] == "1 unexplained difference"
     empty = runs_view.view(make_run_dir(tmp_path, run_id="20261129-101900-ffffff"))
     assert "verify     -" in runs_view.show_lines(empty)
+
+def test_a_later_rebuild_recorded_in_the_export_is_the_latest_verdict(tmp_path: Path) -> None:
+    """``synth verify RUN --rebuild -o DIR`` writes its verify.json to DIR and the record of
+    that rebuild into the run's export: runs list showed the older FAILED of <run>/verify
+    after two passing verifies (seen on HIPS/autograd)."""
+    run_dir = make_run_dir(tmp_path, run_id="20261129-102000-abcdef")
+    write_verify(run_dir, 0)
+    own = run_dir / "verify" / "verify.json"
+    doc = json.loads(own.read_text())
+    doc.update(passed=False, fidelity_failed="23 unexplained differences")
+    own.write_text(json.dumps(doc))
+    at = datetime(2026, 12, 6, 10, 20, tzinfo=UTC).timestamp()
+    os.utime(own, (at, at))
+    (run_dir / "export").mkdir()
+    record = {"format": 1, "date": "2026-12-06T10:40:00Z", "synth_version": "0.1.0",
+              "passed": True, "levels": {"C0": "pass", "C1": "pass"}, "fidelity": True}
+    (run_dir / "export" / "verification.json").write_text(json.dumps(record))
+    row = runs_view.view(run_dir)
+    assert row["verify"]["from"] == "export/verification.json"
+    assert runs_view.list_line(row).endswith("verify[rebuilt] PASSED C0=pass C1=pass")
+    # The run's own record written after it (the same verify, or a later one) wins.
+    record["date"] = "2026-12-06T10:10:00Z"
+    (run_dir / "export" / "verification.json").write_text(json.dumps(record))
+    row = runs_view.view(run_dir)
+    assert "from" not in row["verify"] and "FAILED" in runs_view.list_line(row)
+
 
 def test_image_sizes_where_the_engine_answers(tmp_path: Path) -> None:
     good, _liar, _bad = make_runs(tmp_path)
