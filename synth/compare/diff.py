@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape as _markup_escape
 from rich.table import Table
 
-from synth.compare.fingerprint import compare_fingerprints
+from synth.compare.fingerprint import compare_fingerprints, explain_venv, files_text
 from synth.formats.fingerprint import Fingerprint
 from synth.formats.verify import Difference
 from synth.util.text import printable
@@ -336,15 +336,21 @@ def compare_fingerprint_sections(a: Side, b: Side) -> list[Section]:
     # Launcher scripts are written by the installer at install time (pip and uv write
     # different ones): named in the note, not counted as a difference of the files.
     scripts = sorted(f"{c.key} ({c.a} -> {c.b})" for c in cmp.content if c.kind == "scripts")
-    note = (f"launcher scripts differ, written by another installer, not counted: "
-            f"{', '.join(scripts)}" if scripts else None)
+    # A venv's own files its maker writes (activation scripts, markers, pyvenv.cfg; uv's
+    # empty .lock): named in the note, as verify explains them; anything else counts.
+    made = cmp.venv_made
+    tools = [c for c in cmp.venv if explain_venv(c, made)]
+    notes = ([f"launcher scripts differ, written by another installer, not counted: "
+              f"{', '.join(scripts)}"] if scripts else []) + (
+        [f"the venv's own files differ as its makers write them, not counted: "
+         f"{files_text(tools)}" + (f" (made by {made.a} vs {made.b})"
+                                   if made and made.a != made.b else "")] if tools else [])
+    note = "; ".join(notes) or None
     files += [Item(_item_kind(c.kind), c.key, c.a, c.b,
                    "; ".join(filter(None, ["not owned by any distribution", c.detail])))
               for c in cmp.unowned]
-    made = cmp.venv_made
-    venv_note = "the venv's own file" + (
-        f" (made by {made.a} vs {made.b})" if made and made.a != made.b else "")
-    files += [Item(_item_kind(c.kind), c.key, c.a, c.b, venv_note) for c in cmp.venv]
+    files += [Item(_item_kind(c.kind), c.key, c.a, c.b, "the venv's own file")
+              for c in cmp.venv if c not in tools]
     files += [Item("changed", c.key, c.a, c.b, c.detail) for c in cmp.patched]
     files += [Item(_item_kind(c.kind), f"{a.fingerprint.workdir}/{c.key}", c.a, c.b,
                    "working directory file") for c in cmp.workspace]

@@ -480,7 +480,7 @@ def explain(section: str, change: Change,
     if section == "environment":
         return _explain_env(change, rebuilt_env or {})
     if section == "venv":
-        return _explain_venv(change, venv_made)
+        return explain_venv(change, venv_made)
     if section == "sources":
         return "same files, recorded as installed by another installer or from another source"
     if section == "native" and change.kind == "debug-only":
@@ -523,14 +523,16 @@ def _explain_metadata(change: Change) -> str | None:
 
 
 #: What a venv-making tool writes itself, relative to the venv (``python3.11`` and the like
-#: by :data:`_VENV_PYTHON`): its activation scripts, markers and the interpreter's links.
+#: by :data:`_VENV_PYTHON`): its activation scripts, markers and the interpreter's links
+#: (``.project``: pipenv's record of the project folder its virtualenv belongs to).
 _VENV_TOOL_FILES = ("bin/activate", "bin/activate.*", "bin/Activate.ps1", "bin/activate_this.py",
-                    "bin/deactivate.*", "bin/pydoc.bat", ".gitignore", "CACHEDIR.TAG", "lib64")
+                    "bin/deactivate.*", "bin/pydoc.bat", ".gitignore", "CACHEDIR.TAG", "lib64",
+                    ".project")
 _EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 _VENV_PYTHON = re.compile(r"bin/python(3(\.\d+)?)?w?")
 
 
-def _explain_venv(change: Change, made: VenvMade | None) -> str | None:
+def explain_venv(change: Change, made: VenvMade | None) -> str | None:
     """A venv made by another tool on each side (the live run's ``uv venv`` or virtualenv,
     the rebuild's ``python3 -m venv``) has that tool's activation scripts and
     ``pyvenv.cfg``; ``pyvenv.cfg``'s ``command`` is the command line as typed, and the

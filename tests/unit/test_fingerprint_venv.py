@@ -148,3 +148,40 @@ def test_uvs_empty_lock_file_is_explained_and_only_when_empty(tmp_path: Path) ->
     assert unexplained(live, probe(prefix, tmp_path)) == []
     (prefix / ".lock").write_text("not uv's\n")
     assert unexplained(live, probe(prefix, tmp_path)) == [f"venv: added {prefix}/.lock"]
+
+
+def test_pipenvs_project_marker_is_the_tools_own(tmp_path: Path) -> None:
+    """pipenv writes ``.project`` (the project folder) into the virtualenv it makes: the
+    rebuild's ``python3 -m venv`` has none (seen on the env-tools pipenv transcript)."""
+    prefix = tmp_path / "v"
+    make_venv(prefix, "uv")  # another tool than the rebuild's venv
+    (prefix / ".project").write_text("/workspace")
+    live = probe(prefix, tmp_path)
+    make_venv(prefix)
+    assert unexplained(live, probe(prefix, tmp_path)) == []
+
+
+def test_synth_diff_counts_the_venv_files_its_makers_do_not_write(tmp_path: Path) -> None:
+    """``synth diff image:LIVE image:REBUILT`` lists what verify leaves unexplained and names
+    the rest in the section's note, as it does launcher scripts (uv's empty .lock made an
+    equal rebuild 'differ')."""
+    from synth.compare.diff import Side, compare_fingerprint_sections
+
+    prefix = tmp_path / "v"
+    make_venv(prefix)
+    live = probe(prefix, tmp_path)
+    (prefix / ".lock").write_bytes(b"")
+    rebuilt = probe(prefix, tmp_path)
+
+    def files(a: Fingerprint, b: Fingerprint) -> Any:
+        sides = [Side(kind="image", label=x, fingerprint=fp) for x, fp in (("a", a), ("b", b))]
+        return compare_fingerprint_sections(*sides)[1]
+
+    section = files(live, rebuilt)
+    assert section.status == "equal", section.to_json()
+    assert "the venv's own files differ as its makers write them, not counted: 1 file " \
+           f"differs: added {prefix}/.lock" in (section.note or "")
+    (prefix / "bin" / "mytool").write_text("#!/bin/sh\n")
+    section = files(live, probe(prefix, tmp_path))
+    assert section.status == "differ"
+    assert [(i.kind, i.key) for i in section.items] == [("added", f"{prefix}/bin/mytool")]
