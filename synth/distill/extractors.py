@@ -273,8 +273,10 @@ def _pip_python(cmd: SimpleCommand, value: str) -> str:
     return posixpath.join(_abs(cmd, value), "bin", "python")
 
 
-def _split_opts(args: tuple[str, ...]) -> tuple[list[tuple[str, str | None]], list[str]]:
-    """pip-style options (``--opt value`` / ``--opt=value``) and positional arguments."""
+def _split_opts(args: tuple[str, ...], valued: frozenset[str] | set[str] = _PIP_VALUE_OPTS
+                ) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """pip-style options (``--opt value`` / ``--opt=value``; ``valued``: the options that
+    take a value, pip's by default) and positional arguments."""
     opts: list[tuple[str, str | None]] = []
     positional: list[str] = []
     i = 0
@@ -283,10 +285,11 @@ def _split_opts(args: tuple[str, ...]) -> tuple[list[tuple[str, str | None]], li
         if a.startswith("--") and "=" in a:
             k, v = a.split("=", 1)
             opts.append((k, v))
-        elif a in _PIP_VALUE_OPTS and i + 1 < len(args):
+        elif a in valued and i + 1 < len(args):
             opts.append((a, args[i + 1]))
             i += 1
-        elif len(a) > 2 and a[:2] in ("-r", "-e", "-i", "-f", "-c") and not a.startswith("--"):
+        elif (len(a) > 2 and a[:2] in ("-r", "-e", "-i", "-f", "-c") and a[:2] in valued
+              and not a.startswith("--")):
             opts.append((a[:2], a[2:]))
         elif a.startswith("-"):
             opts.append((a, None))
@@ -429,34 +432,18 @@ _UV_VENV_VALUED = frozenset({
 _UV_VENV_KEPT = frozenset({"--seed", "--prompt", "--system-site-packages"})
 
 
-def _venv_words(args: Sequence[str], valued: frozenset[str]
-                ) -> tuple[list[tuple[str, ...]], list[str]]:
-    """A venv maker's options (each with its value, ``--prompt x``) and its positional
-    words."""
-    opts: list[tuple[str, ...]] = []
-    positional: list[str] = []
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word in valued and i + 1 < len(args):
-            opts.append((word, args[i + 1]))
-            i += 1
-        elif word.startswith("-"):
-            opts.append((word,))
-        else:
-            positional.append(word)
-        i += 1
-    return opts, positional
+def _words(opts: Sequence[tuple[str, str | None]]) -> tuple[str, ...]:
+    """:func:`_split_opts`'s options as command-line words again (``--prompt x``)."""
+    return tuple(w for k, v in opts for w in ((k,) if v is None else (k, v)))
 
 
 def extract_venv(cmd: SimpleCommand) -> Step | None:
     prog, args = _program(cmd)
     if _is_python(prog) and args[:2] == ("-m", "venv") and len(args) > 2:
-        words, positional = _venv_words(args[2:], frozenset({"--prompt"}))
+        opts, positional = _split_opts(args[2:], {"--prompt"})
         if positional:
             return VenvCreate(tool="venv", path=_abs(cmd, positional[-1]),
-                              python=_python_of(cmd, prog),
-                              options=tuple(w for opt in words for w in opt))
+                              python=_python_of(cmd, prog), options=_words(opts))
     if _base(prog) == "virtualenv" or (_is_python(prog) and args[:2] == ("-m", "virtualenv")):
         rest = args[2:] if _is_python(prog) else args
         opts_l, positional = _split_opts(rest)
@@ -465,11 +452,11 @@ def extract_venv(cmd: SimpleCommand) -> Step | None:
             return VenvCreate(tool="virtualenv", path=_abs(cmd, positional[-1]),
                               python=python)
     if _base(prog) == "uv" and args[:1] == ("venv",):
-        words, positional = _venv_words(args[1:], _UV_VENV_VALUED)
-        python = next((o[1] for o in words if o[0] in ("-p", "--python")), "python3")
+        opts, positional = _split_opts(args[1:], _UV_VENV_VALUED)
+        python = next((v for k, v in opts if k in ("-p", "--python") and v), "python3")
         path = _abs(cmd, positional[0]) if positional else _abs(cmd, ".venv")
-        return VenvCreate(tool="uv", path=path, python=python, options=tuple(
-            w for opt in words if opt[0].partition("=")[0] in _UV_VENV_KEPT for w in opt))
+        return VenvCreate(tool="uv", path=path, python=python,
+                          options=_words([(k, v) for k, v in opts if k in _UV_VENV_KEPT]))
     return None
 
 

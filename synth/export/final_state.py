@@ -225,8 +225,7 @@ def read_project_locks(source: Path) -> ProjectLocks:
 
 
 #: The tool whose environment each project lock file describes.
-_LOCK_TOOL = {"uv.lock": "uv", "poetry.lock": "poetry", "pdm.lock": "pdm",
-              "Pipfile.lock": "pipenv"}
+_LOCK_TOOL = {lock: tool for tool, lock in project_locks.TOOL_LOCKS.items()}
 
 
 def project_lock_notes(found: ProjectLocks, plan: BuildPlan, workdir: str = "/workspace"

@@ -54,7 +54,7 @@ def _made_by_uv(env: PythonEnvPlan, create: VenvCreate | None) -> str | None:
     sync or ``uv venv`` without options, no other tool's command) and the plan would make
     it with ``venv --without-pip`` from that interpreter: uv makes it then, as it did."""
     made = env.create
-    if (len(made) != 5 or made[1:] != ("-m", "venv", "--without-pip", env.prefix)
-            or (create is not None and (create.tool != "uv" or create.options))):
+    if made[1:] != ("-m", "venv", "--without-pip", env.prefix) or (
+            create is not None and (create.tool != "uv" or create.options)):
         return None
     return made[0]

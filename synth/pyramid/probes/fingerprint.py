@@ -668,6 +668,8 @@ def scan_venv(sites, owners):
             digest = file_digest(path)
             if digest is not None:
                 files[os.path.relpath(path, prefix).replace(os.sep, "/")] = digest
+        if truncated:
+            break
     cfg, tool = venv_config(prefix)
     return {"prefix": prefix, "tool": tool, "cfg": cfg, "files": files,
             "truncated": truncated}
