@@ -38,6 +38,11 @@ OutputCallback = Callable[[str, bytes], None]
 
 #: Exit status coreutils ``timeout`` uses; synth uses it for every timed-out command.
 TIMEOUT_EXIT = 124
+#: Output of one stream of one command kept in memory: its first bytes up to this, and its
+#: last :data:`EXEC_KEEP_TAIL` (where errors are). A command in a container is the agent's
+#: or reads what the agent wrote; however much it prints, the host keeps this much.
+EXEC_KEEP_BYTES = 64 << 20
+EXEC_KEEP_TAIL = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,8 @@ class ExecResult:
     stdout: str
     stderr: str
     timed_out: bool = False
+    #: A stream printed more than :data:`EXEC_KEEP_BYTES`: its middle was not kept.
+    truncated: bool = False
 
     @property
     def ok(self) -> bool:
@@ -55,6 +62,38 @@ class ExecResult:
     @property
     def output(self) -> str:
         return self.stdout + self.stderr
+
+
+class OutputSink:
+    """One stream of a command's output, kept up to ``keep`` bytes from its start and
+    ``tail`` from its end; what lies between is counted, not kept."""
+
+    def __init__(self, keep: int = EXEC_KEEP_BYTES, tail: int = EXEC_KEEP_TAIL) -> None:
+        self.keep, self.tail = keep, tail
+        self._head: list[bytes] = []
+        self._kept = 0
+        self._end = b""
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.keep - self._kept
+        if room > 0:
+            self._head.append(chunk[:room])
+            self._kept += min(room, len(chunk))
+            chunk = chunk[room:]
+        if chunk:
+            end = self._end + chunk
+            self.dropped += max(0, len(end) - self.tail)
+            self._end = end[-self.tail:]
+
+    @property
+    def truncated(self) -> bool:
+        return self.dropped > 0
+
+    def text(self) -> str:
+        middle = f"\n[synth: {self.dropped} bytes of output not kept]\n".encode() \
+            if self.dropped else b""
+        return (b"".join(self._head) + middle + self._end).decode("utf-8", "replace")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from synth.engine.base import (
     EngineContainer,
     ExecResult,
     OutputCallback,
+    OutputSink,
 )
 from synth.engine.build import BuildCli, BuildRequest, build_image, find_build_cli
 from synth.errors import (
@@ -488,15 +489,14 @@ class Container:
                 stderr=True,
             )["Id"]
             stream = api.exec_start(exec_id, stream=True, demux=True)
-            out: list[bytes] = []
-            err: list[bytes] = []
+            out, err = OutputSink(), OutputSink()
             for o, e in stream:
                 if o:
-                    out.append(o)
+                    out.add(o)
                     if on_output:
                         on_output("stdout", o)
                 if e:
-                    err.append(e)
+                    err.add(e)
                     if on_output:
                         on_output("stderr", e)
             code = api.exec_inspect(exec_id)["ExitCode"]
@@ -507,9 +507,10 @@ class Container:
         return ExecResult(
             argv=tuple(argv),
             exit_code=code,
-            stdout=b"".join(out).decode("utf-8", "replace"),
-            stderr=b"".join(err).decode("utf-8", "replace"),
+            stdout=out.text(),
+            stderr=err.text(),
             timed_out=timeout is not None and code in (TIMEOUT_EXIT, 137),
+            truncated=out.truncated or err.truncated,
         )
 
     def sh(self, script: str, **kwargs: Any) -> ExecResult:

@@ -15,9 +15,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from synth.engine.base import ContainerSpec, Engine, Runtime
+from synth.engine.base import EXEC_KEEP_BYTES, ContainerSpec, Engine, Runtime
 from synth.errors import SynthError, VerifyError
 from synth.formats.fingerprint import Fingerprint
+from synth.formats.limits import human
 
 #: The probe script, shipped next to the other probes (stdlib-only, Python >= 3.8).
 PROBE_PATH = Path(__file__).resolve().parent.parent / "pyramid" / "probes" / "fingerprint.py"
@@ -58,6 +59,12 @@ def _run_probe(runtime: Runtime, python: str, args: list[str]) -> dict[str, Any]
             f"The fingerprint probe failed under {python} in {runtime.description} "
             f"(exit {result.exit_code}): {result.stderr.strip()[-500:] or result.stdout[-500:]}",
             hint="Is the interpreter path right? The probe needs Python >= 3.8.",
+        )
+    if result.truncated:
+        raise VerifyError(
+            f"The fingerprint probe printed more than {human(EXEC_KEEP_BYTES)} in "
+            f"{runtime.description}, more than synth reads: a file list or pyvenv.cfg in "
+            "this environment is far larger than any environment's."
         )
     try:
         data = json.loads(result.stdout)

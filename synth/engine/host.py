@@ -13,7 +13,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from synth.engine.base import TIMEOUT_EXIT, ExecResult, OutputCallback
+from synth.engine.base import TIMEOUT_EXIT, ExecResult, OutputCallback, OutputSink
 from synth.errors import UsageError
 
 
@@ -46,12 +46,11 @@ class HostRuntime:
             list(argv), cwd=workdir, env=full_env,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )
-        out: list[bytes] = []
-        err: list[bytes] = []
+        out, err = OutputSink(), OutputSink()
 
-        def pump(stream: object, sink: list[bytes], name: str) -> None:
+        def pump(stream: object, sink: OutputSink, name: str) -> None:
             for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
-                sink.append(chunk)
+                sink.add(chunk)
                 if on_output:
                     on_output(name, chunk)
 
@@ -73,8 +72,8 @@ class HostRuntime:
             t.join()
         return ExecResult(
             argv=tuple(argv), exit_code=code, timed_out=timed_out,
-            stdout=b"".join(out).decode("utf-8", "replace"),
-            stderr=b"".join(err).decode("utf-8", "replace"),
+            stdout=out.text(), stderr=err.text(),
+            truncated=out.truncated or err.truncated,
         )
 
     def copy_in(self, src: Path, dest: str) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from synth.engine.base import Mount
 from synth.errors import DiskFullError, RunError, UsageError
+from synth.formats.limits import human
 from synth.formats.task import Task
 from synth.record.audit import Masker
 from synth.record.recorder import RecordingContainer
@@ -47,25 +48,46 @@ CONTAINER_AUDIT_FILE = CONTAINER_AUDIT_DIR + "/events.jsonl"
 CONTAINER_DOWNLOAD_CACHE = "/synth/cache"
 
 
+#: A line longer than this (a progress bar redrawn with ``\r``, a binary dump) is written
+#: in pieces of this size; only a secret's length is held back across a piece's end.
+LOG_LINE_BYTES = 1 << 20
+#: ``agent.log`` stops growing here; one line says how much was left out.
+LOG_MAX_BYTES = 1 << 30
+
+
 class AgentLog:
     """``logs/agent.log``: the agent's output, secrets masked, written line by line.
 
     A full file system ends the log, not the session: what was written stays, the rest is
-    dropped, and :attr:`full` holds the error the run records."""
+    dropped, and :attr:`full` holds the error the run records. However much the agent
+    prints, the log holds at most ``max_bytes`` and memory one line piece per stream."""
 
-    def __init__(self, path: Path, masker: Masker) -> None:
+    def __init__(self, path: Path, masker: Masker, *, max_bytes: int = LOG_MAX_BYTES,
+                 line_bytes: int = LOG_LINE_BYTES) -> None:
         self.masker = masker
         self.path = path
+        self.max_bytes, self.line_bytes = max_bytes, line_bytes
         # Unbuffered: a write that finds the disk full leaves nothing behind to fail again.
         self._fh = path.open("ab", buffering=0)
+        self._written = self._fh.tell()
         self._pending: dict[str, bytes] = {}
         self._lock = threading.Lock()
         #: Set when a write found the file system full; nothing is written after it.
         self.full: DiskFullError | None = None
+        #: Bytes of output not logged once the log reached ``max_bytes``.
+        self.left_out = 0
 
     def _put(self, data: bytes) -> None:
+        room = max(self.max_bytes - self._written, 0)
+        if len(data) > room:
+            self.left_out += len(data) - room
+            data = data[:room]
+        self._append(data)
+
+    def _append(self, data: bytes) -> None:
         if self.full is not None or not data:
             return
+        self._written += len(data)
         view = memoryview(data)
         try:
             while view:
@@ -80,12 +102,24 @@ class AgentLog:
         with self._lock:
             buf = self._pending.get(stream, b"") + data
             head, sep, tail = buf.rpartition(b"\n")
+            held = self._held_back()
+            if len(tail) > self.line_bytes + held:
+                # Masked whole, then cut: a secret that ends in later output begins in the
+                # bytes held back, which are masked again with what follows.
+                tail = self.masker.mask_bytes(tail)
+                cut = max(len(tail) - held, 0)
+                head, sep, tail = head + sep + tail[:cut], b"", tail[cut:]
             self._pending[stream] = tail
-            if not sep:
+            if not head and not sep:
                 return b""
             masked = self.masker.mask_bytes(head + sep)
             self._put(masked)
             return masked
+
+    def _held_back(self) -> int:
+        """Bytes of an unfinished line kept back when a piece of it is written."""
+        return max((len(v.encode("utf-8", "surrogateescape")) for v in self.masker.values),
+                   default=1) - 1
 
     def note(self, text: str) -> None:
         self.flush()
@@ -106,6 +140,9 @@ class AgentLog:
     def close(self) -> None:
         try:
             self.flush()
+            if self.left_out:
+                self._append(f"[synth: {self.left_out} more bytes of output not logged: "
+                             f"the log stops at {human(self.max_bytes)}]\n".encode())
         finally:
             self._fh.close()
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from synth.engine import ContainerSpec, DockerEngine, Mount
+from synth.engine.base import EXEC_KEEP_BYTES, EXEC_KEEP_TAIL
 from synth.errors import EngineError
 from synth.formats.store import RunDir
 
@@ -28,6 +29,23 @@ def test_exec_streams_output_and_returns_exit_code(engine: DockerEngine, base_im
         assert c.exec(["false"]).exit_code == 1
         env = c.exec(["sh", "-c", "echo $X:$PWD"], env={"X": "42"}, workdir="/tmp")
         assert env.stdout == "42:/tmp\n"
+
+
+def test_exec_keeps_a_bounded_part_of_a_flood_and_streams_all_of_it(
+        engine: DockerEngine, base_image: str) -> None:
+    seen = [0]
+
+    def count(_stream: str, data: bytes) -> None:
+        seen[0] += len(data)
+
+    with engine.container(ContainerSpec(image=base_image, network=False)) as c:
+        result = c.sh("head -c 200M /dev/zero | tr '\\0' a; echo end", on_output=count)
+    assert result.ok and result.truncated
+    assert seen[0] == (200 << 20) + 4  # every byte reached the stream's reader
+    assert EXEC_KEEP_BYTES < len(result.stdout) < EXEC_KEEP_BYTES + (1 << 20)
+    assert result.stdout.endswith("aaaa" + "end\n")
+    assert f"[synth: {(200 << 20) + 4 - EXEC_KEEP_BYTES - EXEC_KEEP_TAIL} bytes of output " \
+        "not kept]" in result.stdout
 
 
 def test_exec_timeout_kills_the_command(engine: DockerEngine, base_image: str) -> None:

@@ -16,8 +16,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +81,12 @@ cp /bin/true /usr/local/bin/rootme && chmod u+s /usr/local/bin/rootme
 setsid sh -c 'while :; do date +%s.%N >> /opt/daemon.txt; sleep 0.1; done' </dev/null \
 >/dev/null 2>&1 &
 {forged}
+head -c 600M /dev/zero
 {sleepers}
 """
+#: What the host may grow by while the agent prints 600 MB on one line (a bounded exec
+#: result and a log written in pieces); kept whole, it would take over 1.8 GB.
+FLOOD_HOST_GROWTH = 400 << 20
 
 
 def _task(root: Path) -> Task:
@@ -123,8 +129,35 @@ def hostile(engine: DockerEngine, world: dict[str, Any]) -> RunResult:
     script.write_text(HOSTILE.format(victim=world["victim"], sleepers=SLEEPERS, forge=FORGE,
                                      subprocess_install=SUBPROCESS_INSTALL,
                                      forged=FORGED.format()))
-    return _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
-                                          timeout=600))
+    with _peak_rss() as peak:
+        result = _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
+                                                timeout=600))
+    world["host_growth"] = peak[0]
+    return result
+
+
+@contextmanager
+def _peak_rss() -> Iterator[list[int]]:
+    """The most this process's resident memory grew over its size at the start, sampled
+    every 20 ms while the body runs."""
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def rss() -> int:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * page
+
+    start, peak, done = rss(), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.02):
+            peak[0] = max(peak[0], rss() - start)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        sampler.join()
 
 
 def _synth_records(result: RunResult) -> list[dict[str, Any]]:
@@ -150,6 +183,16 @@ def test_the_host_is_untouched(hostile: RunResult, world: dict[str, Any]) -> Non
     assert not (hostile.run_dir / "logs" / "hook").exists()
     assert oct(hostile.run_dir.stat().st_mode & 0o777) == "0o700"
     assert oct((hostile.run_dir / "logs" / "events.jsonl").stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_flood_of_output_leaves_host_memory_bounded_and_the_log_whole(
+        hostile: RunResult, world: dict[str, Any]) -> None:
+    assert world["host_growth"] < FLOOD_HOST_GROWTH, world["host_growth"]
+    log = hostile.run_dir / "logs" / "agent.log"
+    assert log.stat().st_size > 600 << 20  # the whole line, written in pieces
+    with log.open("rb") as fh:
+        fh.seek(-(2 << 20), os.SEEK_END)
+        assert b"\0" * (1 << 20) in fh.read()
 
 
 def test_tampering_is_found_and_marks_the_audit_unverified(hostile: RunResult) -> None:
