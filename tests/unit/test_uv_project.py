@@ -295,6 +295,7 @@ def test_the_dockerfile_syncs_the_project_from_its_lock_then_checks_it(tmp_path:
             "--no-config --no-cache --no-python-downloads --no-install-project "
             "--compile-bytecode --python python3 --extra toml") in docker
     assert "venv /workspace/.venv" not in docker
+    assert "# Python environment /workspace/.venv (venv made by uv sync, Python " in docker
     assert "python3 /tmp/synth/install-uv.py" in docker
     assert "--mount=type=bind,source=source/uv.lock,target=/tmp/synth/project/uv.lock" in docker
     assert "diff /tmp/synth/locked /tmp/synth/synced" in docker
@@ -329,6 +330,7 @@ def test_a_venv_another_command_made_is_made_as_it_was_then_synced(
                      NO_ENGINE).artifact_dir
     docker = (art / "Dockerfile").read_text()
     assert "RUN python3 -m venv --without-pip" in docker, docker
+    assert "/workspace/.venv (venv, Python " in docker
     assert "--python python3" not in docker
     assert "/workspace/.venv/bin/python /tmp/synth/install-uv.py" in docker
     env = json.loads((art / "plan.json").read_text())["plan"]["envs"][0]
