@@ -38,6 +38,7 @@ from synth.distill.steps import (
     ReadOnly,
     ShellState,
     Step,
+    ToolConfig,
     Unclassified,
     VenvCreate,
 )
@@ -476,6 +477,10 @@ def extract_conda(cmd: SimpleCommand) -> Step | None:
     if verb == "env":
         verb = f"env {words[1]}" if len(words) > 1 else "env"
         words = words[1:]
+    if verb == "config" and (written := [k for k, _v in opts if k in _CONDA_CONFIG_WRITE]):
+        key = next((v for k, v in opts if k in _CONDA_CONFIG_WRITE and v), None)
+        return ToolConfig(tool=tool, key=None if written[0] == "--stdin" else key or (
+            words[1] if len(words) > 1 else None))
     if verb in ("list", "info", "search", "env list", "--version", "help", "config"):
         return ReadOnly(program=f"{tool} {verb}")
     if verb in ("activate", "deactivate"):
@@ -512,9 +517,32 @@ def extract_project_tool(cmd: SimpleCommand) -> Step | None:
     words = list(args)
     while words and words[0].startswith("-"):
         words = words[2:] if words[0] in _UV_GLOBAL_VALUED else words[1:]
+    if words[:1] == ["config"] and tool in ("poetry", "pdm"):
+        return _project_tool_config(tool, words[1:])
     if not words or words[0] not in verbs:
         return None
     return ProjectTool(tool=tool, verb=words[0], project=cmd.cwd)
+
+
+#: The options of ``poetry config`` / ``pdm config`` that change a setting, and those that
+#: make it the project's own (its file in the project folder).
+_CONFIG_WRITE = frozenset({"--unset", "-d", "--delete", "--migrate"})
+_CONFIG_LOCAL = frozenset({"--local", "-l"})
+
+
+def _project_tool_config(tool: str, args: Sequence[str]) -> Step:
+    """``poetry config KEY VALUE`` / ``pdm config KEY VALUE`` (or ``--unset``/``-d KEY``)
+    write a setting; with no value (``--list``, a bare ``KEY``) they only read."""
+    keys = [a for a in args if not a.startswith("-")]
+    if len(keys) < 2 and not _CONFIG_WRITE.intersection(args):
+        return ReadOnly(program=f"{tool} config")
+    return ToolConfig(tool=tool, key=keys[0] if keys else None,
+                      local=bool(_CONFIG_LOCAL.intersection(args)))
+
+
+#: ``conda config`` options that change a setting (the rest show it).
+_CONDA_CONFIG_WRITE = frozenset({"--add", "--append", "--prepend", "--set", "--remove",
+                                 "--remove-key", "--stdin"})
 
 
 # --- native builds ------------------------------------------------------------------------
@@ -692,6 +720,8 @@ def extract_read_only(cmd: SimpleCommand) -> Step | None:
     inv = _pip_invocation(cmd)
     if inv is not None:
         words = [a for a in inv[2] if not a.startswith("-")]
+        if words[:1] == ["config"] and words[1:2] in (["set"], ["unset"], ["edit"]):
+            return ToolConfig(tool=inv[0], key=words[2] if len(words) > 2 else None)
         if not words or words[0] in _PIP_READ_ONLY or "--version" in inv[2][:1]:
             return ReadOnly(program=f"{inv[0]} {words[0] if words else '--version'}")
     if name == "uv" and args[:1] in (("--version",), ("version",)):

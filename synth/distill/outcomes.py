@@ -36,6 +36,7 @@ from synth.distill.steps import (
     ReadOnly,
     ShellState,
     Step,
+    ToolConfig,
     Unclassified,
     VenvCreate,
 )
@@ -188,6 +189,8 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
             return "dropped", _program_run(s)
         case ProjectTool():
             return "folded", _project_tool(s)
+        case ToolConfig():
+            return "dropped", _tool_config(s)
         case Unclassified() if ctx.pythons and (why := _python_install(c)):
             return "folded", why
         case Unclassified() if any(t == CONTAINER_CLAIMS for _op, t in c.redirects):
@@ -221,6 +224,16 @@ def _python_install(c: SimpleCommand) -> str | None:
         return ("the interpreter it built is substituted by python-build-standalone's build "
                 "of the same version, at the same path (managed-python.lock; see the warnings)")
     return None
+
+
+def _tool_config(s: ToolConfig) -> str:
+    setting = f"{s.tool}'s setting {s.key}" if s.key else f"{s.tool}'s configuration"
+    if s.local:
+        return (f"writes {setting} into the project's own configuration file, which travels "
+                "in source/ (the final /workspace); not replayed")
+    return (f"writes {setting}, which shaped the commands after it: what they made comes "
+            "from the final state; not replayed, and the tool's configuration file is not "
+            "carried (it can hold credentials)")
 
 
 def _project_tool(s: ProjectTool) -> str:

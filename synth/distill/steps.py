@@ -212,6 +212,23 @@ class ProjectTool(StepBase):
 
 @cheap_init
 @dataclass(frozen=True)
+class ToolConfig(StepBase):
+    """A setting written into a tool's own configuration (``poetry config
+    virtualenvs.in-project true``, ``pip config set``, ``conda config --add``, ``pdm
+    config``): it shapes the commands after it, whose result the final state holds; not
+    replayed, and the file is carried only where it is the project's (``--local``: in
+    source/), since a tool's configuration can hold credentials."""
+
+    kind: ClassVar[str] = "tool-config"
+    tool: str
+    #: The setting's name where the command names one (``virtualenvs.in-project``).
+    key: str | None
+    #: The setting is the project's own (``poetry config --local``): its file is in source/.
+    local: bool = False
+
+
+@cheap_init
+@dataclass(frozen=True)
 class Unclassified(StepBase):
     """A command no extractor recognises; reported, its effects show up as unexplained."""
 
@@ -238,5 +255,6 @@ Step: TypeAlias = (
     | ReadOnly
     | ProgramRun
     | ProjectTool
+    | ToolConfig
     | Unclassified
 )

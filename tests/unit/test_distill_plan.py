@@ -429,3 +429,33 @@ def test_a_pip_install_a_later_exact_uv_sync_undid_is_replaced(
     # A sync before the install does not undo it.
     d = decisions(plan_of(tmp_path / "before", [audit[1], audit[0]], python=py)[1])
     assert d["uv pip install --python /workspace/.venv/bin/python matplotlib"][0] == "kept"
+
+
+@pytest.mark.parametrize(("line", "decision", "says"), [
+    ("poetry config virtualenvs.in-project true", "dropped",
+     "writes poetry's setting virtualenvs.in-project, which shaped the commands after it"),
+    ("poetry config --local virtualenvs.create false", "dropped",
+     "writes poetry's setting virtualenvs.create into the project's own configuration file, "
+     "which travels in source/"),
+    ("poetry config --unset virtualenvs.in-project", "dropped",
+     "writes poetry's setting virtualenvs.in-project"),
+    ("pdm config -l python.use_venv true", "dropped", "writes pdm's setting python.use_venv "
+     "into the project's own"),
+    ("pip config set global.index-url https://u:p@mirror/simple", "dropped",
+     "writes pip's setting global.index-url, which"),
+    ("conda config --add channels conda-forge", "dropped", "writes conda's setting channels"),
+    ("conda config --set channel_priority strict", "dropped",
+     "writes conda's setting channel_priority"),
+    ("poetry config --list", "dropped", "read-only"),
+    ("poetry config virtualenvs.in-project", "dropped", "read-only"),
+    ("pip config list", "dropped", "read-only"),
+    ("conda config --show channels", "dropped", "read-only"),
+])
+def test_a_tool_s_configuration_is_named_as_such_and_never_carries_its_value(
+        tmp_path: Path, line: str, decision: str, says: str) -> None:
+    _plan, report = plan_of(tmp_path, [cmd(line)])
+    (outcome,) = report.outcomes
+    assert (outcome.decision, outcome.step) == (decision, "tool-config" if says != "read-only"
+                                                else "read-only")
+    assert outcome.reason.startswith(says), outcome.reason
+    assert "u:p@" not in outcome.reason and "strict" not in outcome.reason
