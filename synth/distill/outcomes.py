@@ -191,17 +191,21 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
             return "folded", _project_tool(s)
         case ToolConfig():
             return "dropped", _tool_config(s)
-        case Unclassified() if ctx.pythons and (why := _python_install(c)):
-            return "folded", why
-        case Unclassified() if any(t == CONTAINER_CLAIMS for _op, t in c.redirects):
-            return "dropped", ("the agent's claims: claims.json travels beside the artifact "
-                               "and C5 checks it; not replayed")
         case Unclassified():
-            return "dropped", ("unclassified, not replayed; what it changed comes from the "
-                               "final state (source.patch, carried files) or shows up as "
-                               "unexplained paths")
+            return _unclassified(c, ctx)
         case _:
             assert_never(s)
+
+
+def _unclassified(c: SimpleCommand, ctx: DecideContext) -> Decision:
+    if ctx.pythons and (why := _python_install(c)):
+        return "folded", why
+    if any(t == CONTAINER_CLAIMS for _op, t in c.redirects):
+        return "dropped", ("the agent's claims: claims.json travels beside the artifact "
+                           "and C5 checks it; not replayed")
+    return "dropped", ("unclassified, not replayed; what it changed comes from the "
+                       "final state (source.patch, carried files) or shows up as "
+                       "unexplained paths")
 
 
 def _program_run(s: ProgramRun) -> str:
