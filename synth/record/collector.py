@@ -35,6 +35,12 @@ MAX_RECORD_BYTES = 1024 * 1024
 #: Size cap of one strace log read back after the session.
 MAX_TRACE_BYTES = 256 * 1024 * 1024
 _READ_CHUNK = 4 * 1024 * 1024
+#: What the hook's folder (on the host's disk, writable by the agent) may take at once: the
+#: stream's budget, strace logs and room to spare. Past it the session is stopped.
+MAX_FOLDER_BYTES = 2 << 30
+#: Entries of the folder looked at per check; a folder with more is over its budget.
+MAX_FOLDER_ENTRIES = 100_000
+_BLOCK = 4096
 
 
 def read_regular(path: Path, max_bytes: int) -> bytes | None:
@@ -59,6 +65,24 @@ def read_regular(path: Path, max_bytes: int) -> bytes | None:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def folder_usage(folder: Path) -> int:
+    """The disk ``folder`` takes: each file's allocated blocks (a sparse file counts only
+    what it holds), a block per entry at least, links never followed. A folder of more than
+    :data:`MAX_FOLDER_ENTRIES` entries counts as more than :data:`MAX_FOLDER_BYTES`."""
+    used, seen = 0, 0
+    for root, dirs, files in os.walk(folder):
+        for name in (*dirs, *files):
+            seen += 1
+            if seen > MAX_FOLDER_ENTRIES:
+                return MAX_FOLDER_BYTES + 1
+            try:
+                st = os.lstat(Path(root, name))
+            except OSError:
+                continue
+            used += max(st.st_blocks * 512, _BLOCK)
+    return used
 
 
 def _describe_entry(path: Path) -> str:

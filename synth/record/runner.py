@@ -33,7 +33,7 @@ from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.engine.base_images import ensure_base_image
 from synth.errors import DiskFullError, EngineError, RunError, SynthError
 from synth.formats.claims import CONTAINER_CLAIMS
-from synth.formats.limits import Limits
+from synth.formats.limits import Limits, human
 from synth.formats.store import RunDir
 from synth.formats.task import Task
 from synth.record import claims as claims_mod
@@ -61,7 +61,12 @@ from synth.record.audit import (
     write_audit,
 )
 from synth.record.claims import ClaimsCheck
-from synth.record.collector import HookCollector, drain_folder
+from synth.record.collector import (
+    MAX_FOLDER_BYTES,
+    HookCollector,
+    drain_folder,
+    folder_usage,
+)
 from synth.record.lease import LEASE_DIR, Lease, lease_command
 from synth.record.processes import ProcessSampler, unconfirmed_installers, write_processes
 from synth.record.recorder import RecordingContainer
@@ -152,6 +157,8 @@ class _Session:
         self.commands: list[SynthCommand] = []
         self.cancelled = threading.Event()
         self.timed_out = threading.Event()
+        #: Why the session was stopped for what the agent put in the hook's folder.
+        self.folder_full: str | None = None
         self.container: Container | None = None
         self.watchdog: Watchdog | None = None
         self.sampler = ProcessSampler(None)
@@ -514,8 +521,12 @@ class _Session:
         and, for an exec agent, show each top-level ``bash -c`` as it starts."""
         top: set[str] = set()
         show = self.opts.agent.kind == "exec"
+        polls = 0
         while not self._stop_polling.wait(0.3):
             self.lease.renew()
+            polls += 1
+            if polls % 3 == 0 and self.folder_full is None:
+                self.check_audit_folder()
             try:
                 new = self.collector.poll()
             except DiskFullError as exc:
@@ -526,6 +537,23 @@ class _Session:
                 continue
             if show and new:
                 self._show(new, top)
+
+    def check_audit_folder(self) -> None:
+        """Stop the session when the agent has filled the hook's folder, which lies on the
+        host's disk under no quota, past :data:`MAX_FOLDER_BYTES`."""
+        folder = self.collector.source.parent
+        used = folder_usage(folder)
+        if used <= MAX_FOLDER_BYTES:
+            return
+        self.folder_full = (f"the agent wrote {human(used)} into the audit folder "
+                            f"{CONTAINER_AUDIT_DIR} (on the host's disk; at most "
+                            f"{human(MAX_FOLDER_BYTES)} is allowed there): the session was "
+                            "stopped")
+        self.collector.findings.append(self.folder_full)
+        self.say(f"error: {self.folder_full}")
+        self.cancelled.set()
+        if self.container is not None:
+            stop_agent(self.container)
 
     def _show(self, data: bytes, top: set[str]) -> None:
         for ev in parse_raw_events(data.decode("utf-8", "replace")).events:
@@ -657,6 +685,9 @@ class _Session:
         if self.timed_out.is_set():
             status = "timeout"
             self.say(f"Timeout: the agent ran longer than {self.opts.timeout:g} s and was killed")
+        if self.folder_full is not None:
+            status = "error"
+            self.record["error"] = self.folder_full
         return status
 
     def close(self, status: str) -> str:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from synth.record import collector
 from synth.record.audit import Masker, RawEvents, SynthCommand, audit_findings
-from synth.record.collector import HookCollector, drain_folder, read_regular
+from synth.record.collector import HookCollector, drain_folder, folder_usage, read_regular
 
 
 def _collector(tmp_path: Path) -> HookCollector:
@@ -153,3 +154,20 @@ def test_an_oversized_or_sparse_stream_costs_at_most_its_budget(
     assert any("over 65536 bytes" in f for f in c.findings)
     assert any("grew past" in f for f in c.findings)
     assert c.cut()["records"] == 2 and c.cut()["unread"] > (1 << 30) - (4 << 20)
+
+
+def test_the_folder_s_usage_counts_blocks_held_never_through_a_link(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "hook"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "data").write_bytes(b"x" * (3 << 20))
+    with (folder / "sparse").open("wb") as fh:
+        fh.truncate(1 << 40)  # a 1 TiB file that holds nothing
+    big = tmp_path / "outside"
+    big.write_bytes(b"y" * (8 << 20))
+    (folder / "link").symlink_to(big)
+    (folder / "dirlink").symlink_to(tmp_path, target_is_directory=True)
+    used = folder_usage(folder)
+    assert 3 << 20 <= used < 4 << 20
+    monkeypatch.setattr("synth.record.collector.MAX_FOLDER_ENTRIES", 3)
+    assert folder_usage(folder) > collector.MAX_FOLDER_BYTES
