@@ -39,10 +39,11 @@ OutputCallback = Callable[[str, bytes], None]
 #: Exit status coreutils ``timeout`` uses; synth uses it for every timed-out command.
 TIMEOUT_EXIT = 124
 #: Output of one stream of one command kept in memory: its first bytes up to this, and its
-#: last :data:`EXEC_KEEP_TAIL` (where errors are). A command in a container is the agent's
-#: or reads what the agent wrote; however much it prints, the host keeps this much.
+#: last :data:`EXEC_KEEP_TAIL` (where errors and a probe's answer are). A command in a
+#: container is the agent's or reads what the agent wrote; however much it prints, the
+#: host keeps this much.
 EXEC_KEEP_BYTES = 64 << 20
-EXEC_KEEP_TAIL = 64 << 10
+EXEC_KEEP_TAIL = 1 << 20
 
 
 @dataclass(frozen=True)
