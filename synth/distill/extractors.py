@@ -503,6 +503,26 @@ _PROJECT_VERBS = {
     "pdm": frozenset({"install", "sync", "lock", "add", "remove", "update", "run"}),
     "pipenv": frozenset({"install", "sync", "lock", "uninstall", "update", "run"}),
 }
+#: What only reads the project or its environment: a verb, or an option without a verb
+#: (``pipenv --venv``; ``pipenv --python 3.11`` makes a venv, ``--rm`` removes it).
+_TOOL_QUERIES = {
+    "uv": frozenset({"tree"}),
+    "poetry": frozenset({"show", "check", "about", "search", "--version", "env info",
+                         "env list"}),
+    "pdm": frozenset({"list", "info", "show", "search", "--version"}),
+    "pipenv": frozenset({"graph", "requirements", "verify", "check", "scripts", "--venv",
+                         "--where", "--py", "--envs", "--version", "--support"}),
+}
+
+
+def _tool_query(tool: str, args: Sequence[str], words: Sequence[str]) -> str | None:
+    """The query a project tool's command makes (``pipenv --venv``, ``poetry env info``),
+    None when it may change something."""
+    queries = _TOOL_QUERIES.get(tool, frozenset())
+    if words:
+        two = " ".join(words[:2])
+        return two if two in queries else words[0] if words[0] in queries else None
+    return next((a for a in args if a in queries), None)
 #: uv's global options that take a value (before its verb).
 _UV_GLOBAL_VALUED = frozenset({"--directory", "--project", "--cache-dir", "--config-file",
                                "--color", "-p", "--python", "--allow-insecure-host"})
@@ -519,9 +539,35 @@ def extract_project_tool(cmd: SimpleCommand) -> Step | None:
         words = words[2:] if words[0] in _UV_GLOBAL_VALUED else words[1:]
     if words[:1] == ["config"] and tool in ("poetry", "pdm"):
         return _project_tool_config(tool, words[1:])
+    if (query := _tool_query(tool, args, words)) is not None:
+        return ReadOnly(program=f"{tool} {query}")
     if not words or words[0] not in verbs:
         return None
-    return ProjectTool(tool=tool, verb=words[0], project=cmd.cwd)
+    return ProjectTool(tool=tool, verb=words[0], project=cmd.cwd,
+                       installer=_run_installer(words[1:]) if words[0] == "run" else None)
+
+
+#: Options of ``uv run`` / ``poetry run`` / ``pdm run`` that take a value.
+_RUN_VALUED = frozenset({"--with", "--with-editable", "--with-requirements", "--extra",
+                         "--group", "--only-group", "--python", "-p", "--directory",
+                         "--project", "--env-file", "--index", "--default-index", "-P"})
+_RUN_INSTALLERS = frozenset({"pip", "pip3", "easy_install", "setup.py"})
+
+
+def _run_installer(args: Sequence[str]) -> str | None:
+    """The installer a project tool's ``run`` runs (``pip`` for ``pipenv run pip install x``
+    or ``uv run python -m pip install x``), else None."""
+    words = list(args)
+    while words and words[0].startswith("-"):
+        words = words[2:] if words[0] in _RUN_VALUED else words[1:]
+    if not words:
+        return None
+    name = _base(words[0])
+    if _is_python(words[0]) and words[1:3] == ["-m", "pip"]:
+        return "pip"
+    if _is_python(words[0]) and words[1:2] and words[1].endswith("setup.py"):
+        return "setup.py"
+    return name if name in _RUN_INSTALLERS or _PIP.match(name) else None
 
 
 #: The options of ``poetry config`` / ``pdm config`` that change a setting, and those that

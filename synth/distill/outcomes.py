@@ -248,6 +248,9 @@ def _project_tool(s: ProjectTool) -> str:
                 " (with `uv sync --frozen` from the project's uv.lock where that gives the "
                 "final state; the warnings say where not)" if s.tool == "uv" else
                 f"; the project's {TOOL_LOCKS.get(s.tool, 'lock file')} travels in source/"))
+    if s.verb == "run" and s.installer:
+        return (f"runs {s.installer} in the project's environment: what it installed is "
+                "reproduced from the final state, locked and installed at the same path")
     return made + ("; the program it runs is a check, not a setup step" if s.verb == "run"
                    else "")
 

@@ -28,6 +28,7 @@ from packaging.utils import canonicalize_name
 
 from synth.distill.load import LoadedRun
 from synth.util.noise import noise_reason
+from synth.util.wrappers import unwrapped
 
 #: Variables that change which code runs, and how.
 CODE_LOADING_ENV: dict[str, str] = {
@@ -78,16 +79,21 @@ class _Windows:
 
 #: Programs whose run explains a new distribution / apt package.
 _PYTHON_INSTALLERS = frozenset({"pip", "pip3", "uv", "conda", "mamba", "micromamba", "poetry",
-                                "pdm", "pipx", "easy_install", "setup.py", "hatch", "flit",
-                                "venv", "virtualenv", "ensurepip"})
+                                "pdm", "pipenv", "pipx", "easy_install", "setup.py", "hatch",
+                                "flit", "venv", "virtualenv", "ensurepip"})
 _APT_INSTALLERS = frozenset({"apt", "apt-get", "aptitude", "dpkg", "gdebi"})
 
 
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
 def _programs(command: str) -> set[str]:
-    """Basenames of the program and of a ``-m module`` / script it runs (first words)."""
-    words = command.replace("=", " = ").split()
-    while words and "=" in words[:2] and words[1:2] == ["="]:
-        words = words[3:]  # leading VAR=value assignments
+    """Basenames of the program and of a ``-m module`` / script it runs (first words, after
+    ``X=1`` assignments and wrappers such as ``sudo``)."""
+    words = command.split()
+    while words and _ASSIGNMENT.match(words[0]):
+        words = words[1:]  # leading VAR=value assignments
+    words = list(unwrapped(words))  # sudo, env X=1, nice…
     if not words:
         return set()
     names = {posixpath.basename(words[0])}

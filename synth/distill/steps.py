@@ -208,6 +208,8 @@ class ProjectTool(StepBase):
     tool: str
     verb: str
     project: str
+    #: What ``run`` runs, where it is an installer (``pip``: ``pipenv run pip install x``).
+    installer: str | None = None
 
 
 @cheap_init

@@ -13,11 +13,25 @@ from collections.abc import Sequence
 WRAPPERS = frozenset({"sudo", "env", "time", "nohup", "nice", "command", "exec", "stdbuf"})
 
 
+#: The wrappers' options that take the next word as their value (``nice -n 5``).
+_VALUED = {
+    "sudo": frozenset({"-u", "--user", "-g", "--group", "-C", "--close-from", "-D",
+                       "--chdir", "-p", "--prompt", "-r", "--role", "-t", "--type", "-U",
+                       "--other-user", "-h", "--host"}),
+    "env": frozenset({"-u", "--unset", "-C", "--chdir"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "stdbuf": frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}),
+    "time": frozenset({"-f", "--format", "-o", "--output"}),
+}
+
+
 def unwrapped(words: Sequence[str]) -> Sequence[str]:
-    """``words`` without the leading wrappers, their options and their ``X=1`` words."""
-    while words and posixpath.basename(words[0]) in WRAPPERS:
+    """``words`` without the leading wrappers, their options (with their values) and their
+    ``X=1`` words."""
+    while words and (name := posixpath.basename(words[0])) in WRAPPERS:
+        valued = _VALUED.get(name, frozenset())
         words = words[1:]
         while words and (words[0].startswith("-") or ("=" in words[0] and not
                                                        words[0].startswith("/"))):
-            words = words[1:]
+            words = words[2:] if words[0] in valued else words[1:]
     return words

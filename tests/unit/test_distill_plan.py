@@ -459,3 +459,41 @@ def test_a_tool_s_configuration_is_named_as_such_and_never_carries_its_value(
                                                 else "read-only")
     assert outcome.reason.startswith(says), outcome.reason
     assert "u:p@" not in outcome.reason and "strict" not in outcome.reason
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    ("pipenv run pip install tabulate", "runs pip in the project's environment: what it "
+     "installed is reproduced from the final state"),
+    ("poetry run python -m pip install ./localpkg", "runs pip in the project's environment"),
+    ("uv run --with rich --extra yaml pip3 install six", "runs pip3 in the project's "
+     "environment"),
+    ("pipenv run python setup.py develop", "runs setup.py in the project's environment"),
+    ("pipenv run python main.py", "the environment it made or synced is reproduced from the "
+     "final state"),
+])
+def test_a_project_tool_s_run_of_an_installer_is_named_as_an_install(
+        tmp_path: Path, line: str, says: str) -> None:
+    """Seen on a real pipenv project: `pipenv run pip install tabulate` was said to run 'a
+    check, not a setup step'."""
+    _plan, report = plan_of(tmp_path, [cmd(line)])
+    (outcome,) = report.outcomes
+    assert (outcome.decision, outcome.step) == ("folded", "project-tool")
+    assert outcome.reason.startswith(says), outcome.reason
+    assert ("a check, not a setup step" in outcome.reason) == line.endswith("main.py")
+
+
+@pytest.mark.parametrize("line", ["pipenv --venv", "pipenv graph", "poetry env info --path",
+                                  "poetry show --tree", "pdm list", "uv tree"])
+def test_a_project_tool_s_queries_are_read_only(tmp_path: Path, line: str) -> None:
+    _plan, report = plan_of(tmp_path, [cmd(line)])
+    (outcome,) = report.outcomes
+    assert (outcome.extractor, outcome.step, outcome.reason) == (
+        "project-tool", "read-only", "read-only"), outcome
+
+
+@pytest.mark.parametrize("line", ["pipenv --python 3.11", "pipenv --rm", "poetry env use 3.11",
+                                  "poetry version patch"])
+def test_a_project_tool_s_command_that_may_change_something_is_not_read_only(
+        tmp_path: Path, line: str) -> None:
+    _plan, report = plan_of(tmp_path, [cmd(line)])
+    assert report.outcomes[0].step != "read-only"

@@ -181,3 +181,30 @@ def test_the_code_loading_probe_takes_a_conda_packages_pth_as_owned(tmp_path: Pa
     assert probed()["owner"] == "python (conda)" and probed()["matches_record"] is True
     pth.write_text("import os; import evil\n")
     assert probed()["owner"] == "python (conda)" and probed()["matches_record"] is False
+
+
+def test_pipenv_and_wrapped_installers_explain_what_they_installed(tmp_path: Path) -> None:
+    """Seen on a real pipenv project: every distribution `pipenv sync` installed was listed
+    as changed while no installer ran. Installers behind assignments, wrappers such as
+    ``sudo`` and ``<tool> run`` count too."""
+    lines = ["PIPENV_VENV_IN_PROJECT=1 /opt/pipenv/bin/pipenv sync",
+             "sudo -u root -H /opt/venv/bin/pip install attrs",
+             "pipenv run pip install tabulate",
+             "env PIP_NO_CACHE_DIR=1 nice -n 5 pip3 install idna"]
+    run_dir = make_run_dir(
+        tmp_path, [cmd(line, hooks=[(line, 0)]) for line in lines],
+        python=[system_python(), venv(dists=[dist(n, "1.0") for n in
+                                             ("six", "attrs", "tabulate", "idna", "evil")])])
+    audit = run_dir / "audit.jsonl"  # the session's start, as synth records it
+    audit.write_text(audit.read_text() + json.dumps(
+        {"type": "command", "source": "synth", "session": "s", "seq": 99, "command": "true",
+         "cwd": "/workspace", "start": T0, "end": T0 + 1, "exit": 0, "phase": "agent",
+         "pipestatus": [0], "argv": ["true"], "timed_out": False}) + "\n")
+    (run_dir / "state" / "provenance.json").write_text(json.dumps(
+        {"format": 1, "file_times": {}, "apt_times": {}, "setuid": [],
+         "dist_times": {"/opt/venv/bin/python": {
+             "six": T0 + 0.3, "attrs": T0 + 2.3, "tabulate": T0 + 4.3, "idna": T0 + 6.3,
+             "evil": T0 + 9.0}}}))
+    found = unaudited_changes(load_run(run_dir))
+    assert [f.split(" (")[0] for f in found] == [
+        "distribution evil 1.0 in /opt/venv/bin/python"], found
