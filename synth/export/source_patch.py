@@ -391,13 +391,20 @@ def _write_tree(git: _Git, root: Path, base: str | None) -> str:
     """The tree object of ``root`` in ``git``'s repository, built by synth (blob by blob,
     no attributes or filters), with the nested repositories as gitlinks."""
     base_links: dict[str, str] = {}
+    # Bytecode and caches the commit tracks stay as they are there: never compared.
+    kept: list[bytes] = []
     if base:
         listing = git.run(["ls-tree", "-r", "-z", base]) or b""
         for entry in listing.split(b"\0"):
             head, _, path = entry.partition(b"\t")
             fields = head.split()
-            if len(fields) == 3 and fields[0] == b"160000":
-                base_links[path.decode("utf-8", "surrogateescape")] = fields[2].decode()
+            if len(fields) != 3:
+                continue
+            name = path.decode("utf-8", "surrogateescape")
+            if fields[0] == b"160000":
+                base_links[name] = fields[2].decode()
+            elif skipped(name):
+                kept.append(fields[0] + b" " + fields[2] + b"\t" + path)
     files, links, gitlinks = _tree_entries(root, base_links)
     link_dir = git.root / "links"
     link_dir.mkdir(exist_ok=True)
@@ -427,6 +434,7 @@ def _write_tree(git: _Git, root: Path, base: str | None) -> str:
         index.append(f"120000 {sha}\t".encode() + rel.encode("utf-8", "surrogateescape"))
     for rel, commit in sorted(gitlinks.items()):
         index.append(f"160000 {commit}\t".encode() + rel.encode("utf-8", "surrogateescape"))
+    index += kept
     index_file = git.root / "index"
     index_file.unlink(missing_ok=True)
     git.run(["update-index", "-z", "--index-info"], stdin=b"".join(e + b"\0" for e in index))

@@ -6,6 +6,7 @@ pip check, overlapping files)."""
 from __future__ import annotations
 
 import io
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
@@ -156,6 +157,24 @@ def test_git_checkout_patch_names_the_commit_and_applies(tmp_path: Path) -> None
     for name in ("env.yml", "blob.bin", "run.log"):
         assert (fresh / name).read_bytes() == (repo / name).read_bytes()
     assert not (fresh / "old.txt").exists()
+
+
+def test_bytecode_the_commit_tracks_is_never_compared(tmp_path: Path) -> None:
+    """Seen on a real repository that commits its __pycache__: source/ (which never holds
+    bytecode) was reported as deleting it, and the untouched checkout as dirty."""
+    repo = _repo(tmp_path / "repo")
+    (repo / "__pycache__").mkdir()
+    (repo / "__pycache__" / "config.cpython-311.pyc").write_bytes(b"\xa7\r\r\n" + b"\0" * 12)
+    (repo / "old.pyc").write_bytes(b"bytecode")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "c")
+    source = tmp_path / "source"
+    shutil.copytree(repo, source, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    clean = git_patch(repo, source)
+    assert (clean.dirty, clean.files, clean.patch) == (False, (), b"")
+    (source / "env.yml").write_text("numpy=2.0\n")
+    assert git_patch(repo, source).files == ("M\tenv.yml",)
 
 
 def test_a_submodule_never_checked_out_is_no_change(tmp_path: Path) -> None:
