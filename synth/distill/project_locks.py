@@ -94,9 +94,24 @@ def lock_note(name: str, text: str, prefix: str,
     if not found:
         return None
     shown = "; ".join(found[:8]) + (f"; and {len(found) - 8} more" if len(found) > 8 else "")
-    return (f"the project's {name} (carried in source/) disagrees with the final state of "
-            f"{prefix}: {shown}. The artifact installs the final state; `{_tool(name)}` "
-            "from source/ would not give the same environment")
+    return (f"{_lead(name, prefix)}{shown}{_TAIL}`{_tool(name)}` from source/ would not give "
+            "the same environment")
+
+
+_TAIL = ". The artifact installs the final state; "
+
+
+def _lead(name: str, prefix: str) -> str:
+    return f"the project's {name} (carried in source/) disagrees with the final state of {prefix}: "
+
+
+def disagreement(warnings: Iterable[str], name: str, prefix: str) -> str | None:
+    """What :func:`lock_note` found the project's lock ``name`` to disagree with in the
+    environment ``prefix`` (``tabulate 0.9.0 is not in it``), from the export's warnings;
+    None where it agrees."""
+    lead = _lead(name, prefix)
+    return next((w[len(lead):].split(_TAIL, 1)[0] for w in warnings if w.startswith(lead)),
+                None)
 
 
 def _tool(name: str) -> str:

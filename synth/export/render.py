@@ -26,6 +26,7 @@ import synth
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
 from synth.distill.load import repo_name
+from synth.distill.project_locks import TOOL_LOCKS, disagreement
 from synth.engine.base_images import (
     DEFAULT_MIRROR,
     PYPI_LOCKS,
@@ -540,6 +541,12 @@ def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt:
         "offline_env": {"PIP_CONSTRAINT": "PIP_NO_INDEX=1 PIP_FIND_LINKS=",
                         "UV_BUILD_CONSTRAINT": "UV_OFFLINE=1 UV_NO_INDEX=1 UV_FIND_LINKS="},
         "conda_envs": {c.prefix: c for c in plan.conda},
+        # Where the project's own lock does not give the environment its tool installed.
+        "lock_disagrees": {
+            lk.env.prefix: found for lk in locks if lk.env.project_install
+            and (found := disagreement(report.warnings,
+                                       TOOL_LOCKS[lk.env.project_install.tool],
+                                       lk.env.prefix))},
         "env_stage": separate_env_stage(plan, locks),
         "env_stage_name": STAGE,
         "one_stage_reason": one_stage_reason(plan, locks),
