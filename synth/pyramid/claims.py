@@ -300,8 +300,10 @@ def _check_path(claims: Mapping[str, Any], ev: Evidence, add: Add) -> None:
     if exists is None:
         add("python_path", path, None, "unverifiable", "path was not probed")
     else:
+        bare = "/" not in str(path)
         add("python_path", path, exists, "true" if exists else "hallucination",
-            "" if exists else "no such file in the environment")
+            ("a name, found on PATH" if bare else "") if exists else
+            "not on PATH in the environment" if bare else "no such file in the environment")
 
 
 def _check_python_version(claims: Mapping[str, Any], ev: Evidence, add: Add) -> None:

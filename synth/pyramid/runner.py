@@ -574,6 +574,10 @@ def _import_native_claims(p: _Probing) -> None:
     p.native_imports = {str(r.get("module")): r for r in (data or {}).get("results") or []}
 
 
+#: A path exists; a bare name (``python``) is found on PATH (as the facts probe reads it).
+_EXISTS = 'case "$1" in */*) test -e "$1";; *) command -v -- "$1" >/dev/null;; esac'
+
+
 def _c5(p: _Probing) -> LevelResult:
     claims = p.spec.claims
     if isinstance(claims, BadClaims):
@@ -582,7 +586,7 @@ def _c5(p: _Probing) -> LevelResult:
         return LevelResult("C5", "not_applicable", "claims.json is not a JSON object")
     if p.facts is None and claims.get("python_path"):
         # The target interpreter did not run: check the claimed paths from outside.
-        p.facts = {"paths": {path: p.rt.exec(["test", "-e", path]).ok
+        p.facts = {"paths": {path: p.rt.exec(["sh", "-c", _EXISTS, "sh", path]).ok
                              for path in claimed_paths(claims)}}
     elif claimed_native_modules(claims):
         _import_native_claims(p)

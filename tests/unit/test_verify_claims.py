@@ -285,6 +285,31 @@ def test_native_claims_are_imported_by_the_target_interpreter(tmp_path: Path) ->
                    "no_such_ext_here": "hallucination"}, _json.dumps(c5.details)
 
 
+@pytest.mark.parametrize(("path", "verdict", "note"), [
+    ("python3", "true", "a name, found on PATH"),
+    ("no-such-python-here", "hallucination", "not on PATH in the environment"),
+])
+def test_a_bare_interpreter_name_is_looked_up_on_path(tmp_path: Path, path: str,
+                                                      verdict: str, note: str) -> None:
+    """Seen on a real pipenv run: `python_path: "python"` was called a hallucination though
+    `python` on PATH is the environment's interpreter."""
+    import sys
+
+    from synth.engine.host import HostRuntime
+    from synth.pyramid.runner import PyramidSpec, run_pyramid
+
+    version = ".".join(str(n) for n in sys.version_info[:3])
+    spec = PyramidSpec(python=sys.executable, claims={"python_path": path,
+                                                      "python_version": version},
+                       repo_dir=tmp_path, workdir=str(tmp_path), gpu_access="none",
+                       levels=frozenset({"C5"}))
+    c5 = run_pyramid(HostRuntime(Path(sys.executable)), spec).get("C5")
+    assert c5 is not None
+    checks = {c["field"]: c for c in c5.details["checks"]}
+    assert (checks["python_path"]["verdict"], checks["python_path"]["note"]) == (verdict, note)
+    assert checks["python_version"]["verdict"] == "true"
+
+
 def environment_verdicts(env: dict[str, Any], tool: Any, name: Any) -> dict[str, tuple[str, str]]:
     claims = {**HONEST, "env_tool": tool, "env_name": name}
     ev = cpu_evidence(environments={"/opt/venv/bin/python": env})

@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -86,6 +87,13 @@ def environment(prefix):
             "venv": venv}
 
 
+def located(path):
+    """A path as it is; a bare name (``python``) where PATH finds it, else as it is."""
+    if "/" in path:
+        return path
+    return shutil.which(path) or path
+
+
 def interpreter_version(path):
     try:
         out = subprocess.run(
@@ -148,9 +156,9 @@ def main():
         },
         "distributions": {n: dist_version(n)
                           for n in sorted(set(FRAMEWORKS) | set(request.get("distributions", [])))},
-        "paths": {p: os.path.exists(p) for p in request.get("paths", [])},
-        "interpreters": {p: interpreter_version(p) for p in request.get("interpreters", [])
-                         if os.path.exists(p)},
+        "paths": {p: os.path.exists(located(p)) for p in request.get("paths", [])},
+        "interpreters": {p: interpreter_version(located(p))
+                         for p in request.get("interpreters", []) if os.path.exists(located(p))},
         "gpus": gpus(),
         "gpu_frameworks": gpu_frameworks(),
     }
