@@ -514,15 +514,6 @@ _TOOL_QUERIES = {
                          "--where", "--py", "--envs", "--version", "--support"}),
 }
 
-
-def _tool_query(tool: str, args: Sequence[str], words: Sequence[str]) -> str | None:
-    """The query a project tool's command makes (``pipenv --venv``, ``poetry env info``),
-    None when it may change something."""
-    queries = _TOOL_QUERIES.get(tool, frozenset())
-    if words:
-        two = " ".join(words[:2])
-        return two if two in queries else words[0] if words[0] in queries else None
-    return next((a for a in args if a in queries), None)
 #: uv's global options that take a value (before its verb).
 _UV_GLOBAL_VALUED = frozenset({"--directory", "--project", "--cache-dir", "--config-file",
                                "--color", "-p", "--python", "--allow-insecure-host"})
@@ -545,6 +536,16 @@ def extract_project_tool(cmd: SimpleCommand) -> Step | None:
         return None
     return ProjectTool(tool=tool, verb=words[0], project=cmd.cwd,
                        installer=_run_installer(words[1:]) if words[0] == "run" else None)
+
+
+def _tool_query(tool: str, args: Sequence[str], words: Sequence[str]) -> str | None:
+    """The query a project tool's command makes (``pipenv --venv``, ``poetry env info``),
+    None when it may change something."""
+    queries = _TOOL_QUERIES.get(tool, frozenset())
+    if words:
+        two = " ".join(words[:2])
+        return two if two in queries else words[0] if words[0] in queries else None
+    return next((a for a in args if a in queries), None)
 
 
 #: Options of ``uv run`` / ``poetry run`` / ``pdm run`` that take a value.

@@ -21,6 +21,7 @@ used); every engine error surfaces as :class:`synth.errors.EngineError` (no engi
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -73,8 +74,10 @@ class OutputSink:
         self.keep, self.tail = keep, tail
         self._head: list[bytes] = []
         self._kept = 0
-        self._end = b""
-        self.dropped = 0
+        #: The last chunks past the head: together at least ``tail`` bytes, once there are.
+        self._end: deque[bytes] = deque()
+        self._end_bytes = 0
+        self._beyond = 0
 
     def add(self, chunk: bytes) -> None:
         room = self.keep - self._kept
@@ -83,18 +86,26 @@ class OutputSink:
             self._kept += min(room, len(chunk))
             chunk = chunk[room:]
         if chunk:
-            end = self._end + chunk
-            self.dropped += max(0, len(end) - self.tail)
-            self._end = end[-self.tail:]
+            self._beyond += len(chunk)
+            self._end.append(chunk)
+            self._end_bytes += len(chunk)
+            while self._end_bytes - len(self._end[0]) >= self.tail:
+                self._end_bytes -= len(self._end.popleft())
+
+    @property
+    def dropped(self) -> int:
+        """Bytes neither in the head nor in the tail."""
+        return max(0, self._beyond - self.tail)
 
     @property
     def truncated(self) -> bool:
         return self.dropped > 0
 
     def text(self) -> str:
+        end = b"".join(self._end)[-self.tail:] if self._end else b""
         middle = f"\n[synth: {self.dropped} bytes of output not kept]\n".encode() \
             if self.dropped else b""
-        return (b"".join(self._head) + middle + self._end).decode("utf-8", "replace")
+        return (b"".join(self._head) + middle + end).decode("utf-8", "replace")
 
 
 @dataclass(frozen=True)
