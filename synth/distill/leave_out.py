@@ -137,7 +137,7 @@ def leave_out(plan: BuildPlan, report: DistillReport,
 
 
 def _second_interpreters(plan: BuildPlan) -> list[str]:
-    return warn.second_interpreters([(e.python, len(e.pins)) for e in plan.envs])
+    return warn.plan_second_interpreters(plan.envs)
 
 
 def _in_environments(prefixes: Iterable[str], system: Mapping[str, str], path: str) -> bool:

@@ -15,6 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from synth.distill.steps import PipInstall
+from synth.formats.plan import PythonEnvPlan
 
 #: The frameworks a task is built around: a later install replacing one is always worth a
 #: line (a CPU torch silently swapped for a CUDA build, say).
@@ -88,22 +89,45 @@ def framework_replaced(installs: Iterable[tuple[str, PipInstall]],
     return out
 
 
-def second_interpreters(envs: Sequence[tuple[str, int]]) -> list[str]:
-    """``envs``: (interpreter, pins) in the plan's order, the primary first."""
+def second_interpreters(envs: Sequence[tuple[str, int]], *, tool: str | None = None,
+                        tool_envs: Iterable[str] = ()) -> list[str]:
+    """``envs``: (interpreter, pins) in the plan's order, the primary first; ``tool``: the
+    project tool that installed the primary environment, whose own environment (one of
+    ``tool_envs``, the interpreters whose environment holds it) is named as such."""
     if len(envs) < 2:
         return []
     primary = envs[0][0]
-    return [f"packages went into a second interpreter: {python} ({pins} pinned) besides the "
-            f"primary {primary}; code run with {primary} does not see them" + _leave_out(python)
+    own = set(tool_envs)
+    return [(f"{python} ({pins} pinned) is the environment of {tool}, which installed the "
+             f"primary {primary}: the artifact makes it too, so {tool} is in the image "
+             f"({posixpath.dirname(python)}/{tool})"
+             if tool and python in own else
+             f"packages went into a second interpreter: {python} ({pins} pinned) besides the "
+             f"primary {primary}; code run with {primary} does not see them") + _leave_out(
+                 python, tool if python in own else None)
             for python, pins in envs[1:]]
 
 
-def _leave_out(python: str) -> str:
+def plan_second_interpreters(envs: Sequence[PythonEnvPlan]) -> list[str]:
+    """:func:`second_interpreters` of a plan's environments."""
+    primary = envs[0] if envs else None
+    tool = None if primary is None else (
+        primary.project_install.tool if primary.project_install is not None else
+        "uv" if primary.uv_sync is not None else None)
+    return second_interpreters(
+        [(e.python, len(e.pins)) for e in envs], tool=tool,
+        tool_envs=[e.python for e in envs[1:] if tool and any(_norm(n) == tool
+                                                              for n, _v in e.pins)])
+
+
+def _leave_out(python: str, tool: str | None = None) -> str:
     """How to leave out a second environment that is a tool's own (``/opt/uv``, poetry's):
     the system interpreter's folder is no environment of the agent's to leave out."""
     prefix = posixpath.dirname(posixpath.dirname(python))
     if prefix in ("", "/", "/usr", "/usr/local"):
         return ""
+    if tool:
+        return f" (an image without {tool}: `synth export --without prefix:{prefix}`)"
     return (f" (the artifact makes it too; a tool's own environment the research code never "
             f"runs with is left out with `synth export --without prefix:{prefix}`)")
 

@@ -81,7 +81,7 @@ def lock_legacy(run: LoadedRun, plan: BuildPlan, report: DistillReport,
 def _checks(plan: BuildPlan, facts: LiveFacts) -> tuple[
         list[str], tuple[CarriedFile, ...], list[str]]:
     """(warnings, carried, missing) from the live facts."""
-    warnings = warn.second_interpreters([(e.python, len(e.pins)) for e in plan.envs])
+    warnings = warn.plan_second_interpreters(plan.envs)
     warnings += warn.pip_check(facts.pip_check)
     pins = dict(plan.envs[0].pins) if plan.envs else {}
     warnings += warn.overlaps(facts.overlaps, pins)

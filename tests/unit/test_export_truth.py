@@ -289,6 +289,15 @@ def test_warnings_for_a_second_interpreter_pip_check_and_overlaps() -> None:
     # A tool's own venv beside the primary one: how to leave it out.
     assert warn.second_interpreters([("/opt/venv/bin/python", 3), ("/opt/uv/bin/python", 3)])[
         0].endswith("left out with `synth export --without prefix:/opt/uv`)")
+    # Seen on a pipenv project: pipenv's own venv is named as the tool's, not as a
+    # mistake.
+    assert warn.second_interpreters(
+        [("/workspace/.venv/bin/python", 128), ("/opt/pipenv/bin/python", 10)],
+        tool="pipenv", tool_envs=["/opt/pipenv/bin/python"]) == [
+        "/opt/pipenv/bin/python (10 pinned) is the environment of pipenv, which installed "
+        "the primary /workspace/.venv/bin/python: the artifact makes it too, so pipenv is in "
+        "the image (/opt/pipenv/bin/pipenv) (an image without pipenv: `synth export "
+        "--without prefix:/opt/pipenv`)"]
     assert warn.pip_check(["a 1.0 has requirement b<2, but you have b 2.1."]) == [
         "pip check reports a conflict in the locked set: a 1.0 has requirement b<2, but you "
         "have b 2.1."]

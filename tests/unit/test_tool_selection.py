@@ -15,6 +15,7 @@ from synth.distill.load import load_run
 from synth.distill.plan import BuildPlan, DistillReport, distill
 from synth.distill.project_locks import lock_note
 from synth.distill.tool_selection import reader_command, selection
+from synth.distill.warnings import plan_second_interpreters
 from synth.export.lock import Lock, LockedPin
 from synth.export.render import render_artifact
 from synth.formats.plan import ProjectInstall
@@ -214,3 +215,17 @@ def test_the_readme_says_when_the_project_s_lock_does_not_give_the_environment(
         w for w in report.warnings if w != note))
     readme = " ".join(render_artifact(plan, agreeing, locks)["README.md"].split())
     assert "A pipenv user makes it the same way in `source/`" in readme
+
+
+def test_the_tool_s_own_environment_is_named_as_the_tool_s(tmp_path: Path) -> None:
+    plan, _report = _plan(tmp_path, ["pipenv sync"])
+    primary = plan.envs[0]
+    tool_env = msgspec.structs.replace(primary, python="/opt/pipenv/bin/python",
+                                       prefix="/opt/pipenv", project_install=None,
+                                       pins=(("certifi", "2024.8.30"), ("pipenv", "2024.4.0")))
+    other = msgspec.structs.replace(tool_env, python="/opt/tools/bin/python",
+                                    prefix="/opt/tools", pins=(("black", "24.10.0"),))
+    found = plan_second_interpreters([primary, tool_env, other])
+    assert found[0].startswith("/opt/pipenv/bin/python (2 pinned) is the environment of "
+                               "pipenv, which installed the primary /workspace/.venv/bin/")
+    assert found[1].startswith("packages went into a second interpreter: /opt/tools/bin/")
