@@ -70,7 +70,9 @@ class AgentLog:
         # Unbuffered: a write that finds the disk full leaves nothing behind to fail again.
         self._fh = path.open("ab", buffering=0)
         self._written = self._fh.tell()
-        self._pending: dict[str, bytes] = {}
+        #: Each stream's unfinished line, as the chunks it came in.
+        self._pending: dict[str, list[bytes]] = {}
+        self._sizes: dict[str, int] = {}
         self._lock = threading.Lock()
         #: Set when a write found the file system full; nothing is written after it.
         self.full: DiskFullError | None = None
@@ -100,19 +102,27 @@ class AgentLog:
     def write(self, stream: str, data: bytes) -> bytes:
         """Log the complete lines in ``data``; returns them as written (masked)."""
         with self._lock:
-            buf = self._pending.get(stream, b"") + data
-            head, sep, tail = buf.rpartition(b"\n")
-            held = self._held_back()
-            if len(tail) > self.line_bytes + held:
-                # Masked whole, then cut: a secret that ends in later output begins in the
-                # bytes held back, which are masked again with what follows.
-                tail = self.masker.mask_bytes(tail)
-                cut = max(len(tail) - held, 0)
-                head, sep, tail = head + sep + tail[:cut], b"", tail[cut:]
-            self._pending[stream] = tail
-            if not head and not sep:
-                return b""
-            masked = self.masker.mask_bytes(head + sep)
+            parts = self._pending.setdefault(stream, [])
+            end = data.rfind(b"\n")
+            if end >= 0:
+                # The unfinished line so far, then this chunk up to its last line's end.
+                lines = b"".join((*parts, data[:end + 1]))
+                parts[:] = [data[end + 1:]] if end + 1 < len(data) else []
+            else:
+                parts.append(data)
+                held = self._held_back()
+                self._sizes[stream] = self._sizes.get(stream, 0) + len(data)
+                if self._sizes[stream] <= self.line_bytes + held:
+                    return b""
+                # A line with no end yet, written in a piece: masked whole, then cut; a
+                # secret that ends in later output begins in the bytes held back, which
+                # are masked again with what follows.
+                line = self.masker.mask_bytes(b"".join(parts))
+                cut = max(len(line) - held, 0)
+                lines = line[:cut]
+                parts[:] = [line[cut:]] if cut < len(line) else []
+            self._sizes[stream] = sum(map(len, parts))
+            masked = self.masker.mask_bytes(lines)
             self._put(masked)
             return masked
 
@@ -130,11 +140,12 @@ class AgentLog:
         """Log what is left of unfinished lines; returns it as written (masked)."""
         written = b""
         with self._lock:
-            for rest in self._pending.values():
-                if rest:
+            for parts in self._pending.values():
+                if rest := b"".join(parts):
                     written += self.masker.mask_bytes(rest) + b"\n"
             self._put(written)
             self._pending.clear()
+            self._sizes.clear()
         return written
 
     def close(self) -> None:
