@@ -19,6 +19,7 @@ from synth.engine.base import EXEC_KEEP_BYTES, ContainerSpec, Engine, Runtime
 from synth.errors import SynthError, VerifyError
 from synth.formats.fingerprint import Fingerprint
 from synth.formats.limits import human
+from synth.util.noise import SOURCE_CACHES
 
 #: The probe script, shipped next to the other probes (stdlib-only, Python >= 3.8).
 PROBE_PATH = Path(__file__).resolve().parent.parent / "pyramid" / "probes" / "fingerprint.py"
@@ -28,7 +29,9 @@ PROBE_TIMEOUT_S = 600
 
 def fingerprint(runtime: Runtime, python: str, workdir: str = "/workspace") -> Fingerprint:
     """Run the fingerprint probe under ``python`` in ``runtime`` and parse what it printed."""
-    return Fingerprint.from_json(_run_probe(runtime, python, ["--workdir", workdir]))
+    return Fingerprint.from_json(_run_probe(
+        runtime, python, ["--workdir", workdir,
+                          "--skip-dirs", ",".join(sorted(SOURCE_CACHES))]))
 
 
 def list_dist_files(runtime: Runtime, python: str,

@@ -75,14 +75,11 @@ from synth.record.rundir import find_run, read_run, trust_problems
 from synth.util import atomic, safe_io
 from synth.util.atomic import dumps_json
 from synth.util.disk import disk_full_as_error
+from synth.util.noise import is_source_cache
 
 FORMATS = ("Dockerfile",)
 #: Beside a run's own ``export/``: the :func:`synth.source_digest` of the synth that wrote it.
 EXPORT_STAMP = "export.source-digest"
-#: Never copied with the source: bytecode and tool caches differ between machines. A git
-#: checkout's ``.git`` is kept: the session's /workspace had it, and research code asks git
-#: for its commit (``git rev-parse HEAD``) at import.
-_SOURCE_SKIP = ("__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
 
 Locker = Callable[[PythonEnvPlan, LockTarget], Lock]
 
@@ -138,8 +135,10 @@ class ExportResult:
 
 
 def _copy_tree(src: Path, dest: Path) -> None:
+    # Bytecode and tool caches are never copied (SOURCE_CACHES); a git checkout's .git is:
+    # the session's /workspace had it, and research code asks git for its commit at import.
     def ignore(_dir: str, names: list[str]) -> set[str]:
-        return {n for n in names if n in _SOURCE_SKIP or n.endswith((".pyc", ".pyo"))}
+        return {n for n in names if is_source_cache(n)}
 
     shutil.copytree(src, dest, ignore=ignore, symlinks=True)
 

@@ -40,12 +40,11 @@ from pathlib import Path, PurePosixPath
 from synth.errors import ExportError
 from synth.record.tree import is_build_output
 from synth.util import safe_tar
+from synth.util.noise import is_source_cache
 
 PATCH_NAME = "source.patch"
 #: An added file larger than this is not carried in ``source/`` (it is listed instead).
 MAX_ADDED_BYTES = 8 * 1024 * 1024
-#: Never part of the source: bytecode and tool caches differ between machines.
-SKIP_NAMES = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 #: git's empty tree (SHA-1 object format): the base of a repository with no commit.
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _GIT_TIMEOUT_S = 600
@@ -80,8 +79,7 @@ class SourcePatch:
 
 def skipped(rel: str) -> bool:
     """Bytecode and caches: never copied, never compared."""
-    parts = PurePosixPath(rel).parts
-    return any(p in SKIP_NAMES for p in parts) or rel.endswith((".pyc", ".pyo"))
+    return is_source_cache(rel)
 
 
 def _under(rel: str, roots: Iterable[str]) -> bool:

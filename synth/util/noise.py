@@ -52,6 +52,17 @@ NOISE_PREFIXES: tuple[tuple[str, str], ...] = (
     ("/root/.lesshst", "shell history"),
 )
 _CACHE_DIR_RE = re.compile(r"(^|/)\.cache(/|$)")
+#: Folders of a repository that are never its source: bytecode and tools' caches, which
+#: differ between machines. Never copied into an artifact's ``source/``, never in its
+#: patch, never compared by the fingerprint (an agent's ``pytest`` writes
+#: ``.pytest_cache``).
+SOURCE_CACHES = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+
+
+def is_source_cache(rel: str) -> bool:
+    """Whether a path relative to the repository is bytecode or lies in a tool's cache."""
+    return (any(p in SOURCE_CACHES for p in rel.split("/"))
+            or rel.endswith((".pyc", ".pyo")))
 
 
 def noise_reason(path: str) -> str | None:
@@ -66,4 +77,4 @@ def noise_reason(path: str) -> str | None:
             return reason
     return None
 
-__all__ = ["NOISE_PREFIXES", "noise_reason"]
+__all__ = ["NOISE_PREFIXES", "SOURCE_CACHES", "is_source_cache", "noise_reason"]

@@ -185,3 +185,20 @@ def test_synth_diff_counts_the_venv_files_its_makers_do_not_write(tmp_path: Path
     section = files(live, probe(prefix, tmp_path))
     assert section.status == "differ"
     assert [(i.kind, i.key) for i in section.items] == [("added", f"{prefix}/bin/mytool")]
+
+
+def test_tool_caches_in_the_working_folder_are_never_compared(tmp_path: Path) -> None:
+    """Seen on a pdm project: the agent's pytest left /workspace/.pytest_cache, which no
+    artifact's source/ holds, and the rebuilt image was said not to match the live one."""
+    from synth.engine.fingerprint import fingerprint
+    from synth.engine.host import HostRuntime
+
+    prefix, work = tmp_path / "v", tmp_path / "work"
+    make_venv(prefix)
+    for rel in ("src/a.py", ".pytest_cache/v/cache/nodeids", ".ruff_cache/x",
+                "src/__pycache__/a.cpython-311.pyc", "b.pyc", ".mypy_cache/3.11/a.json"):
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text("x\n")
+    python = str(prefix / "bin" / "python")
+    fp = fingerprint(HostRuntime(Path(python)), python, str(work))
+    assert sorted(fp.workspace or {}) == ["src/a.py"]

@@ -27,10 +27,12 @@ host. Image IDs never repeat between builds, so two environments are compared by
   scripts, the interpreter's links, anything else put there); None for an interpreter that
   is not a venv;
 - the working directory's tree (``workspace``): every file's sha256 (``.git`` included,
-  ``__pycache__``/``*.pyc`` and Python environments inside it left out), and the
+  ``*.pyc``, the ``--skip-dirs`` folders (bytecode and tool caches) and Python environments
+  inside it left out), and the
   environment variables the research code sees.
 
 Usage: python fingerprint.py [--workdir /workspace] [--dpkg-admindir /var/lib/dpkg]
+[--skip-dirs __pycache__,.pytest_cache]
 Prints the JSON object on stdout; exits 0 unless the probe itself breaks.
 
 ``--files NAME[,NAME...]`` prints instead, for just those distributions, every file with
@@ -232,15 +234,16 @@ def is_environment(path):
             or os.path.isdir(os.path.join(path, "conda-meta")))
 
 
-def workspace_tree(workdir):
+def workspace_tree(workdir, skip_dirs=("__pycache__",)):
     """{relative path: sha256 or 'symlink:<target>'} of every file under ``workdir``
-    (``.git`` included; ``__pycache__``, ``*.pyc`` and Python environments inside it left
-    out), and whether it was cut."""
+    (``.git`` included; folders named in ``skip_dirs`` (bytecode and tool caches, which no
+    artifact's source holds), ``*.pyc`` and Python environments inside it left out), and
+    whether it was cut."""
     files = {}
     if not os.path.isdir(workdir):
         return files, False
     for root, dirs, names in os.walk(workdir):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__"
+        dirs[:] = sorted(d for d in dirs if d not in skip_dirs
                          and not is_environment(os.path.join(root, d)))
         for name in sorted(names):
             if name.endswith((".pyc", ".pyo")):
@@ -790,11 +793,13 @@ def dpkg_packages(errors):
     return packages
 
 
-USAGE = "usage: fingerprint.py [--workdir DIR] [--dpkg-admindir DIR] [--files NAME,...]\n"
+USAGE = ("usage: fingerprint.py [--workdir DIR] [--dpkg-admindir DIR] [--skip-dirs NAME,...] "
+         "[--files NAME,...]\n")
 
 
 def main(argv):
-    opts = {"--workdir": "/workspace", "--dpkg-admindir": DPKG_ADMINDIR, "--files": None}
+    opts = {"--workdir": "/workspace", "--dpkg-admindir": DPKG_ADMINDIR, "--files": None,
+            "--skip-dirs": "__pycache__"}
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -821,7 +826,7 @@ def main(argv):
             os.path.realpath(workdir) == os.path.realpath(s) for s in sites):
         native += scan_native([workdir], "workdir", seen, skip_dirs=(".git", "__pycache__"))
     dists.sort(key=lambda d: (d["name"], d["shadowed"], d["location"]))
-    tree, cut = workspace_tree(workdir)
+    tree, cut = workspace_tree(workdir, tuple(n for n in opts["--skip-dirs"].split(",") if n))
     venv = scan_venv(sites, seen.owners)
     result = {
         "format": FORMAT,
