@@ -530,6 +530,8 @@ def extract_project_tool(cmd: SimpleCommand) -> Step | None:
         words = words[2:] if words[0] in _UV_GLOBAL_VALUED else words[1:]
     if words[:1] == ["config"] and tool in ("poetry", "pdm"):
         return _project_tool_config(tool, words[1:])
+    if tool == "pdm" and words[:1] in (["use"], ["venv"]):
+        return _pdm_environment(cmd, words)
     if (query := _tool_query(tool, args, words)) is not None:
         return ReadOnly(program=f"{tool} {query}")
     if not words or words[0] not in verbs:
@@ -546,6 +548,27 @@ def _tool_query(tool: str, args: Sequence[str], words: Sequence[str]) -> str | N
         two = " ".join(words[:2])
         return two if two in queries else words[0] if words[0] in queries else None
     return next((a for a in args if a in queries), None)
+
+
+def _pdm_environment(cmd: SimpleCommand, words: Sequence[str]) -> Step | None:
+    """``pdm venv create [PYTHON]`` makes the project's ``.venv`` (with virtualenv, or
+    Python's venv with ``-w venv``; pip only with ``--with-pip``); ``pdm use PYTHON``
+    writes the project's ``.pdm-python``, which travels in source/. A named venv (``-n``,
+    in pdm's own folder) or a conda one is left unclassified."""
+    if words[0] == "use":
+        return ToolConfig(tool="pdm", key="python", local=True)
+    if words[1:2] in (["list"], ["--path"], ["--python"]):
+        return ReadOnly(program=f"pdm venv {words[1]}")
+    if words[1:2] != ["create"]:
+        return None
+    opts, positional = _split_opts(tuple(words[2:]), {"-w", "--with", "-n", "--name"})
+    backend = next((v for k, v in opts if k in ("-w", "--with") and v), "virtualenv")
+    if any(k in ("-n", "--name") for k, _v in opts) or backend not in ("virtualenv", "venv"):
+        return None
+    return VenvCreate(tool=backend, path=_abs(cmd, ".venv"),
+                      python=positional[0] if positional else "python3",
+                      options=() if any(k == "--with-pip" for k, _v in opts)
+                      else ("--without-pip",))
 
 
 #: Options of ``uv run`` / ``poetry run`` / ``pdm run`` that take a value.

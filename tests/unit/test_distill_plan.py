@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 from distill_runs import cmd, dist, make_run_dir, system_python, venv
 
+from synth.distill.extractors import classify
 from synth.distill.load import load_run
 from synth.distill.plan import BuildPlan, DistillReport, distill
+from synth.distill.shell import SimpleCommand
+from synth.distill.steps import VenvCreate
 from synth.errors import InputFileError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -497,3 +500,26 @@ def test_a_project_tool_s_command_that_may_change_something_is_not_read_only(
         tmp_path: Path, line: str) -> None:
     _plan, report = plan_of(tmp_path, [cmd(line)])
     assert report.outcomes[0].step != "read-only"
+
+
+def test_pdm_s_venv_and_interpreter_commands_are_classified(tmp_path: Path) -> None:
+    """Seen on a pdm project: `pdm venv create --with-pip python3` and `pdm use -f
+    /workspace/.venv` were unclassified."""
+    _plan, report = plan_of(tmp_path, [
+        cmd("/opt/pdm/bin/pdm venv create --with-pip python3"),
+        cmd("/opt/pdm/bin/pdm use -f /workspace/.venv"),
+        cmd("pdm venv create -w venv"), cmd("pdm venv list"),
+        cmd("pdm venv create -n mine python3.11")])
+    got = {o.command: (o.step, o.reason) for o in report.outcomes}
+    assert got["/opt/pdm/bin/pdm use -f /workspace/.venv"] == (
+        "tool-config", "writes pdm's setting python into the project's own configuration "
+        "file, which travels in source/ (the final /workspace); not replayed")
+    assert got["pdm venv list"] == ("read-only", "read-only")
+    assert got["/opt/pdm/bin/pdm venv create --with-pip python3"][0] == "venv-create"
+    assert got["pdm venv create -n mine python3.11"][0] == "unclassified"
+    made = [classify(SimpleCommand(tuple(line.split()), (), (), line, "/workspace", (), None,
+                                   1, 0))[1]
+            for line in ("pdm venv create --with-pip python3", "pdm venv create -w venv")]
+    assert made == [VenvCreate(tool="virtualenv", path="/workspace/.venv", python="python3"),
+                    VenvCreate(tool="venv", path="/workspace/.venv", python="python3",
+                               options=("--without-pip",))]
