@@ -1,7 +1,7 @@
 """What a poetry, pdm or pipenv user runs in ``source/`` to install the environment the run
 installed with that tool (pure): the tool's own install command with the extras and groups
 the run chose (``poetry install --extras ffi --with docs``, ``pdm sync --group plot``,
-``pipenv sync --dev``).
+``pipenv sync --dev``), and pdm's ``--no-isolation`` where the run built that way.
 
 The artifact does not run it: it installs the final state from synth's hashed lock (no tool
 needed). The command is recorded in ``plan.json`` (``project_install`` of the environment)
@@ -45,7 +45,10 @@ _FLAGS = {
     "poetry": {"--all-extras": "--all-extras", "--only-root": "--only-root",
                "--no-root": "--no-root", "--all-groups": "--all-groups"},
     "pdm": {"--prod": "--prod", "--production": "--prod", "--dev": "--dev", "-d": "--dev",
-            "--no-default": "--no-default", "--no-self": "--no-self"},
+            "--no-default": "--no-default", "--no-self": "--no-self",
+            # How it builds, not what: the project's build backend must then be installed
+            # already, as the run had it.
+            "--no-isolation": "--no-isolation"},
     "pipenv": {"--dev": "--dev", "-d": "--dev"},
 }
 #: Other options that take a value (skipped with it).

@@ -41,6 +41,8 @@ PROJECT = {"url": "file:///workspace", "dir_info": {"editable": True}}
     ("pdm", ("sync", "-d", "--no-default", "-Gtest", "--no-self"),
      ("--dev", "--no-default", "--group", "test", "--no-self")),
     ("pdm", ("install", "-p", "--dev"), ()),  # -p takes a value: the word after it
+    # seen on AllenCell/aics-cytoparam: the build backend is in the venv, not isolated
+    ("pdm", ("sync", "--no-isolation", "-G", "all"), ("--no-isolation", "--group", "all")),
     ("pipenv", ("install", "--dev"), ("--dev",)),
     ("pipenv", ("sync", "--categories", "docs tests", "--categories=docs"),
      ("--categories", "docs tests")),
