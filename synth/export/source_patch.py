@@ -77,11 +77,6 @@ class SourcePatch:
     note: str | None = None
 
 
-def skipped(rel: str) -> bool:
-    """Bytecode and caches: never copied, never compared."""
-    return is_source_cache(rel)
-
-
 def _under(rel: str, roots: Iterable[str]) -> bool:
     return any(rel == r or rel.startswith(r.rstrip("/") + "/") for r in roots)
 
@@ -172,7 +167,7 @@ def apply_workspace(tar_path: Path, dest: Path, venvs: Sequence[str]) -> SourceE
     """Make ``dest`` (a copy of the original repository) the final ``/workspace``.
 
     ``tar_path`` is the engine's archive of ``/workspace`` (its top folder stripped)."""
-    original = {r: d for r, d in _tree_paths(dest).items() if not skipped(r)}
+    original = {r: d for r, d in _tree_paths(dest).items() if not is_source_cache(r)}
     seen: set[str] = set()
     modified: list[str] = []
     added: list[str] = []
@@ -180,7 +175,8 @@ def apply_workspace(tar_path: Path, dest: Path, venvs: Sequence[str]) -> SourceE
     with tarfile.open(tar_path, mode="r:") as tar:
         for info in tar:
             rel = "/".join(PurePosixPath(info.name).parts[1:])
-            if not rel or skipped(rel) or not (info.isfile() or info.isdir() or info.issym()):
+            if not rel or is_source_cache(rel) or not (
+                    info.isfile() or info.isdir() or info.issym()):
                 continue
             seen.add(rel)
             if _through_link(dest, rel) or ".." in PurePosixPath(rel).parts:
@@ -373,7 +369,7 @@ def _tree_entries(root: Path, base_links: dict[str, str]) -> tuple[
         dirs[:] = sorted(d for d in dirs if d != ".git")
         for name in sorted([*names, *(d for d in list(dirs) if (base / d).is_symlink())]):
             rel = rel_dir + name
-            if name == ".git" or skipped(rel):
+            if name == ".git" or is_source_cache(rel):
                 continue
             path = base / name
             st = path.lstat()
@@ -401,7 +397,7 @@ def _write_tree(git: _Git, root: Path, base: str | None) -> str:
             name = path.decode("utf-8", "surrogateescape")
             if fields[0] == b"160000":
                 base_links[name] = fields[2].decode()
-            elif skipped(name):
+            elif is_source_cache(name):
                 kept.append(fields[0] + b" " + fields[2] + b"\t" + path)
     files, links, gitlinks = _tree_entries(root, base_links)
     link_dir = git.root / "links"
