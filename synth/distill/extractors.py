@@ -509,7 +509,8 @@ _TOOL_QUERIES = {
     "uv": frozenset({"tree"}),
     "poetry": frozenset({"show", "check", "about", "search", "--version", "env info",
                          "env list"}),
-    "pdm": frozenset({"list", "info", "show", "search", "--version"}),
+    "pdm": frozenset({"list", "info", "show", "search", "--version", "venv list",
+                      "venv --path", "venv --python"}),
     "pipenv": frozenset({"graph", "requirements", "verify", "check", "scripts", "--venv",
                          "--where", "--py", "--envs", "--version", "--support"}),
 }
@@ -525,19 +526,26 @@ def extract_project_tool(cmd: SimpleCommand) -> Step | None:
     verbs = _PROJECT_VERBS.get(tool)
     if verbs is None:
         return None
-    words = list(args)
-    while words and words[0].startswith("-"):
-        words = words[2:] if words[0] in _UV_GLOBAL_VALUED else words[1:]
+    words = _after_options(args, _UV_GLOBAL_VALUED)
     if words[:1] == ["config"] and tool in ("poetry", "pdm"):
         return _project_tool_config(tool, words[1:])
-    if tool == "pdm" and words[:1] in (["use"], ["venv"]):
-        return _pdm_environment(cmd, words)
     if (query := _tool_query(tool, args, words)) is not None:
         return ReadOnly(program=f"{tool} {query}")
+    if tool == "pdm" and words[:1] in (["use"], ["venv"]):
+        return _pdm_environment(cmd, words)
     if not words or words[0] not in verbs:
         return None
     return ProjectTool(tool=tool, verb=words[0], project=cmd.cwd,
                        installer=_run_installer(words[1:]) if words[0] == "run" else None)
+
+
+def _after_options(args: Sequence[str], valued: frozenset[str]) -> list[str]:
+    """``args`` from its first word that is not an option (``valued``: the options that
+    take the next word as their value)."""
+    words = list(args)
+    while words and words[0].startswith("-"):
+        words = words[2:] if words[0] in valued else words[1:]
+    return words
 
 
 def _tool_query(tool: str, args: Sequence[str], words: Sequence[str]) -> str | None:
@@ -557,8 +565,6 @@ def _pdm_environment(cmd: SimpleCommand, words: Sequence[str]) -> Step | None:
     in pdm's own folder) or a conda one is left unclassified."""
     if words[0] == "use":
         return ToolConfig(tool="pdm", key="python", local=True)
-    if words[1:2] in (["list"], ["--path"], ["--python"]):
-        return ReadOnly(program=f"pdm venv {words[1]}")
     if words[1:2] != ["create"]:
         return None
     opts, positional = _split_opts(tuple(words[2:]), {"-w", "--with", "-n", "--name"})
@@ -581,9 +587,7 @@ _RUN_INSTALLERS = frozenset({"pip", "pip3", "easy_install", "setup.py"})
 def _run_installer(args: Sequence[str]) -> str | None:
     """The installer a project tool's ``run`` runs (``pip`` for ``pipenv run pip install x``
     or ``uv run python -m pip install x``), else None."""
-    words = list(args)
-    while words and words[0].startswith("-"):
-        words = words[2:] if words[0] in _RUN_VALUED else words[1:]
+    words = _after_options(args, _RUN_VALUED)
     if not words:
         return None
     name = _base(words[0])
