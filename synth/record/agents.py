@@ -70,6 +70,10 @@ class AgentLog:
         # Unbuffered: a write that finds the disk full leaves nothing behind to fail again.
         self._fh = path.open("ab", buffering=0)
         self._written = self._fh.tell()
+        #: Bytes of an unfinished line kept back when a piece of it is written: all but
+        #: the last of the longest secret form's.
+        self._held = max((len(v.encode("utf-8", "surrogateescape")) for v in masker.values),
+                         default=1) - 1
         #: Each stream's unfinished line, as the chunks it came in.
         self._pending: dict[str, list[bytes]] = {}
         self._sizes: dict[str, int] = {}
@@ -110,26 +114,20 @@ class AgentLog:
                 parts[:] = [data[end + 1:]] if end + 1 < len(data) else []
             else:
                 parts.append(data)
-                held = self._held_back()
                 self._sizes[stream] = self._sizes.get(stream, 0) + len(data)
-                if self._sizes[stream] <= self.line_bytes + held:
+                if self._sizes[stream] <= self.line_bytes + self._held:
                     return b""
                 # A line with no end yet, written in a piece: masked whole, then cut; a
                 # secret that ends in later output begins in the bytes held back, which
                 # are masked again with what follows.
                 line = self.masker.mask_bytes(b"".join(parts))
-                cut = max(len(line) - held, 0)
+                cut = max(len(line) - self._held, 0)
                 lines = line[:cut]
                 parts[:] = [line[cut:]] if cut < len(line) else []
-            self._sizes[stream] = sum(map(len, parts))
+            self._sizes[stream] = len(parts[0]) if parts else 0  # one part at most here
             masked = self.masker.mask_bytes(lines)
             self._put(masked)
             return masked
-
-    def _held_back(self) -> int:
-        """Bytes of an unfinished line kept back when a piece of it is written."""
-        return max((len(v.encode("utf-8", "surrogateescape")) for v in self.masker.values),
-                   default=1) - 1
 
     def note(self, text: str) -> None:
         self.flush()
