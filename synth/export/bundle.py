@@ -40,7 +40,13 @@ from synth.export.live_facts import LiveImage
 from synth.export.lock import Lock, wheelhouse_files
 from synth.formats.state import DebRecord
 from synth.formats.store import sha256_file
-from synth.util.disk import FULL_ERRNOS, disk_full_error, from_os_error, log_says_disk_full
+from synth.util.disk import (
+    FULL_ERRNOS,
+    disk_full_error,
+    from_os_error,
+    human,
+    log_says_disk_full,
+)
 
 VENDOR = "vendor"
 #: Where the build mounts ``vendor/`` (read-only bind mounts, nothing lands in a layer).
@@ -354,22 +360,11 @@ def make_bundle(plan: BuildPlan, locks: Sequence[Lock], apt: AptSources, setting
     return summary(files, plan, locks)
 
 
-def human_size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    size = float(n)
-    for unit in ("KiB", "MiB", "GiB"):
-        size /= 1024
-        if size < 1024 or unit == "GiB":
-            break
-    return f"{size:.1f} {unit}"
-
-
 def describe(bundle: dict[str, object]) -> str:
     """One line: ``vendor/: 42 files, 61.3 MiB (deb 30 files 40.1 MiB, wheel …)``."""
     by_kind = bundle["by_kind"]
     assert isinstance(by_kind, dict)
-    parts = [f"{k} {v['files']} files {human_size(int(v['bytes']))}"
+    parts = [f"{k} {v['files']} files {human(int(v['bytes']))}"
              for k, v in by_kind.items() if v["files"]]
-    return (f"vendor/: {bundle['files']} files, {human_size(int(str(bundle['bytes'])))}"
+    return (f"vendor/: {bundle['files']} files, {human(int(str(bundle['bytes'])))}"
             + (f" ({', '.join(parts)})" if parts else ""))

@@ -23,9 +23,10 @@ import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from synth.record.audit import Masker
-from synth.util.disk import disk_full_as_error
+from synth.util.disk import disk_full_as_error, human
 
 #: Raw stream size past which synth stops collecting (a runaway or hostile writer): every
 #: byte read counts, kept or cut, so a sparse or endless file costs at most this much.
@@ -67,22 +68,40 @@ def read_regular(path: Path, max_bytes: int) -> bytes | None:
         os.close(fd)
 
 
-def folder_usage(folder: Path) -> int:
+class FolderUsage(NamedTuple):
+    """What a folder takes on disk: ``bytes`` of blocks held, ``entries`` looked at, and
+    ``counted_all`` false where it has more than :data:`MAX_FOLDER_ENTRIES` (then ``bytes``
+    is what the entries looked at hold)."""
+
+    bytes: int
+    entries: int
+    counted_all: bool
+
+    def over_budget(self) -> str | None:
+        """What is over the folder's budget, in words, or None."""
+        if not self.counted_all:
+            return f"more than {MAX_FOLDER_ENTRIES:,} files and folders"
+        if self.bytes > MAX_FOLDER_BYTES:
+            return f"{human(self.bytes)} (at most {human(MAX_FOLDER_BYTES)} is allowed there)"
+        return None
+
+
+def folder_usage(folder: Path) -> FolderUsage:
     """The disk ``folder`` takes: each file's allocated blocks (a sparse file counts only
-    what it holds), a block per entry at least, links never followed. A folder of more than
-    :data:`MAX_FOLDER_ENTRIES` entries counts as more than :data:`MAX_FOLDER_BYTES`."""
+    what it holds), a block per entry at least, links never followed; the walk stops past
+    :data:`MAX_FOLDER_ENTRIES` entries."""
     used, seen = 0, 0
     for root, dirs, files in os.walk(folder):
         for name in (*dirs, *files):
             seen += 1
             if seen > MAX_FOLDER_ENTRIES:
-                return MAX_FOLDER_BYTES + 1
+                return FolderUsage(used, seen, counted_all=False)
             try:
                 st = os.lstat(Path(root, name))
             except OSError:
                 continue
             used += max(st.st_blocks * 512, _BLOCK)
-    return used
+    return FolderUsage(used, seen, counted_all=True)
 
 
 def _describe_entry(path: Path) -> str:

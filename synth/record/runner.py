@@ -33,7 +33,7 @@ from synth.engine.base import ContainerSpec, Engine, Mount
 from synth.engine.base_images import ensure_base_image
 from synth.errors import DiskFullError, EngineError, RunError, SynthError
 from synth.formats.claims import CONTAINER_CLAIMS
-from synth.formats.limits import Limits, human
+from synth.formats.limits import Limits
 from synth.formats.store import RunDir
 from synth.formats.task import Task
 from synth.record import claims as claims_mod
@@ -62,7 +62,6 @@ from synth.record.audit import (
 )
 from synth.record.claims import ClaimsCheck
 from synth.record.collector import (
-    MAX_FOLDER_BYTES,
     HookCollector,
     drain_folder,
     folder_usage,
@@ -540,15 +539,14 @@ class _Session:
 
     def check_audit_folder(self) -> None:
         """Stop the session when the agent has filled the hook's folder, which lies on the
-        host's disk under no quota, past :data:`MAX_FOLDER_BYTES`."""
+        host's disk under no quota, past its budget (:class:`FolderUsage`)."""
         folder = self.collector.source.parent
-        used = folder_usage(folder)
-        if used <= MAX_FOLDER_BYTES:
+        over = folder_usage(folder).over_budget()
+        if over is None:
             return
-        self.folder_full = (f"the agent wrote {human(used)} into the audit folder "
-                            f"{CONTAINER_AUDIT_DIR} (on the host's disk; at most "
-                            f"{human(MAX_FOLDER_BYTES)} is allowed there): the session was "
-                            "stopped")
+        self.folder_full = (f"the agent wrote {over} into the audit folder "
+                            f"{CONTAINER_AUDIT_DIR}, which lies on the host's disk: the "
+                            "session was stopped")
         self.collector.findings.append(self.folder_full)
         self.say(f"error: {self.folder_full}")
         self.cancelled.set()

@@ -444,7 +444,7 @@ def test_filling_the_audit_folder_on_the_host_stops_the_session(
 ) -> None:
     """The hook's folder is the host's disk, under no quota: past its budget (cut to
     256 MiB here) the agent is stopped, the run says why and its audit is unverified."""
-    monkeypatch.setattr("synth.record.runner.MAX_FOLDER_BYTES", 256 << 20)
+    monkeypatch.setattr("synth.record.collector.MAX_FOLDER_BYTES", 256 << 20)
     script = world["root"] / "fill.sh"
     script.write_text("for i in $(seq 40); do head -c 50M /dev/zero >> /synth/audit/fill; "
                       "sleep 0.2; done\necho after-the-fill\n")
@@ -452,9 +452,9 @@ def test_filling_the_audit_folder_on_the_host_stops_the_session(
                                             timeout=600))
     run = _run_json(result)
     assert result.status == "error", run
-    assert run["error"].startswith("the agent wrote ") and "into the audit folder " \
-        "/synth/audit (on the host's disk; at most 256M is allowed there): the session was " \
-        "stopped" in run["error"]
+    assert run["error"].startswith("the agent wrote ") and "MiB (at most 256.0 MiB is " \
+        "allowed there) into the audit folder /synth/audit, which lies on the host's disk: " \
+        "the session was stopped" in run["error"]
     assert run["audit"]["verified"] is False and run["error"] in run["audit"]["findings"]
     assert "after-the-fill" not in (result.run_dir / "logs" / "agent.log").read_text()
     assert not (result.run_dir / "logs" / "hook").exists()  # drained and removed

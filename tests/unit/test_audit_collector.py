@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from synth.record import collector
 from synth.record.audit import Masker, RawEvents, SynthCommand, audit_findings
 from synth.record.collector import HookCollector, drain_folder, folder_usage, read_regular
 
@@ -168,6 +167,11 @@ def test_the_folder_s_usage_counts_blocks_held_never_through_a_link(
     (folder / "link").symlink_to(big)
     (folder / "dirlink").symlink_to(tmp_path, target_is_directory=True)
     used = folder_usage(folder)
-    assert 3 << 20 <= used < 4 << 20
+    assert 3 << 20 <= used.bytes < 4 << 20 and used.entries == 5 and used.counted_all
+    assert used.over_budget() is None
+    monkeypatch.setattr("synth.record.collector.MAX_FOLDER_BYTES", 2 << 20)
+    assert folder_usage(folder).over_budget() == "3.0 MiB (at most 2.0 MiB is allowed there)"
     monkeypatch.setattr("synth.record.collector.MAX_FOLDER_ENTRIES", 3)
-    assert folder_usage(folder) > collector.MAX_FOLDER_BYTES
+    over = folder_usage(folder)
+    assert not over.counted_all and over.entries == 4
+    assert over.over_budget() == "more than 3 files and folders"
