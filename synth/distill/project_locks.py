@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from packaging.utils import canonicalize_name
 
@@ -83,35 +83,43 @@ def disagreements(pins: Mapping[str, tuple[str, ...]], installed: Iterable[tuple
     return sorted(out)
 
 
-def lock_note(name: str, text: str, prefix: str,
-              installed: Iterable[tuple[str, str]]) -> str | None:
-    """The export warning for one project lock, or None where it agrees."""
+class LockCheck(NamedTuple):
+    """The project's lock file ``name`` against the final state of the environment
+    ``prefix`` its tool installed: what differs (``tabulate 0.9.0 is not in it``), sorted,
+    or why the file could not be read."""
+
+    name: str
+    prefix: str
+    differs: tuple[str, ...] = ()
+    unreadable: str | None = None
+
+    def shown(self) -> str:
+        """What differs, the first eight named."""
+        found = self.differs
+        return "; ".join(found[:8]) + (f"; and {len(found) - 8} more" if len(found) > 8
+                                       else "")
+
+    def note(self) -> str | None:
+        """The export's warning, or None where the lock agrees."""
+        if self.unreadable is not None:
+            return (f"the project's {self.name} could not be read ({self.unreadable}); it is "
+                    "carried as it is")
+        if not self.differs:
+            return None
+        return (f"the project's {self.name} (carried in source/) disagrees with the final "
+                f"state of {self.prefix}: {self.shown()}. The artifact installs the final "
+                f"state; `{_tool(self.name)}` from source/ would not give the same "
+                "environment")
+
+
+def check_lock(name: str, text: str, prefix: str,
+               installed: Iterable[tuple[str, str]]) -> LockCheck:
+    """The project lock ``name`` (its ``text``) against what ``prefix`` holds."""
     try:
         pins = lock_pins(name, text)
     except ValueError as exc:
-        return f"the project's {name} could not be read ({exc}); it is carried as it is"
-    found = disagreements(pins, installed)
-    if not found:
-        return None
-    shown = "; ".join(found[:8]) + (f"; and {len(found) - 8} more" if len(found) > 8 else "")
-    return (f"{_lead(name, prefix)}{shown}{_TAIL}`{_tool(name)}` from source/ would not give "
-            "the same environment")
-
-
-_TAIL = ". The artifact installs the final state; "
-
-
-def _lead(name: str, prefix: str) -> str:
-    return f"the project's {name} (carried in source/) disagrees with the final state of {prefix}: "
-
-
-def disagreement(warnings: Iterable[str], name: str, prefix: str) -> str | None:
-    """What :func:`lock_note` found the project's lock ``name`` to disagree with in the
-    environment ``prefix`` (``tabulate 0.9.0 is not in it``), from the export's warnings;
-    None where it agrees."""
-    lead = _lead(name, prefix)
-    return next((w[len(lead):].split(_TAIL, 1)[0] for w in warnings if w.startswith(lead)),
-                None)
+        return LockCheck(name, prefix, unreadable=str(exc))
+    return LockCheck(name, prefix, tuple(disagreements(pins, installed)))
 
 
 def _tool(name: str) -> str:

@@ -495,7 +495,7 @@ def assemble_artifact(
     warnings += notes
     files = render_artifact(parts.plan, parts.report, parts.locks, apt=parts.apt,
                             reader=reader_facts(parts.run.info.task_file), bundle=summary,
-                            publication=publication)
+                            publication=publication, lock_checks=parts.staged.lock_checks)
     digests = {}
     for name, content in files.items():  # plan.json among them
         data = content.encode("utf-8") if isinstance(content, str) else content

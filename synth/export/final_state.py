@@ -21,6 +21,7 @@ from synth.distill import project_locks
 from synth.distill import warnings as warn
 from synth.distill.load import LoadedRun
 from synth.distill.plan import BuildPlan, Classified, classify_log
+from synth.distill.project_locks import LockCheck
 from synth.distill.provenance import code_loading_risks, merged_risks
 from synth.distill.steps import PipInstall
 from synth.errors import ExportError, InputFileError
@@ -142,6 +143,8 @@ class StagedSource:
     patch: Path | None
     edits: SourceEdits
     project_locks: ProjectLocks = field(default_factory=ProjectLocks)
+    #: Each project lock against the environment it describes.
+    lock_checks: tuple[LockCheck, ...] = ()
     work: tempfile.TemporaryDirectory[str] | None = None
 
     def move_into(self, artifact: Path) -> None:
@@ -184,7 +187,8 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
             "followed (the rebuilt image has whatever those paths hold there): "
             + "; ".join(f"{rel} -> {target}" for rel, target in outward))})))
     found = read_project_locks(source)
-    notes = project_lock_notes(found, plan)
+    checks = check_project_locks(found, plan)
+    notes = project_lock_notes(found, checks) if plan.envs else []
     if notes:
         report = replace(report, warnings=tuple(sorted({*report.warnings, *notes})))
     sp = source_patch(original, source,
@@ -203,7 +207,7 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
     plan = replace(plan, source=src)
     if facts.workspace_tar is not None:
         plan, report = drop_idle_builds(plan, report, run, edits)
-    return plan, report, StagedSource(source, patch, edits, found)
+    return plan, report, StagedSource(source, patch, edits, found, tuple(checks))
 
 
 #: The most of a project lock file read (uv.lock of a large project: a few MB).
@@ -228,22 +232,27 @@ def read_project_locks(source: Path) -> ProjectLocks:
 _LOCK_TOOL = {lock: tool for tool, lock in project_locks.TOOL_LOCKS.items()}
 
 
-def project_lock_notes(found: ProjectLocks, plan: BuildPlan, workdir: str = "/workspace"
-                       ) -> list[str]:
-    """Where the project's own lock files disagree with the final state of the
-    environment they describe: the one its tool installed the project into (``uv sync``'s,
-    or the one poetry, pdm or pipenv installed, in the project's ``.venv`` or the tool's
-    own folder), else the working folder's ``.venv``, else one inside the working folder,
-    else the primary one. A venv the agent made with pip beside the tool's is not it."""
+def check_project_locks(found: ProjectLocks, plan: BuildPlan, workdir: str = "/workspace"
+                        ) -> list[LockCheck]:
+    """Each project lock file read against the final state of the environment it
+    describes: the one its tool installed the project into (``uv sync``'s, or the one
+    poetry, pdm or pipenv installed, in the project's ``.venv`` or the tool's own folder),
+    else the working folder's ``.venv``, else one inside the working folder, else the
+    primary one. A venv the agent made with pip beside the tool's is not it."""
     if not plan.envs:
         return []
-    notes = [f"the project's {name} was not read: {why}" for name, why in found.unread.items()]
+    checks = []
     for name, text in found.texts.items():
         env = _described_env(plan, _LOCK_TOOL[name], workdir)
-        note = project_locks.lock_note(name, text, env.prefix, env.pins)
-        if note:
-            notes.append(note)
-    return notes
+        checks.append(project_locks.check_lock(name, text, env.prefix, env.pins))
+    return checks
+
+
+def project_lock_notes(found: ProjectLocks, checks: Sequence[LockCheck]
+                       ) -> list[str]:
+    """The export's warnings: lock files not read, and those that disagree."""
+    notes = [f"the project's {name} was not read: {why}" for name, why in found.unread.items()]
+    return notes + [note for c in checks if (note := c.note())]
 
 
 def _described_env(plan: BuildPlan, tool: str, workdir: str) -> PythonEnvPlan:

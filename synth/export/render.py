@@ -26,7 +26,7 @@ import synth
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
 from synth.distill.load import repo_name
-from synth.distill.project_locks import TOOL_LOCKS, disagreement
+from synth.distill.project_locks import TOOL_LOCKS, LockCheck
 from synth.engine.base_images import (
     DEFAULT_MIRROR,
     PYPI_LOCKS,
@@ -439,7 +439,8 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
                     reader: ReaderFacts | None = None,
                     bundle: dict[str, Any] | None = None,
                     py_source: Mapping[str, str] | None = None,
-                    publication: Publication | None = None) -> dict[str, str | bytes]:
+                    publication: Publication | None = None,
+                    lock_checks: Sequence[LockCheck] = ()) -> dict[str, str | bytes]:
     """Every generated file of the artifact (not the manifest), by name: its text, or the
     bytes of the two JSON reports (:func:`report_files`), written as they are.
 
@@ -449,11 +450,15 @@ def render_artifact(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock
     indexes) or ``{"kind": "vendor", "source": FOLDER-IN-CONTEXT, "dir": PATH-IN-BUILD}``
     (a folder of wheels and sdists, no network; the bundle's ``vendor/wheels``).
     ``publication``: the citation and how the base is named (synth.export.metadata); by
-    default the plan's own, with no authors."""
+    default the plan's own, with no authors. ``lock_checks``: the project's own lock files
+    against the environments they describe (the README says where one does not give its
+    tool's environment)."""
     apt = apt or apt_sources(None, plan.apt.timestamp)
     reader = reader or ReaderFacts()
     ctx = _context(plan, report, locks, apt, reader, bundle, py_source,
                    publication or default_publication(plan, reader.description))
+    # Where the project's own lock does not give the environment its tool installed.
+    ctx["lock_disagrees"] = lock_disagrees(locks, lock_checks)
     files: dict[str, str | bytes] = {
         "Dockerfile": _render("Dockerfile.j2", {**ctx, "legacy": False}),
         "Dockerfile.legacy": _render("Dockerfile.j2", {**ctx, "legacy": True}),
@@ -541,12 +546,6 @@ def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt:
         "offline_env": {"PIP_CONSTRAINT": "PIP_NO_INDEX=1 PIP_FIND_LINKS=",
                         "UV_BUILD_CONSTRAINT": "UV_OFFLINE=1 UV_NO_INDEX=1 UV_FIND_LINKS="},
         "conda_envs": {c.prefix: c for c in plan.conda},
-        # Where the project's own lock does not give the environment its tool installed.
-        "lock_disagrees": {
-            lk.env.prefix: found for lk in locks if lk.env.project_install
-            and (found := disagreement(report.warnings,
-                                       TOOL_LOCKS[lk.env.project_install.tool],
-                                       lk.env.prefix))},
         "env_stage": separate_env_stage(plan, locks),
         "env_stage_name": STAGE,
         "one_stage_reason": one_stage_reason(plan, locks),
@@ -555,6 +554,15 @@ def _context(plan: BuildPlan, report: DistillReport, locks: Sequence[Lock], apt:
         "ca_secret_mount": CA_MOUNT,
         "ca_secret_env": CA_ENV,
     }
+
+
+def lock_disagrees(locks: Sequence[Lock], checks: Sequence[LockCheck]) -> dict[str, str]:
+    """Prefix -> what differs, for each environment a project tool installed whose own
+    lock file (in ``source/``) does not give it."""
+    differs = {(c.name, c.prefix): c.shown() for c in checks if c.differs}
+    return {lk.env.prefix: found for lk in locks if lk.env.project_install
+            and (found := differs.get((TOOL_LOCKS[lk.env.project_install.tool],
+                                       lk.env.prefix)))}
 
 
 def by_decision(outcomes: Sequence[CommandOutcome]) -> dict[str, list[CommandOutcome]]:

@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from synth.distill.project_locks import disagreements, lock_note, lock_pins
-from synth.export.final_state import project_lock_notes, read_project_locks
+from synth.distill.project_locks import check_lock, disagreements, lock_pins
+from synth.export.final_state import (
+    check_project_locks,
+    project_lock_notes,
+    read_project_locks,
+)
 from synth.formats.plan import ProjectInstall, PythonEnvPlan
 
 UV_LOCK = """\
@@ -83,13 +87,18 @@ def test_only_what_the_environment_holds_can_disagree() -> None:
     assert disagreements(pins, [("six", "1.17.0"), ("pip", "25.0")]) == []
     assert disagreements(pins, [("six", "1.16.0"), ("numpy", "2.3.5")]) == [
         "numpy 2.3.5 is not in it", "six 1.16.0 is installed where it pins 1.17.0"]
-    note = lock_note("uv.lock", UV_LOCK, "/workspace/.venv", [("six", "1.16.0")])
+    check = check_lock("uv.lock", UV_LOCK, "/workspace/.venv", [("six", "1.16.0")])
+    assert check.differs == ("six 1.16.0 is installed where it pins 1.17.0",)
+    note = check.note()
     assert note is not None and "uv sync --frozen" in note and "/workspace/.venv" in note
-    assert lock_note("uv.lock", UV_LOCK, "/w/.venv", [("six", "1.17.0")]) is None
-    assert "could not be read" in str(lock_note("poetry.lock", "{", "/w", []))
+    assert check_lock("uv.lock", UV_LOCK, "/w/.venv", [("six", "1.17.0")]).note() is None
+    unread = check_lock("poetry.lock", "{", "/w", [])
+    assert unread.differs == () and "could not be read" in str(unread.note())
     # pdm's command that installs its lock as it is (``pdm install`` may lock again).
-    assert "`pdm sync` from source/" in str(lock_note("pdm.lock", POETRY_LOCK, "/w/.venv",
-                                                      [("six", "1.17.0")]))
+    assert "`pdm sync` from source/" in str(check_lock("pdm.lock", POETRY_LOCK, "/w/.venv",
+                                                       [("six", "1.17.0")]).note())
+    many = check_lock("uv.lock", UV_LOCK, "/w", [(f"p{i}", "1") for i in range(10)])
+    assert many.shown().endswith("p7 1 is not in it; and 2 more")
 
 
 def _env(prefix: str, pins: tuple[tuple[str, str], ...]) -> PythonEnvPlan:
@@ -113,7 +122,8 @@ def test_export_compares_the_tools_environment_and_never_follows_a_link_out(
     (source / "uv.lock").write_text(UV_LOCK)
     plan = Plan((_env("/opt/venv", (("six", "1.16.0"),)),
                  _env("/workspace/.venv", (("six", "1.17.0"), ("numpy", "2.3.5")))))
-    notes = project_lock_notes(read_project_locks(source), plan)  # type: ignore[arg-type]
+    found = read_project_locks(source)
+    notes = project_lock_notes(found, check_project_locks(found, plan))  # type: ignore[arg-type]
     assert len(notes) == 1 and "numpy 2.3.5 is not in it" in notes[0]
     assert "six" not in notes[0]  # the .venv's six agrees; /opt/venv is not the tool's
     # A hostile lock that is a link to a host file is refused, not read.
@@ -121,7 +131,8 @@ def test_export_compares_the_tools_environment_and_never_follows_a_link_out(
     secret.write_text("[[package]]\nname = 'x'\nversion = '1'\n")
     (source / "uv.lock").unlink()
     (source / "uv.lock").symlink_to(secret)
-    notes = project_lock_notes(read_project_locks(source), plan)  # type: ignore[arg-type]
+    found = read_project_locks(source)
+    notes = project_lock_notes(found, check_project_locks(found, plan))  # type: ignore[arg-type]
     assert len(notes) == 1 and "was not read" in notes[0] and "leads out" in notes[0]
 
 
@@ -136,5 +147,8 @@ def test_poetry_lock_is_compared_with_the_environment_poetry_installed(tmp_path:
     poetrys = replace(_env(cache, (("six", "1.16.0"), ("tabulate", "0.9.0"))),
                       project_install=ProjectInstall("poetry", "/workspace", ("poetry", "install")))
     plan = Plan((poetrys, _env("/workspace/venv", (("six", "1.17.0"),))))
-    [note] = project_lock_notes(read_project_locks(source), plan)  # type: ignore[arg-type]
+    found = read_project_locks(source)
+    [check] = check_project_locks(found, plan)  # type: ignore[arg-type]
+    assert check.prefix == cache and check.name == "poetry.lock"
+    [note] = project_lock_notes(found, [check])
     assert cache in note and "tabulate 0.9.0 is not in it" in note and "six" not in note

@@ -13,7 +13,7 @@ from distill_runs import cmd, dist, make_run_dir, system_python, venv
 
 from synth.distill.load import load_run
 from synth.distill.plan import BuildPlan, DistillReport, distill
-from synth.distill.project_locks import lock_note
+from synth.distill.project_locks import check_lock
 from synth.distill.tool_selection import reader_command, selection
 from synth.distill.warnings import plan_second_interpreters
 from synth.export.lock import Lock, LockedPin
@@ -201,22 +201,22 @@ def test_the_readme_says_when_the_project_s_lock_does_not_give_the_environment(
     """Seen on a real pipenv project: the README said `pipenv sync` made the environment
     the same way while the export warned that it did not (a later `pip install`)."""
     plan, report = _plan(tmp_path, ["pipenv sync", "pipenv run pip install tabulate"])
-    note = lock_note("Pipfile.lock", '{"default": {"astropy": {"version": "==7.1.0"}}}',
-                     "/workspace/.venv", [("astropy", "7.1.0"), ("tabulate", "0.9.0")])
-    assert note is not None
-    report = msgspec.structs.replace(report, warnings=(*report.warnings, note))
+    check = check_lock("Pipfile.lock", '{"default": {"astropy": {"version": "==7.1.0"}}}',
+                       "/workspace/.venv", [("astropy", "7.1.0"), ("tabulate", "0.9.0")])
     locks = [Lock(env=e, pins=tuple(LockedPin(name=n, version=v, hashes=("ab" * 32,))
                                     for n, v in e.pins), locker="uv") for e in plan.envs]
-    readme = " ".join(render_artifact(plan, report, locks)["README.md"].split())
+    readme = " ".join(render_artifact(plan, report, locks, lock_checks=[check])["README.md"]
+                      .split())
     assert ("The run installed `/workspace/.venv` with pipenv and then changed it: the "
             "project's own `Pipfile.lock` (in `source/`) does not give this environment "
             "(tabulate 0.9.0 is not in it), so `pipenv sync` in `source/` makes a different "
             "one.") in readme, readme
     assert "makes it the same way" not in readme
-    agreeing = msgspec.structs.replace(report, warnings=tuple(
-        w for w in report.warnings if w != note))
-    readme = " ".join(render_artifact(plan, agreeing, locks)["README.md"].split())
-    assert "A pipenv user makes it the same way in `source/`" in readme
+    # A lock that agrees, or one for another environment, changes nothing.
+    for checks in ([check._replace(differs=())], [check._replace(prefix="/opt/other")]):
+        readme = " ".join(render_artifact(plan, report, locks, lock_checks=checks)["README.md"]
+                          .split())
+        assert "A pipenv user makes it the same way in `source/`" in readme
 
 
 def test_the_tool_s_own_environment_is_named_as_the_tool_s(tmp_path: Path) -> None:
