@@ -152,3 +152,48 @@ def test_poetry_lock_is_compared_with_the_environment_poetry_installed(tmp_path:
     assert check.prefix == cache and check.name == "poetry.lock"
     [note] = project_lock_notes(found, [check])
     assert cache in note and "tabulate 0.9.0 is not in it" in note and "six" not in note
+
+
+def test_the_export_s_readme_names_what_the_project_s_lock_does_not_give(
+        tmp_path: Path) -> None:
+    """From the audit log to the README: ``pipenv sync``, then a ``pip install`` the
+    project's Pipfile.lock does not name; the export warns and the README says so, naming
+    the difference, instead of telling a pipenv user the lock makes the same environment."""
+    from distill_runs import cmd, dist, make_run_dir, system_python, venv
+    from test_uv_project import NO_ENGINE, _uv_locker
+
+    from synth.config import Settings
+    from synth.export.artifact import ExportOptions, export_run
+
+    repo = tmp_path / "tasks" / "proj" / "repo"
+    repo.mkdir(parents=True)
+    (repo / "analysis.py").write_text("import six\n")
+    (repo / "Pipfile").write_text('[packages]\nsix = "*"\n')
+    (repo / "Pipfile.lock").write_text(json.dumps(
+        {"default": {"six": {"version": "==1.17.0"}}}))
+    task = repo.parent / "task.toml"
+    task.write_text('name = "proj"\nbase_image = "synth/python:bookworm"\n[repo]\n'
+                    'path = "repo"\n[probes.cpu]\ncommand = "python analysis.py"\n'
+                    '[not_applicable]\nC3 = "cpu"\nC4 = "cpu"\n')
+    site = "/workspace/.venv/lib/python3.11/site-packages"
+    dists = [dist("six", "1.17.0", installer="pip", location=site),
+             dist("tabulate", "0.9.0", installer="pip", location=site)]
+    run = make_run_dir(tmp_path, [cmd("cd /workspace && PIPENV_VENV_IN_PROJECT=1 pipenv sync"),
+                                  cmd("cd /workspace && pipenv run pip install tabulate")],
+                       task="proj", python=[system_python(), venv("/workspace/.venv", dists)],
+                       primary="/workspace/.venv/bin/python", task_file=task,
+                       diff=[("A", "/workspace/.venv")])
+
+    def export(out: str) -> Path:
+        return export_run(ExportOptions(run, out_dir=tmp_path / out, locker=_uv_locker,
+                                        ask_live=False), Settings.load(artifacts_dir=tmp_path),
+                          NO_ENGINE).artifact_dir
+
+    art = export("out")
+    warnings = json.loads((art / "export-report.json").read_text())["warnings"]
+    assert ("the project's Pipfile.lock (carried in source/) disagrees with the final state "
+            "of /workspace/.venv: tabulate 0.9.0 is not in it") in " ".join(warnings), warnings
+    readme = " ".join((art / "README.md").read_text().split())
+    assert ("the project's own `Pipfile.lock` (in `source/`) does not give this environment "
+            "(tabulate 0.9.0 is not in it)") in readme, readme
+    assert (export("again") / "README.md").read_bytes() == (art / "README.md").read_bytes()
