@@ -508,9 +508,9 @@ _PROJECT_VERBS = {
 _TOOL_QUERIES = {
     "uv": frozenset({"tree"}),
     "poetry": frozenset({"show", "check", "about", "search", "--version", "env info",
-                         "env list"}),
+                         "env list", "env activate"}),
     "pdm": frozenset({"list", "info", "show", "search", "--version", "venv list",
-                      "venv --path", "venv --python"}),
+                      "venv --path", "venv --python", "venv activate"}),
     "pipenv": frozenset({"graph", "requirements", "verify", "check", "scripts", "--venv",
                          "--where", "--py", "--envs", "--version", "--support"}),
 }
@@ -533,6 +533,8 @@ def extract_project_tool(cmd: SimpleCommand) -> Step | None:
         return ReadOnly(program=f"{tool} {query}")
     if tool == "pdm" and words[:1] in (["use"], ["venv"]):
         return _pdm_environment(cmd, words)
+    if tool == "poetry" and words[:2] in (["env", "use"], ["env", "remove"]):
+        return ProjectTool(tool=tool, verb="env", project=cmd.cwd)
     if not words or words[0] not in verbs:
         return None
     return ProjectTool(tool=tool, verb=words[0], project=cmd.cwd,
@@ -560,17 +562,22 @@ def _tool_query(tool: str, args: Sequence[str], words: Sequence[str]) -> str | N
 
 def _pdm_environment(cmd: SimpleCommand, words: Sequence[str]) -> Step | None:
     """``pdm venv create [PYTHON]`` makes the project's ``.venv`` (with virtualenv, or
-    Python's venv with ``-w venv``; pip only with ``--with-pip``); ``pdm use PYTHON``
-    writes the project's ``.pdm-python``, which travels in source/. A named venv (``-n``,
-    in pdm's own folder) or a conda one is left unclassified."""
+    Python's venv with ``-w venv``; pip only with ``--with-pip``); with ``-n NAME`` a venv
+    in pdm's own folder, and ``pdm venv remove`` takes one away: the tool's environments,
+    which the final state holds. ``pdm use PYTHON`` writes the project's ``.pdm-python``,
+    which travels in source/. A conda venv is left unclassified."""
     if words[0] == "use":
         return ToolConfig(tool="pdm", key="python", local=True)
+    if words[1:2] == ["remove"]:
+        return ProjectTool(tool="pdm", verb="venv", project=cmd.cwd)
     if words[1:2] != ["create"]:
         return None
     opts, positional = _split_opts(tuple(words[2:]), {"-w", "--with", "-n", "--name"})
     backend = next((v for k, v in opts if k in ("-w", "--with") and v), "virtualenv")
-    if any(k in ("-n", "--name") for k, _v in opts) or backend not in ("virtualenv", "venv"):
+    if backend not in ("virtualenv", "venv"):
         return None
+    if any(k in ("-n", "--name") for k, _v in opts):
+        return ProjectTool(tool="pdm", verb="venv", project=cmd.cwd)
     return VenvCreate(tool=backend, path=_abs(cmd, ".venv"),
                       python=positional[0] if positional else "python3",
                       options=() if any(k == "--with-pip" for k, _v in opts)

@@ -18,6 +18,7 @@ from synth.distill.load import Distribution, Interpreter, LoadedRun
 from synth.distill.project_locks import TOOL_LOCKS
 from synth.distill.shell import SimpleCommand
 from synth.distill.steps import (
+    ENVIRONMENT_VERBS,
     PYTHON_CHECK,
     AptInstall,
     AptMaintenance,
@@ -248,6 +249,10 @@ def _project_tool(s: ProjectTool) -> str:
                 " (with `uv sync --frozen` from the project's uv.lock where that gives the "
                 "final state; the warnings say where not)" if s.tool == "uv" else
                 f"; the project's {TOOL_LOCKS.get(s.tool, 'lock file')} travels in source/"))
+    if s.verb in ENVIRONMENT_VERBS:
+        return (f"makes or removes one of {s.tool}'s environments for the project: each "
+                "environment the run ended with is reproduced from the final state, locked "
+                "and installed at the same path")
     if s.verb == "run" and s.installer:
         return (f"runs {s.installer} in the project's environment: what it installed is "
                 "reproduced from the final state, locked and installed at the same path")

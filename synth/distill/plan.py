@@ -42,7 +42,7 @@ from synth.distill.provenance import risks, unaudited_changes
 from synth.distill.report import add_notes, unexplained
 from synth.distill.shell import simple_commands
 from synth.distill.source import source_plan
-from synth.distill.steps import Download, PipInstall, ProjectTool
+from synth.distill.steps import ENVIRONMENT_VERBS, Download, PipInstall, ProjectTool
 from synth.distill.tool_selection import with_project_installs
 from synth.distill.warnings import framework_replaced
 from synth.formats.plan import (
@@ -166,7 +166,8 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     source = source_plan(run, notes)
     env_plans = with_project_installs(
         env_plans, source.dest if source.kind != "none" else None,
-        ((p.tool, c.cwd, c.argv) for c, _x, p in ok.of(ProjectTool)))
+        ((p.tool, c.cwd, c.argv) for c, _x, p in ok.of(ProjectTool)
+         if p.verb not in ENVIRONMENT_VERBS))
     notes.warnings += framework_replaced(
         ((c.ref, s) for c, _x, s in ok.of(PipInstall)), _primary_final(run))
     plan = BuildPlan(

@@ -200,9 +200,11 @@ class ProgramRun(StepBase):
 @dataclass(frozen=True)
 class ProjectTool(StepBase):
     """A project's environment tool at work in a folder: ``uv sync``/``lock``/``add``/
-    ``remove``/``run``, ``poetry install``/``lock``/``add``…, ``pdm``, ``pipenv``. What it
-    installed is reproduced from the final state (a uv project's .venv by ``uv sync
-    --frozen``: synth.distill.uv_project); the lock file it writes travels in source/."""
+    ``remove``/``run``, ``poetry install``/``lock``/``add``…, ``pdm``, ``pipenv``; or
+    making one of the tool's own environments (:data:`ENVIRONMENT_VERBS`: ``poetry env
+    use``, ``pdm venv create -n``). What it installed is reproduced from the final state (a
+    uv project's .venv by ``uv sync --frozen``: synth.distill.uv_project); the lock file it
+    writes travels in source/."""
 
     kind: ClassVar[str] = "project-tool"
     tool: str
@@ -210,6 +212,11 @@ class ProjectTool(StepBase):
     project: str
     #: What ``run`` runs, where it is an installer (``pip``: ``pipenv run pip install x``).
     installer: str | None = None
+
+
+#: A :class:`ProjectTool`'s verbs that make or remove one of the tool's environments
+#: (``poetry env use``/``remove``, ``pdm venv create -n``/``remove``) and install nothing.
+ENVIRONMENT_VERBS = frozenset({"env", "venv"})
 
 
 @cheap_init

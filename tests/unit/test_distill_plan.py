@@ -502,6 +502,28 @@ def test_a_project_tool_s_command_that_may_change_something_is_not_read_only(
     assert report.outcomes[0].step != "read-only"
 
 
+def test_a_tool_s_own_environment_made_by_its_env_command_is_audited(tmp_path: Path) -> None:
+    """``poetry env use`` makes poetry's environment in its own folder: that command made
+    the venv the run ends with (no "no audited command created" warning), and poetry is
+    not said to have installed the project."""
+    cache = "/root/.cache/pypoetry/virtualenvs/proj-xS3fZVNL-py3.11"
+    py = [system_python(), venv(cache, [dist("six", "1.17.0", location=f"{cache}/lib")])]
+    plan, report = plan_of(tmp_path, [cmd("poetry env use python3.11"),
+                                      cmd(f"{cache}/bin/pip install six"),
+                                      cmd("poetry env info --path"),
+                                      cmd("poetry env activate")],
+                           python=py, primary=f"{cache}/bin/python")
+    steps = [(o.extractor, o.step) for o in report.outcomes]
+    assert steps == [("project-tool", "project-tool"), ("pip", "pip-install"),
+                     ("project-tool", "read-only"), ("project-tool", "read-only")], steps
+    assert not [w for w in report.warnings if "no audited command created" in w], report
+    assert [e.project_install for e in plan.envs] == [None]
+    # Without it the same venv is one nothing audited made.
+    _plan, bare = plan_of(tmp_path / "bare", [cmd(f"{cache}/bin/pip install six")],
+                          python=py, primary=f"{cache}/bin/python")
+    assert [w for w in bare.warnings if f"no audited command created {cache}" in w]
+
+
 def test_pdm_s_venv_and_interpreter_commands_are_classified(tmp_path: Path) -> None:
     """Seen on a pdm project: `pdm venv create --with-pip python3` and `pdm use -f
     /workspace/.venv` were unclassified."""
@@ -516,7 +538,10 @@ def test_pdm_s_venv_and_interpreter_commands_are_classified(tmp_path: Path) -> N
         "file, which travels in source/ (the final /workspace); not replayed")
     assert got["pdm venv list"] == ("read-only", "read-only")
     assert got["/opt/pdm/bin/pdm venv create --with-pip python3"][0] == "venv-create"
-    assert got["pdm venv create -n mine python3.11"][0] == "unclassified"
+    assert got["pdm venv create -n mine python3.11"] == (
+        "project-tool", "makes or removes one of pdm's environments for the project: each "
+        "environment the run ended with is reproduced from the final state, locked and "
+        "installed at the same path")
     made = [classify(SimpleCommand(tuple(line.split()), (), (), line, "/workspace", (), None,
                                    1, 0))[1]
             for line in ("pdm venv create --with-pip python3", "pdm venv create -w venv")]
