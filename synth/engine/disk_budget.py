@@ -24,6 +24,9 @@ REBUILD_FLOOR = 3 * GIB
 BUNDLE_FLOOR = 2 * GIB
 #: A run directory's logs and state, an export's files.
 ARTIFACTS_FLOOR = 256 * 1024 * 1024
+#: What a session leaves free on the engine's data root: an agent that writes past it into
+#: its container is stopped (:func:`below_reserve`), so that it never fills the host's disk.
+SESSION_RESERVE = 1 * GIB
 
 FREE_HINT = ("Free space: `synth gc --images --dry-run` lists the live and rebuilt images "
              "it would remove (then without --dry-run), `docker system df` shows what the "
@@ -66,6 +69,21 @@ def engine_data_root(engine: object) -> Path | None:
     except EngineError:
         return None
     return Path(root) if isinstance(root, str) and root.startswith("/") else None
+
+
+def below_reserve(data_root: Path, *, usage: DiskUsage | None = None) -> str | None:
+    """Why a session must stop, where the file system of the engine's data root (where a
+    container's writable layer lies) has less than :data:`SESSION_RESERVE` free; None while
+    it has more, or where it cannot be read (a remote engine's)."""
+    try:
+        space = (usage or disk_usage)(data_root)
+    except OSError:
+        return None
+    if space.free >= SESSION_RESERVE:
+        return None
+    return (f"the file system of the engine's data root {data_root} has {human(space.free)} "
+            f"free of {human(space.total)} (a session leaves at least "
+            f"{human(SESSION_RESERVE)})")
 
 
 def image_size(engine: Any, ref: str | None) -> int | None:

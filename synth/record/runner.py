@@ -156,8 +156,11 @@ class _Session:
         self.commands: list[SynthCommand] = []
         self.cancelled = threading.Event()
         self.timed_out = threading.Event()
-        #: Why the session was stopped for what the agent put in the hook's folder.
-        self.folder_full: str | None = None
+        #: Why the session was stopped for what the agent wrote: past the hook folder's
+        #: budget, or into the engine's last free space.
+        self.stopped_for: str | None = None
+        #: The engine's data root, where its file system is this host's to watch.
+        self.data_root: Path | None = None
         self.container: Container | None = None
         self.watchdog: Watchdog | None = None
         self.sampler = ProcessSampler(None)
@@ -326,6 +329,8 @@ class _Session:
                                             default_cwd=WORKDIR)
         self.record["limits"]["disk_enforced"] = (
             spec.limits.disk is not None and self.engine.disk_limits_supported())
+        if self.settings.disk_check:
+            self.data_root = disk_budget.engine_data_root(self.engine)
         self.record["limit_hits"] = self.container.limit_hits
         # From here on a host process of its own stops the container if synth goes away,
         # and synth watches its processes from the host.
@@ -524,8 +529,9 @@ class _Session:
         while not self._stop_polling.wait(0.3):
             self.lease.renew()
             polls += 1
-            if polls % 3 == 0 and self.folder_full is None:
+            if polls % 3 == 0 and self.stopped_for is None:
                 self.check_audit_folder()
+                self.check_engine_disk()
             try:
                 new = self.collector.poll()
             except DiskFullError as exc:
@@ -539,16 +545,32 @@ class _Session:
 
     def check_audit_folder(self) -> None:
         """Stop the session when the agent has filled the hook's folder, which lies on the
-        host's disk under no quota, past its budget (:class:`FolderUsage`)."""
+        host's disk under no quota, past its budget (:class:`FolderUsage`); tampering with
+        the audit, so a finding too."""
         folder = self.collector.source.parent
         over = folder_usage(folder).over_budget()
-        if over is None:
+        if over is not None:
+            self.stop_for(f"the agent wrote {over} into the audit folder {CONTAINER_AUDIT_DIR}, "
+                          "which lies on the host's disk: the session was stopped",
+                          finding=True)
+
+    def check_engine_disk(self) -> None:
+        """Stop the session before the agent's writes into its container fill the disk the
+        engine keeps it on (``--disk`` caps the container only where the storage driver
+        can, :meth:`Engine.disk_limits_supported`)."""
+        if self.data_root is None or self.stopped_for is not None:
             return
-        self.folder_full = (f"the agent wrote {over} into the audit folder "
-                            f"{CONTAINER_AUDIT_DIR}, which lies on the host's disk: the "
-                            "session was stopped")
-        self.collector.findings.append(self.folder_full)
-        self.say(f"error: {self.folder_full}")
+        low = disk_budget.below_reserve(self.data_root)
+        if low is not None:
+            self.stop_for(f"{low}: the agent was stopped before its writes filled that disk",
+                          finding=False)
+
+    def stop_for(self, reason: str, *, finding: bool) -> None:
+        """Stop the agent as a timeout does; the run ends ``error`` with ``reason``."""
+        self.stopped_for = reason
+        if finding:
+            self.collector.findings.append(reason)
+        self.say(f"error: {reason}")
         self.cancelled.set()
         if self.container is not None:
             stop_agent(self.container)
@@ -683,9 +705,9 @@ class _Session:
         if self.timed_out.is_set():
             status = "timeout"
             self.say(f"Timeout: the agent ran longer than {self.opts.timeout:g} s and was killed")
-        if self.folder_full is not None:
+        if self.stopped_for is not None:
             status = "error"
-            self.record["error"] = self.folder_full
+            self.record["error"] = self.stopped_for
         return status
 
     def close(self, status: str) -> str:

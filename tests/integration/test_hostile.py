@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -458,3 +459,30 @@ def test_filling_the_audit_folder_on_the_host_stops_the_session(
     assert run["audit"]["verified"] is False and run["error"] in run["audit"]["findings"]
     assert "after-the-fill" not in (result.run_dir / "logs" / "agent.log").read_text()
     assert not (result.run_dir / "logs" / "hook").exists()  # drained and removed
+
+
+def test_filling_the_engine_s_disk_stops_the_session(
+    engine: DockerEngine, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the storage driver cannot cap a container's layer, an agent writing into its
+    container would fill the host's disk: synth watches the free space of the engine's
+    data root and stops the agent at its reserve (set here to 300 MiB below what is free
+    now, so that the test writes little)."""
+    from synth.engine import disk_budget
+
+    root = disk_budget.engine_data_root(engine)
+    if root is None or not root.is_dir():
+        pytest.skip("the engine's data root is not on this host")
+    free = shutil.disk_usage(root).free
+    monkeypatch.setattr("synth.engine.disk_budget.SESSION_RESERVE", free - (300 << 20))
+    script = world["root"] / "fill-disk.sh"
+    script.write_text("for i in $(seq 40); do head -c 50M /dev/zero >> /var/tmp/fill; "
+                      "sleep 0.2; done\necho after-the-fill\n")
+    result = _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
+                                            timeout=600))
+    run = _run_json(result)
+    assert result.status == "error", run
+    assert run["error"].startswith(f"the file system of the engine's data root {root} has ")
+    assert run["error"].endswith(": the agent was stopped before its writes filled that disk")
+    assert run["error"] not in run["audit"]["findings"]  # not the audit's tampering
+    assert "after-the-fill" not in (result.run_dir / "logs" / "agent.log").read_text()

@@ -94,3 +94,19 @@ def test_doctor_shows_both_free_spaces(tmp_path: Path) -> None:
     assert f"artifacts folder {tmp_path}: 3.0 GiB free" in check.detail
     short = disk_check(Path("/var/lib/docker"), tmp_path, usage=_usage({"/": GIB}))
     assert short.status == "warn" and short.fix and "synth gc" in short.fix
+
+
+def test_a_session_stops_below_the_reserve_on_the_engine_s_data_root(tmp_path: Path) -> None:
+    def usage(free: int) -> disk_budget.DiskUsage:
+        return lambda _p: Usage(100 * GIB, 100 * GIB - free, free)
+
+    assert disk_budget.below_reserve(tmp_path, usage=usage(2 * GIB)) is None
+    assert disk_budget.below_reserve(tmp_path, usage=usage(disk_budget.SESSION_RESERVE)) is None
+    low = disk_budget.below_reserve(tmp_path, usage=usage(512 << 20))
+    assert low == (f"the file system of the engine's data root {tmp_path} has 512.0 MiB free "
+                   "of 100.0 GiB (a session leaves at least 1.0 GiB)")
+
+    def unreadable(_p: Path) -> Usage:
+        raise OSError("a remote engine's path")
+
+    assert disk_budget.below_reserve(tmp_path / "gone", usage=unreadable) is None
