@@ -562,7 +562,7 @@ class _Session:
             return
         low = disk_budget.below_reserve(self.data_root)
         if low is not None:
-            self.stop_for(f"{low}: the agent was stopped before its writes filled that disk",
+            self.stop_for(f"{low}: the agent was stopped before that disk filled",
                           finding=False)
 
     def stop_for(self, reason: str, *, finding: bool) -> None:

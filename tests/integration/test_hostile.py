@@ -483,6 +483,6 @@ def test_filling_the_engine_s_disk_stops_the_session(
     run = _run_json(result)
     assert result.status == "error", run
     assert run["error"].startswith(f"the file system of the engine's data root {root} has ")
-    assert run["error"].endswith(": the agent was stopped before its writes filled that disk")
+    assert run["error"].endswith(": the agent was stopped before that disk filled")
     assert run["error"] not in run["audit"]["findings"]  # not the audit's tampering
     assert "after-the-fill" not in (result.run_dir / "logs" / "agent.log").read_text()
