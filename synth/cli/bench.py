@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
+from synth.cli.app import CaBundleOpt, JsonOpt, app
 from synth.config import Settings
 from synth.ui import console
-
-if TYPE_CHECKING:  # the commands import their modules when run: `synth --help` stays fast
-    pass
-from synth.cli.app import CaBundleOpt, JsonOpt, app
 
 
 @app.command()

@@ -19,13 +19,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from synth.engine.base import Mount
 from synth.formats.claims import CONTAINER_CLAIMS
-
-if TYPE_CHECKING:
-    pass
 
 REPORT_DIR = "/opt/scimlopsbench"
 REPORT_PATH = REPORT_DIR + "/report.json"
