@@ -99,7 +99,8 @@ def _limits_check(engine: Engine) -> Check:
     (--disk, [limits] disk) would be enforced here."""
     disk = ("a disk limit is enforced" if engine.disk_limits_supported() else
             "a disk limit (--disk) is not enforced by this storage driver (overlay2 needs "
-            "xfs with project quotas)")
+            "xfs with project quotas); a session still stops its agent below "
+            f"{human(disk_budget.SESSION_RESERVE)} free on the engine's data root")
     return Check("limits", "ok", f"defaults: {Limits.host_default().describe()}; {disk}")
 
 
