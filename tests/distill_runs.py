@@ -56,6 +56,20 @@ def cmd(command: str, *, exit: int = 0, cwd: str = "/workspace",
             "replayed": replayed}
 
 
+def project_task(tmp: Path, files: Mapping[str, str], probe: str) -> Path:
+    """A task ``proj`` under ``tmp/tasks`` whose repository holds ``files`` (relative path
+    -> text), with a CPU probe ``probe`` and no GPU levels; its task.toml's path."""
+    repo = tmp / "tasks" / "proj" / "repo"
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    task = repo.parent / "task.toml"
+    task.write_text('name = "proj"\nbase_image = "synth/python:bookworm"\n[repo]\n'
+                    f'path = "repo"\n[probes.cpu]\ncommand = "{probe}"\n'
+                    '[not_applicable]\nC3 = "cpu"\nC4 = "cpu"\n')
+    return task
+
+
 def deb(name: str, version: str, arch: str = "amd64") -> dict[str, Any]:
     """A ``state/apt.json`` ``debs`` record as apt's indexes would give it (fake hash)."""
     import hashlib

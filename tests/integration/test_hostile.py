@@ -440,19 +440,27 @@ def test_a_fork_bomb_and_a_memory_hog_end_their_own_statements(
     assert "LIMIT HIT  process limit (fork refused)" in shown
 
 
+def _filling(engine: DockerEngine, world: dict[str, Any], path: str
+             ) -> tuple[RunResult, dict[str, Any]]:
+    """A run whose agent appends 50 MB at a time to ``path``, up to 2 GB, then says
+    ``after-the-fill``: stopped on the way, it ends ``error``."""
+    script = world["root"] / f"fill-{path.replace('/', '-')}.sh"
+    script.write_text(f"for i in $(seq 40); do head -c 50M /dev/zero >> {path}; "
+                      "sleep 0.2; done\necho after-the-fill\n")
+    result = _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
+                                            timeout=600))
+    run = _run_json(result)
+    assert result.status == "error", run
+    return result, run
+
+
 def test_filling_the_audit_folder_on_the_host_stops_the_session(
     engine: DockerEngine, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The hook's folder is the host's disk, under no quota: past its budget (cut to
     256 MiB here) the agent is stopped, the run says why and its audit is unverified."""
     monkeypatch.setattr("synth.record.collector.MAX_FOLDER_BYTES", 256 << 20)
-    script = world["root"] / "fill.sh"
-    script.write_text("for i in $(seq 40); do head -c 50M /dev/zero >> /synth/audit/fill; "
-                      "sleep 0.2; done\necho after-the-fill\n")
-    result = _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
-                                            timeout=600))
-    run = _run_json(result)
-    assert result.status == "error", run
+    result, run = _filling(engine, world, "/synth/audit/fill")
     assert run["error"].startswith("the agent wrote ") and "MiB (at most 256.0 MiB is " \
         "allowed there) into the audit folder /synth/audit, which lies on the host's disk: " \
         "the session was stopped" in run["error"]
@@ -475,13 +483,7 @@ def test_filling_the_engine_s_disk_stops_the_session(
         pytest.skip("the engine's data root is not on this host")
     free = shutil.disk_usage(root).free
     monkeypatch.setattr("synth.engine.disk_budget.SESSION_RESERVE", free - (300 << 20))
-    script = world["root"] / "fill-disk.sh"
-    script.write_text("for i in $(seq 40); do head -c 50M /dev/zero >> /var/tmp/fill; "
-                      "sleep 0.2; done\necho after-the-fill\n")
-    result = _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
-                                            timeout=600))
-    run = _run_json(result)
-    assert result.status == "error", run
+    result, run = _filling(engine, world, "/var/tmp/fill")
     assert run["error"].startswith(f"the file system of the engine's data root {root} has ")
     assert run["error"].endswith(": the agent was stopped before that disk filled")
     assert run["error"] not in run["audit"]["findings"]  # not the audit's tampering

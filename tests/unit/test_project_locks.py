@@ -159,22 +159,24 @@ def test_the_export_s_readme_names_what_the_project_s_lock_does_not_give(
     """From the audit log to the README: ``pipenv sync``, then a ``pip install`` the
     project's Pipfile.lock does not name; the export warns and the README says so, naming
     the difference, instead of telling a pipenv user the lock makes the same environment."""
-    from distill_runs import cmd, dist, make_run_dir, system_python, venv
-    from test_uv_project import NO_ENGINE, _uv_locker
+    from distill_runs import (
+        NO_ENGINE,
+        cmd,
+        dist,
+        make_run_dir,
+        project_task,
+        system_python,
+        venv,
+    )
+    from test_uv_project import _uv_locker
 
     from synth.config import Settings
     from synth.export.artifact import ExportOptions, export_run
 
-    repo = tmp_path / "tasks" / "proj" / "repo"
-    repo.mkdir(parents=True)
-    (repo / "analysis.py").write_text("import six\n")
-    (repo / "Pipfile").write_text('[packages]\nsix = "*"\n')
-    (repo / "Pipfile.lock").write_text(json.dumps(
-        {"default": {"six": {"version": "==1.17.0"}}}))
-    task = repo.parent / "task.toml"
-    task.write_text('name = "proj"\nbase_image = "synth/python:bookworm"\n[repo]\n'
-                    'path = "repo"\n[probes.cpu]\ncommand = "python analysis.py"\n'
-                    '[not_applicable]\nC3 = "cpu"\nC4 = "cpu"\n')
+    task = project_task(tmp_path, {
+        "analysis.py": "import six\n", "Pipfile": '[packages]\nsix = "*"\n',
+        "Pipfile.lock": json.dumps({"default": {"six": {"version": "==1.17.0"}}})},
+        "python analysis.py")
     site = "/workspace/.venv/lib/python3.11/site-packages"
     dists = [dist("six", "1.17.0", installer="pip", location=site),
              dist("tabulate", "0.9.0", installer="pip", location=site)]

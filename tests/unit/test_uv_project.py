@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from distill_runs import NO_ENGINE, cmd, dist, make_run_dir, system_python, venv
+from distill_runs import NO_ENGINE, cmd, dist, make_run_dir, project_task, system_python, venv
 
 from synth.config import Settings
 from synth.distill.extractors import classify
@@ -263,15 +263,10 @@ def _uv_locker(env: PythonEnvPlan, _target: LockTarget) -> Lock:
 
 
 def _uv_project_run(tmp: Path, sync: str) -> Path:
-    repo = tmp / "tasks" / "proj" / "repo"
-    (repo / "envtools").mkdir(parents=True)
-    (repo / "envtools" / "__init__.py").write_text("")
-    (repo / "pyproject.toml").write_text('[project]\nname = "envtools"\nversion = "0.1.0"\n')
-    (repo / "uv.lock").write_text(UV_LOCK)
-    task = repo.parent / "task.toml"
-    task.write_text('name = "proj"\nbase_image = "synth/python:bookworm"\n[repo]\n'
-                    'path = "repo"\n[probes.cpu]\ncommand = "python -m envtools"\n'
-                    '[not_applicable]\nC3 = "cpu"\nC4 = "cpu"\n')
+    task = project_task(tmp, {
+        "envtools/__init__.py": "", "uv.lock": UV_LOCK,
+        "pyproject.toml": '[project]\nname = "envtools"\nversion = "0.1.0"\n'},
+        "python -m envtools")
     site = "/workspace/.venv/lib/python3.11/site-packages"
     dists = [dist("attrs", "25.4.0", installer="uv", location=site),
              dist("six", "1.17.0", installer="uv", location=site),
