@@ -188,6 +188,11 @@ class EngineContainer(Runtime, Protocol):
         """Commit the filesystem as image ``ref``; returns the image ID."""
         ...
 
+    def layer_size(self) -> int | None:
+        """The bytes its writable layer holds, as the engine counts them (what a commit
+        writes again); None where the engine does not say."""
+        ...
+
     def ensure_running(self) -> None:
         """Start the container again if it stopped (after a kill), to read its state."""
         ...

@@ -86,6 +86,27 @@ def below_reserve(data_root: Path, *, usage: DiskUsage | None = None) -> str | N
             f"{human(SESSION_RESERVE)})")
 
 
+def check_commit_room(data_root: Path, layer: int | None, *,
+                      usage: DiskUsage | None = None) -> None:
+    """Refuse to commit a container whose writable layer (``layer`` bytes; the commit
+    writes it again) would leave less than :data:`SESSION_RESERVE` free on the engine's
+    data root; a size or a file system that cannot be read is not checked."""
+    if layer is None:
+        return
+    try:
+        free = (usage or disk_usage)(data_root).free
+    except OSError:
+        return
+    if free - layer >= SESSION_RESERVE:
+        return
+    raise DiskFullError(
+        f"Not enough disk space to commit the live image: the container's layer holds "
+        f"{human(layer)} and the file system of the engine's data root {data_root} has "
+        f"{human(free)} free (a commit writes the layer again and leaves at least "
+        f"{human(SESSION_RESERVE)}).", path=str(data_root), needed=layer + SESSION_RESERVE,
+        free=free, hint=FREE_HINT)
+
+
 def image_size(engine: Any, ref: str | None) -> int | None:
     """The size of image ``ref`` as the engine reports it, or None."""
     if not ref:

@@ -634,6 +634,16 @@ class Container:
                               engine=self.engine.address, operation="commit") from exc
         return str(image.id)
 
+    def layer_size(self) -> int | None:
+        try:
+            with self.engine.slow_call():
+                listed = self.engine.api.containers(
+                    all=True, size=True, filters={"id": self.raw.id})
+        except docker.errors.DockerException:
+            return None
+        size = listed[0].get("SizeRw") if len(listed) == 1 else None
+        return size if isinstance(size, int) and size >= 0 else None
+
     def ensure_running(self) -> None:
         try:
             self.raw.reload()

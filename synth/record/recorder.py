@@ -123,6 +123,9 @@ class RecordingContainer:
     def limit_events(self) -> dict[str, int]:
         return self.inner.limit_events()
 
+    def layer_size(self) -> int | None:
+        return self.inner.layer_size()
+
     def processes(self) -> list[dict[str, Any]]:
         return self.inner.processes()
 

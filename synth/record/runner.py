@@ -442,7 +442,12 @@ class _Session:
                   "synth.artifacts": str(self.settings.artifacts_dir.resolve())}
         if hits:
             labels["synth.shareable"] = "false"
-        image_id = self.guarded("live image commit", lambda: c.commit(ref, labels=labels))
+        def commit() -> str:
+            if self.data_root is not None:
+                disk_budget.check_commit_room(self.data_root, c.layer_size())
+            return c.commit(ref, labels=labels)
+
+        image_id = self.guarded("live image commit", commit)
         if image_id:
             self.record["live_image"]["id"] = image_id
         else:

@@ -485,6 +485,34 @@ def test_filling_the_engine_s_disk_stops_the_session(
     monkeypatch.setattr("synth.engine.disk_budget.SESSION_RESERVE", free - (300 << 20))
     result, run = _filling(engine, world, "/var/tmp/fill")
     assert run["error"].startswith(f"the file system of the engine's data root {root} has ")
-    assert run["error"].endswith(": the agent was stopped before that disk filled")
+    assert ": the agent was stopped before that disk filled" in run["error"]
+    # Nor is the live image committed: that would write the layer again, past the reserve.
+    assert "Not enough disk space to commit the live image" in run["error"]
+    assert run["live_image"] is None
     assert run["error"] not in run["audit"]["findings"]  # not the audit's tampering
     assert "after-the-fill" not in (result.run_dir / "logs" / "agent.log").read_text()
+
+
+def test_a_live_image_that_would_fill_the_engine_s_disk_is_not_committed(
+    engine: DockerEngine, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit writes the container's layer again: one that would leave less than the
+    reserve free is refused before it starts (the watch during the session is off here,
+    the reserve set to 100 MiB below what is free, the agent writing 200 MiB)."""
+    from synth.engine import disk_budget
+
+    root = disk_budget.engine_data_root(engine)
+    if root is None or not root.is_dir():
+        pytest.skip("the engine's data root is not on this host")
+    monkeypatch.setattr("synth.engine.disk_budget.below_reserve", lambda *_a, **_k: None)
+    monkeypatch.setattr("synth.engine.disk_budget.SESSION_RESERVE",
+                        shutil.disk_usage(root).free - (100 << 20))
+    script = world["root"] / "big-layer.sh"
+    script.write_text("head -c 200M /dev/zero > /var/tmp/big\n")
+    result = _run(engine, world, RunOptions(task=world["task"], agent=ReplayAgent(script),
+                                            timeout=600))
+    run = _run_json(result)
+    assert result.status == "error" and run["live_image"] is None, run
+    assert run["error"].startswith("Not enough disk space to commit the live image: the "
+                                   "container's layer holds 20"), run["error"]
+    assert f"MiB and the file system of the engine's data root {root} has " in run["error"]

@@ -110,3 +110,18 @@ def test_a_session_stops_below_the_reserve_on_the_engine_s_data_root(tmp_path: P
         raise OSError("a remote engine's path")
 
     assert disk_budget.below_reserve(tmp_path / "gone", usage=unreadable) is None
+
+
+def test_a_commit_that_would_eat_into_the_reserve_is_refused(tmp_path: Path) -> None:
+    def usage(_p: Path) -> Usage:
+        return Usage(100 * GIB, 97 * GIB, 3 * GIB)
+
+    disk_budget.check_commit_room(tmp_path, 2 * GIB, usage=usage)  # leaves 1 GiB: fits
+    disk_budget.check_commit_room(tmp_path, None, usage=usage)  # the engine did not say
+    with pytest.raises(DiskFullError) as err:
+        disk_budget.check_commit_room(tmp_path, 2 * GIB + 1, usage=usage)
+    assert err.value.message == (
+        "Not enough disk space to commit the live image: the container's layer holds 2.0 GiB "
+        f"and the file system of the engine's data root {tmp_path} has 3.0 GiB free (a "
+        "commit writes the layer again and leaves at least 1.0 GiB).")
+    assert err.value.free == 3 * GIB and err.value.hint == disk_budget.FREE_HINT

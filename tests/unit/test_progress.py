@@ -40,6 +40,11 @@ class FakeContainer:
             on_output("stdout", chunk)
         return FakeResult()
 
+    def layer_size(self) -> int | None:
+
+        return None
+
+
     def limit_events(self) -> dict[str, int]:
         return {}
 

@@ -51,6 +51,9 @@ class FakeContainer:
     def ensure_running(self) -> None: ...
     def labels(self) -> dict[str, str]:
         return {}
+    def layer_size(self) -> int | None:
+        return None
+
     def limit_events(self) -> dict[str, int]:
         return {"memory": self.oom_kills, "pids": 0}
     def remove(self) -> None: ...
