@@ -21,7 +21,7 @@ from msgspec.structs import replace
 from synth.distill import warnings as warn
 from synth.distill.managed_python import runs_on
 from synth.errors import UsageError
-from synth.formats.plan import BuildPlan, DistillReport
+from synth.formats.plan import BuildPlan, CommandOutcome, DistillReport
 from synth.pyramid.c0_scope import canonical
 
 Kind = Literal["python", "apt", "env", "prefix"]
@@ -133,7 +133,27 @@ def leave_out(plan: BuildPlan, report: DistillReport,
     warnings = report.warnings
     if any(w in warnings for w in had):
         warnings = (*(w for w in warnings if w not in had), *_second_interpreters(plan))
-    return plan, replace(report, warnings=(*warnings, note))
+    return plan, replace(report, warnings=(*warnings, note),
+                         outcomes=_outcomes_left_out(report.outcomes, before, plan))
+
+
+def _outcomes_left_out(outcomes: Sequence[CommandOutcome], before: BuildPlan,
+                       after: BuildPlan) -> tuple[CommandOutcome, ...]:
+    """The outcomes with each kept command whose step the plan no longer has (an
+    environment's creation or lock, a native step) dropped, saying so."""
+    gone_refs = {s.ref for s in before.native} - {s.ref for s in after.native}
+    kept_prefixes = {e.prefix for e in after.envs}
+    gone = [e for e in before.envs if e.prefix not in kept_prefixes]
+    made = {f"Python environment {e.prefix}" for e in gone}
+    locks = tuple(f"{e.lock_file} " for e in gone)
+
+    def left_out(o: CommandOutcome) -> bool:
+        return o.decision == "kept" and (o.ref in gone_refs or o.reason in made
+                                         or o.reason.startswith(locks))
+
+    return tuple(replace(o, decision="dropped", reason=f"left out on request (synth export "
+                         f"--without); would be: {o.reason}") if left_out(o) else o
+                 for o in outcomes)
 
 
 def _second_interpreters(plan: BuildPlan) -> list[str]:

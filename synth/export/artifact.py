@@ -121,6 +121,32 @@ class ExportOptions:
     #: Parts of the plan left out (``--without``, ``synth minimize``'s trials).
     without: tuple[Part, ...] = ()
 
+    def command_words(self) -> tuple[str, ...]:
+        """The options of ``synth export`` that shape what the artifact holds, as its
+        command line gives them (the regenerate command's, after the run; ``--include`` is
+        the plan's own): not where it goes, nor the host's CA bundle or wheel folder."""
+        words: list[str] = []
+        for part in sorted({str(p) for p in self.without}):
+            words += ["--without", part]
+        flags = (("--allow-incomplete", self.allow_incomplete),
+                 ("--allow-missing", self.allow_missing),
+                 ("--apt-snapshot-only", self.apt_snapshot_only),
+                 ("--archive", self.archive), ("--bundle", self.bundle))
+        words += [flag for flag, on in flags if on]
+        if self.apt_snapshot is not None:
+            words += ["--apt-snapshot", self.apt_snapshot]
+        if isinstance(self.locker, str) and self.locker != "uv":
+            words += ["--locker", self.locker]
+        cite = self.citation
+        for author in cite.authors:
+            words += ["--author", author]
+        valued = (("--license", cite.license), ("--release", cite.release),
+                  ("--repository-url", cite.repository))
+        for option, value in valued:
+            if value is not None:
+                words += [option, value]
+        return tuple(words)
+
 
 @dataclass(frozen=True)
 class ExportResult:
@@ -398,6 +424,7 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
         classified=classified, allow_missing=opts.allow_missing)
     try:
         plan, report = leave_out(plan, report, opts.without)
+        plan = replace(plan, export_options=opts.command_words())
         plan = resolve_pythons(plan, settings, live if opts.ask_live else None,
                                allow_missing=opts.allow_missing)
         locks = lock_plan(plan, run_wheelhouse(settings, run), settings.ca_bundle,

@@ -7,6 +7,7 @@ this data, never the rendered Dockerfile. Every object is closed (no other key i
 
 from __future__ import annotations
 
+import shlex
 from typing import Any, Final, Literal
 
 import msgspec
@@ -267,10 +268,17 @@ class BuildPlan(PlanPart, frozen=True, kw_only=True):
     conda: tuple[CondaEnvPlan, ...] = ()
     #: Downloaded interpreters unpacked before the environments made from them.
     pythons: tuple[ManagedPython, ...] = ()
+    #: The export's options that shape the artifact, as words of its command line
+    #: (``--without prefix:/opt/poetry``, ``--bundle``); ``--include`` is ``includes``.
+    export_options: tuple[str, ...] = ()
 
     @property
     def regenerate_command(self) -> str:
-        return f"synth export {self.task}/{self.run_id}"
+        """The command that makes this artifact again from its run."""
+        words = [f"{self.task}/{self.run_id}"]
+        for path in self.includes:
+            words += ["--include", path]
+        return " ".join(["synth", "export", *map(shlex.quote, (*words, *self.export_options))])
 
 
 class DistillReport(PlanPart, frozen=True, kw_only=True):

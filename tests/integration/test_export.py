@@ -173,6 +173,10 @@ def test_a_tools_own_environment_is_left_out_whole_and_the_rest_rebuilds(
     assert not [w for w in warnings if "second interpreter" in w], warnings
     assert warnings[-1].endswith("left out on request (synth export --without / synth "
                                  "minimize): prefix:/opt/poetry")
+    report = json.loads((art / "export-report.json").read_text())
+    assert report["command"].endswith(" --without prefix:/opt/poetry"), report["command"]
+    poetry = [c for c in report["commands"] if "/opt/poetry" in c["command"]]
+    assert poetry and not [c for c in poetry if c["decision"] == "kept"], poetry
     outcome = verify(VerifyOptions(target=str(art), rebuild=True, out_dir=tmp_path / "verify"),
                      settings, engine, say=lambda _m: None)
     try:

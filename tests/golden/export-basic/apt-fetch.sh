@@ -1,7 +1,7 @@
 #!/bin/sh
 # apt-fetch.sh for task demo: fetch the exact .debs apt.lock names, by URL, then
 # check each against its sha256 in apt.lock (a mismatch fails naming the file).
-# Regenerate: synth export demo/20261129-101500-a1b2c3
+# Regenerate: synth export demo/20261129-101500-a1b2c3 --author 'Ada Lovelace <ada@example.org>' --license mit --repository-url https://example.org/demo
 # Usage: sh apt-fetch.sh APT_LOCK DIR     (run in the image; apt's own apt-helper fetches)
 # Sources, in order: mirror, then snapshot (https://snapshot.debian.org/archive/{archive}/20261129T101640Z/).
 set -eu

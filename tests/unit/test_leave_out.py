@@ -1,0 +1,76 @@
+"""Parts of a plan left out (synth.distill.leave_out): the outcomes say so, and the
+artifact's regenerate command names every option that shaped it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from distill_runs import NO_ENGINE, cmd, dist, make_run_dir, system_python, venv
+from msgspec.structs import replace
+from test_uv_project import _uv_locker
+
+from synth.config import Settings
+from synth.distill.leave_out import Part, leave_out
+from synth.distill.load import load_run
+from synth.distill.plan import distill
+from synth.export.artifact import ExportOptions, export_run
+from synth.export.metadata import CitationOptions
+
+TOOL = "/opt/tool"
+
+
+def _run(tmp_path: Path) -> Path:
+    tool = venv(TOOL, [dist("poetry", "2.5.1", location=f"{TOOL}/lib/python3.11/site-packages")])
+    return make_run_dir(tmp_path, [
+        cmd("python3 -m venv /opt/venv && /opt/venv/bin/pip install numpy==2.3.5"),
+        cmd(f"python3 -m venv {TOOL}"), cmd(f"{TOOL}/bin/pip install poetry==2.5.1")],
+        python=[system_python(), venv(dists=[dist("numpy", "2.3.5")]), tool])
+
+
+def test_the_commands_of_an_environment_left_out_are_dropped_saying_why(
+        tmp_path: Path) -> None:
+    plan, report = distill(load_run(_run(tmp_path)))
+    kept = {o.command: o.reason for o in report.outcomes if o.decision == "kept"}
+    assert kept[f"python3 -m venv {TOOL}"] == f"Python environment {TOOL}"
+    assert kept[f"{TOOL}/bin/pip install poetry==2.5.1"].startswith("requirements-opt-tool.lock ")
+    _plan, without = leave_out(plan, report, [Part.parse(f"prefix:{TOOL}")])
+    after = {o.command: (o.decision, o.reason) for o in without.outcomes}
+    assert after[f"python3 -m venv {TOOL}"] == (
+        "dropped", f"left out on request (synth export --without); would be: Python "
+        f"environment {TOOL}")
+    decision, reason = after[f"{TOOL}/bin/pip install poetry==2.5.1"]
+    assert decision == "dropped" and reason.startswith(
+        "left out on request (synth export --without); would be: requirements-opt-tool.lock ")
+    # The primary environment's commands are as they were.
+    assert after["/opt/venv/bin/pip install numpy==2.3.5"][0] == "kept"
+    assert after["python3 -m venv /opt/venv"] == ("kept", "Python environment /opt/venv")
+
+
+def test_the_regenerate_command_names_the_options_that_shaped_the_artifact(
+        tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    opts = ExportOptions(run, out_dir=tmp_path / "out", locker=_uv_locker, ask_live=False,
+                         without=(Part.parse(f"prefix:{TOOL}"),),
+                         citation=CitationOptions(("Ada Lovelace <ada@example.org>",), "mit"))
+    art = export_run(opts, Settings.load(artifacts_dir=tmp_path), NO_ENGINE).artifact_dir
+    command = ("synth export demo/20261129-101500-a1b2c3 --without prefix:/opt/tool --author "
+               "'Ada Lovelace <ada@example.org>' --license mit")
+    assert f"# Regenerate: {command}\n" in (art / "Dockerfile").read_text()
+    assert json.loads((art / "export-report.json").read_text())["command"] == command
+    assert json.loads((art / "manifest.json").read_text())["command"] == command
+    assert command in (art / "README.md").read_text()
+    report = json.loads((art / "export-report.json").read_text())
+    dropped = [c for c in report["commands"] if c["command"] == f"python3 -m venv {TOOL}"]
+    assert [c["decision"] for c in dropped] == ["dropped"]
+    # The paths carried (--include, the plan's own), quoted for the shell.
+    plan, _report = distill(load_run(run))
+    carried = replace(plan, includes=("/data/my weights",), export_options=("--bundle",))
+    assert carried.regenerate_command == ("synth export demo/20261129-101500-a1b2c3 "
+                                          "--include '/data/my weights' --bundle")
+    # An export with no such options says only the run.
+    plain = export_run(ExportOptions(run, out_dir=tmp_path / "plain", locker=_uv_locker,
+                                     ask_live=False), Settings.load(artifacts_dir=tmp_path),
+                       NO_ENGINE).artifact_dir
+    assert "# Regenerate: synth export demo/20261129-101500-a1b2c3\n" in (
+        plain / "Dockerfile").read_text()
