@@ -40,6 +40,7 @@ checked against it by a test.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -589,9 +590,18 @@ def _tool_verdict(tool: str, kind: str, prefix: str) -> tuple[Verdict, str]:
 
 def names_environment(name: str, prefix: str, *, conda: bool) -> bool:
     """Whether ``name`` names the environment at ``prefix``: its last folder (``.venv``,
-    ``myenv`` of ``/opt/conda/envs/myenv``), the prefix itself, or ``base`` for a conda
-    root (a prefix not inside an ``envs`` folder)."""
+    ``myenv`` of ``/opt/conda/envs/myenv``), the prefix itself, ``base`` for a conda
+    root (a prefix not inside an ``envs`` folder), or the name pdm gave a venv of its own
+    folder (``pdm venv create -n trial`` makes ``…/pdm/venvs/<project>-<hash>-trial``)."""
     prefix = prefix.rstrip("/") or "/"
-    if name.rstrip("/") == prefix or name == prefix.rsplit("/", 1)[-1]:
+    parent, _, folder = prefix.rpartition("/")
+    if name.rstrip("/") == prefix or name == folder:
         return True
+    if parent.endswith("/pdm/venvs") and name and folder.endswith(f"-{name}"):
+        return _PDM_PROJECT.fullmatch(folder[:-len(name) - 1]) is not None
     return conda and name == "base" and prefix.rsplit("/", 2)[-2:-1] != ["envs"]
+
+
+#: What comes before the name of a venv in pdm's own folder: ``<project>-<hash>``, the hash
+#: 8 characters of URL-safe base64.
+_PDM_PROJECT = re.compile(r".+-[A-Za-z0-9_-]{8}")

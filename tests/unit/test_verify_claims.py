@@ -357,3 +357,22 @@ def test_env_claims_without_a_python_path_use_the_target_interpreter() -> None:
     got = {c.field: (c.verdict, c.observed) for c in out.checks if c.field.startswith("env_")}
     assert got == {"env_tool": ("true", "venv (made by uv 0.9.2)"),
                    "env_name": ("true", "/workspace/.venv")}
+
+
+@pytest.mark.parametrize(("name", "named"), [
+    ("trial", True),  # pdm venv create -n trial; pdm venv list prints `trial`
+    ("my-env", False), ("", False),
+    ("aics-cytoparam-6rDWGpm2-trial", True), ("6rDWGpm2-trial", False),
+])
+def test_a_venv_in_pdm_s_own_folder_is_named_as_pdm_names_it(name: str, named: bool) -> None:
+    """Seen on AllenCell/aics-cytoparam: C5 called the claim `env_name: "trial"` a
+    hallucination for the venv `pdm venv create -n trial` made."""
+    from synth.pyramid.claims import names_environment
+
+    prefix = "/root/.local/share/pdm/venvs/aics-cytoparam-6rDWGpm2-trial"
+    assert names_environment(name, prefix, conda=False) is named
+    # The same folder elsewhere is only its folder name.
+    assert names_environment("trial", "/opt/aics-cytoparam-6rDWGpm2-trial", conda=False) is False
+    # A hyphen in the name: all after the 8-character hash.
+    assert names_environment("my-env", "/root/.local/share/pdm/venvs/proj-AbCd_-12-my-env",
+                             conda=False)
