@@ -232,6 +232,9 @@ def _python_install(c: SimpleCommand) -> str | None:
 
 
 def _tool_config(s: ToolConfig) -> str:
+    if (s.tool, s.key, s.local) == ("pdm", "python", True):
+        return ("writes the project's .pdm-python (the interpreter pdm uses for it), which "
+                "travels in source/ (the final /workspace); not replayed")
     setting = f"{s.tool}'s setting {s.key}" if s.key else f"{s.tool}'s configuration"
     if s.local:
         return (f"writes {setting} into the project's own configuration file, which travels "

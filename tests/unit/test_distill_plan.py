@@ -534,8 +534,8 @@ def test_pdm_s_venv_and_interpreter_commands_are_classified(tmp_path: Path) -> N
         cmd("pdm venv create -n mine python3.11")])
     got = {o.command: (o.step, o.reason) for o in report.outcomes}
     assert got["/opt/pdm/bin/pdm use -f /workspace/.venv"] == (
-        "tool-config", "writes pdm's setting python into the project's own configuration "
-        "file, which travels in source/ (the final /workspace); not replayed")
+        "tool-config", "writes the project's .pdm-python (the interpreter pdm uses for it), "
+        "which travels in source/ (the final /workspace); not replayed")
     assert got["pdm venv list"] == ("read-only", "read-only")
     assert got["/opt/pdm/bin/pdm venv create --with-pip python3"][0] == "venv-create"
     assert got["pdm venv create -n mine python3.11"] == (
