@@ -51,7 +51,13 @@ from synth.export.build_lock import (
 )
 from synth.export.conda_lock import lock_rattler
 from synth.export.live_facts import LiveImage, download_hashes, link_targets
-from synth.export.lock import Lock, LockedPin, LockTarget, lock_env, target_for
+from synth.export.lock import (
+    Lock,
+    LockedPin,
+    LockTarget,
+    lock_env,
+    target_for,
+)
 from synth.export.managed_python import resolve_pythons
 from synth.export.metadata import Citation, CitationOptions, Publication, make_citation
 from synth.export.render import plan_json, reader_facts, render_artifact
@@ -76,6 +82,7 @@ from synth.util import atomic, safe_io
 from synth.util.atomic import dumps_json
 from synth.util.disk import disk_full_as_error
 from synth.util.noise import is_source_cache
+from synth.util.urls import without_credentials
 
 FORMATS = ("Dockerfile",)
 #: Beside a run's own ``export/``: the :func:`synth.source_digest` of the synth that wrote it.
@@ -133,15 +140,15 @@ class ExportOptions:
                  ("--apt-snapshot-only", self.apt_snapshot_only),
                  ("--archive", self.archive), ("--bundle", self.bundle))
         words += [flag for flag, on in flags if on]
-        if self.apt_snapshot is not None:
-            words += ["--apt-snapshot", self.apt_snapshot]
+        if self.apt_snapshot is not None:  # a URL's credentials are never written down
+            words += ["--apt-snapshot", without_credentials(self.apt_snapshot)]
         if isinstance(self.locker, str) and self.locker != "uv":
             words += ["--locker", self.locker]
         cite = self.citation
         for author in cite.authors:
             words += ["--author", author]
         valued = (("--license", cite.license), ("--release", cite.release),
-                  ("--repository-url", cite.repository))
+                  ("--repository-url", cite.repository and without_credentials(cite.repository)))
         for option, value in valued:
             if value is not None:
                 words += [option, value]
@@ -224,8 +231,8 @@ def apt_manifest(plan: BuildPlan, apt: AptSources) -> dict[str, object]:
         "hashed": len(plan.apt.debs),
         "unhashed": [n for n, _ in plan.apt.unhashed],
         "timestamp": plan.apt.timestamp,
-        "snapshot_template": apt.template,
-        "snapshot_url": apt.url,
+        "snapshot_template": without_credentials(apt.template),
+        "snapshot_url": without_credentials(apt.url) if apt.url else apt.url,
         "sources": list(apt.order),
         "bytes": sum(d.size for d in plan.apt.debs),
     }

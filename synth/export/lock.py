@@ -33,6 +33,7 @@ from synth.distill.envs import DEFAULT_INDEX
 from synth.errors import LockError
 from synth.formats.plan import PythonEnvPlan
 from synth.formats.store import sha256_file
+from synth.util.urls import without_credentials
 
 LOCKERS = ("uv", "pip-tools")
 
@@ -303,18 +304,6 @@ def lock_env(env: PythonEnvPlan, target: LockTarget, *, locker: str = "uv") -> L
         locked.append(LockedPin(name=name, version=version, hashes=tuple(sorted(hashes)),
                                 wheel_files=tuple(sorted(f.name for f in files))))
     return Lock(env=env, pins=tuple(locked), locker=locker)
-
-
-def without_credentials(url: str) -> str:
-    """``url`` without its userinfo (``https://user:token@host/x`` -> ``https://host/x``):
-    a lock names an index, never how to log in to it. Credentials come at build time
-    (a BuildKit secret holding a netrc, see docs/export.md)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def lock_options(env: PythonEnvPlan, wheel_files: Sequence[str]) -> list[str]:

@@ -25,6 +25,7 @@ from synth.engine.image_archive import oci_arch
 from synth.errors import SynthError, UsageError
 from synth.formats.plan import BuildPlan
 from synth.formats.task import load_task
+from synth.util.urls import without_credentials
 
 _EMAIL = re.compile(r"^(?P<name>[^<>]*?)\s*<(?P<email>[^<>\s]+@[^<>\s]+)>$")
 #: Labels the base may carry that describe synth's bookkeeping, not the image: an artifact
@@ -190,9 +191,13 @@ def citation_for(plan: BuildPlan, task: TaskCitation, options: CitationOptions,
         authors=authors, authors_from=source, version=options.release or plan.run_id,
         date=when.strftime("%Y-%m-%d"), created=when.strftime("%Y-%m-%dT%H:%M:%SZ"),
         license=spdx_id(licence, licence_from) if licence else None,
-        repository=options.repository or task.repository or plan.source.url,
+        repository=_public(options.repository or task.repository or plan.source.url),
         commit=plan.source.commit,
         keywords=("reproducibility", "docker", "research software", plan.task))
+
+
+def _public(url: str | None) -> str | None:
+    return without_credentials(url) if url else url
 
 
 # ------------------------------------------------------------------------------ base

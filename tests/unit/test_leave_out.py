@@ -74,3 +74,37 @@ def test_the_regenerate_command_names_the_options_that_shaped_the_artifact(
                        NO_ENGINE).artifact_dir
     assert "# Regenerate: synth export demo/20261129-101500-a1b2c3\n" in (
         plain / "Dockerfile").read_text()
+
+
+def test_no_credentials_of_an_option_reach_the_artifact(tmp_path: Path) -> None:
+    """An --apt-snapshot or --repository-url with a token in it: the regenerate command
+    names the URL without it, and no file of the artifact holds the token."""
+    run = _run(tmp_path)
+    opts = ExportOptions(run, out_dir=tmp_path / "out", locker=_uv_locker, ask_live=False,
+                         apt_snapshot="https://me:s3cr3t-tok@snap.example.org/{archive}/"
+                                      "{timestamp}/",
+                         citation=CitationOptions(
+                             repository="https://oauth2:s3cr3t-tok@git.example.org/lab/x"))
+    assert opts.command_words() == (
+        "--apt-snapshot", "https://snap.example.org/{archive}/{timestamp}/",
+        "--repository-url", "https://git.example.org/lab/x")
+    art = export_run(opts, Settings.load(artifacts_dir=tmp_path), NO_ENGINE).artifact_dir
+    leaks = [p.name for p in art.rglob("*") if p.is_file() and b"s3cr3t-tok" in p.read_bytes()]
+    assert leaks == []
+
+
+def test_a_repository_url_with_a_token_is_written_without_it(tmp_path: Path) -> None:
+    """The plan names a repository without credentials, even where a URL with them got past
+    the task file's rules (which refuse them)."""
+    from types import SimpleNamespace
+
+    from synth.distill.common import Notes
+    from synth.distill.source import source_plan
+    from synth.util.urls import without_credentials
+
+    repo = SimpleNamespace(url="https://x-access-token:ghs_s3cr3t@github.com/lab/x.git",
+                           commit="ab" * 20)
+    plan = source_plan(SimpleNamespace(repo=repo), Notes())  # type: ignore[arg-type]
+    assert plan.url == "https://github.com/lab/x.git" and plan.commit == "ab" * 20
+    assert without_credentials("git@github.com:lab/x.git") == "git@github.com:lab/x.git"
+    assert without_credentials("http://[::1") == "http://[::1"
