@@ -51,13 +51,7 @@ from synth.export.build_lock import (
 )
 from synth.export.conda_lock import lock_rattler
 from synth.export.live_facts import LiveImage, download_hashes, link_targets
-from synth.export.lock import (
-    Lock,
-    LockedPin,
-    LockTarget,
-    lock_env,
-    target_for,
-)
+from synth.export.lock import Lock, LockedPin, LockTarget, lock_env, target_for
 from synth.export.managed_python import resolve_pythons
 from synth.export.metadata import Citation, CitationOptions, Publication, make_citation
 from synth.export.render import plan_json, reader_facts, render_artifact
