@@ -20,8 +20,9 @@ from msgspec.structs import replace
 
 from synth.distill import warnings as warn
 from synth.distill.managed_python import runs_on
+from synth.distill.native import installs_into
 from synth.errors import UsageError
-from synth.formats.plan import BuildPlan, CommandOutcome, DistillReport
+from synth.formats.plan import BuildPlan, CommandOutcome, DistillReport, NativeStep
 from synth.pyramid.c0_scope import canonical
 
 Kind = Literal["python", "apt", "env", "prefix"]
@@ -122,7 +123,7 @@ def leave_out(plan: BuildPlan, report: DistillReport,
         native=tuple(s for s in plan.native
                      if (not s.distribution
                          or canonical(_dist_name(s.distribution)) not in python)
-                     and not (s.argv and gone(s.argv[0]))),
+                     and not (s.argv and gone(s.argv[0])) and not _into(s, plan, prefixes)),
         carried=tuple(c for c in plan.carried
                       if canonical(c.distribution) not in python and not gone(c.path)),
     )
@@ -154,6 +155,12 @@ def _outcomes_left_out(outcomes: Sequence[CommandOutcome], before: BuildPlan,
     return tuple(replace(o, decision="dropped", reason=f"left out on request (synth export "
                          f"--without); would be: {o.reason}") if left_out(o) else o
                  for o in outcomes)
+
+
+def _into(step: NativeStep, plan: BuildPlan, prefixes: set[str]) -> bool:
+    """Whether ``step`` installs into one of the environments at ``prefixes``."""
+    env = installs_into(step, plan.envs)
+    return env is not None and env.prefix in prefixes
 
 
 def _second_interpreters(plan: BuildPlan) -> list[str]:

@@ -273,6 +273,15 @@ def native_plan(run: LoadedRun, ok: StepIndex,
     return NativePlan(steps=_dedupe(s for _, s in placed), explained=frozenset(explained))
 
 
+def installs_into(step: NativeStep, envs: Sequence[PythonEnvPlan]) -> PythonEnvPlan | None:
+    """The environment ``step`` installs its distribution into: the one whose pip runs it
+    (a replayed local install), else the one whose interpreter runs it (``setup.py
+    install``); None for a step that names neither (``make``, a download)."""
+    by_pip = (e for e in envs if e.pip and step.argv[:len(e.pip)] == e.pip)
+    by_python = (e for e in envs if step.argv[:1] == (e.python,))
+    return next(by_pip, None) or next(by_python, None)
+
+
 def _dedupe(steps: Iterable[NativeStep]) -> tuple[NativeStep, ...]:
     """A build run twice the same way is replayed once, at its last position."""
     seen: set[tuple[object, ...]] = set()

@@ -23,6 +23,11 @@ TOOL_LOCKS = {"uv": "uv.lock", "poetry": "poetry.lock", "pdm": "pdm.lock",
               "pipenv": "Pipfile.lock"}
 #: The lock files read, in this order, at the top of the working folder.
 LOCK_FILES = tuple(TOOL_LOCKS.values())
+#: The version of a package a lock names by its place (a folder, file or repository), not
+#: by a version: whatever it builds to.
+ANY = "*"
+#: Pipfile.lock's keys for such a package.
+_BY_PLACE = frozenset({"path", "file", "git", "editable"})
 #: Names every environment holds that no project lock pins.
 _TOOLING = frozenset({"pip", "setuptools", "wheel"})
 
@@ -30,7 +35,8 @@ _TOOLING = frozenset({"pip", "setuptools", "wheel"})
 def lock_pins(name: str, text: str) -> dict[str, tuple[str, ...]]:
     """Canonical name -> the versions (sorted) ``text`` (a ``name`` lock file) pins it at:
     more than one where a universal lock forks by marker (uv.lock's ``resolution-markers``:
-    numpy 2.2.6 for Python 3.10, 2.4.2 above); ValueError when it is not such a file."""
+    numpy 2.2.6 for Python 3.10, 2.4.2 above; :data:`ANY` for a package it names by its
+    place); ValueError when it is not such a file."""
     if name == "Pipfile.lock":
         try:
             doc = json.loads(text)
@@ -44,9 +50,11 @@ def lock_pins(name: str, text: str) -> dict[str, tuple[str, ...]]:
                 version = info.get("version") if isinstance(info, dict) else None
                 if isinstance(version, str) and version.startswith("=="):
                     found.append((pkg, version[2:]))
+                elif isinstance(info, dict) and _BY_PLACE & info.keys():
+                    found.append((pkg, ANY))  # a folder, file or repository: no version
     else:
-        found = [(p["name"], str(p["version"])) for p in toml_packages(text)
-                 if isinstance(p, dict) and isinstance(p.get("name"), str) and "version" in p]
+        found = [(p["name"], str(p.get("version", ANY))) for p in toml_packages(text)
+                 if isinstance(p, dict) and isinstance(p.get("name"), str)]
     out: dict[str, set[str]] = {}
     for pkg, version in found:
         out.setdefault(str(canonicalize_name(pkg)), set()).add(version)
@@ -78,7 +86,7 @@ def disagreements(pins: Mapping[str, tuple[str, ...]], installed: Iterable[tuple
         if locked is None:
             if name not in _TOOLING:
                 out.append(f"{name} {version} is not in it")
-        elif version not in locked:
+        elif ANY not in locked and version not in locked:
             out.append(f"{name} {version} is installed where it pins {' or '.join(locked)}")
     return sorted(out)
 

@@ -20,6 +20,7 @@ from synth.distill import carried as carried_mod
 from synth.distill import project_locks
 from synth.distill import warnings as warn
 from synth.distill.load import LoadedRun
+from synth.distill.native import installs_into
 from synth.distill.plan import BuildPlan, Classified, classify_log
 from synth.distill.project_locks import LockCheck
 from synth.distill.provenance import code_loading_risks, merged_risks
@@ -244,8 +245,24 @@ def check_project_locks(found: ProjectLocks, plan: BuildPlan, workdir: str = "/w
     checks = []
     for name, text in found.texts.items():
         env = _described_env(plan, _LOCK_TOOL[name], workdir)
-        checks.append(project_locks.check_lock(name, text, env.prefix, env.pins))
+        checks.append(project_locks.check_lock(name, text, env.prefix,
+                                                  _holds(plan, env, workdir)))
     return checks
+
+
+def _holds(plan: BuildPlan, env: PythonEnvPlan, workdir: str) -> list[tuple[str, str]]:
+    """What the artifact installs into ``env``: its locked pins and the distributions its
+    native steps build there (``pipenv run pip install ./pkg``), but the project in
+    ``workdir`` itself, which its own lock does not name (poetry's, pdm's)."""
+    held = list(env.pins)
+    for step in plan.native:
+        into = installs_into(step, plan.envs)
+        built = step.argv[-1] if step.tool.endswith("-local") else step.cwd
+        if (step.distribution and into is not None and into.prefix == env.prefix
+                and built.rstrip("/") != workdir.rstrip("/")):
+            name, _, version = step.distribution.partition("==")
+            held.append((name, version))
+    return held
 
 
 def project_lock_notes(found: ProjectLocks, checks: Sequence[LockCheck]

@@ -108,3 +108,23 @@ def test_a_repository_url_with_a_token_is_written_without_it(tmp_path: Path) -> 
     assert plan.url == "https://github.com/lab/x.git" and plan.commit == "ab" * 20
     assert without_credentials("git@github.com:lab/x.git") == "git@github.com:lab/x.git"
     assert without_credentials("http://[::1") == "http://[::1"
+
+
+def test_a_local_build_into_an_environment_left_out_goes_with_it(tmp_path: Path) -> None:
+    """A uv-made venv has no pip, so its local build is replayed by the base's pip for it
+    (``python3 -m pip --python ENV``): the step is found by the environment it installs
+    into, not only by the program that runs it."""
+    site = f"{TOOL}/lib/python3.11/site-packages"
+    plugin = dist("plugin", "0.1", installer="uv", location=site,
+                  direct_url={"url": "file:///workspace/plugin", "dir_info": {}})
+    run = make_run_dir(tmp_path, [
+        cmd("python3 -m venv /opt/venv && /opt/venv/bin/pip install numpy==2.3.5"),
+        cmd(f"uv venv {TOOL}"),
+        cmd(f"cd /workspace && uv pip install --python {TOOL}/bin/python ./plugin")],
+        python=[system_python(), venv(dists=[dist("numpy", "2.3.5")]), venv(TOOL, [plugin])])
+    plan, report = distill(load_run(run))
+    [step] = plan.native
+    assert step.distribution == "plugin==0.1" and step.argv[:5] == (
+        "python3", "-m", "pip", "--python", f"{TOOL}/bin/python"), step
+    after, _report = leave_out(plan, report, [Part.parse(f"prefix:{TOOL}")])
+    assert after.native == () and [e.prefix for e in after.envs] == ["/opt/venv"]

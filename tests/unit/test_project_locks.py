@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from msgspec.structs import replace
 
-from synth.distill.project_locks import check_lock, disagreements, lock_pins
+from synth.distill.project_locks import ANY, check_lock, disagreements, lock_pins
 from synth.export.final_state import (
     check_project_locks,
     project_lock_notes,
     read_project_locks,
 )
-from synth.formats.plan import ProjectInstall, PythonEnvPlan
+from synth.formats.plan import NativeStep, ProjectInstall, PythonEnvPlan
 
 UV_LOCK = """\
 version = 1
@@ -61,8 +61,10 @@ def test_each_format_gives_its_pins_by_canonical_name() -> None:
                                              "attrs": ("25.3.0",)}
     assert lock_pins("poetry.lock", POETRY_LOCK) == {"six": ("1.16.0",)}
     assert lock_pins("pdm.lock", POETRY_LOCK) == {"six": ("1.16.0",)}
+    # A package named by its place (a repository, a folder) builds to whatever version.
     assert lock_pins("Pipfile.lock", PIPFILE_LOCK) == {"six": ("1.17.0",),
-                                                       "pytest": ("8.0.0",)}
+                                                       "pytest": ("8.0.0",), "odd": (ANY,)}
+    assert disagreements({"odd": (ANY,)}, [("odd", "0.3")]) == []
     for name, text in (("uv.lock", "[[package]\n"), ("uv.lock", "x = 1\n"),
                        ("Pipfile.lock", "{"), ("Pipfile.lock", "[]")):
         with pytest.raises(ValueError):
@@ -110,9 +112,10 @@ def _env(prefix: str, pins: tuple[tuple[str, str], ...]) -> PythonEnvPlan:
 
 @dataclass
 class Plan:
-    """The one part of a BuildPlan the lock check reads."""
+    """The parts of a BuildPlan the lock check reads."""
 
     envs: tuple[PythonEnvPlan, ...]
+    native: tuple[NativeStep, ...] = ()
 
 
 def test_export_compares_the_tools_environment_and_never_follows_a_link_out(
@@ -199,3 +202,47 @@ def test_the_export_s_readme_names_what_the_project_s_lock_does_not_give(
     assert ("the project's own `Pipfile.lock` (in `source/`) does not give this environment "
             "(tabulate 0.9.0 is not in it)") in readme, readme
     assert (export("again") / "README.md").read_bytes() == (art / "README.md").read_bytes()
+
+
+def test_a_local_package_the_lock_does_not_name_disagrees_but_the_project_itself_does_not(
+        tmp_path: Path) -> None:
+    """``pipenv run pip install ./pkg`` builds a package into pipenv's environment that
+    Pipfile.lock does not name: a native step, not a pin, so the check reads the native
+    steps too, by the environment each installs into. The project itself (``pipenv install
+    -e .``) is in no lock of its own, and a package the lock names by its folder agrees."""
+    from distill_runs import cmd, dist, make_run_dir, project_task, system_python, venv
+
+    from synth.distill.load import load_run
+    from synth.distill.plan import distill
+
+    lock = {"default": {"six": {"version": "==1.17.0"}, "vendored": {"path": "./vendored"}}}
+    setup = "from setuptools import setup\nsetup(name={!r}, version='0.1')\n"
+    task = project_task(tmp_path, {
+        "analysis.py": "import six\n", "Pipfile": '[packages]\nsix = "*"\n',
+        "Pipfile.lock": json.dumps(lock), "setup.py": setup.format("proj"),
+        "pkg/setup.py": setup.format("mypkg"), "vendored/setup.py": setup.format("vendored")},
+        "python analysis.py")
+    site = "/workspace/.venv/lib/python3.11/site-packages"
+
+    def local(name: str, path: str) -> dict[str, object]:
+        return dist(name, "0.1", location=site,
+                    direct_url={"url": f"file://{path}", "dir_info": {}})
+
+    dists = [dist("six", "1.17.0", location=site), local("proj", "/workspace"),
+             local("mypkg", "/workspace/pkg"), local("vendored", "/workspace/vendored")]
+    run = make_run_dir(tmp_path, [cmd("cd /workspace && PIPENV_VENV_IN_PROJECT=1 pipenv sync"),
+                                  cmd("cd /workspace && pipenv install -e ."),
+                                  cmd("cd /workspace && pipenv run pip install ./vendored"),
+                                  cmd("cd /workspace && pipenv run pip install ./pkg")],
+                       task="proj", python=[system_python(), venv("/workspace/.venv", dists)],
+                       primary="/workspace/.venv/bin/python", task_file=task,
+                       diff=[("A", "/workspace/.venv")])
+    plan, _report = distill(load_run(run))
+    built = sorted(s.distribution or "" for s in plan.native)
+    assert built == ["mypkg==0.1", "proj==0.1", "vendored==0.1"], plan.native
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "Pipfile.lock").write_text(json.dumps(lock))
+    found = read_project_locks(source)
+    [check] = check_project_locks(found, plan)
+    assert check.differs == ("mypkg 0.1 is not in it",), check
