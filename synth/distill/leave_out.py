@@ -11,9 +11,9 @@ left out, so an artifact made this way never passes for the whole environment.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 from typing import Literal
 
 from msgspec.structs import replace
@@ -22,7 +22,7 @@ from synth.distill import warnings as warn
 from synth.distill.managed_python import runs_on
 from synth.distill.native import installs_into
 from synth.errors import UsageError
-from synth.formats.plan import BuildPlan, CommandOutcome, DistillReport, NativeStep
+from synth.formats.plan import BuildPlan, DistillReport, NativeStep, PythonEnvPlan
 from synth.pyramid.c0_scope import canonical
 
 Kind = Literal["python", "apt", "env", "prefix"]
@@ -81,9 +81,57 @@ def _dist_name(spec: str) -> str:
     return spec.split("==", 1)[0]
 
 
+@dataclass(frozen=True)
+class Without:
+    """What ``parts`` leave out, read against a plan's environments: the distributions,
+    apt packages, variables and environment prefixes, and the native steps that go with
+    them. Distill asks it which commands are left out (:meth:`drops_step`); the plan is
+    then made without them by :func:`leave_out`."""
+
+    python: frozenset[str] = frozenset()
+    apt: frozenset[str] = frozenset()
+    env: frozenset[str] = frozenset()
+    prefixes: frozenset[str] = frozenset()
+    #: The system interpreters among ``prefixes``: prefix -> interpreter.
+    system: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, parts: Iterable[Part], envs: Sequence[PythonEnvPlan]) -> Without:
+        wanted = set(parts)
+        prefixes = frozenset(p.name for p in wanted if p.kind == "prefix")
+        return cls(python=frozenset(canonical(p.name) for p in wanted if p.kind == "python"),
+                   apt=frozenset(p.name for p in wanted if p.kind == "apt"),
+                   env=frozenset(p.name for p in wanted if p.kind == "env"),
+                   prefixes=prefixes,
+                   system={e.prefix: e.python for e in envs
+                           if e.kind == "system" and e.prefix in prefixes})
+
+    def holds(self, path: str) -> bool:
+        """Whether ``path`` belongs to one of the environments left out: under it, or for
+        the system interpreter's (its prefix, /usr, holds every program of the image), the
+        interpreter itself and its site folders (Debian's pip installs under /usr/local),
+        not its bin folder."""
+        system = self.system
+        return any(path == system[pre] or path.startswith(
+            (f"{pre.rstrip('/')}/lib/python", f"{pre.rstrip('/')}/local/lib/python"))
+            if pre in system else path == pre or path.startswith(pre + "/")
+            for pre in self.prefixes)
+
+    def drops_step(self, step: NativeStep, envs: Sequence[PythonEnvPlan]) -> bool:
+        """Whether native ``step`` goes: it builds a distribution left out, or runs from
+        or installs into an environment left out."""
+        if step.distribution and canonical(_dist_name(step.distribution)) in self.python:
+            return True
+        into = installs_into(step, envs)
+        return bool(step.argv and self.holds(step.argv[0])) or (
+            into is not None and into.prefix in self.prefixes)
+
+
 def leave_out(plan: BuildPlan, report: DistillReport,
               parts: Iterable[Part]) -> tuple[BuildPlan, DistillReport]:
-    """``plan`` without ``parts``; a part the plan does not have is an error."""
+    """``plan`` without ``parts``; a part the plan does not have is an error. The commands
+    that made them were dropped when distilling with the same parts (``distill(...,
+    without=parts)``, which decides every command's outcome)."""
     wanted = sorted(set(parts))
     if not wanted:
         return plan, report
@@ -101,83 +149,38 @@ def leave_out(plan: BuildPlan, report: DistillReport,
         raise UsageError(f"--without: the plan has no {', '.join(unknown)}.",
                          hint="`synth export RUN --plan` lists what it has.",
                          option="--without")
-    python = {canonical(p.name) for p in wanted if p.kind == "python"}
-    apt = {p.name for p in wanted if p.kind == "apt"}
-    env = {p.name for p in wanted if p.kind == "env"}
-    prefixes = {p.name for p in wanted if p.kind == "prefix"}
+    w = Without.of(wanted, plan.envs)
     before = plan
-
-    system = {e.prefix: e.python for e in plan.envs if e.kind == "system" and e.prefix in prefixes}
-    gone = functools.partial(_in_environments, prefixes, system)
     plan = replace(
         plan,
-        env=tuple(_without_bins(pair, prefixes - set(system)) for pair in plan.env
-                  if pair[0] not in env),
-        apt=replace(plan.apt, pins=tuple(p for p in plan.apt.pins if p[0] not in apt),
-                    debs=tuple(d for d in plan.apt.debs if d.name not in apt)),
-        envs=tuple(replace(e, pins=tuple(p for p in e.pins if canonical(p[0]) not in python))
-                   for e in plan.envs if e.prefix not in prefixes),
-        conda=tuple(c for c in plan.conda if c.prefix not in prefixes),
+        env=tuple(_without_bins(pair, w.prefixes - set(w.system)) for pair in plan.env
+                  if pair[0] not in w.env),
+        apt=replace(plan.apt, pins=tuple(p for p in plan.apt.pins if p[0] not in w.apt),
+                    debs=tuple(d for d in plan.apt.debs if d.name not in w.apt)),
+        envs=tuple(replace(e, pins=tuple(p for p in e.pins if canonical(p[0]) not in w.python))
+                   for e in plan.envs if e.prefix not in w.prefixes),
+        conda=tuple(c for c in plan.conda if c.prefix not in w.prefixes),
         pythons=tuple(m for m in plan.pythons if any(
-            e.prefix not in prefixes and runs_on(e, m) for e in plan.envs)),
-        native=tuple(s for s in plan.native
-                     if (not s.distribution
-                         or canonical(_dist_name(s.distribution)) not in python)
-                     and not (s.argv and gone(s.argv[0])) and not _into(s, plan, prefixes)),
+            e.prefix not in w.prefixes and runs_on(e, m) for e in plan.envs)),
+        native=tuple(s for s in plan.native if not w.drops_step(s, plan.envs)),
         carried=tuple(c for c in plan.carried
-                      if canonical(c.distribution) not in python and not gone(c.path)),
+                      if canonical(c.distribution) not in w.python and not w.holds(c.path)),
     )
     note = ("left out on request (synth export --without / synth minimize): "
             + ", ".join(str(p) for p in wanted))
     # The second-interpreter warnings describe the environments the artifact makes.
     had = _second_interpreters(before)
     warnings = report.warnings
-    if any(w in warnings for w in had):
-        warnings = (*(w for w in warnings if w not in had), *_second_interpreters(plan))
-    return plan, replace(report, warnings=(*warnings, note),
-                         outcomes=_outcomes_left_out(report.outcomes, before, plan))
-
-
-def _outcomes_left_out(outcomes: Sequence[CommandOutcome], before: BuildPlan,
-                       after: BuildPlan) -> tuple[CommandOutcome, ...]:
-    """The outcomes with each kept command whose step the plan no longer has (an
-    environment's creation or lock, a native step) dropped, saying so."""
-    gone_refs = {s.ref for s in before.native} - {s.ref for s in after.native}
-    kept_prefixes = {e.prefix for e in after.envs}
-    gone = [e for e in before.envs if e.prefix not in kept_prefixes]
-    made = {f"Python environment {e.prefix}" for e in gone}
-    locks = tuple(f"{e.lock_file} " for e in gone)
-
-    def left_out(o: CommandOutcome) -> bool:
-        return o.decision == "kept" and (o.ref in gone_refs or o.reason in made
-                                         or o.reason.startswith(locks))
-
-    return tuple(replace(o, decision="dropped", reason=f"left out on request (synth export "
-                         f"--without); would be: {o.reason}") if left_out(o) else o
-                 for o in outcomes)
-
-
-def _into(step: NativeStep, plan: BuildPlan, prefixes: set[str]) -> bool:
-    """Whether ``step`` installs into one of the environments at ``prefixes``."""
-    env = installs_into(step, plan.envs)
-    return env is not None and env.prefix in prefixes
+    if any(x in warnings for x in had):
+        warnings = (*(x for x in warnings if x not in had), *_second_interpreters(plan))
+    return plan, replace(report, warnings=(*warnings, note))
 
 
 def _second_interpreters(plan: BuildPlan) -> list[str]:
     return warn.plan_second_interpreters(plan.envs)
 
 
-def _in_environments(prefixes: Iterable[str], system: Mapping[str, str], path: str) -> bool:
-    """Whether ``path`` belongs to one of the environments at ``prefixes``: under it, or for
-    the system interpreter's (``system``: its prefix, /usr, holds every program of the
-    image), the interpreter itself and its site folders (Debian's pip installs under
-    /usr/local), not its bin folder."""
-    return any(path == system[pre] or path.startswith(
-        (f"{pre.rstrip('/')}/lib/python", f"{pre.rstrip('/')}/local/lib/python"))
-        if pre in system else path == pre or path.startswith(pre + "/") for pre in prefixes)
-
-
-def _without_bins(pair: tuple[str, str], prefixes: set[str]) -> tuple[str, str]:
+def _without_bins(pair: tuple[str, str], prefixes: AbstractSet[str]) -> tuple[str, str]:
     """``PATH`` without the ``bin`` folders of environments left out."""
     name, value = pair
     if name != "PATH" or not prefixes:

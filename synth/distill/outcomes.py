@@ -67,6 +67,11 @@ class DecideContext:
     conda_locks: Mapping[str, str] = field(default_factory=dict)
     #: The downloaded interpreters the artifact unpacks (synth.distill.managed_python).
     pythons: tuple[ManagedPython, ...] = ()
+    #: ``synth export --without``: the environments left out, and the commands whose
+    #: native steps go (synth.distill.leave_out.Without); kept commands of either are
+    #: dropped, saying what they would have been.
+    left_out_prefixes: frozenset[str] = frozenset()
+    left_out_refs: frozenset[str] = frozenset()
     _final: dict[str | None, Mapping[str, Distribution]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
     _kept: dict[str | None, str] = field(default_factory=dict, init=False, repr=False,
@@ -80,6 +85,22 @@ class DecideContext:
             interp = interp_for(python, self.run)
             final = self._final[python] = self.dists_of.get(interp.path, {}) if interp else {}
         return final
+
+    def leaves_out(self, c: SimpleCommand, s: Step) -> bool:
+        """Whether kept command ``c`` made something left out: a native step, or an
+        environment (created it, installed into it)."""
+        if c.ref in self.left_out_refs:
+            return True
+        if not self.left_out_prefixes:
+            return False
+        match s:
+            case VenvCreate():
+                return s.path in self.left_out_prefixes
+            case PipInstall():
+                interp = interp_for(s.python, self.run)
+                return interp is not None and interp.prefix in self.left_out_prefixes
+            case _:
+                return False
 
     def lock_kept(self, python: str | None) -> str:
         """Where a pip command's packages went: the lock of the environment its ``python``
@@ -127,6 +148,9 @@ def reinstalled_later(installs: Mapping[str, Installs]) -> dict[str, frozenset[s
 def decide(c: SimpleCommand, extractor: str, s: Step, ctx: DecideContext) -> CommandOutcome:
     if c.succeeded:
         decision = _rule(c, s, ctx)
+        if decision[0] == "kept" and ctx.leaves_out(c, s):
+            decision = ("dropped", "left out on request (synth export --without); would "
+                        f"be: {decision[1]}")
     elif not c.parsed:
         decision = ("dropped", "could not be parsed; kept verbatim here, not replayed")
     elif not c.ran:

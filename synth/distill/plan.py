@@ -34,6 +34,7 @@ from synth.distill.envs import (
 )
 from synth.distill.extractors import classify_each
 from synth.distill.final_env import DEFAULT_PATH, final_env
+from synth.distill.leave_out import Part, Without
 from synth.distill.load import Interpreter, LoadedRun
 from synth.distill.managed_python import managed_base, managed_pythons
 from synth.distill.native import native_plan
@@ -119,8 +120,8 @@ def gc_paused() -> Iterator[None]:
 def distill(run: LoadedRun, *, include: Sequence[str] = (),
             download_hashes: Mapping[str, str] | None = None,
             classified: Sequence[Classified] | None = None,
-            link_targets: Mapping[str, str] | None = None
-            ) -> tuple[BuildPlan, DistillReport]:
+            link_targets: Mapping[str, str] | None = None,
+            without: Sequence[Part] = ()) -> tuple[BuildPlan, DistillReport]:
     """What to build from ``run``, and the report of how: pure, deterministic, no I/O.
 
     ``download_hashes`` maps files that downloads wrote (:func:`download_candidates`) to
@@ -129,16 +130,19 @@ def distill(run: LoadedRun, *, include: Sequence[str] = (),
     ``link_targets`` maps those of
     :func:`synth.distill.managed_python.link_candidates` that are links in the final
     state to their targets; uv's links to its interpreters are made again.
+    ``without``: the parts ``synth export --without`` leaves out; the commands that made
+    them are dropped, saying so (:func:`synth.distill.leave_out.leave_out` then takes the
+    parts out of the plan).
     """
     with gc_paused():
         return _distill(run, include, dict(download_hashes or {}),
                         classified if classified is not None else classify_log(run),
-                        link_targets or {})
+                        link_targets or {}, without)
 
 
 def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
-             classified: Sequence[Classified], link_targets: Mapping[str, str]
-             ) -> tuple[BuildPlan, DistillReport]:
+             classified: Sequence[Classified], link_targets: Mapping[str, str],
+             without: Sequence[Part]) -> tuple[BuildPlan, DistillReport]:
     notes = Notes()
     ok = StepIndex(t for t in classified if t[0].succeeded)
     audited = audited_envs(ok, run)
@@ -153,13 +157,16 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
     native = native_plan(run, ok, envs_in, env_plans, audited, hashes, notes)
     env = final_env(run, env_plans, notes)
     final_apt = {pkg_name(k): v for k, v in run.apt.final.items()}
+    w = Without.of(without, env_plans)
     ctx = DecideContext(
         run=run, kept_refs=frozenset(s.ref for s in native.steps), final_apt=final_apt,
         dists_of={i.path: {d.name: d for d in i.distributions} for i in run.interpreters},
         envs=env_plans, reinstalled=reinstalled_later(audited.installs), notes=notes,
         resynced=resynced_later(audited.installs,
                                 ((c, p) for c, _x, p in ok.of(ProjectTool)), run.interpreters),
-        conda_locks={p: c.lock_file for p, c in conda.items()}, pythons=pythons)
+        conda_locks={p: c.lock_file for p, c in conda.items()}, pythons=pythons,
+        left_out_prefixes=w.prefixes,
+        left_out_refs=frozenset(s.ref for s in native.steps if w.drops_step(s, env_plans)))
     outcomes = tuple(decide(c, x, s, ctx) for c, x, s in classified)
     apt = apt_plan(run)
     add_notes(run, envs_in, native.explained, apt, notes)

@@ -416,7 +416,8 @@ def plan_parts(opts: ExportOptions, settings: Settings, run: LoadedRun, live: Li
     plan, report = distill(
         run, include=opts.include, classified=classified,
         download_hashes=download_hashes(live, wanted) if opts.ask_live else None,
-        link_targets=link_targets(live, link_candidates(run)) if opts.ask_live else None)
+        link_targets=link_targets(live, link_candidates(run)) if opts.ask_live else None,
+        without=opts.without)
     report = replace(publish.without_stale_base_warning(plan, run, report),
                      incomplete=tuple(problems))
     # Before locking: the live image's final state can add pins (legacy egg-info installs).

@@ -30,11 +30,14 @@ def _run(tmp_path: Path) -> Path:
 
 def test_the_commands_of_an_environment_left_out_are_dropped_saying_why(
         tmp_path: Path) -> None:
-    plan, report = distill(load_run(_run(tmp_path)))
+    run = load_run(_run(tmp_path))
+    plan, report = distill(run)
     kept = {o.command: o.reason for o in report.outcomes if o.decision == "kept"}
     assert kept[f"python3 -m venv {TOOL}"] == f"Python environment {TOOL}"
     assert kept[f"{TOOL}/bin/pip install poetry==2.5.1"].startswith("requirements-opt-tool.lock ")
-    _plan, without = leave_out(plan, report, [Part.parse(f"prefix:{TOOL}")])
+    # Distilled without the tool's environment, every command is decided knowing it.
+    parts = [Part.parse(f"prefix:{TOOL}")]
+    _plan, without = leave_out(*distill(run, without=parts), parts)
     after = {o.command: (o.decision, o.reason) for o in without.outcomes}
     assert after[f"python3 -m venv {TOOL}"] == (
         "dropped", f"left out on request (synth export --without); would be: Python "
@@ -126,5 +129,10 @@ def test_a_local_build_into_an_environment_left_out_goes_with_it(tmp_path: Path)
     [step] = plan.native
     assert step.distribution == "plugin==0.1" and step.argv[:5] == (
         "python3", "-m", "pip", "--python", f"{TOOL}/bin/python"), step
-    after, _report = leave_out(plan, report, [Part.parse(f"prefix:{TOOL}")])
+    parts = [Part.parse(f"prefix:{TOOL}")]
+    after, report = leave_out(*distill(load_run(run), without=parts), parts)
     assert after.native == () and [e.prefix for e in after.envs] == ["/opt/venv"]
+    [build] = [o for o in report.outcomes if o.ref == step.ref]
+    assert build.decision == "dropped" and build.reason == (
+        "left out on request (synth export --without); would be: native build step "
+        "(local / VCS install), replayed in order"), build
