@@ -21,6 +21,7 @@ from synth.distill import conda
 from synth.distill.shell import SimpleCommand, expand
 from synth.distill.steps import (
     PYTHON_CHECK,
+    AgentClaims,
     AptInstall,
     AptMaintenance,
     AptRemove,
@@ -42,6 +43,7 @@ from synth.distill.steps import (
     Unclassified,
     VenvCreate,
 )
+from synth.formats.claims import CONTAINER_CLAIMS
 from synth.util.noise import is_env_file
 from synth.util.wrappers import unwrapped
 
@@ -861,11 +863,20 @@ def classify(cmd: SimpleCommand) -> tuple[str, Step]:
     if not cmd.parsed:
         return "unparsed", Unclassified(program=cmd.text.split(" ", 1)[0] if cmd.text else "")
     name = _base(_program(cmd)[0])
+    if _writes_claims(cmd, name):
+        return "claims", AgentClaims(program=name)
     for extractor in candidates(name):
         step = extractor.extract(cmd)
         if step is not None:
             return extractor.name, step
     return "unclassified", Unclassified(program=name)
+
+
+def _writes_claims(cmd: SimpleCommand, name: str) -> bool:
+    """Whether ``cmd`` writes the agent's self-report: redirected into it, whatever the
+    program, or ``tee`` into it."""
+    return (any(t == CONTAINER_CLAIMS for _op, t in cmd.redirects)
+            or (name == "tee" and CONTAINER_CLAIMS in cmd.argv[1:]))
 
 
 def classify_each(cmds: Iterable[SimpleCommand]) -> Iterator[tuple[SimpleCommand, str, Step]]:

@@ -20,6 +20,7 @@ from synth.distill.shell import SimpleCommand
 from synth.distill.steps import (
     ENVIRONMENT_VERBS,
     PYTHON_CHECK,
+    AgentClaims,
     AptInstall,
     AptMaintenance,
     AptRemove,
@@ -41,7 +42,6 @@ from synth.distill.steps import (
     Unclassified,
     VenvCreate,
 )
-from synth.formats.claims import CONTAINER_CLAIMS
 from synth.formats.plan import CommandOutcome, DecisionKind, ManagedPython, PythonEnvPlan
 
 Decision = tuple[DecisionKind, str]
@@ -216,6 +216,9 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
             return "folded", _project_tool(s)
         case ToolConfig():
             return "dropped", _tool_config(s)
+        case AgentClaims():
+            return "dropped", ("the agent's claims: claims.json travels beside the artifact "
+                               "and C5 checks it; not replayed")
         case Unclassified():
             return _unclassified(c, ctx)
         case _:
@@ -225,9 +228,6 @@ def _rule(c: SimpleCommand, s: Step, ctx: DecideContext) -> Decision:
 def _unclassified(c: SimpleCommand, ctx: DecideContext) -> Decision:
     if ctx.pythons and (why := _python_install(c)):
         return "folded", why
-    if any(t == CONTAINER_CLAIMS for _op, t in c.redirects):
-        return "dropped", ("the agent's claims: claims.json travels beside the artifact "
-                           "and C5 checks it; not replayed")
     return "dropped", ("unclassified, not replayed; what it changed comes from the "
                        "final state (source.patch, carried files) or shows up as "
                        "unexplained paths")

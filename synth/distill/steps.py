@@ -238,6 +238,17 @@ class ToolConfig(StepBase):
 
 @cheap_init
 @dataclass(frozen=True)
+class AgentClaims(StepBase):
+    """A command that writes the agent's self-report, ``/synth/claims.json`` (``cat >
+    /synth/claims.json <<EOF``, ``tee``): the file travels beside the artifact as
+    ``claims.json`` and C5 checks it; not replayed."""
+
+    kind: ClassVar[str] = "claims"
+    program: str
+
+
+@cheap_init
+@dataclass(frozen=True)
 class Unclassified(StepBase):
     """A command no extractor recognises; reported, its effects show up as unexplained."""
 
@@ -265,5 +276,6 @@ Step: TypeAlias = (
     | ProgramRun
     | ProjectTool
     | ToolConfig
+    | AgentClaims
     | Unclassified
 )

@@ -9,6 +9,7 @@ from synth.distill.load import AuditRecord
 from synth.distill.shell import SimpleCommand, parse_line
 from synth.distill.steps import (
     PYTHON_CHECK,
+    AgentClaims,
     AptInstall,
     AptMaintenance,
     AptRemove,
@@ -250,11 +251,14 @@ def test_distribution_names_are_pep503(name: str, want: str) -> None:
 
 
 def _classify_asking_every_extractor(cmd: SimpleCommand) -> tuple[str, Step]:
-    """The registry's definition: every extractor in order, the first step wins."""
-    from synth.distill.extractors import _base, _program
+    """The registry's definition: a command that writes the agent's claims is that, else
+    every extractor in order, the first step wins."""
+    from synth.distill.extractors import _base, _program, _writes_claims
 
     if not cmd.parsed:
         return classify(cmd)
+    if _writes_claims(cmd, _base(_program(cmd)[0])):
+        return "claims", AgentClaims(program=_base(_program(cmd)[0]))
     for extractor in EXTRACTORS:
         found = extractor.extract(cmd)
         if found is not None:
@@ -300,7 +304,7 @@ def test_classify_asks_only_the_extractors_that_may_claim_a_program() -> None:
     corpus = _corpus()
     assert len(corpus) > 3000
     claimed = {classify(c)[0] for c in corpus}
-    assert claimed >= {e.name for e in EXTRACTORS} | {"unclassified"}
+    assert claimed >= {e.name for e in EXTRACTORS} | {"unclassified", "claims"}
     for cmd in corpus:
         assert classify(cmd) == _classify_asking_every_extractor(cmd), cmd.text
 

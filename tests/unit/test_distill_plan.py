@@ -344,12 +344,18 @@ def test_both_legacy_routes_of_one_install_are_built_by_a_step(tmp_path: Path,
 
 def test_the_claims_step_is_named_as_the_claims(tmp_path: Path) -> None:
     heredoc = "cat > /synth/claims.json <<'JSON'\n{\"python_version\": \"3.11\"}\nJSON"
-    _plan, report = plan_of(tmp_path, [cmd(heredoc), cmd("cat > /tmp/notes.txt <<'X'\nhi\nX")])
-    got = {o.command.split(" <<")[0]: (o.decision, o.reason) for o in report.outcomes}
-    assert got["cat > /synth/claims.json"] == (
-        "dropped", "the agent's claims: claims.json travels beside the artifact and C5 "
-        "checks it; not replayed")
-    assert got["cat > /tmp/notes.txt"][1].startswith("unclassified, not replayed")
+    _plan, report = plan_of(tmp_path, [
+        cmd(heredoc), cmd("cat > /tmp/notes.txt <<'X'\nhi\nX"),
+        cmd("echo '{}' | tee /synth/claims.json"), cmd("python3 report.py > /synth/claims.json")])
+    got = {o.command.split(" <<")[0]: (o.extractor, o.step, o.decision, o.reason)
+           for o in report.outcomes}
+    claims = ("claims", "claims", "dropped", "the agent's claims: claims.json travels beside "
+              "the artifact and C5 checks it; not replayed")
+    assert got["cat > /synth/claims.json"] == claims
+    assert got["tee /synth/claims.json"] == claims
+    assert got["python3 report.py > /synth/claims.json"] == claims
+    assert got["cat > /tmp/notes.txt"][1:3] == ("unclassified", "dropped")
+    assert got["cat > /tmp/notes.txt"][3].startswith("unclassified, not replayed")
 
 
 def test_an_install_into_a_second_environment_names_that_environment_s_lock(
