@@ -875,8 +875,9 @@ def classify(cmd: SimpleCommand) -> tuple[str, Step]:
 def _writes_claims(cmd: SimpleCommand, name: str) -> bool:
     """Whether ``cmd`` writes the agent's self-report: redirected into it, whatever the
     program, or ``tee`` into it."""
-    return (any(t == CONTAINER_CLAIMS for _op, t in cmd.redirects)
-            or (name == "tee" and CONTAINER_CLAIMS in cmd.argv[1:]))
+    if name == "tee":
+        return CONTAINER_CLAIMS in cmd.argv[1:]
+    return bool(cmd.redirects) and any(t == CONTAINER_CLAIMS for _op, t in cmd.redirects)
 
 
 def classify_each(cmds: Iterable[SimpleCommand]) -> Iterator[tuple[SimpleCommand, str, Step]]:
