@@ -31,7 +31,7 @@ def _run(tmp_path: Path) -> Path:
 def test_the_commands_of_an_environment_left_out_are_dropped_saying_why(
         tmp_path: Path) -> None:
     run = load_run(_run(tmp_path))
-    plan, report = distill(run)
+    _plan, report = distill(run)
     kept = {o.command: o.reason for o in report.outcomes if o.decision == "kept"}
     assert kept[f"python3 -m venv {TOOL}"] == f"Python environment {TOOL}"
     assert kept[f"{TOOL}/bin/pip install poetry==2.5.1"].startswith("requirements-opt-tool.lock ")
