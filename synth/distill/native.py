@@ -67,10 +67,20 @@ def build_backend_pin(generator: str | None) -> str | None:
     return f"{_GENERATOR_PACKAGE.get(name, name)}=={m[2]}"
 
 
+def step_pip(env: PythonEnvPlan) -> tuple[str, ...]:
+    """The pip a native step of ``env`` runs: the environment's own where its lock
+    installs one (native steps run after the lock), the pip that built the live install,
+    else ``env.pip`` (the base's, for an environment made without pip: Debian's pip 23
+    falls back to a legacy ``setup.py install`` where a newer one builds a wheel)."""
+    if env.pip[:1] != (env.python,) and any(n.lower() == "pip" for n, _v in env.pins):
+        return (env.python, "-m", "pip")
+    return env.pip
+
+
 def _local_step(c: SimpleCommand, s: PipInstall, env: PythonEnvPlan, d: Distribution,
                 path: str) -> Placed:
     """The replay of install ``c`` of the local project ``path``, which installed ``d``."""
-    argv = (*env.pip, "install", *_install_opts(env),
+    argv = (*step_pip(env), "install", *_install_opts(env),
             *(("--no-build-isolation",) if s.no_build_isolation else ()),
             *s.build_options, *(("-e",) if d.editable else ()), path)
     return _position(c), NativeStep(
@@ -101,7 +111,8 @@ def _tool_project_install(d: Distribution, env: PythonEnvPlan, path: str) -> Pla
     environment's pip after everything else (its dependencies are in the lock)."""
     if not d.installer or not _under(path, SOURCE_DEST) or d.vcs_info is not None:
         return None
-    argv = (*env.pip, "install", *_install_opts(env), *(("-e",) if d.editable else ()), path)
+    argv = (*step_pip(env), "install", *_install_opts(env), *(("-e",) if d.editable else ()),
+            path)
     return _LAST, NativeStep(
         ref=f"final state ({d.installer})", tool="pip-local", argv=argv, cwd=path, env=(),
         distribution=f"{d.name}=={d.version}", network=True, source=d.source)
@@ -156,7 +167,7 @@ def _remote_install(d: Distribution, env: PythonEnvPlan, installs: Installs,
         if s.urls or (kind == "url" and s.local):
             return _position(c), NativeStep(
                 ref=c.ref, tool=f"{s.tool}-{kind}",
-                argv=(*env.pip, "install", *_install_opts(env), target), cwd=c.cwd,
+                argv=(*step_pip(env), "install", *_install_opts(env), target), cwd=c.cwd,
                 env=build_env(c), distribution=f"{d.name}=={d.version}", network=True,
                 source=d.source)
     if kind == "vcs":

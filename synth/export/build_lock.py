@@ -37,6 +37,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from synth.distill.native import installs_into
 from synth.distill.plan import DEFAULT_INDEX, BuildPlan, PythonEnvPlan
 from synth.errors import LockError, SynthError
 from synth.export.lock import (
@@ -255,7 +256,7 @@ def local_build_requires(plan: BuildPlan, env: PythonEnvPlan,
     reqs: list[str] = []
     dest = plan.source.dest.rstrip("/")
     for step in plan.native:
-        runs_in_env = tuple(step.argv[:len(env.pip)]) == env.pip or (
+        runs_in_env = installs_into(step, [env]) is not None or (
             step.argv and step.argv[0].rsplit("/", 1)[-1] == "uv" and env.python in step.argv)
         if not (step.network and step.tool.endswith("-local") and runs_in_env):
             continue
@@ -387,7 +388,7 @@ def native_build_constraints(plan: BuildPlan,
         if not (step.network and step.tool.endswith("-local")):
             continue
         for lk in (lk for lk in locks if lk.build):
-            if tuple(step.argv[:len(lk.env.pip)]) == lk.env.pip:
+            if installs_into(step, [lk.env]) is not None:
                 out[step.ref] = {"file": lk.build_file, "var": "PIP_CONSTRAINT",
                                  "value": "/tmp/synth/pip-build-constraints.txt"}
             elif step.argv and posixpath.basename(step.argv[0]) == "uv":

@@ -137,7 +137,10 @@ def test_isolated_local_build_takes_the_constraints(tmp_path: Path) -> None:
     docker = render_artifact(plan, report, locks)["Dockerfile"]
     assert ("grep -o '^[A-Za-z0-9][^ ]*==[^ ]*' /tmp/synth/build-constraints.lock > "
             "/tmp/synth/pip-build-constraints.txt") in docker
+    # pip before 25.3 reads PIP_CONSTRAINT into its isolated build, 26.2 on only
+    # PIP_BUILD_CONSTRAINT (each ignores the other's variable where it has no such option).
     assert ("PIP_CONSTRAINT=/tmp/synth/pip-build-constraints.txt "
+            "PIP_BUILD_CONSTRAINT=/tmp/synth/pip-build-constraints.txt "
             "/opt/venv/bin/python -m pip install --no-deps /workspace") in docker
     assert "UV_BUILD_CONSTRAINT=/tmp/synth/build-constraints.lock " in docker
     # the source's own pyproject says what the isolated build needs
@@ -224,7 +227,8 @@ def test_a_bundled_isolated_local_build_takes_its_build_requirements_from_the_ve
     assert summary["offline"] is True and summary["needs_network"] == []
     docker = render_artifact(plan, report, locks, bundle=summary)["Dockerfile"]
     assert "--mount=type=bind,source=vendor/wheels,target=/synth/vendor/wheels" in docker
-    assert ("PIP_CONSTRAINT=/tmp/synth/pip-build-constraints.txt PIP_NO_INDEX=1 "
+    assert ("PIP_CONSTRAINT=/tmp/synth/pip-build-constraints.txt PIP_BUILD_CONSTRAINT="
+            "/tmp/synth/pip-build-constraints.txt PIP_NO_INDEX=1 "
             "PIP_FIND_LINKS=/synth/vendor/wheels ") in docker
     # without build constraints the same step still needs the network, and says so
     bare = [replace(lk, build=()) for lk in locks]

@@ -477,8 +477,8 @@ def test_a_tool_s_configuration_is_named_as_such_and_never_carries_its_value(
     ("uv run --with rich --extra yaml pip3 install six", "runs pip3 in the project's "
      "environment"),
     ("pipenv run python setup.py develop", "runs setup.py in the project's environment"),
-    ("pipenv run python main.py", "the environment it made or synced is reproduced from the "
-     "final state"),
+    ("pipenv run python main.py", "runs a program in the project's environment: a check, "
+     "not a setup step; the environment"),
 ])
 def test_a_project_tool_s_run_of_an_installer_is_named_as_an_install(
         tmp_path: Path, line: str, says: str) -> None:
@@ -554,3 +554,31 @@ def test_pdm_s_venv_and_interpreter_commands_are_classified(tmp_path: Path) -> N
     assert made == [VenvCreate(tool="virtualenv", path="/workspace/.venv", python="python3"),
                     VenvCreate(tool="venv", path="/workspace/.venv", python="python3",
                                options=("--without-pip",))]
+
+
+@pytest.mark.parametrize("seeded", [True, False])
+def test_a_local_build_in_a_tool_made_venv_runs_the_venv_s_own_pip(
+        tmp_path: Path, seeded: bool) -> None:
+    """pipenv made /workspace/.venv with pip 26.3 in it, and ``pipenv run pip install
+    ./localpkg`` built a wheel with that pip. The artifact makes the venv without pip and its
+    lock installs pip 26.3 before the native steps: the local build runs that pip, not the
+    base's (Debian's pip 23 falls back to a legacy ``setup.py install`` for a project with
+    only a setup.py, and leaves an egg-info where live had a dist-info). A venv whose lock
+    has no pip is served by the base's."""
+    site = "/workspace/.venv/lib/python3.11/site-packages"
+    dists = [dist("six", "1.17.0", location=site),
+             dist("localpkg", "0.1", location=site,
+                  direct_url={"url": "file:///workspace/localpkg", "dir_info": {}})]
+    if seeded:
+        dists.append(dist("pip", "26.3", location=site))
+    plan, _report = plan_of(
+        tmp_path, [cmd("cd /workspace && PIPENV_VENV_IN_PROJECT=1 pipenv sync"),
+                   cmd("cd /workspace && pipenv run pip install ./localpkg")],
+        python=[system_python(), venv("/workspace/.venv", dists, created=False)],
+        primary="/workspace/.venv/bin/python")
+    [env] = [e for e in plan.envs if e.prefix == "/workspace/.venv"]
+    assert env.pip == ("python3", "-m", "pip", "--python", "/workspace/.venv/bin/python")
+    [step] = plan.native
+    own = ("/workspace/.venv/bin/python", "-m", "pip", "install")
+    assert step.argv[:4] == (own if seeded else (*env.pip[:4],)), step.argv
+    assert step.argv[-1] == "/workspace/localpkg"
