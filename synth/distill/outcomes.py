@@ -285,8 +285,11 @@ def _project_tool(s: ProjectTool) -> str:
     if s.verb == "run" and s.installer:
         return (f"runs {s.installer} in the project's environment: what it installed is "
                 "reproduced from the final state, locked and installed at the same path")
-    return made + ("; the program it runs is a check, not a setup step" if s.verb == "run"
-                   else "")
+    if s.verb == "run":
+        return ("runs a program in the project's environment: a check, not a setup step; "
+                "the environment (which `uv run` syncs first) is reproduced from the final "
+                "state, locked and installed at the same path")
+    return made
 
 
 def _env_persist(s: EnvPersist, ctx: DecideContext) -> Decision:

@@ -244,22 +244,27 @@ def check_project_locks(found: ProjectLocks, plan: BuildPlan, workdir: str = "/w
         return []
     checks = []
     for name, text in found.texts.items():
-        env = _described_env(plan, _LOCK_TOOL[name], workdir)
+        tool = _LOCK_TOOL[name]
+        env = _described_env(plan, tool, workdir)
+        # uv, poetry and pdm install the project itself on sync, and their locks do not
+        # name it (poetry's, pdm's); pipenv installs only what its lock names.
+        project = workdir if tool != "pipenv" else None
         checks.append(project_locks.check_lock(name, text, env.prefix,
-                                                  _holds(plan, env, workdir)))
+                                                  _holds(plan, env, project)))
     return checks
 
 
-def _holds(plan: BuildPlan, env: PythonEnvPlan, workdir: str) -> list[tuple[str, str]]:
+def _holds(plan: BuildPlan, env: PythonEnvPlan, project: str | None
+           ) -> list[tuple[str, str]]:
     """What the artifact installs into ``env``: its locked pins and the distributions its
-    native steps build there (``pipenv run pip install ./pkg``), but the project in
-    ``workdir`` itself, which its own lock does not name (poetry's, pdm's)."""
+    native steps build there (``pipenv run pip install ./pkg``), but the one built from
+    the ``project`` folder, which the tool's sync installs without its lock naming it."""
     held = list(env.pins)
     for step in plan.native:
         into = installs_into(step, plan.envs)
         built = step.argv[-1] if step.tool.endswith("-local") else step.cwd
         if (step.distribution and into is not None and into.prefix == env.prefix
-                and built.rstrip("/") != workdir.rstrip("/")):
+                and (project is None or built.rstrip("/") != project.rstrip("/"))):
             name, _, version = step.distribution.partition("==")
             held.append((name, version))
     return held

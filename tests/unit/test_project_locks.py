@@ -208,14 +208,17 @@ def test_a_local_package_the_lock_does_not_name_disagrees_but_the_project_itself
         tmp_path: Path) -> None:
     """``pipenv run pip install ./pkg`` builds a package into pipenv's environment that
     Pipfile.lock does not name: a native step, not a pin, so the check reads the native
-    steps too, by the environment each installs into. The project itself (``pipenv install
-    -e .``) is in no lock of its own, and a package the lock names by its folder agrees."""
+    steps too, by the environment each installs into. A package the lock names by its
+    folder agrees (``pipenv install -e .`` names the project so). pipenv installs only
+    what its lock names, so a project its lock does not name disagrees; poetry's lock never
+    names the project, which poetry installs on sync."""
     from distill_runs import cmd, dist, make_run_dir, project_task, system_python, venv
 
     from synth.distill.load import load_run
     from synth.distill.plan import distill
 
-    lock = {"default": {"six": {"version": "==1.17.0"}, "vendored": {"path": "./vendored"}}}
+    lock = {"default": {"six": {"version": "==1.17.0"}, "vendored": {"path": "./vendored"},
+                        "proj": {"editable": True, "path": "."}}}
     setup = "from setuptools import setup\nsetup(name={!r}, version='0.1')\n"
     task = project_task(tmp_path, {
         "analysis.py": "import six\n", "Pipfile": '[packages]\nsix = "*"\n',
@@ -246,3 +249,11 @@ def test_a_local_package_the_lock_does_not_name_disagrees_but_the_project_itself
     found = read_project_locks(source)
     [check] = check_project_locks(found, plan)
     assert check.differs == ("mypkg 0.1 is not in it",), check
+    del lock["default"]["proj"]
+    (source / "Pipfile.lock").write_text(json.dumps(lock))
+    [check] = check_project_locks(read_project_locks(source), plan)
+    assert check.differs == ("mypkg 0.1 is not in it", "proj 0.1 is not in it"), check
+    (source / "Pipfile.lock").unlink()
+    (source / "poetry.lock").write_text(POETRY_LOCK.replace("1.16.0", "1.17.0"))
+    [check] = check_project_locks(read_project_locks(source), plan)
+    assert check.differs == ("mypkg 0.1 is not in it", "vendored 0.1 is not in it"), check
