@@ -40,6 +40,7 @@ def _rendered_variables(tmp_path: Path) -> list[str]:
                   build=(LockedPin("setuptools", "80.9.0", ("c" * 64,)),))
              for e in plan.envs]
     docker = render_artifact(plan, report, locks)["Dockerfile"]
+    assert isinstance(docker, str)
     [line] = [x for x in docker.splitlines() if x.endswith("install --no-deps /workspace")]
     return [w.split("=", 1)[0] for w in shlex.split(line.lstrip(" &"))
             if re.fullmatch(r"PIP_[A-Z_]+=/tmp/synth/pip-build-constraints\.txt", w)]
