@@ -72,8 +72,6 @@ class DecideContext:
     #: dropped, saying what they would have been.
     left_out_prefixes: frozenset[str] = frozenset()
     left_out_refs: frozenset[str] = frozenset()
-    #: Whether anything is left out (``left_out_prefixes`` or ``left_out_refs``).
-    leaving_out: bool = False
     _final: dict[str | None, Mapping[str, Distribution]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
     _kept: dict[str | None, str] = field(default_factory=dict, init=False, repr=False,
@@ -93,8 +91,6 @@ class DecideContext:
         environment (created it, installed into it)."""
         if c.ref in self.left_out_refs:
             return True
-        if not self.left_out_prefixes:
-            return False
         match s:
             case VenvCreate():
                 return s.path in self.left_out_prefixes
@@ -150,7 +146,8 @@ def reinstalled_later(installs: Mapping[str, Installs]) -> dict[str, frozenset[s
 def decide(c: SimpleCommand, extractor: str, s: Step, ctx: DecideContext) -> CommandOutcome:
     if c.succeeded:
         decision = _rule(c, s, ctx)
-        if decision[0] == "kept" and ctx.leaving_out and ctx.leaves_out(c, s):
+        if decision[0] == "kept" and (ctx.left_out_refs or ctx.left_out_prefixes) and (
+                ctx.leaves_out(c, s)):
             decision = ("dropped", "left out on request (synth export --without); would "
                         f"be: {decision[1]}")
     elif not c.parsed:

@@ -165,7 +165,7 @@ def _distill(run: LoadedRun, include: Sequence[str], hashes: Mapping[str, str],
         resynced=resynced_later(audited.installs,
                                 ((c, p) for c, _x, p in ok.of(ProjectTool)), run.interpreters),
         conda_locks={p: c.lock_file for p, c in conda.items()}, pythons=pythons,
-        left_out_prefixes=w.prefixes, leaving_out=bool(without),
+        left_out_prefixes=w.prefixes,
         left_out_refs=frozenset(s.ref for s in native.steps if w.drops_step(s, env_plans)))
     outcomes = tuple(decide(c, x, s, ctx) for c, x, s in classified)
     apt = apt_plan(run)

@@ -379,21 +379,26 @@ def lock_manifest(lock: Lock) -> dict[str, object]:
 def native_build_constraints(plan: BuildPlan,
                              locks: Sequence[Lock]) -> dict[str, dict[str, str]]:
     """For each isolated local build (a native step that builds a project with build
-    isolation), the build constraints it takes: a step run by the environment's pip reads
-    the pins of the environment's ``build-constraints.lock`` through ``PIP_CONSTRAINT``
-    (versions only: pip turns hash checking on for the whole install when a constraint has
-    a hash), a step run by uv reads the hashed file through ``UV_BUILD_CONSTRAINT``."""
+    isolation), the build constraints it takes (``assign``: the variables set before it;
+    ``var``: the first, which names the installer). A step run by an environment's pip reads
+    the pins of the environment's ``build-constraints.lock`` (versions only: pip turns hash
+    checking on for the whole install when a constraint has a hash) through
+    ``PIP_CONSTRAINT``, which pip before 25.3 reads into its isolated build, and
+    ``PIP_BUILD_CONSTRAINT``, the only one pip 26.2 and later read there (each pip ignores
+    the variable it has no option for); a step run by uv reads the hashed file through
+    ``UV_BUILD_CONSTRAINT``."""
     out: dict[str, dict[str, str]] = {}
+    pip_file = "/tmp/synth/pip-build-constraints.txt"
     for step in plan.native:
         if not (step.network and step.tool.endswith("-local")):
             continue
         for lk in (lk for lk in locks if lk.build):
             if installs_into(step, [lk.env]) is not None:
-                out[step.ref] = {"file": lk.build_file, "var": "PIP_CONSTRAINT",
-                                 "value": "/tmp/synth/pip-build-constraints.txt"}
+                out[step.ref] = {"file": lk.build_file, "var": "PIP_CONSTRAINT", "assign":
+                                 f"PIP_CONSTRAINT={pip_file} PIP_BUILD_CONSTRAINT={pip_file}"}
             elif step.argv and posixpath.basename(step.argv[0]) == "uv":
                 out[step.ref] = {"file": lk.build_file, "var": "UV_BUILD_CONSTRAINT",
-                                 "value": f"/tmp/synth/{lk.build_file}"}
+                                 "assign": f"UV_BUILD_CONSTRAINT=/tmp/synth/{lk.build_file}"}
             else:
                 continue
             break
