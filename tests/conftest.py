@@ -22,6 +22,40 @@ HOST_CA_BUNDLE = Path(os.environ.get("SYNTH_CA_BUNDLE", "/etc/ssl/certs/ca-certi
 HOST_WHEELHOUSE = Path(os.environ.get("SYNTH_WHEELHOUSE", "/opt/wheels"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # ``./dev test`` runs the unit tests a second time on the built wheel, whose
+    # distillation core mypyc compiled (hatch_build.py): SYNTH_TEST_COMPILED names the
+    # folder it is unpacked in, and every module the build compiles must be loaded from
+    # there as an extension, or the pass would test the source a second time.
+    where = os.environ.get("SYNTH_TEST_COMPILED")
+    if where:
+        problems = compiled_core_problems(Path(where))
+        if problems:
+            raise pytest.UsageError("SYNTH_TEST_COMPILED: " + "; ".join(problems))
+
+
+def compiled_core_problems(where: Path) -> list[str]:
+    """What is not as the compiled pass needs: synth from ``where``, each module of the
+    build's ``compile`` list an extension module."""
+    import importlib
+    import importlib.machinery
+    import tomllib
+
+    import synth
+
+    if Path(synth.__file__).parent != where / "synth":
+        return [f"synth is imported from {synth.__file__}, not from {where}"]
+    hook = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["hatch"][
+        "build"]["targets"]["wheel"]["hooks"]["custom"]
+    problems = []
+    for path in hook["compile"]:
+        name = path.removesuffix(".py").replace("/", ".")
+        module = importlib.import_module(name)
+        if not isinstance(module.__loader__, importlib.machinery.ExtensionFileLoader):
+            problems.append(f"{name} is not compiled ({module.__file__})")
+    return problems
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "/integration/" in str(item.fspath) and "docker" not in item.keywords:
@@ -51,7 +85,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("SYNTH_") and name not in (
             "SYNTH_REQUIRE_DOCKER", "SYNTH_CA_BUNDLE", "SYNTH_WHEELHOUSE", "SYNTH_DOCKER_CLI",
-            "SYNTH_PYRIGHT",
+            "SYNTH_PYRIGHT", "SYNTH_TEST_COMPILED",
         ):
             monkeypatch.delenv(name)
 

@@ -5,6 +5,7 @@ module per area; each builds one options object and calls one function."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import signal
 import sys
 from pathlib import Path
@@ -167,11 +168,23 @@ def _root(
     """The options every command takes."""
 
 
+def core_build() -> str:
+    """How this install runs the distillation core: ``compiled`` (a built wheel: mypyc
+    compiled it, hatch_build.py) or ``source`` (a checkout, an editable install, a wheel
+    built with SYNTH_PURE_PYTHON=1). Both give the same files; the compiled one is faster
+    on long audit logs (docs/benchmarks.md)."""
+    from synth.distill import shell
+
+    compiled = isinstance(shell.__loader__, importlib.machinery.ExtensionFileLoader)
+    return "compiled" if compiled else "source"
+
+
 @app.command()
 def version(json_out: JsonOpt = False) -> None:
-    """Print synth's version."""
+    """Print synth's version (with --json: its Python, and whether its core is compiled)."""
     if json_out:
-        console.print_json({"version": __version__, "python": sys.version.split()[0]})
+        console.print_json({"version": __version__, "python": sys.version.split()[0],
+                            "core": core_build()})
     else:
         typer.echo(__version__)
 

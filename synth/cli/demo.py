@@ -23,8 +23,11 @@ from synth.record.task_channel import served_transcript
 from synth.ui import console
 from synth.verify.command import Say, VerifyOptions, VerifyOutcome, verify
 
-#: The bundled tasks, at the checkout's top (synth/cli/demo.py -> ../../tasks).
-TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
+#: The bundled tasks: ``synth/tasks`` in an installed wheel, else the checkout's ``tasks/``
+#: (synth/cli/demo.py -> ../../tasks).
+_PACKAGED_TASKS = Path(__file__).resolve().parents[1] / "tasks"
+TASKS_DIR = (_PACKAGED_TASKS if _PACKAGED_TASKS.is_dir()
+             else Path(__file__).resolve().parents[2] / "tasks")
 
 
 @dataclass(frozen=True)

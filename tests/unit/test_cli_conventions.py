@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from synth import __version__, errors
+from synth.cli.app import core_build
 from synth.formats.verify import VerifyDocument
 from tests.verify_outcomes import full_verify
 
@@ -38,6 +39,14 @@ def test_version_flag_and_json() -> None:
         assert doc["synth_version"] == __version__
         assert doc["command"] == "version"
         assert doc["result"]["version"] == __version__
+        assert doc["result"]["core"] in ("compiled", "source")
+
+
+def test_the_core_is_compiled_exactly_in_the_pass_on_the_built_wheel() -> None:
+    # ./dev test runs the unit tests twice: on the checkout's source, and on the wheel
+    # (SYNTH_TEST_COMPILED), whose build compiles the core with mypyc.
+    want = "compiled" if os.environ.get("SYNTH_TEST_COMPILED") else "source"
+    assert core_build() == want
 
 
 @pytest.mark.parametrize("args", [["--json", "gc"], ["gc", "--json"]])

@@ -1,4 +1,5 @@
-"""`./dev demo` (`synth demo`) finds its bundled task wherever the CLI module lives."""
+"""`./dev demo` (`synth demo`) finds its bundled task wherever the CLI module lives: in a
+checkout, or in an installed wheel (the unit tests run on one too: ./dev test)."""
 
 from __future__ import annotations
 
