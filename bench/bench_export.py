@@ -7,6 +7,8 @@ uv versus pip-tools/pip.
     .venv/bin/python bench/bench_export.py --only export --sizes 100000 --repeat 5
     .venv/bin/python bench/bench_export.py --only export --sizes 100000 --repeat 3 \
         --against ../synth-before --rounds 3     # this checkout and another, side by side
+    .venv/bin/python bench/bench_export.py --only export --sizes 100000 --repeat 3 \
+        --against ../synth-before --built         # ... and this checkout's built wheel
 
 The export figures time, on the same synthetic run, load + distill alone and then the
 whole export (load + distill + lock + render + write; the lock is replaced by a fake so
@@ -16,7 +18,10 @@ that counts. The export's CPU time is printed too, since the cores are often sha
 ``--against CHECKOUT`` compares this checkout with another (the code before a change) on the
 same run, alternating: each of ``--rounds`` rounds exports it in a fresh process of each
 checkout, a warm-up export (imports, template caches) and then ``--repeat`` measured ones, so
-both see the same machine state; medians over every measured export of a checkout. The
+both see the same machine state; medians over every measured export of a checkout.
+``--built`` adds this checkout as the wheel ``uv build`` makes of it, unpacked: the way
+``pip install`` gives synth, with the distillation core compiled by mypyc (hatch_build.py),
+where the checkout's source runs it as Python. The
 lock figures time the real lockers on one pinned set, then a ``--require-hashes`` install
 of that lock into a fresh venv with uv and with pip.
 """
@@ -33,7 +38,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -131,13 +138,17 @@ def bench_export(sizes: list[int], shape: str = "exec", repeat: int = 1
 
 #: One checkout's exports of one run in a fresh process: a warm-up, then ``repeat`` timed
 #: ones, printed as JSON ``[[wall, cpu], ...]`` (only what every checkout of synth has:
-#: ``export_run`` with its options and engine, or with keywords as before them).
+#: ``export_run`` with its options and engine, or with keywords as before them). ``code`` is
+#: where synth is imported from: the checkout itself, or a wheel built from it and unpacked;
+#: synth is imported before the checkout's test helpers, which would put its source first.
 _EXPORTS = """
 import json, shutil, sys, time
 from pathlib import Path
-root, run_dir, out = (Path(a) for a in sys.argv[1:4])
-repeat = int(sys.argv[4])
-sys.path[:0] = [str(root), str(root / "tests"), str(root / "bench")]
+root, code, run_dir, out = (Path(a) for a in sys.argv[1:5])
+repeat = int(sys.argv[5])
+sys.path[:0] = [str(code), str(root / "tests"), str(root / "bench")]
+import synth
+assert Path(synth.__file__).parent == code / "synth", synth.__file__
 from bench_export import _fake_locker
 from synth.config import Settings
 try:
@@ -165,11 +176,33 @@ print(json.dumps(times))
 """
 
 
-def bench_against(sizes: list[int], other: Path, shape: str, repeat: int, rounds: int
-                  ) -> list[tuple[int, dict[Path, list[list[float]]]]]:
-    """Per size: each checkout's [wall, cpu] of every measured export, the two alternated."""
+class Code(NamedTuple):
+    """One column of the side-by-side figures: a checkout, and where its synth comes from."""
+
+    label: str
+    checkout: Path
+    code: Path
+
+
+def built_wheel(checkout: Path, into: Path) -> Path:
+    """The wheel ``uv build`` makes of ``checkout`` (as ``pip install`` would: a checkout
+    whose build compiles modules gets them compiled), unpacked under ``into``."""
+    from uv import find_uv_bin
+
+    wheels = into / "wheel"
+    subprocess.run([find_uv_bin(), "build", "--wheel", "--quiet", "--build-constraint",
+                    str(checkout / "requirements-dev.lock"), "--out-dir", str(wheels),
+                    str(checkout)], check=True)
+    (wheel,) = wheels.glob("*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(into / "code")
+    return into / "code"
+
+
+def bench_against(sizes: list[int], codes: list[Code], shape: str, repeat: int, rounds: int
+                  ) -> list[tuple[int, dict[str, list[list[float]]]]]:
+    """Per size: each column's [wall, cpu] of every measured export, the columns alternated."""
     rows = []
-    checkouts = (ROOT, other.resolve())
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp_s:
             tmp = Path(tmp_s)
@@ -179,31 +212,37 @@ def bench_against(sizes: list[int], other: Path, shape: str, repeat: int, rounds
                                                      "dir_info": {}})])]
             run_dir = make_run_dir(tmp / "run", _audit(size, shape), python=py,
                                    apt_added={f"pkg{i}": "1.0" for i in range(0, size, 10)})
-            times: dict[Path, list[list[float]]] = {c: [] for c in checkouts}
+            times: dict[str, list[list[float]]] = {c.label: [] for c in codes}
             for _ in range(rounds):
-                for checkout in checkouts:
+                for c in codes:
                     out = Path(tempfile.mkdtemp(dir=tmp))
                     proc = subprocess.run(
-                        [sys.executable, "-c", _EXPORTS, str(checkout), str(run_dir), str(out),
-                         str(repeat)], capture_output=True, text=True, check=True,
-                        env={**os.environ, "PYTHONPATH": str(checkout)})
-                    times[checkout] += json.loads(proc.stdout.splitlines()[-1])
+                        [sys.executable, "-c", _EXPORTS, str(c.checkout), str(c.code),
+                         str(run_dir), str(out), str(repeat)],
+                        capture_output=True, text=True, check=True,
+                        env={**os.environ, "PYTHONPATH": str(c.code)})
+                    times[c.label] += json.loads(proc.stdout.splitlines()[-1])
             rows.append((size, times))
     return rows
 
 
-def print_against(rows: list[tuple[int, dict[Path, list[list[float]]]]]) -> None:
-    mine, other = tuple(rows[0][1])  # this checkout first
-    print(f"this checkout: {mine}\nagainst: {other}")
-    print("| audit records | whole export, wall: against | this | "
-          "whole export, CPU: against | this | CPU, this / against |")
-    print("|---:|---:|---:|---:|---:|---:|")
+def print_against(codes: list[Code], rows: list[tuple[int, dict[str, list[list[float]]]]]
+                  ) -> None:
+    for c in codes:
+        print(f"{c.label}: synth from {c.code}")
+    base = codes[-1].label  # the code before the change: the ratios are against it
+    head = " | ".join(c.label for c in codes)
+    print(f"| audit records | whole export, wall: {head} | CPU: {head} | "
+          + " | ".join(f"CPU, {c.label} / {base}" for c in codes[:-1]) + " |")
+    print("|---:" * (1 + 3 * len(codes) - 1) + "|")
     for size, times in rows:
-        walls = {c: [t[0] for t in v] for c, v in times.items()}
-        cpus = {c: [t[1] for t in v] for c, v in times.items()}
-        ratio = statistics.median(cpus[mine]) / statistics.median(cpus[other])
-        print(f"| {size:,} | {_figure(walls[other])} | {_figure(walls[mine])} | "
-              f"{_figure(cpus[other])} | {_figure(cpus[mine])} | {ratio:.2f} |")
+        walls = [_figure([t[0] for t in times[c.label]]) for c in codes]
+        cpus = {c.label: [t[1] for t in times[c.label]] for c in codes}
+        ratios = [statistics.median(cpus[c.label]) / statistics.median(cpus[base])
+                  for c in codes[:-1]]
+        print(f"| {size:,} | " + " | ".join(walls) + " | "
+              + " | ".join(_figure(cpus[c.label]) for c in codes) + " | "
+              + " | ".join(f"{r:.2f}" for r in ratios) + " |")
 
 
 def _figure(values: list[float]) -> str:
@@ -277,15 +316,24 @@ def main() -> None:
                     help="another checkout of synth (the code before a change): both export "
                     "the same run, alternating, each in fresh processes")
     ap.add_argument("--rounds", type=int, default=3, metavar="N",
-                    help="with --against: how many times to alternate the two")
+                    help="with --against: how many times to alternate the checkouts")
+    ap.add_argument("--built", action="store_true",
+                    help="with --against: also this checkout as its built wheel "
+                    "(uv build: the distillation core compiled with mypyc)")
     args = ap.parse_args()
     if args.repeat < 1 or args.rounds < 1:
         ap.error("--repeat and --rounds must be at least 1")
     if args.against is not None:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, "
               f"{args.shape} log, Python {sys.version.split()[0]}")
-        print_against(bench_against([int(s) for s in args.sizes.split(",")], args.against,
-                                    args.shape, args.repeat, args.rounds))
+        with tempfile.TemporaryDirectory() as tmp:
+            codes = [Code("this (source)", ROOT, ROOT)]
+            if args.built:
+                codes.insert(0, Code("this (wheel)", ROOT, built_wheel(ROOT, Path(tmp))))
+            against = args.against.resolve()
+            codes.append(Code("against", against, against))
+            print_against(codes, bench_against([int(s) for s in args.sizes.split(",")],
+                                               codes, args.shape, args.repeat, args.rounds))
         return
     if args.only in (None, "export"):
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, "
