@@ -36,9 +36,13 @@ config, target, build_lib, build_temp, *modules = sys.argv[1:]
 setup(name="synth-compiled-core", packages=[], py_modules=[],
       # Only the compiled modules' own errors count: the modules they import are read
       # (silently) for their types, without the development stubs (types-docker).
+      # The code is made for the interpreter that builds it (pyproject.toml's mypy
+      # python_version is the oldest one synth supports).
       ext_modules=mypycify(["--config-file", config, "--cache-dir", target + "/.mypy_cache",
-                            "--follow-imports", "silent", *modules], opt_level="3", debug_level="0",
-                           group_name="synth._compiled", target_dir=target),
+                            "--follow-imports", "silent", "--python-version",
+                            "%d.%d" % sys.version_info[:2], *modules],
+                           opt_level="3", debug_level="0", group_name="synth._compiled",
+                           target_dir=target),
       script_args=["build_ext", "--build-lib", build_lib, "--build-temp", build_temp])
 """
 
