@@ -10,7 +10,6 @@ rebuilt and the live image side by side.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from synth.config import Settings
 from synth.engine.base import Engine
@@ -21,13 +20,11 @@ from synth.record.agent_choice import make_agent
 from synth.record.runner import RunOptions, run_session
 from synth.record.task_channel import served_transcript
 from synth.ui import console
+from synth.util.bundled import bundled_dir
 from synth.verify.command import Say, VerifyOptions, VerifyOutcome, verify
 
-#: The bundled tasks: ``synth/tasks`` in an installed wheel, else the checkout's ``tasks/``
-#: (synth/cli/demo.py -> ../../tasks).
-_PACKAGED_TASKS = Path(__file__).resolve().parents[1] / "tasks"
-TASKS_DIR = (_PACKAGED_TASKS if _PACKAGED_TASKS.is_dir()
-             else Path(__file__).resolve().parents[2] / "tasks")
+#: The bundled tasks: ``synth/tasks`` in an installed wheel, else the checkout's ``tasks/``.
+TASKS_DIR = bundled_dir("tasks")
 
 
 @dataclass(frozen=True)

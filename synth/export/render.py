@@ -22,7 +22,6 @@ from typing import Any
 import jinja2
 from msgspec.structs import replace
 
-import synth
 from synth.config import CONTAINER_WHEELHOUSE
 from synth.distill.carried import CARRIED_LATE_SUMS, CARRIED_SUMS, carried_sums
 from synth.distill.load import repo_name
@@ -56,6 +55,7 @@ from synth.formats.plan import (
 )
 from synth.formats.task import load_task
 from synth.util.atomic import dumps_plain_bytes
+from synth.util.bundled import bundled_dir
 
 #: Distributions that only exist for CUDA: an image with one of them wants a GPU.
 _CUDA_NAME = re.compile(r"^(nvidia-|cupy-cuda|jax-cuda|torch-cuda)|(^|-)cu\d+$")
@@ -64,10 +64,7 @@ _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 
 def templates_dir() -> Path:
     """``synth/templates`` in an installed wheel, else the repository's ``templates/``."""
-    packaged = Path(synth.__file__).parent / "templates"
-    if packaged.is_dir():
-        return packaged
-    return Path(synth.__file__).resolve().parent.parent / "templates"
+    return bundled_dir("templates")
 
 
 def shquote(word: str) -> str:
