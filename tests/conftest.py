@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from compiled_core import compile_list, module_name
 from suite_build_cache import SuiteCache, may_prune
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -39,17 +40,13 @@ def compiled_core_problems(where: Path) -> list[str]:
     build's ``compile`` list an extension module."""
     import importlib
     import importlib.machinery
-    import tomllib
 
     import synth
 
     if Path(synth.__file__).parent != where / "synth":
         return [f"synth is imported from {synth.__file__}, not from {where}"]
-    hook = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["hatch"][
-        "build"]["targets"]["wheel"]["hooks"]["custom"]
     problems = []
-    for path in hook["compile"]:
-        name = path.removesuffix(".py").replace("/", ".")
+    for name in map(module_name, compile_list()):
         module = importlib.import_module(name)
         if not isinstance(module.__loader__, importlib.machinery.ExtensionFileLoader):
             problems.append(f"{name} is not compiled ({module.__file__})")

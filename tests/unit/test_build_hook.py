@@ -7,19 +7,12 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-import tomllib
 from pathlib import Path
 
 import msgspec
+from compiled_core import compile_list, module_name
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _compile_list() -> list[str]:
-    doc = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    hook: dict[str, list[str]] = doc["tool"]["hatch"]["build"]["targets"]["wheel"]["hooks"][
-        "custom"]
-    return hook["compile"]
 
 
 def test_the_build_compiles_with_the_mypy_the_lock_pins() -> None:
@@ -34,11 +27,11 @@ def test_the_build_compiles_with_the_mypy_the_lock_pins() -> None:
 
 def test_every_compiled_module_is_one_mypyc_compiles_as_written() -> None:
     # docs/architecture.md, "The compiled core": no msgspec Struct, no generic class.
-    modules = _compile_list()
+    modules = compile_list()
     assert modules and len(set(modules)) == len(modules)
     for rel in modules:
         assert (ROOT / rel).is_file() and rel.startswith("synth/"), rel
-        name = rel.removesuffix(".py").replace("/", ".")
+        name = module_name(rel)
         module = importlib.import_module(name)
         for cls in vars(module).values():
             if not isinstance(cls, type) or cls.__module__ != name:
