@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/rebuild.py --task mixed-frameworks          # runs good.sh first
     .venv/bin/python bench/rebuild.py --run RUN_DIR [--json OUT.json]
+    .venv/bin/python bench/rebuild.py --run RUN_DIR --only synth-uv,naive --steps
 
 Needs Docker (BuildKit), the package index, and for wheelhouse tasks SYNTH_WHEELHOUSE; behind
 a TLS proxy SYNTH_CA_BUNDLE. Every build is ``--no-cache`` from the same base image with the
@@ -27,12 +28,15 @@ same CA secret, one after the other, and removed afterwards:
   check.
 
 For each build it prints the wall time, the time of the step that installs the Python lock
-(from BuildKit's ``#N DONE 12.3s`` lines) and the image size.
+(from BuildKit's ``#N DONE 12.3s`` lines) and the image size; with ``--steps``, each of its
+steps of a second or more too (where the time of a build goes: the floor a faster install
+cannot go under, such as a native compile both the artifact and the replay do).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import platform
@@ -197,8 +201,11 @@ def naive_context(run_dir: Path, artifact: Path, ctx: Path, settings: Settings) 
     return n
 
 
-def bench(run_dir: Path, settings: Settings, only: Sequence[str] = ()) -> dict[str, Any]:
-    """Every build (or those named in ``only``), one after the other; the figures."""
+def bench(run_dir: Path, settings: Settings, only: Sequence[str] = (),
+          steps: bool = False) -> dict[str, Any]:
+    """Every build (or those named in ``only``), one after the other; the figures. With
+    ``steps``, each build's row also lists its steps of a second or more, as BuildKit timed
+    them (a stage beside another overlaps it: the steps need not add up to the build)."""
     from synth.engine.docker import DockerEngine
     from synth.export.artifact import ExportOptions, export_run
 
@@ -242,6 +249,9 @@ def bench(run_dir: Path, settings: Settings, only: Sequence[str] = ()) -> dict[s
             tag = f"synth-bench/{name}"
             rows[name] = {"build_s": round(seconds, 1), "python_install_s": install_seconds(log),
                           "image_mb": round(engine.image_inspect(tag)["Size"] / 1e6)}
+            if steps:
+                rows[name]["steps"] = [[_short(title), s] for title, s in step_times(log)
+                                       if s >= 1.0]
             engine.remove_image(tag)
             print(json.dumps({"build": name, **rows[name]}), flush=True)
     rows.pop("limit-fill", None)
@@ -268,6 +278,21 @@ def ratios(rows: dict[str, dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+_REPLAYED = re.compile(r"^RUN (?:\S+=\S+ )*bash -c \"\$\(echo (\S+) \| base64 -d\)\"$")
+
+
+def _short(title: str) -> str:
+    """A step's title in one line of at most 100 characters, its ``--mount`` flags left out
+    (they name files, not what the step does); a replayed statement (``naive_dockerfile``
+    carries it base64-encoded, behind the CA's variables) as the statement itself."""
+    text = re.sub(r"--mount=\S+\s*", "", " ".join(title.split()))
+    replayed = _REPLAYED.match(text)
+    if replayed:
+        statement = base64.b64decode(replayed.group(1)).decode("utf-8", "replace")
+        text = "RUN " + " ".join(statement.split())
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
 def _cores() -> int:
     return len(os.sched_getaffinity(0))
 
@@ -290,12 +315,15 @@ def main() -> None:
                     "of limit-cold, limit-bytecode, limit-warm, synth-uv, synth-pip, naive, and "
                     "uv-sync for "
                     "a uv project)")
+    ap.add_argument("--steps", action="store_true",
+                    help="also list each build's steps of a second or more with their seconds")
     args = ap.parse_args()
     settings = Settings.load()
     if args.run is None and args.task is None:
         ap.error("give --run RUN_DIR or --task TASK")
     run_dir = args.run or make_run(args.task, args.transcript, settings)
-    emit(bench(run_dir, settings, [b for b in args.only.split(",") if b]), args.json)
+    emit(bench(run_dir, settings, [b for b in args.only.split(",") if b], args.steps),
+         args.json)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ progress, the ratios, the agent's statements from a run's events."""
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import sys
@@ -41,6 +42,21 @@ def test_step_times_and_install_seconds() -> None:
                       "/opt/venv/bin/python -m pip install --no-cache-dir --require-hashes")
     assert mod.install_seconds(pip) == 54.0
     assert mod.install_seconds("#1 [1/1] RUN true\n#1 DONE 1.0s\n") is None
+
+
+def test_a_steps_title_is_one_short_line_without_its_mounts() -> None:
+    short = _module()._short
+    title = ("RUN --mount=type=secret,id=cacert,required=false     "
+                         "--mount=type=bind,source=apt.lock,target=/tmp/synth/apt.lock "
+                         "sh /tmp/synth/apt-fetch.sh /tmp/synth/apt.lock /tmp/synth/debs")
+    assert short(title) == "RUN sh /tmp/synth/apt-fetch.sh /tmp/synth/apt.lock /tmp/synth/debs"
+    replayed = ("RUN --mount=type=secret,id=cacert,target=/synth/ca/ca-bundle.crt "
+                "PIP_CERT=/synth/ca/ca-bundle.crt bash -c \"$(echo "
+                + base64.b64encode(b"cd /workspace && apt-get update\n").decode()
+                + ' | base64 -d)"')
+    assert short(replayed) == "RUN cd /workspace && apt-get update"
+    long = short(title + " && " + "x" * 200)
+    assert len(long) == 100 and long.endswith("…") and "--mount" not in long
 
 
 def test_ratios_put_the_artifact_beside_both_limits_and_the_naive_replay() -> None:
