@@ -153,7 +153,8 @@ class Evidence:
     interpreter_versions: Mapping[str, str] = field(default_factory=dict)
     #: The version of the target interpreter the pyramid ran under.
     python_version: str | None = None
-    #: torch's installed version in the target environment (None: not installed).
+    #: torch's installed version in the target environment as ``torch.__version__`` reports
+    #: it (its build's local part included, ``2.5.0+cu124``); None: not installed.
     torch_version: str | None = None
     #: distribution -> installed version (None: not installed), for every distribution the
     #: facts probe read; a distribution left out was not probed.
@@ -325,7 +326,11 @@ def _check_python_version(claims: Mapping[str, Any], ev: Evidence, add: Add) -> 
 
 def installed_version(ev: Evidence, dists: tuple[str, ...]) -> tuple[bool, str | None, str]:
     """(probed, the installed version or None, the distribution it came from) for the first
-    of ``dists`` that is installed. torch falls back to ``ev.torch_version``."""
+    of ``dists`` that is installed. torch's is ``ev.torch_version`` where set: what
+    ``torch.__version__`` reports, whose local part (``+cu132``) the metadata of PyPI's
+    wheels lacks."""
+    if dists == ("torch",) and ev.torch_version is not None:
+        return True, ev.torch_version, "torch"
     probed = False
     for dist in dists:
         if dist in ev.distributions:

@@ -530,6 +530,17 @@ def cuda_capability(facts: Mapping[str, Any]) -> tuple[bool | None, str, str | N
     return False, note, torch_cuda
 
 
+def _torch_version(facts: Mapping[str, Any]) -> str | None:
+    """The version ``torch.__version__`` reports (torch/version.py, local part included:
+    ``2.5.0+cu124``) where torch is installed, else its distribution's metadata version."""
+    installed = (facts.get("distributions") or {}).get("torch")
+    fw = facts.get("gpu_frameworks")
+    build = fw.get("torch") if isinstance(fw, Mapping) else None
+    if installed and isinstance(build, Mapping) and isinstance(build.get("version"), str):
+        return str(build["version"])
+    return str(installed) if installed else None
+
+
 def _evidence(p: _Probing) -> Evidence:
     facts = p.facts or {}
     fw = (p.framework or {}).get("frameworks", {})
@@ -556,7 +567,7 @@ def _evidence(p: _Probing) -> Evidence:
         paths=facts.get("paths", {}),
         interpreter_versions=versions, environments=environments,
         python_version=facts.get("python", {}).get("version"),
-        torch_version=(facts.get("distributions") or {}).get("torch"),
+        torch_version=_torch_version(facts),
         distributions=dict(facts.get("distributions") or {}),
         native_imports=p.native_imports,
         cuda_available=cuda,

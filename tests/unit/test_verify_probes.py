@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from synth.pyramid.claims import Evidence, check_claims
 from synth.pyramid.runner import (
     PROBE_SCRIPTS,
     PROBES_DIR,
     _arch_supported,
+    _torch_version,
     c2_verdict,
     cuda_capability,
     parse_probe_output,
@@ -91,6 +94,41 @@ def test_facts_probe(tmp_path: Path) -> None:
     interp = data["interpreters"][sys.executable]  # type: ignore[index]
     assert interp["ok"] and interp["version"].startswith(f"{sys.version_info[0]}.")
     assert "count" in data["gpus"]  # type: ignore[operator]
+
+
+def test_torchs_own_version_reaches_c5_with_its_local_part(tmp_path: Path) -> None:
+    """PyPI's torch wheels say ``2.15.0`` in their metadata (an index takes no local
+    versions) while ``torch.__version__`` says ``2.15.0+cu132``: an agent that claims what
+    torch told it is right, and C5 reads torch/version.py to see so (without importing)."""
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("raise SystemExit('imported')\n")
+    (site / "torch" / "version.py").write_text(
+        "from typing import Optional\n__version__ = '2.15.0+cu132'\n"
+        "cuda: Optional[str] = '13.2'\nhip: Optional[str] = None\n")
+    (site / "torch-2.15.0.dist-info").mkdir()
+    (site / "torch-2.15.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.15.0\n")
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({"distributions": ["torch"]}))
+    out = subprocess.run([sys.executable, str(PROBES_DIR / "facts.py"), str(req)],
+                         capture_output=True, text=True, check=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(site)})
+    facts = parse_probe_output(out.stdout)
+    assert facts is not None, out.stdout
+    assert facts["distributions"]["torch"] == "2.15.0"
+    assert facts["gpu_frameworks"]["torch"] == {"cuda": "13.2", "hip": None,
+                                                "version": "2.15.0+cu132"}
+    assert _torch_version(facts) == "2.15.0+cu132"
+    ev = Evidence(torch_version=_torch_version(facts), distributions=facts["distributions"])
+    told = {c.field: c.verdict for c in check_claims({"torch_version": "2.15.0+cu132"}, ev).checks}
+    assert told["torch_version"] == "true"
+    wrong = {c.field: c.verdict for c in check_claims({"torch_version": "2.15.0+cpu"}, ev).checks}
+    assert wrong["torch_version"] == "hallucination"
+    # without torch/version.py (or without torch) the metadata's version stands
+    assert _torch_version({"distributions": {"torch": "2.15.0"}}) == "2.15.0"
+    assert _torch_version({"distributions": {"torch": None},
+                           "gpu_frameworks": {"torch": {"version": "2.15.0"}}}) is None
 
 
 def test_framework_probe_without_frameworks_here() -> None:

@@ -31,7 +31,10 @@ def dist_version(name):
 
 
 def torch_build():
-    """torch's build (CUDA version or None) read from torch/version.py, without importing."""
+    """torch's build (CUDA or ROCm version, or None) and the version ``torch.__version__``
+    reports, read from torch/version.py without importing. That version carries the build's
+    local part (``2.5.0+cu124``), which the distribution's metadata lacks for the wheels
+    PyPI serves (``2.5.0``: an index takes no local versions)."""
     import importlib.util
     try:
         spec = importlib.util.find_spec("torch")
@@ -39,15 +42,15 @@ def torch_build():
         spec = None
     if spec is None or not spec.submodule_search_locations:
         return None
-    info = {"cuda": None, "hip": None}
+    info = {"cuda": None, "hip": None, "version": None}
     for loc in spec.submodule_search_locations:
         try:
             with open(os.path.join(loc, "version.py")) as fh:
                 text = fh.read()
         except OSError:
             continue
-        for key in ("cuda", "hip"):
-            m = re.search(r"^%s(?:\s*:[^=]*)?\s*=\s*['\"]([^'\"]+)['\"]" % key, text, re.M)
+        for key, name in (("cuda", "cuda"), ("hip", "hip"), ("version", "__version__")):
+            m = re.search(r"^%s(?:\s*:[^=]*)?\s*=\s*['\"]([^'\"]+)['\"]" % name, text, re.M)
             if m:
                 info[key] = m.group(1)
         return info
