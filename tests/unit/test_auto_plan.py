@@ -48,6 +48,57 @@ def test_a_native_project_gets_compilers_and_builds_against_the_installed_numpy(
     assert "g++" in cpp[1].split()
 
 
+FLAT_NATIVE = {
+    "setup.py": "from setuptools import setup, Extension\n"
+                "setup(name='op', ext_modules=[Extension('op._C', ['op/csrc/a.c'])])\n",
+    "op/__init__.py": "from . import _C\n",
+    "op/csrc/a.c": "int x;\n",
+    "tests/__init__.py": "",
+    "tests/test_op.py": "import op\n",
+    "docs/conf.py": "",
+}
+
+
+@pytest.mark.parametrize(("backend", "editable"), [
+    (None, True), ("setuptools.build_meta", True), ("mesonpy", False)])
+def test_a_native_package_at_the_root_is_installed_editable_by_setuptools_only(
+        tmp_path: Path, backend: str | None, editable: bool) -> None:
+    """Run from the root, ``import op`` finds the checkout's op/, which a plain install
+    leaves without its compiled ``_C``; setuptools' editable install builds it there.
+    (meson-python's editable install rebuilds at import time instead: not chosen.)"""
+    files = dict(FLAT_NATIVE)
+    if backend is not None:
+        files["pyproject.toml"] = (f'[build-system]\nrequires = ["setuptools", "meson-python"]'
+                                   f'\nbuild-backend = "{backend}"\n')
+    root = _project(tmp_path, files)
+    survey = survey_repo(root, ["python tests/test_op.py"])
+    assert survey.root_packages == ("op", "tests")  # docs/ has no __init__.py
+    steps = plan_setup(survey, set()).steps
+    install = steps[-1]
+    if editable:
+        assert install.command == "/opt/venv/bin/pip install --no-build-isolation -e ."
+        assert "editable: op, tests at the repository's root" in install.why
+    else:
+        assert install.command == "/opt/venv/bin/pip install --no-build-isolation ."
+
+
+def test_an_extras_repair_installs_the_native_package_as_the_plan_did(tmp_path: Path) -> None:
+    files = {**FLAT_NATIVE, "setup.py": FLAT_NATIVE["setup.py"].replace(
+        "ext_modules", "extras_require={'viz': ['rich']}, ext_modules")}
+    survey = survey_repo(_project(tmp_path, files), ["python tests/test_op.py"])
+    found = diagnose("ModuleNotFoundError: No module named 'rich'", survey,
+                     plan_setup(survey, set()), set())
+    assert found is not None and found.repair is not None
+    assert found.repair.command == "/opt/venv/bin/pip install --no-build-isolation -e '.[viz]'"
+
+
+def test_a_pure_package_at_the_root_is_installed_as_it_is(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='op')\n",
+                               "op/__init__.py": "", "main.py": "import op\n"})
+    assert plan_setup(survey_repo(root, ["python main.py"]), set()).steps[-1].command == (
+        "/opt/venv/bin/pip install .")
+
+
 def test_an_environment_file_without_conda_maps_to_pip_and_apt_and_says_so() -> None:
     commands, notes = bundled("conda-only")
     assert commands[1].endswith("apt-get install -y --no-install-recommends graphviz")

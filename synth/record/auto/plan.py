@@ -143,10 +143,31 @@ def _project_install(survey: Survey, pip: str) -> list[Step]:
                                   f"{', '.join(extras)}" if extras else "")
     if not survey.native:
         return [Step(f"{pip} install {shlex.quote(target)}", why)]
+    flags, native_why = native_install(survey)
     build = build_requirements(survey.build_requires)
     return [Step(f"{pip} install {_quoted(build)}", "the project's build requirements"),
-            Step(f"{pip} install --no-build-isolation {shlex.quote(target)}",
-                 why + "; its native code built against the packages installed")]
+            Step(f"{pip} install {flags}{shlex.quote(target)}", f"{why}; {native_why}")]
+
+
+def native_install(survey: Survey) -> tuple[str, str]:
+    """pip's flags (ending in a space) for installing a project that builds native code, and
+    why: against the packages installed (no build isolation), and editable where it keeps a
+    package at the repository's root and builds with setuptools — anything run from
+    /workspace imports that package from the checkout, where a plain install leaves no
+    compiled parts, and setuptools' editable install builds them there."""
+    if survey.root_packages and survey.build_backend in SETUPTOOLS_BACKENDS:
+        return ("--no-build-isolation -e ",
+                "its native code built against the packages installed; editable: "
+                f"{', '.join(survey.root_packages)} at the repository's root would be "
+                "imported from the checkout, without the compiled parts, by anything run "
+                "from /workspace")
+    return "--no-build-isolation ", "its native code built against the packages installed"
+
+
+#: Build backends whose editable install builds the extensions into the checkout (and
+#: "": a setup.py without ``build-backend``, built by setuptools' legacy backend).
+SETUPTOOLS_BACKENDS = frozenset({"", "setuptools.build_meta",
+                                 "setuptools.build_meta:__legacy__"})
 
 
 #: Build requirements a --no-build-isolation build takes from the environment as installed

@@ -18,7 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from synth.pyramid.c0_scan import install_hint
-from synth.record.auto.plan import APT_INSTALL, Plan, Step
+from synth.record.auto.plan import APT_INSTALL, Plan, Step, native_install
 from synth.record.auto.survey import PROJECT_FILES, Survey, declared_extra
 
 _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z0-9_.]+)'")
@@ -115,7 +115,7 @@ def _module_repair(module: str, survey: Survey, plan: Plan) -> tuple[str, Step |
     extra, source = declared_extra(survey.declared, dist) or (None, "")
     if extra is not None and survey.installable and source in PROJECT_FILES:
         target = shlex.quote(f".[{extra}]")
-        flags = "--no-build-isolation " if survey.native and plan.tool != "uv" else ""
+        flags = native_install(survey)[0] if survey.native and plan.tool != "uv" else ""
         return (f"{problem}: {dist}, of the extra {extra!r} ({where})",
                 Step(f"{plan.pip} install {flags}{target}",
                      f"{module} is imported; the extra {extra} provides {dist}"))

@@ -59,6 +59,11 @@ class Survey:
     installable: bool = False
     #: ``[build-system] requires`` of pyproject.toml (setup.py alone: setuptools).
     build_requires: tuple[str, ...] = ()
+    #: ``[build-system] build-backend`` of pyproject.toml ("": none named).
+    build_backend: str = ""
+    #: Packages at the repository's root (folders with ``__init__.py``): anything run from
+    #: the root imports them from the checkout, not from the environment.
+    root_packages: tuple[str, ...] = ()
     #: Languages of native sources the project builds (c, c++, cuda), with the reason.
     native: tuple[str, ...] = ()
     native_reason: str = ""
@@ -119,9 +124,12 @@ def survey_repo(root: Path, probe_commands: list[str]) -> Survey:
             if any(canonical(requirement_name(r) or "") == canonical(dist) for r in reqs):
                 used_groups.add(name)
     native, reason = _native(root, build_requires)
+    backend = build.get("build-backend") if isinstance(build, dict) else None
     return Survey(
         requirement_files=tuple(base), extra_requirement_files=extra_files,
-        installable=installable, build_requires=build_requires, native=native,
+        installable=installable, build_requires=build_requires,
+        build_backend=backend if isinstance(backend, str) else "",
+        root_packages=_root_packages(root), native=native,
         native_reason=reason, groups=groups, declared=declared,
         needed_extras=tuple(sorted(extras)), needed_groups=tuple(sorted(used_groups)),
         entry_imports=tuple(entry), own_modules=scan.own_modules,
@@ -160,6 +168,17 @@ def _groups(pyproject: dict[str, object]) -> dict[str, tuple[str, ...]]:
 
 _NATIVE_BACKENDS = ("scikit-build", "scikit-build-core", "meson-python", "pybind11", "cython",
                     "nanobind", "maturin", "torch")
+
+
+def _root_packages(root: Path) -> tuple[str, ...]:
+    """The folders at ``root`` with an ``__init__.py``, by name (links never followed)."""
+    out = []
+    for folder in sorted(root.iterdir(), key=lambda p: p.name):
+        init = folder / "__init__.py"
+        if (folder.name.isidentifier() and not folder.is_symlink() and folder.is_dir()
+                and init.is_file() and not init.is_symlink()):
+            out.append(folder.name)
+    return tuple(out)
 
 
 def _native(root: Path, build_requires: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
