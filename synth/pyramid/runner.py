@@ -292,11 +292,22 @@ def _c0i(p: _Probing) -> LevelResult:
         first = (failed or untried)[0]
         where = f" at {first['where']}" if first.get("where") else ""
         words = (f"{first['module']} raises {first.get('error_class')}: "
-                 f"{str(first.get('message'))[:200]}{where}")
+                 f"{str(first.get('message'))[:200]}{where}{hidden_copy(first)}")
         more = len(failed) + len(untried) - 1
         return LevelResult("C0i", "fail", words + (f" (and {more} more)" if more else ""),
                            metrics, details)
     return LevelResult("C0i", "pass", None, metrics, details)
+
+
+def hidden_copy(result: Mapping[str, Any]) -> str:
+    """What a failed import's ``hides`` says, as words to append; "" where it says nothing."""
+    hides = result.get("hides")
+    if not isinstance(hides, Mapping) or not hides.get("imported") or not hides.get("hidden"):
+        return ""
+    return (f" (imported from {hides['imported']}, which hides another copy at "
+            f"{hides['hidden']}: a checkout run from its root is imported before what was "
+            "installed, and a plain install leaves its compiled parts only in the installed "
+            "copy; `pip install -e` builds them in the checkout)")
 
 
 def _interpreter_failed(level: Level, p: _Probing) -> LevelResult:
@@ -324,17 +335,15 @@ def _c1(p: _Probing) -> LevelResult:
     details: dict[str, Any] = {}
     native = task.native_modules
     if native:
-        code = ("import importlib, json, sys\nbad = {}\n"
-                f"for m in {list(native)!r}:\n"
-                "    try:\n        importlib.import_module(m)\n"
-                "    except BaseException as e:\n"
-                "        bad[m] = '%s: %s' % (type(e).__name__, e)\n"
-                "print(json.dumps(bad))\nsys.exit(1 if bad else 0)\n")
-        res = p.run([p.spec.python, "-c", code], timeout=300, env=cpu_env)
-        details["native_import"] = {"modules": list(native), **_exec_summary(res)}
-        if not res.ok:
-            failed = parse_probe_output(res.stdout) or {}
-            names = "; ".join(f"{m} ({str(e)[:160]})" for m, e in sorted(failed.items()))
+        data, res = p.probe("import_check.py", p.request("native_modules.json"), timeout=330)
+        results = (data or {}).get("results") or []
+        details["native_import"] = {"modules": list(native), "results": results,
+                                    **_exec_summary(res)}
+        failed = [r for r in results if r.get("ok") is not True]
+        if data is None or failed:
+            names = "; ".join(
+                f"{r.get('module')} ({r.get('error_class')}: {str(r.get('message'))[:160]})"
+                f"{hidden_copy(r)}" for r in failed)
             return LevelResult("C1", "fail",
                                f"native module(s) do not import: {names or ', '.join(native)}",
                                details=details)
@@ -665,6 +674,9 @@ def _requests(spec: PyramidSpec) -> dict[str, Any]:
         "kernel.json": {"native_modules": list(spec.task.native_modules) if spec.task else []},
         "native_claims.json": {"modules": claimed_native_modules(claims), "timeout": 120,
                                "total_timeout": spec.probe_timeout, "pip_check": False},
+        "native_modules.json": {"modules": list(spec.task.native_modules) if spec.task
+                                else [], "timeout": 300, "total_timeout": 300,
+                                "workers": 1, "pip_check": False},
     }
 
 

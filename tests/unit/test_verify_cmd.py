@@ -85,6 +85,39 @@ def test_failing_entrypoint_exits_1(tmp_path: Path) -> None:
     assert ok.exit_code == 0
 
 
+def test_a_checkout_hiding_the_installed_package_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from the repository's root, ``import op`` finds the checkout's op/, which has no
+    compiled ``_C``: the installed copy, which has it, is hidden. C0i and C1 say so."""
+    task_dir = make_task(tmp_path, cpu_command="python main.py")
+    repo = task_dir / "repo"
+    (repo / "op").mkdir()
+    (repo / "op" / "__init__.py").write_text("from . import _C\n")
+    (repo / "main.py").write_text("import op\n")
+    toml = task_dir / "task.toml"
+    toml.write_text(toml.read_text().replace(
+        "[probes.cpu]", '[probes]\nnative_modules = ["op._C"]\n\n[probes.cpu]'))
+    site = tmp_path / "site" / "op"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text("from . import _C\n")
+    (site / "_C.py").write_text("")  # stands in for the compiled module
+    monkeypatch.setenv("PYTHONPATH", str(site.parent))
+    outcome = verify(
+        VerifyOptions(target=str(task_dir), runtime="host", python=Path(sys.executable),
+                      out_dir=tmp_path / "o", levels=parse_levels("C0i,C1")),
+        Settings.load(artifacts_dir=tmp_path / "art"), None, say=lambda _m: None)
+    report = outcome.reports["host"]
+    hidden = (f"(imported from {repo / 'op' / '__init__.py'}, which hides another copy at "
+              f"{site / '__init__.py'}: a checkout run from its root")
+    for level in ("C0i", "C1"):
+        got = report.get(level)  # type: ignore[arg-type]
+        assert got is not None and got.status == "fail", level
+        assert hidden in (got.reason or ""), (level, got.reason)
+    c1 = report.get("C1")
+    assert c1 is not None and (c1.reason or "").startswith(
+        "native module(s) do not import: op._C (ImportError: cannot import name '_C'")
+
+
 def test_usage_errors(tmp_path: Path) -> None:
     settings = Settings.load(artifacts_dir=tmp_path / "art")
     art = tmp_path / "export"

@@ -8,9 +8,11 @@ Modules are imported by up to ``workers`` interpreters at a time (each its own p
 
 For each module: ok (with the file it was loaded from and whether that is a compiled
 extension, one of the interpreter's extension suffixes), or the exception's class and
-message, the innermost frame of the traceback (file:line) and the module a
+message, the innermost frame of the traceback (file:line), the module a
 ModuleNotFoundError names (the exception itself, or one an ImportError was raised while
-handling), or a timeout. Then
+handling) and, where the package imported hides another copy of it further along
+``sys.path`` (a checkout run from its root, in front of the installed copy), both files;
+or a timeout. Then
 ``python -m pip check`` (its exit code and output; ``"pip_check": false`` leaves it out), a
 finding and not a verdict. Prints one JSON line. Stdlib only, Python >= 3.8.
 """
@@ -50,6 +52,23 @@ except BaseException as exc:
     out = {"ok": False, "error_class": type(exc).__name__, "message": str(exc)[:2000],
            "where": where, "missing_name": getattr(exc, "name", None)
            if isinstance(exc, ImportError) else None, "missing_module": missing}
+    # Another copy of the top-level package further along sys.path, which the one imported
+    # hides: a checkout run from its root hides the installed copy (and its compiled parts).
+    try:
+        import importlib.machinery, os
+        top = name.split(".")[0]
+        first = importlib.machinery.PathFinder.find_spec(top)
+        if first is not None and first.origin:
+            base = os.path.dirname(first.origin)
+            if first.submodule_search_locations:
+                base = os.path.dirname(base)
+            rest = [p for p in sys.path
+                    if os.path.abspath(p or os.curdir) != os.path.abspath(base)]
+            other = importlib.machinery.PathFinder.find_spec(top, rest)
+            if other is not None and other.origin and other.origin != first.origin:
+                out["hides"] = {"imported": first.origin, "hidden": other.origin}
+    except Exception:
+        pass
 sys.stdout.write("\n" + json.dumps(out) + "\n")
 sys.stdout.flush()
 """
