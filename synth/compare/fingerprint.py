@@ -25,6 +25,7 @@ from synth.formats.fingerprint import (
     NativeFile,
     VenvFiles,
 )
+from synth.record.tree import is_build_output
 
 
 class DistFiles(Protocol):
@@ -463,12 +464,15 @@ _OBJECT_SUFFIXES = (".o", ".obj")
 def explain(section: str, change: Change,
             rebuilt_env: Mapping[str, str] | None = None,
             owner: DpkgOwner | None = None, workdir: str = "/workspace",
-            venv_made: VenvMade | None = None) -> str | None:
+            venv_made: VenvMade | None = None,
+            left_behind: Mapping[str, str] | None = None) -> str | None:
     """Why a live (a) / rebuilt (b) difference is expected, or None when it is not (a failed
     check). ``rebuilt_env``: the rebuilt image's environment, for the activation rule;
     ``owner``: the Debian package that owns the path or distribution, for the dpkg rule;
     ``workdir``: the working directory, for the build-byproduct rule of its native files;
-    ``venv_made``: what made the venv on each side, for its own files.
+    ``venv_made``: what made the venv on each side, for its own files; ``left_behind``: the
+    artifact's build output that a command it does not replay wrote last (workdir-relative
+    path -> the command's ref; the manifest's ``source.left_behind``).
 
     Every rule here is documented line by line in docs/verify.md ("Explained differences").
     """
@@ -498,6 +502,14 @@ def explain(section: str, change: Change,
     if section in ("workspace", "native") and rel and change.kind != "removed" and any(
             fnmatch.fnmatchcase(rel, p) for p in _REGENERATED_WORKSPACE):
         return "a build byproduct the rebuild regenerates"
+    if (section in ("workspace", "native") and rel and change.kind == "removed"
+            and is_build_output(rel, is_dir=False)):  # whatever the manifest says
+        ref = next((r for top, r in (left_behind or {}).items()
+                    if rel == top or rel.startswith(top.rstrip("/") + "/")), None)
+        if ref is not None:
+            return (f"build output that audit {ref} wrote last, a command the artifact does "
+                    "not replay (an install a later one replaced, a failed build): the export "
+                    "said so, and the rebuild does not make it")
     if section == "workspace" and rel.startswith(".pdm-build/"):
         return ("pdm-backend's build folder: the metadata of its editable build, which the "
                 "export leaves out of source/ (build output) and a build makes again where "
@@ -597,10 +609,11 @@ class Difference:
 
 
 def differences(cmp: FingerprintComparison,
-                rebuilt_env: Mapping[str, str] | None = None) -> list[Difference]:
+                rebuilt_env: Mapping[str, str] | None = None,
+                left_behind: Mapping[str, str] | None = None) -> list[Difference]:
     """Every difference, each with its explanation or None (unexplained)."""
     return [Difference(name, c, explain(name, c, rebuilt_env, cmp.dpkg_owned.get((name, c.key)),
-                                        cmp.workdir, cmp.venv_made))
+                                        cmp.workdir, cmp.venv_made, left_behind))
             for name, changes in cmp.sections().items() for c in changes]
 
 

@@ -6,6 +6,7 @@ distributions, dpkg-explained paths and warnings, and the artifact's ``source/``
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import shutil
 import tarfile
@@ -29,6 +30,7 @@ from synth.errors import ExportError, InputFileError
 from synth.export import live_facts
 from synth.export.live_facts import LiveFacts, LiveImage
 from synth.export.source_patch import (
+    BUILD_OUTPUT,
     PATCH_NAME,
     SourceEdits,
     apply_workspace,
@@ -37,7 +39,7 @@ from synth.export.source_patch import (
 )
 from synth.formats import artifact_files
 from synth.formats.fingerprint import Fingerprint
-from synth.formats.plan import CarriedFile, DistillReport, PythonEnvPlan
+from synth.formats.plan import CarriedFile, CommandOutcome, DistillReport, PythonEnvPlan
 from synth.formats.store import RunDir
 from synth.record import tree
 from synth.util import safe_io
@@ -173,9 +175,11 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
     fill_original(original)
     shutil.copytree(original, source, symlinks=True)
     edits = SourceEdits()
+    behind: dict[str, str] = {}
     if facts.workspace_tar is not None:
         venvs = workspace_venvs(i.prefix for i in run.interpreters)
         edits = apply_workspace(facts.workspace_tar, source, venvs)
+        edits, behind = left_behind(run, report, edits)
     if facts.workspace_tar is not None and host_changed(run, original):
         report = replace(report, warnings=tuple(sorted({*report.warnings, (
             "the repository on the host changed since the run (its tree differs from "
@@ -203,7 +207,7 @@ def stage_source(run: LoadedRun, plan: BuildPlan, report: DistillReport, facts: 
     src = replace(
         plan.source, commit=plan.source.commit or sp.commit, dirty=sp.dirty,
         patch=PATCH_NAME if patch else None, changed=sp.files,
-        not_carried=edits.not_carried,
+        not_carried=edits.not_carried, left_behind=behind,
         from_final=facts.workspace_tar is not None)
     plan = replace(plan, source=src)
     if facts.workspace_tar is not None:
@@ -316,6 +320,54 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def left_behind(run: LoadedRun, report: DistillReport, edits: SourceEdits,
+                workdir: str = "/workspace") -> tuple[SourceEdits, dict[str, str]]:
+    """The build output left out of source/ that no kept command wrote last: by the change
+    times of its files and folders (state/provenance.json), the newest falls while only
+    commands the export did not keep were running (an install a later one replaced, a
+    failed build). The native build steps do not make it again, so its reason says so, and
+    the returned map (path -> the command's ref) lets fidelity explain its absence. Where a
+    kept command was running too, or none was, the reason stays as it is."""
+    prov = run.provenance
+    if prov is None or not edits.not_carried:
+        return edits, {}
+    windows = {r.seq: (r.start, r.end) for r in run.records
+               if r.start is not None and r.end is not None}
+    by_seq: dict[int, list[CommandOutcome]] = {}
+    for o in report.outcomes:
+        head = o.ref.partition(".")[0]
+        if head.isdigit():
+            by_seq.setdefault(int(head), []).append(o)
+    times = sorted(prov.file_times.items())
+    behind: dict[str, str] = {}
+    lines: list[str] = []
+    for line in edits.not_carried:
+        rel, _, why = line.partition(": ")
+        newest = _newest(times, f"{workdir}/{rel}")
+        running = [o for seq, (start, end) in windows.items() if newest is not None
+                   and start <= newest <= end for o in by_seq.get(seq, ())]
+        dropped = [o for o in running if o.decision == "dropped"]
+        if (why != BUILD_OUTPUT or not dropped
+                or any(o.decision == "kept" for o in running)):
+            lines.append(line)
+            continue
+        last = max(dropped, key=lambda o: (windows[int(o.ref.partition(".")[0])][0], o.ref))
+        behind[rel] = last.ref
+        lines.append(f"{rel}: build output written last by audit {last.ref}, which is not "
+                     "replayed: not made again")
+    return dataclasses.replace(edits, not_carried=tuple(lines)), behind
+
+
+def _newest(times: Sequence[tuple[str, float]], path: str) -> float | None:
+    """The newest change time of ``path`` and everything under it; ``times`` sorted by path."""
+    i = bisect.bisect_left(times, (path,))
+    newest: float | None = None
+    while i < len(times) and (times[i][0] == path or times[i][0].startswith(path + "/")):
+        newest = times[i][1] if newest is None else max(newest, times[i][1])
+        i += 1
+    return newest
+
+
 def drop_idle_builds(plan: BuildPlan, report: DistillReport, run: LoadedRun,
                      edits: SourceEdits, workdir: str = "/workspace",
                      ) -> tuple[BuildPlan, DistillReport]:
@@ -383,4 +435,5 @@ def source_manifest(plan: BuildPlan) -> dict[str, object]:
     """The manifest's source keys beyond kind, url and commit."""
     s = plan.source
     return {"dirty": s.dirty, "patch": s.patch, "changed": list(s.changed),
-            "not_carried": list(s.not_carried), "from_final_workspace": s.from_final}
+            "not_carried": list(s.not_carried), "from_final_workspace": s.from_final,
+            **({"left_behind": dict(sorted(s.left_behind.items()))} if s.left_behind else {})}

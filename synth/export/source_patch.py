@@ -92,6 +92,10 @@ def cython_output(rel: str, original: Mapping[str, bool]) -> str | None:
     return None
 
 
+#: Why added build output stays out of ``source/``.
+BUILD_OUTPUT = "build output (made again by the native build steps)"
+
+
 def carry_added(rel: str, *, is_dir: bool, size: int, venvs: Sequence[str]) -> str | None:
     """Why an added path stays out of ``source/``, or None to carry it."""
     if rel == ".git" or rel.startswith(".git/"):
@@ -99,7 +103,7 @@ def carry_added(rel: str, *, is_dir: bool, size: int, venvs: Sequence[str]) -> s
     if _under(rel, venvs):
         return "a Python environment (recreated from the lock)"
     if is_build_output(rel, is_dir=is_dir):
-        return "build output (made again by the native build steps)"
+        return BUILD_OUTPUT
     if not is_dir and size > MAX_ADDED_BYTES:
         return f"{size} bytes, over {MAX_ADDED_BYTES} (carry it with --include)"
     return None

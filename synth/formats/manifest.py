@@ -33,6 +33,9 @@ class ManifestSource(Part, frozen=True):
     patch: str | None = None
     changed: tuple[str, ...] | None = None
     not_carried: tuple[str, ...] | None = None
+    #: Build output a command the export did not keep wrote last: path -> its ref
+    #: (SourcePlan.left_behind); the rebuild does not make it again.
+    left_behind: dict[str, str] | None = None
     #: source/ is the final /workspace (read from the live image).
     from_final_workspace: bool | None = None
 

@@ -218,6 +218,10 @@ class SourcePlan(PlanPart, frozen=True):
     patch: str | None = None
     changed: tuple[str, ...] = ()
     not_carried: tuple[str, ...] = ()
+    #: Build output left out of source/ whose files a command the export did not keep
+    #: wrote last (an install a later one replaced, a failed build): path -> that command's
+    #: ref. The rebuild does not make it again; fidelity explains its absence by this.
+    left_behind: dict[str, str] = msgspec.field(default_factory=dict)
     #: source/ is the final /workspace (read from the live image), not the host copy.
     from_final: bool = False
 

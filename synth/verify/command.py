@@ -353,11 +353,13 @@ def _verify_host(opts: VerifyOptions, base: PyramidSpec, task: Task | None, say:
 def compare_images(engine: Engine, live: str, rebuilt: str, python_live: str,
                    python_rebuilt: str, workdir: str,
                    live_env: Mapping[str, str] | None = None,
-                   others: Sequence[str] = ()) -> FingerprintOutcome:
+                   others: Sequence[str] = (),
+                   left_behind: Mapping[str, str] | None = None) -> FingerprintOutcome:
     """The live and rebuilt images' fingerprints, compared; each distribution whose files
     differ at the same version has the differing files named. ``live_env``: the live
     image's persisted variables (:class:`LiveImage`); ``others``: the run's other
-    interpreters, whose distributions must be the same in both (:func:`other_interpreters`).
+    interpreters, whose distributions must be the same in both (:func:`other_interpreters`);
+    ``left_behind``: the artifact manifest's ``source.left_behind``.
     """
     probe = ImageProbe(engine)
     try:
@@ -367,7 +369,7 @@ def compare_images(engine: Engine, live: str, rebuilt: str, python_live: str,
     except SynthError as exc:
         return FingerprintOutcome("error", exc.message)
     cmp = compare_fingerprints(a, b)
-    diffs = differences(cmp, b.environment)
+    diffs = differences(cmp, b.environment, left_behind)
     return FingerprintOutcome(
         "compared", comparison={**cmp.to_json(), "differences": [d.to_json() for d in diffs]},
         unexplained=tuple(d.line for d in diffs if d.explained is None)
@@ -603,7 +605,7 @@ def _verify_docker(opts: VerifyOptions, settings: Settings, target: Target,
         # probes run in (a task may run them from /tmp, away from an unbuilt checkout).
         fp = compare_images(engine, live.ref, rebuilt.build.image, live.python,
                             rebuilt.python, _source_dest(rebuilt.manifest), live.env,
-                            live.others)
+                            live.others, rebuilt.manifest.source.left_behind)
     reports: dict[ReportKey, Report] = {}
     if rebuilt is not None:
         reports["rebuilt"] = rebuilt.report

@@ -397,6 +397,43 @@ def test_a_build_that_built_nothing_is_dropped_and_sigpipe_is_no_failure(
         "dropped", "built nothing: no file under /workspace/other changed in the final state")
 
 
+def test_build_output_a_dropped_command_wrote_last_is_left_behind_not_made_again(
+        tmp_path: Path) -> None:
+    """An install that failed (or that a later one replaced) leaves ``build/`` behind: the
+    artifact does not replay it, so the export says the rebuild will not make it, and the
+    manifest names it for fidelity; output a kept command wrote last is made again."""
+    import json
+
+    from synth.export.source_patch import BUILD_OUTPUT, SourceEdits
+
+    run_dir = make_run_dir(tmp_path, [
+        cmd("cd /workspace && /opt/venv/bin/pip install .", exit=1),      # t 100..101
+        cmd("/opt/venv/bin/pip install numpy==1.26.4"),                   # t 102..103
+    ], python=[venv(dists=[dist("numpy", "1.26.4")])])
+    t0 = 1764410100.0
+    times = {"/workspace/build": t0 + 0.2, "/workspace/build/lib/pkg/_ext.so": t0 + 0.6,
+             "/workspace/build/lib/pkg/__init__.py": t0 - 500,  # copied with its old time
+             "/workspace/pkg.egg-info/PKG-INFO": t0 + 2.5,
+             "/workspace/late.egg-info/PKG-INFO": t0 + 50}
+    (run_dir / "state" / "provenance.json").write_text(json.dumps({
+        "format": 1, "file_times": times, "apt_times": {}, "dist_times": {}, "setuid": [],
+        "setuid_known": True}))
+    run = load_run(run_dir)
+    plan, report = distill(run)
+    edits = SourceEdits(not_carried=(f"build: {BUILD_OUTPUT}", f"late.egg-info: {BUILD_OUTPUT}",
+                                     f"pkg.egg-info: {BUILD_OUTPUT}",
+                                     "data.bin: 9000000 bytes, over 1000000"))
+    done, behind = final_state.left_behind(run, report, edits)
+    failed = next(o for o in report.outcomes if o.command.endswith("pip install ."))
+    assert failed.decision == "dropped" and behind == {"build": failed.ref}
+    assert done.not_carried == (
+        f"build: build output written last by audit {failed.ref}, which is not replayed: "
+        "not made again",
+        f"late.egg-info: {BUILD_OUTPUT}",   # no command was running: as it was
+        f"pkg.egg-info: {BUILD_OUTPUT}",    # the kept install wrote it last
+        "data.bin: 9000000 bytes, over 1000000")
+
+
 def test_a_legacy_egg_info_install_named_by_pip_is_locked(tmp_path: Path) -> None:
     run = load_run(make_run_dir(tmp_path, [cmd("/opt/venv/bin/pip install numpy==1.26.4 "
                                                "Legacy_Pkg")],

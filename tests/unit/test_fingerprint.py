@@ -223,6 +223,31 @@ def test_explained_differences() -> None:
     meta = ".pdm-build/aicscytoparam-0.2.1.dist-info/METADATA"
     assert explain("workspace", Change("removed", meta, "1", None))
     assert explain("workspace", Change("changed", "src/.pdm-build/x.py", "1", "2")) is None
+
+
+def test_build_output_left_behind_by_a_command_not_replayed_is_explained_only_as_removed(
+        ) -> None:
+    """The manifest's ``source.left_behind`` (seen on extension-cpp: a plain install, then
+    the README's editable one, left build/lib and the egg-info of the first behind)."""
+    from synth.compare.fingerprint import Change, explain
+
+    behind = {"build": "30.1", "pkg.egg-info": "30.1"}
+    so = "/workspace/build/lib.linux-x86_64-cpython-311/pkg/_C.abi3.so"
+    got = explain("native", Change("removed", so, "1", None), left_behind=behind)
+    assert got is not None and got.startswith("build output that audit 30.1 wrote last")
+    assert explain("workspace", Change("removed", "pkg.egg-info/PKG-INFO", "1", None),
+                   left_behind=behind)
+    assert explain("workspace", Change("removed", "build/lib/pkg/ops.py", "1", None),
+                   left_behind=behind)
+    # only removed build output under a named path: not a file the rebuild changed, not
+    # one elsewhere, and never source code, whatever a (forged) manifest names
+    assert explain("workspace", Change("changed", "build/lib/pkg/ops.py", "1", "2"),
+                   left_behind=behind) == "a build byproduct the rebuild regenerates"
+    assert explain("workspace", Change("removed", "build2/x.py", "1", None),
+                   left_behind=behind) is None
+    assert explain("workspace", Change("removed", "pkg/ops.py", "1", None),
+                   left_behind={"pkg": "30.1"}) is None
+    assert explain("workspace", Change("removed", "build/x", "1", None)) is None
     # A native file under build/ of the working directory: the same byproduct rule (seen on
     # cocoapi: the agent removed build/ after build_ext --inplace; the replay keeps it).
     so = "/workspace/PythonAPI/build/lib.linux-x86_64-cpython-311/pycocotools/_mask.so"
