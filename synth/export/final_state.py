@@ -329,7 +329,7 @@ def left_behind(run: LoadedRun, report: DistillReport, edits: SourceEdits,
     the returned map (path -> the command's ref) lets fidelity explain its absence. Where a
     kept command was running too, or none was, the reason stays as it is."""
     prov = run.provenance
-    if prov is None or not edits.not_carried:
+    if prov is None or not any(n.endswith(": " + BUILD_OUTPUT) for n in edits.not_carried):
         return edits, {}
     windows = {r.seq: (r.start, r.end) for r in run.records
                if r.start is not None and r.end is not None}
@@ -359,10 +359,12 @@ def left_behind(run: LoadedRun, report: DistillReport, edits: SourceEdits,
 
 
 def _newest(times: Sequence[tuple[str, float]], path: str) -> float | None:
-    """The newest change time of ``path`` and everything under it; ``times`` sorted by path."""
+    """The newest change time of ``path`` and everything under it; ``times`` sorted by path
+    (``build-x`` and ``build.log`` sort between ``build`` and ``build/…``)."""
     i = bisect.bisect_left(times, (path,))
-    newest: float | None = None
-    while i < len(times) and (times[i][0] == path or times[i][0].startswith(path + "/")):
+    newest = times[i][1] if i < len(times) and times[i][0] == path else None
+    i = bisect.bisect_left(times, (path + "/",))
+    while i < len(times) and times[i][0].startswith(path + "/"):
         newest = times[i][1] if newest is None else max(newest, times[i][1])
         i += 1
     return newest

@@ -413,13 +413,14 @@ def test_build_output_a_dropped_command_wrote_last_is_left_behind_not_made_again
     t0 = 1764410100.0
     times = {"/workspace/build": t0 + 0.2, "/workspace/build/lib/pkg/_ext.so": t0 + 0.6,
              "/workspace/build/lib/pkg/__init__.py": t0 - 500,  # copied with its old time
+             "/workspace/build-x/y": t0 + 2.5, "/workspace/build.log": t0 + 2.5,  # between
              "/workspace/pkg.egg-info/PKG-INFO": t0 + 2.5,
              "/workspace/late.egg-info/PKG-INFO": t0 + 50}
     (run_dir / "state" / "provenance.json").write_text(json.dumps({
         "format": 1, "file_times": times, "apt_times": {}, "dist_times": {}, "setuid": [],
         "setuid_known": True}))
     run = load_run(run_dir)
-    plan, report = distill(run)
+    _plan, report = distill(run)
     edits = SourceEdits(not_carried=(f"build: {BUILD_OUTPUT}", f"late.egg-info: {BUILD_OUTPUT}",
                                      f"pkg.egg-info: {BUILD_OUTPUT}",
                                      "data.bin: 9000000 bytes, over 1000000"))
