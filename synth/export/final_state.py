@@ -364,7 +364,7 @@ def _newest(times: Sequence[tuple[str, float]], path: str) -> float | None:
     i = bisect.bisect_left(times, (path,))
     newest = times[i][1] if i < len(times) and times[i][0] == path else None
     i = bisect.bisect_left(times, (path + "/",))
-    while i < len(times) and times[i][0].startswith(path + "/"):
+    while i < len(times) and _under(times[i][0], path):
         newest = times[i][1] if newest is None else max(newest, times[i][1])
         i += 1
     return newest

@@ -329,7 +329,8 @@ def installed_version(ev: Evidence, dists: tuple[str, ...]) -> tuple[bool, str |
     of ``dists`` that is installed. torch's is ``ev.torch_version`` where set: what
     ``torch.__version__`` reports, whose local part (``+cu132``) the metadata of PyPI's
     wheels lacks."""
-    if dists == ("torch",) and ev.torch_version is not None:
+    if dists == ("torch",) and (ev.torch_version is not None
+                                or "torch" not in ev.distributions):
         return True, ev.torch_version, "torch"
     probed = False
     for dist in dists:
@@ -338,8 +339,6 @@ def installed_version(ev: Evidence, dists: tuple[str, ...]) -> tuple[bool, str |
             version = ev.distributions[dist]
             if version is not None:
                 return True, version, dist
-    if dists == ("torch",) and not probed:
-        return True, ev.torch_version, "torch"
     return probed, None, dists[0]
 
 

@@ -327,6 +327,10 @@ def _task_command(p: _Probing, level: Level, command: str, timeout: int,
     return res.ok, info
 
 
+#: Seconds C1 gives the task's native modules to import, all of them together.
+NATIVE_IMPORT_TIMEOUT = 300
+
+
 def _c1(p: _Probing) -> LevelResult:
     task = p.spec.task
     if task is None or task.cpu is None:
@@ -335,7 +339,8 @@ def _c1(p: _Probing) -> LevelResult:
     details: dict[str, Any] = {}
     native = task.native_modules
     if native:
-        data, res = p.probe("import_check.py", p.request("native_modules.json"), timeout=330)
+        data, res = p.probe("import_check.py", p.request("native_modules.json"),
+                            timeout=NATIVE_IMPORT_TIMEOUT + 30)
         results = (data or {}).get("results") or []
         details["native_import"] = {"modules": list(native), "results": results,
                                     **_exec_summary(res)}
@@ -667,16 +672,17 @@ def _requests(spec: PyramidSpec) -> dict[str, Any]:
     """The JSON requests the facts and kernel probes read."""
     claims = spec.claims if isinstance(spec.claims, Mapping) else {}
     claimed_python = claims.get("python_path")
+    native = list(spec.task.native_modules) if spec.task else []
     return {
         "facts.json": {"paths": claimed_paths(claims),
                        "interpreters": [str(claimed_python)] if claimed_python else [],
                        "distributions": claimed_distributions(claims)},
-        "kernel.json": {"native_modules": list(spec.task.native_modules) if spec.task else []},
+        "kernel.json": {"native_modules": native},
         "native_claims.json": {"modules": claimed_native_modules(claims), "timeout": 120,
                                "total_timeout": spec.probe_timeout, "pip_check": False},
-        "native_modules.json": {"modules": list(spec.task.native_modules) if spec.task
-                                else [], "timeout": 300, "total_timeout": 300,
-                                "workers": 1, "pip_check": False},
+        "native_modules.json": {"modules": native, "timeout": NATIVE_IMPORT_TIMEOUT,
+                                "total_timeout": NATIVE_IMPORT_TIMEOUT, "workers": 1,
+                                "pip_check": False},
     }
 
 
